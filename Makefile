@@ -1,0 +1,117 @@
+# connscope build. `make` builds everything into build/; `make demo` and
+# `make test` first install any missing Debian packages (scripts/deps.sh).
+# Quiet by default; `make V=1` shows every command.
+
+BUILD    := build
+ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+CC       := gcc
+CLANG    ?= clang
+BPFTOOL  ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
+
+WARN     := -Wall -Wextra -Werror
+CFLAGS   ?= -O2 -g
+CFLAGS   += $(WARN) -std=gnu11 -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE \
+            -I$(BUILD) -Ibpf -Idaemon
+LDLIBS_BPF := -lbpf -lelf -lz
+
+ifeq ($(V),1)
+Q    :=
+msg  := @true
+else
+Q    := @
+msg  := @printf '  %-9s %s\n'
+endif
+
+# The engine: pure code (events in, statistics out), shared by every tool
+# and by the unit tests. The loader: BPF, /proc and the run loop.
+LOADER_SRCS := daemon/probes.c daemon/session.c daemon/procfs.c
+ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(wildcard daemon/*.c))
+CLI_SRCS    := $(wildcard cli/*.c)
+SERVER_SRCS := $(wildcard server/*.c)
+LOADGEN_SRCS := $(wildcard bench/csload*.c) daemon/hist.c
+UNIT_SRCS   := $(wildcard tests/unit/*.c) $(wildcard server/http_parse.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+ENGINE_OBJS := $(call obj,$(ENGINE_SRCS))
+LOADER_OBJS := $(call obj,$(filter $(wildcard daemon/*.c),$(LOADER_SRCS)))
+CLI_OBJS    := $(call obj,$(CLI_SRCS))
+SERVER_OBJS := $(call obj,$(SERVER_SRCS))
+LOADGEN_OBJS := $(call obj,$(LOADGEN_SRCS))
+UNIT_OBJS   := $(call obj,$(UNIT_SRCS))
+
+DEPS_OK  := $(BUILD)/.deps-ok
+SKEL     := $(BUILD)/connscope.skel.h
+PROGRAMS := $(BUILD)/connscope $(BUILD)/csserver $(BUILD)/csload
+
+.DELETE_ON_ERROR:
+.PHONY: all deps demo test unit-test integration-test clean
+
+all: $(PROGRAMS)
+
+# ---- set-up: Debian packages, installed once (stamp re-made when the list changes)
+$(DEPS_OK): scripts/deps.sh
+	$(Q)mkdir -p $(BUILD)
+	$(Q)bash scripts/deps.sh
+	$(Q)touch $@
+
+deps: $(DEPS_OK)
+
+# ---- BPF: vmlinux.h from the running kernel's BTF, object, skeleton
+$(BUILD)/vmlinux.h: | $(DEPS_OK)
+	$(msg) BTF $@
+	$(Q)test -r /sys/kernel/btf/vmlinux || { echo "connscope: /sys/kernel/btf/vmlinux is missing: this kernel was built without CONFIG_DEBUG_INFO_BTF" >&2; exit 1; }
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/connscope.bpf.o: bpf/connscope.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
+	$(msg) BPF $@
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ \
+		-I$(BUILD) -Ibpf -Wall -Werror -c $< -o $@
+
+$(SKEL): $(BUILD)/connscope.bpf.o
+	$(msg) SKEL $@
+	$(Q)$(BPFTOOL) gen skeleton $< name connscope_bpf > $@
+
+# ---- user space
+$(BUILD)/obj/%.o: %.c | $(DEPS_OK)
+	$(msg) CC $<
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+# Loader and CLI objects include the skeleton.
+$(LOADER_OBJS) $(CLI_OBJS): $(SKEL)
+
+$(BUILD)/connscope: $(CLI_OBJS) $(LOADER_OBJS) $(ENGINE_OBJS)
+	$(msg) LINK $@
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) -lm
+
+# The reference server keeps frame pointers (already in CFLAGS) so that
+# user stacks unwind through it.
+$(BUILD)/csserver: $(SERVER_OBJS)
+	$(msg) LINK $@
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ -lm
+
+$(BUILD)/csload: $(LOADGEN_OBJS)
+	$(msg) LINK $@
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ -lm
+
+$(BUILD)/unit-tests: $(UNIT_OBJS) $(ENGINE_OBJS)
+	$(msg) LINK $@
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lcriterion -lm
+
+# ---- the two commands of the README
+demo: $(PROGRAMS)
+	$(Q)bash scripts/demo.sh $(BUILD)
+
+unit-test: $(BUILD)/unit-tests
+	$(Q)$(BUILD)/unit-tests --jobs 2
+
+integration-test: $(PROGRAMS)
+	$(Q)bash tests/integration/run.sh $(BUILD)
+
+test: unit-test integration-test
+
+clean:
+	$(Q)rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

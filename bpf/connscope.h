@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * connscope wire format: the one header shared by the BPF probes and user
+ * space (daemon, engine, record files, tests).
+ *
+ * Rules: fixed-width fields only, largest first, explicit padding, every
+ * record starts with struct cs_event_header, sizes are checked with
+ * _Static_assert. A record's size never changes within a wire version; new
+ * record types get new type tags and bump CS_WIRE_VERSION.
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns()).
+ * Socket identities are kernel socket addresses, used only as opaque cookies
+ * that are unique while the socket lives.
+ */
+#ifndef CONNSCOPE_WIRE_H
+#define CONNSCOPE_WIRE_H
+
+#ifdef __BPF__
+/* vmlinux.h provides the __u* types in BPF builds. */
+#else
+#include <linux/types.h>
+#endif
+
+#define CS_WIRE_VERSION 1
+
+#define CS_COMM_LEN 16
+
+enum cs_event_type {
+	CS_EV_ACCEPT = 1,          /* accept()/accept4() returned, success or error */
+	CS_EV_LISTENER_SAMPLE = 2, /* one listening socket, from the iter/tcp walk */
+	CS_EV_HANDSHAKE = 3,       /* a local client's SYN was retransmitted */
+	CS_EV_PROC_FORK = 4,       /* a target process forked a new process */
+	CS_EV_PROC_EXIT = 5,       /* a target process exited */
+	CS_EV_TYPE_MAX,
+};
+
+/* Common prefix of every record. */
+struct cs_event_header {
+	__u64 ts_ns;   /* when the event happened */
+	__u16 type;    /* enum cs_event_type */
+	__u16 size;    /* whole record, header included */
+	__u32 cpu;     /* CPU the probe ran on */
+};
+
+/*
+ * A TCP 4-tuple as the socket's owner sees it: local first. IPv4 addresses
+ * are stored IPv4-mapped (::ffff:a.b.c.d) so that one layout serves both.
+ * Ports are in host byte order.
+ */
+struct cs_tuple {
+	__u8 local_addr[16];
+	__u8 remote_addr[16];
+	__u16 local_port;
+	__u16 remote_port;
+	__u16 family;  /* AF_INET or AF_INET6 as the socket was created */
+	__u16 pad;
+};
+
+/*
+ * accept() returned on a target's TCP listener.
+ * hdr.ts_ns is the return; the accept-queue wait is ts_ns - established_ns.
+ */
+struct cs_ev_accept {
+	struct cs_event_header hdr;
+	__u64 sk;              /* accepted socket; 0 when ret < 0 */
+	__u64 listener_sk;     /* the listening socket */
+	__u64 established_ns;  /* child reached ESTABLISHED (entered the queue);
+	                          0 when not seen, e.g. queued before attach */
+	__u64 enter_ns;        /* the accept() call began */
+	struct cs_tuple tuple; /* accepted connection, server's view */
+	__s32 ret;             /* new fd, or -errno (-EAGAIN: woken for nothing) */
+	__u32 tgid;
+	__u32 tid;
+	__u32 backlog;         /* listener's queue depth left after this accept */
+	__u32 backlog_limit;   /* listener's sk_max_ack_backlog */
+	__u32 listener_drops;  /* listener's sk_drops at this moment */
+	__u16 listener_port;
+	__u16 pad[3];
+	char comm[CS_COMM_LEN]; /* thread name */
+};
+
+/* A listening TCP socket, sampled by walking every TCP socket (iter/tcp). */
+struct cs_ev_listener_sample {
+	struct cs_event_header hdr;
+	__u64 sk;
+	__u64 inode;           /* socket inode: ties the listener to its owners */
+	__u32 backlog;         /* sk_ack_backlog: connections waiting for accept() */
+	__u32 backlog_limit;   /* sk_max_ack_backlog: the queue holds limit + 1 */
+	__u32 syn_queue;       /* icsk_accept_queue.qlen: half-open connections */
+	__u32 drops;           /* sk_drops: SYNs and ACKs dropped on this listener */
+	__u16 port;
+	__u16 family;
+	__u32 pad;
+};
+
+/*
+ * A local client connecting to a target port had its SYN retransmitted.
+ * Emitted once per such connection when its handshake ends (ESTABLISHED, or
+ * given up). hdr.ts_ns is that end.
+ */
+struct cs_ev_handshake {
+	struct cs_event_header hdr;
+	__u64 sk;              /* client socket */
+	__u64 syn_sent_ns;     /* connect() sent the first SYN */
+	__u64 last_syn_ns;     /* the last SYN retransmit: the one that got in */
+	struct cs_tuple tuple; /* client's view: remote_port is the target port */
+	__u32 syn_retransmits;
+	__u32 tgid;            /* the client process */
+	__u32 established;     /* 1: the connection got in; 0: it gave up */
+	__u32 pad;
+};
+
+/* A target process forked (pid: the new process) or exited. */
+struct cs_ev_proc {
+	struct cs_event_header hdr;
+	__u32 pid;
+	__u32 parent_pid;      /* fork only */
+	char comm[CS_COMM_LEN];
+};
+
+/* Index of the per-CPU counters the probes keep beside the ring buffer. */
+enum cs_counter {
+	CS_CTR_LOST = 0,         /* records that could not be reserved */
+	CS_CTR_ACCEPT_UNMATCHED, /* accepts of sockets never seen established */
+	CS_CTR_TABLE_FULL,       /* in-kernel tables full: entries not stored */
+	CS_CTR_MAX,
+};
+
+#ifndef __BPF__
+_Static_assert(sizeof(struct cs_event_header) == 16, "wire: header size");
+_Static_assert(sizeof(struct cs_tuple) == 40, "wire: tuple size");
+_Static_assert(sizeof(struct cs_ev_accept) == 136, "wire: accept size");
+_Static_assert(sizeof(struct cs_ev_listener_sample) == 56, "wire: listener size");
+_Static_assert(sizeof(struct cs_ev_handshake) == 96, "wire: handshake size");
+_Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
+#endif
+
+#endif /* CONNSCOPE_WIRE_H */

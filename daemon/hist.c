@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "hist.h"
+
+#include <string.h>
+
+/* Index of the highest set bit; value must not be 0. */
+static unsigned int highest_bit(uint64_t value)
+{
+	return 63u - (unsigned int)__builtin_clzll(value);
+}
+
+size_t cs_hist_bucket_index(uint64_t value)
+{
+	if (value < 2 * CS_HIST_SUB_COUNT)
+		return (size_t)value;
+	unsigned int top = highest_bit(value);
+	if (top >= CS_HIST_MAX_BITS)
+		return CS_HIST_BUCKETS - 1;
+	/* Octave 2^top is cut into 128 buckets 2^shift wide. */
+	unsigned int shift = top - CS_HIST_SUB_BITS;
+	uint64_t sub = (value >> shift) - CS_HIST_SUB_COUNT; /* 0..127 */
+	return 2 * CS_HIST_SUB_COUNT + (size_t)(shift - 1) * CS_HIST_SUB_COUNT + (size_t)sub;
+}
+
+uint64_t cs_hist_bucket_lowest(size_t index)
+{
+	if (index < 2 * CS_HIST_SUB_COUNT)
+		return index;
+	size_t above = index - 2 * CS_HIST_SUB_COUNT;
+	unsigned int shift = (unsigned int)(above / CS_HIST_SUB_COUNT) + 1;
+	uint64_t sub = above % CS_HIST_SUB_COUNT;
+	return (CS_HIST_SUB_COUNT + sub) << shift;
+}
+
+uint64_t cs_hist_bucket_highest(size_t index)
+{
+	if (index + 1 >= CS_HIST_BUCKETS)
+		return UINT64_MAX;
+	return cs_hist_bucket_lowest(index + 1) - 1;
+}
+
+void cs_hist_init(struct cs_hist *hist)
+{
+	memset(hist, 0, sizeof(*hist));
+	hist->min = UINT64_MAX;
+}
+
+void cs_hist_record_n(struct cs_hist *hist, uint64_t value, uint64_t times)
+{
+	if (times == 0)
+		return;
+	hist->buckets[cs_hist_bucket_index(value)] += times;
+	hist->count += times;
+	hist->sum += value * times;
+	if (value < hist->min)
+		hist->min = value;
+	if (value > hist->max)
+		hist->max = value;
+}
+
+void cs_hist_record(struct cs_hist *hist, uint64_t value)
+{
+	cs_hist_record_n(hist, value, 1);
+}
+
+void cs_hist_merge(struct cs_hist *into, const struct cs_hist *from)
+{
+	if (from->count == 0)
+		return;
+	for (size_t i = 0; i < CS_HIST_BUCKETS; i++)
+		into->buckets[i] += from->buckets[i];
+	into->count += from->count;
+	into->sum += from->sum;
+	if (from->min < into->min)
+		into->min = from->min;
+	if (from->max > into->max)
+		into->max = from->max;
+}
+
+uint64_t cs_hist_percentile(const struct cs_hist *hist, double pct)
+{
+	if (hist->count == 0)
+		return 0;
+	if (pct >= 100.0)
+		return hist->max;
+	if (pct <= 0.0)
+		return hist->min;
+	/* Nearest rank: ceil(pct/100 * count), at least 1. */
+	double exact_rank = pct / 100.0 * (double)hist->count;
+	uint64_t rank = (uint64_t)exact_rank;
+	if ((double)rank < exact_rank)
+		rank++;
+	if (rank == 0)
+		rank = 1;
+
+	uint64_t seen = 0;
+	for (size_t i = 0; i < CS_HIST_BUCKETS; i++) {
+		seen += hist->buckets[i];
+		if (seen < rank)
+			continue;
+		uint64_t low = cs_hist_bucket_lowest(i);
+		uint64_t high = cs_hist_bucket_highest(i);
+		uint64_t mid = low + (high - low) / 2;
+		if (mid < hist->min)
+			mid = hist->min;
+		if (mid > hist->max)
+			mid = hist->max;
+		return mid;
+	}
+	return hist->max;
+}
+
+uint64_t cs_hist_count_at_or_below(const struct cs_hist *hist, uint64_t limit)
+{
+	uint64_t total = 0;
+	size_t last = cs_hist_bucket_index(limit);
+	for (size_t i = 0; i <= last; i++)
+		total += hist->buckets[i];
+	return total;
+}

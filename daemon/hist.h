@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Log-linear latency histogram (HdrHistogram-style), pure code, no I/O.
+ *
+ * Values below 256 are counted exactly. Above, every power of two is cut
+ * into 128 equal sub-buckets, so a bucket is at most 1/128 of its lower
+ * bound wide: a reported percentile (the bucket's midpoint) is within 0.4 %
+ * of the true value. Values are usually nanoseconds; anything at or above
+ * 2^CS_HIST_MAX_BITS lands in the last bucket (its exact maximum is kept).
+ */
+#ifndef CS_HIST_H
+#define CS_HIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CS_HIST_SUB_BITS 7                       /* 128 sub-buckets per octave */
+#define CS_HIST_SUB_COUNT (1u << CS_HIST_SUB_BITS)
+#define CS_HIST_MAX_BITS 44                      /* 2^44 ns: about 4.9 hours */
+#define CS_HIST_BUCKETS \
+	(2 * CS_HIST_SUB_COUNT + (CS_HIST_MAX_BITS - CS_HIST_SUB_BITS - 1) * CS_HIST_SUB_COUNT)
+
+struct cs_hist {
+	uint64_t count;   /* values recorded */
+	uint64_t sum;     /* their sum, for means and Prometheus _sum */
+	uint64_t min;     /* exact smallest value (UINT64_MAX when empty) */
+	uint64_t max;     /* exact largest value */
+	uint64_t buckets[CS_HIST_BUCKETS];
+};
+
+void cs_hist_init(struct cs_hist *hist);
+void cs_hist_record(struct cs_hist *hist, uint64_t value);
+void cs_hist_record_n(struct cs_hist *hist, uint64_t value, uint64_t times);
+void cs_hist_merge(struct cs_hist *into, const struct cs_hist *from);
+
+/*
+ * The value at percentile pct (0 < pct <= 100), nearest-rank definition:
+ * the smallest recorded value v such that at least pct % of values are <= v,
+ * reported as its bucket's midpoint clamped to [min, max]. 0 when empty.
+ */
+uint64_t cs_hist_percentile(const struct cs_hist *hist, double pct);
+
+/* Number of values <= limit (exact below 256, bucket-rounded above). */
+uint64_t cs_hist_count_at_or_below(const struct cs_hist *hist, uint64_t limit);
+
+size_t cs_hist_bucket_index(uint64_t value);
+uint64_t cs_hist_bucket_lowest(size_t index);  /* smallest value in bucket */
+uint64_t cs_hist_bucket_highest(size_t index); /* largest value in bucket */
+
+#endif /* CS_HIST_H */
