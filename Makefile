@@ -22,9 +22,10 @@ Q    := @
 msg  := @printf '  %-9s %s\n'
 endif
 
-# The engine: pure code (events in, statistics out), shared by every tool
-# and by the unit tests. The loader: BPF, /proc and the run loop.
-LOADER_SRCS := daemon/probes.c daemon/session.c daemon/procfs.c
+# The loader (BPF skeleton and the run loop) is linked only into the tools.
+# Everything else in daemon/ (the pure engine, reports, /proc parsing) is
+# shared by the tools and the unit tests.
+LOADER_SRCS := daemon/probes.c daemon/session.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(wildcard daemon/*.c))
 CLI_SRCS    := $(wildcard cli/*.c)
 SERVER_SRCS := $(wildcard server/*.c)

@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * connscope probes: the accept path.
+ *
+ * Only tracepoints, tp_btf, iterators: no kprobes, no fentry (many locked
+ * down kernels have neither). Every probe filters on the target first
+ * (process for syscalls, port for softirq-side socket events) and returns
+ * at once for everything else.
+ *
+ *   SYN_RECV -> ESTABLISHED on a child socket  : connection enters the
+ *                                                accept queue (timestamp kept
+ *                                                in-kernel, keyed by socket)
+ *   sys_enter/exit_accept{,4}                  : accept() took it out; one
+ *                                                record per call
+ *   iter/tcp over LISTEN sockets               : backlog, limit, drops
+ *   client SYN_SENT + tcp_retransmit_skb       : SYN retransmits of local
+ *                                                clients (1 s, 3 s tails)
+ *   sched_process_fork / exit                  : follow forked workers
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "connscope.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by user space between open and load. */
+const volatile __u64 wakeup_bytes = 256 * 1024; /* wake the consumer past this much queued data */
+const volatile bool trace_handshakes = true;
+
+/* Target processes (tgid). Filled by user space; forks of targets added here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} target_tgids SEC(".maps");
+
+/* Target listening ports (host order). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u16);
+	__type(value, __u8);
+} target_ports SEC(".maps");
+
+/*
+ * When each not-yet-accepted connection became ESTABLISHED, by socket.
+ * Accept removes the entry; LRU drops connections reset while queued.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u64);
+} established_ns SEC(".maps");
+
+/* An accept() call in flight, by thread. */
+struct accept_call {
+	__u64 listener_sk;
+	__u64 enter_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct accept_call);
+} accept_calls SEC(".maps");
+
+/* A local client's handshake to a target port, on the client socket. */
+struct client_handshake {
+	__u64 syn_sent_ns;
+	__u64 last_syn_ns;
+	__u32 syn_retransmits;
+	__u32 tgid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct client_handshake);
+} client_handshakes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CS_CTR_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 * 1024 * 1024);
+} events SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *value = bpf_map_lookup_elem(&counters, &which);
+
+	if (value)
+		*value += 1;
+}
+
+/* Reserve a record, or count it as lost. */
+static __always_inline void *reserve_event(__u32 size, __u16 type)
+{
+	struct cs_event_header *hdr = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!hdr) {
+		count(CS_CTR_LOST);
+		return NULL;
+	}
+	hdr->ts_ns = bpf_ktime_get_ns();
+	hdr->type = type;
+	hdr->size = size;
+	hdr->cpu = bpf_get_smp_processor_id();
+	return hdr;
+}
+
+/*
+ * Submit without waking the consumer unless enough data has queued up: a
+ * wake-up per record costs about 2.4 us here, and the daemon polls on a
+ * short timer anyway.
+ */
+static __always_inline void submit_event(void *record)
+{
+	__u64 queued = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+
+	bpf_ringbuf_submit(record, queued >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline bool is_target_tgid(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&target_tgids, &tgid) != NULL;
+}
+
+static __always_inline bool is_target_port(__u16 port)
+{
+	return bpf_map_lookup_elem(&target_ports, &port) != NULL;
+}
+
+/* The TCP socket behind a file descriptor of the current task, or NULL. */
+static __always_inline struct sock *tcp_sock_of_fd(int fd)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fd_array;
+	struct file *file = NULL;
+	struct socket *socket;
+	struct sock *sk;
+
+	if (fd < 0 || !fdt || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fd_array = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fd_array[fd]) || !file)
+		return NULL;
+	/* Only a socket file's private_data is a struct socket. */
+	if ((BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+		return NULL;
+	socket = BPF_CORE_READ(file, private_data);
+	sk = BPF_CORE_READ(socket, sk);
+	if (!sk)
+		return NULL;
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if ((family != AF_INET && family != AF_INET6) ||
+	    BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return NULL;
+	return sk;
+}
+
+/* Copy a socket's addresses and ports, local first, IPv4 as v4-mapped. */
+static __always_inline void read_tuple(const struct sock *sk, struct cs_tuple *tuple)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+
+	tuple->family = family;
+	tuple->local_port = BPF_CORE_READ(sk, __sk_common.skc_num);
+	tuple->remote_port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (family == AF_INET6) {
+		BPF_CORE_READ_INTO(tuple->local_addr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(tuple->remote_addr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+		return;
+	}
+	__u32 local = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+	__u32 remote = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+	tuple->local_addr[10] = 0xff;
+	tuple->local_addr[11] = 0xff;
+	__builtin_memcpy(&tuple->local_addr[12], &local, 4);
+	tuple->remote_addr[10] = 0xff;
+	tuple->remote_addr[11] = 0xff;
+	__builtin_memcpy(&tuple->remote_addr[12], &remote, 4);
+}
+
+/* sk_drops of a listener; newer kernels may also keep per-NUMA counters. */
+static __always_inline __u32 read_drops(const struct sock *sk)
+{
+	return BPF_CORE_READ(sk, sk_drops.counter);
+}
+
+/* ---- the connection enters the accept queue; client handshakes ---------- */
+
+static __always_inline void on_client_handshake_end(const struct sock *sk, bool established)
+{
+	struct client_handshake *hs;
+	struct cs_ev_handshake *ev;
+
+	hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, 0);
+	if (!hs)
+		return;
+	if (hs->syn_retransmits > 0) {
+		ev = reserve_event(sizeof(*ev), CS_EV_HANDSHAKE);
+		if (ev) {
+			ev->sk = (__u64)sk;
+			ev->syn_sent_ns = hs->syn_sent_ns;
+			ev->last_syn_ns = hs->last_syn_ns;
+			read_tuple(sk, &ev->tuple);
+			ev->syn_retransmits = hs->syn_retransmits;
+			ev->tgid = hs->tgid;
+			ev->established = established;
+			ev->pad = 0;
+			submit_event(ev);
+		}
+	}
+	bpf_sk_storage_delete(&client_handshakes, (void *)sk);
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int new_state)
+{
+	if (old_state == TCP_SYN_RECV && new_state == TCP_ESTABLISHED) {
+		/* Server side: the third ACK moved the child into the queue. */
+		__u16 port = sk->__sk_common.skc_num;
+		if (!is_target_port(port))
+			return 0;
+		__u64 key = (__u64)sk, now = bpf_ktime_get_ns();
+		if (bpf_map_update_elem(&established_ns, &key, &now, BPF_ANY))
+			count(CS_CTR_TABLE_FULL);
+		return 0;
+	}
+	if (!trace_handshakes)
+		return 0;
+	if (old_state == TCP_CLOSE && new_state == TCP_SYN_SENT) {
+		/* Client side: connect() to a target port sends its first SYN. */
+		__u16 port = bpf_ntohs(sk->__sk_common.skc_dport);
+		if (!is_target_port(port))
+			return 0;
+		struct client_handshake *hs = bpf_sk_storage_get(
+			&client_handshakes, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (!hs) {
+			count(CS_CTR_TABLE_FULL);
+			return 0;
+		}
+		hs->syn_sent_ns = bpf_ktime_get_ns();
+		hs->last_syn_ns = hs->syn_sent_ns;
+		hs->syn_retransmits = 0;
+		hs->tgid = bpf_get_current_pid_tgid() >> 32;
+		return 0;
+	}
+	if (old_state == TCP_SYN_SENT)
+		on_client_handshake_end(sk, new_state == TCP_ESTABLISHED);
+	return 0;
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(on_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb, int err)
+{
+	struct client_handshake *hs;
+
+	if (!trace_handshakes || !sk || sk->__sk_common.skc_state != TCP_SYN_SENT)
+		return 0;
+	hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, 0);
+	if (!hs)
+		return 0;
+	hs->syn_retransmits++;
+	hs->last_syn_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* ---- accept() ------------------------------------------------------------ */
+
+static __always_inline int on_accept_enter(int listen_fd)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	if (!is_target_tgid(pid_tgid >> 32))
+		return 0;
+	struct sock *listener = tcp_sock_of_fd(listen_fd);
+	if (!listener)
+		return 0;
+	if (!is_target_port(BPF_CORE_READ(listener, __sk_common.skc_num)))
+		return 0;
+	__u32 tid = (__u32)pid_tgid;
+	struct accept_call call = {
+		.listener_sk = (__u64)listener,
+		.enter_ns = bpf_ktime_get_ns(),
+	};
+	if (bpf_map_update_elem(&accept_calls, &tid, &call, BPF_ANY))
+		count(CS_CTR_TABLE_FULL);
+	return 0;
+}
+
+static __always_inline int on_accept_exit(long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct accept_call *call;
+	struct cs_ev_accept *ev;
+
+	/* Only threads whose accept() entry was a target's listener are here. */
+	call = bpf_map_lookup_elem(&accept_calls, &tid);
+	if (!call)
+		return 0;
+	const struct sock *listener = (const struct sock *)call->listener_sk;
+
+	ev = reserve_event(sizeof(*ev), CS_EV_ACCEPT);
+	if (!ev)
+		goto out;
+	ev->listener_sk = call->listener_sk;
+	ev->enter_ns = call->enter_ns;
+	ev->ret = (__s32)ret;
+	ev->tgid = pid_tgid >> 32;
+	ev->tid = tid;
+	ev->backlog = BPF_CORE_READ(listener, sk_ack_backlog);
+	ev->backlog_limit = BPF_CORE_READ(listener, sk_max_ack_backlog);
+	ev->listener_drops = read_drops(listener);
+	ev->listener_port = BPF_CORE_READ(listener, __sk_common.skc_num);
+	ev->pad[0] = ev->pad[1] = ev->pad[2] = 0;
+	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+	ev->sk = 0;
+	ev->established_ns = 0;
+	__builtin_memset(&ev->tuple, 0, sizeof(ev->tuple));
+
+	if (ret >= 0) {
+		struct sock *child = tcp_sock_of_fd((int)ret);
+		if (child) {
+			__u64 key = (__u64)child;
+			__u64 *established = bpf_map_lookup_elem(&established_ns, &key);
+			ev->sk = key;
+			read_tuple(child, &ev->tuple);
+			if (established) {
+				ev->established_ns = *established;
+				bpf_map_delete_elem(&established_ns, &key);
+			} else {
+				count(CS_CTR_ACCEPT_UNMATCHED);
+			}
+		}
+	}
+	submit_event(ev);
+out:
+	bpf_map_delete_elem(&accept_calls, &tid);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_accept4")
+int on_enter_accept4(struct trace_event_raw_sys_enter *ctx)
+{
+	return on_accept_enter((int)ctx->args[0]);
+}
+
+SEC("tracepoint/syscalls/sys_enter_accept")
+int on_enter_accept(struct trace_event_raw_sys_enter *ctx)
+{
+	return on_accept_enter((int)ctx->args[0]);
+}
+
+SEC("tracepoint/syscalls/sys_exit_accept4")
+int on_exit_accept4(struct trace_event_raw_sys_exit *ctx)
+{
+	return on_accept_exit(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_exit_accept")
+int on_exit_accept(struct trace_event_raw_sys_exit *ctx)
+{
+	return on_accept_exit(ctx->ret);
+}
+
+/* ---- listeners: walked by user space at >= 10 Hz ------------------------- */
+
+SEC("iter/tcp")
+int sample_listeners(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct cs_ev_listener_sample sample = {};
+	struct tcp_sock *tp;
+	struct sock *sk;
+
+	if (!skc || skc->skc_state != TCP_LISTEN)
+		return 0;
+	if (!is_target_port(skc->skc_num))
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp)
+		return 0;
+	sk = (struct sock *)tp;
+
+	sample.hdr.ts_ns = bpf_ktime_get_ns();
+	sample.hdr.type = CS_EV_LISTENER_SAMPLE;
+	sample.hdr.size = sizeof(sample);
+	sample.hdr.cpu = bpf_get_smp_processor_id();
+	sample.sk = (__u64)sk;
+	sample.inode = BPF_CORE_READ(sk, sk_socket, file, f_inode, i_ino);
+	sample.backlog = sk->sk_ack_backlog;
+	sample.backlog_limit = sk->sk_max_ack_backlog;
+	sample.syn_queue = tp->inet_conn.icsk_accept_queue.qlen.counter;
+	sample.drops = sk->sk_drops.counter;
+	sample.port = skc->skc_num;
+	sample.family = skc->skc_family;
+	bpf_seq_write(ctx->meta->seq, &sample, sizeof(sample));
+	return 0;
+}
+
+/* ---- follow the target's processes --------------------------------------- */
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 parent_tgid = parent->tgid;
+	__u32 child_pid = child->pid;
+	__u8 one = 1;
+	struct cs_ev_proc *ev;
+
+	/* New threads share their parent's tgid: already covered. */
+	if (child_pid != (__u32)child->tgid || !is_target_tgid(parent_tgid))
+		return 0;
+	if (bpf_map_update_elem(&target_tgids, &child_pid, &one, BPF_ANY))
+		count(CS_CTR_TABLE_FULL);
+	ev = reserve_event(sizeof(*ev), CS_EV_PROC_FORK);
+	if (!ev)
+		return 0;
+	ev->pid = child_pid;
+	ev->parent_pid = parent_tgid;
+	bpf_probe_read_kernel_str(ev->comm, sizeof(ev->comm), child->comm);
+	submit_event(ev);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task, bool group_dead)
+{
+	__u32 tgid = task->tgid;
+	struct cs_ev_proc *ev;
+
+	if (!group_dead || !is_target_tgid(tgid))
+		return 0;
+	bpf_map_delete_elem(&target_tgids, &tgid);
+	ev = reserve_event(sizeof(*ev), CS_EV_PROC_EXIT);
+	if (!ev)
+		return 0;
+	ev->pid = tgid;
+	ev->parent_pid = 0;
+	bpf_probe_read_kernel_str(ev->comm, sizeof(ev->comm), task->comm);
+	/* Wake at once: an exit ends a run. */
+	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "probes.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/capability.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "connscope.skel.h"
+
+#define CAP_PERFMON_BIT 38
+#define CAP_BPF_BIT 39
+
+/* libbpf's log: echoed with --verbose, otherwise its last line is kept. */
+static bool libbpf_verbose;
+static char libbpf_last_line[256];
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (libbpf_verbose)
+		return vfprintf(stderr, fmt, ap);
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	vsnprintf(libbpf_last_line, sizeof(libbpf_last_line), fmt, ap);
+	libbpf_last_line[strcspn(libbpf_last_line, "\n")] = '\0';
+	return 0;
+}
+
+__attribute__((format(printf, 3, 4)))
+static int fail(char *errmsg, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(errmsg, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static bool has_cap(const struct __user_cap_data_struct caps[2], int cap)
+{
+	return caps[cap / 32].effective & (1u << (cap % 32));
+}
+
+/* Tracing programs need CAP_BPF + CAP_PERFMON, or CAP_SYS_ADMIN. */
+static int check_privileges(char *errmsg, size_t errlen)
+{
+	struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct caps[2] = {};
+
+	if (syscall(SYS_capget, &header, caps))
+		return fail(errmsg, errlen, "cannot read this process's capabilities: %s", strerror(errno));
+	if (has_cap(caps, CAP_SYS_ADMIN))
+		return 0;
+	bool bpf = has_cap(caps, CAP_BPF_BIT), perfmon = has_cap(caps, CAP_PERFMON_BIT);
+	if (bpf && perfmon)
+		return 0;
+	return fail(errmsg, errlen,
+		    "missing %s%s%s: run as root, or grant them with "
+		    "'sudo setcap cap_bpf,cap_perfmon,cap_net_admin,cap_sys_ptrace,cap_dac_read_search+ep connscope'",
+		    bpf ? "" : "CAP_BPF", !bpf && !perfmon ? " and " : "", perfmon ? "" : "CAP_PERFMON");
+}
+
+/*
+ * Classic tracepoints (the syscalls) are found through tracefs. Minimal
+ * systems often leave it unmounted: mount it where libbpf looks first.
+ */
+static int ensure_tracefs(char *errmsg, size_t errlen)
+{
+	if (!access("/sys/kernel/tracing/events", F_OK) ||
+	    !access("/sys/kernel/debug/tracing/events", F_OK))
+		return 0;
+	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0)
+		return 0;
+	return fail(errmsg, errlen,
+		    "tracefs is not mounted and mounting it failed (%s): run "
+		    "'mount -t tracefs nodev /sys/kernel/tracing' as root", strerror(errno));
+}
+
+static int check_kernel(char *errmsg, size_t errlen)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return fail(errmsg, errlen,
+			    "this kernel has no BTF (/sys/kernel/btf/vmlinux): connscope needs a kernel "
+			    "built with CONFIG_DEBUG_INFO_BTF=y (most distribution kernels since 5.8)");
+	return ensure_tracefs(errmsg, errlen);
+}
+
+static int handle_record(void *ctx, void *data, size_t len)
+{
+	struct cs_probes *probes = ctx;
+	return probes->on_record(probes->ctx, data, len);
+}
+
+/* Attach each program by name, so a failure can name its hook. */
+static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, probes->skel->obj) {
+		if (prog == probes->skel->progs.sample_listeners)
+			continue; /* iterators are attached below, not as hooks */
+		struct bpf_link *link = bpf_program__attach(prog);
+		if (!link) {
+			int err = -errno;
+			return fail(errmsg, errlen,
+				    "cannot attach probe %s (%s): %s; this kernel may lack the hook",
+				    bpf_program__name(prog), bpf_program__section_name(prog),
+				    libbpf_last_line[0] ? libbpf_last_line : strerror(-err));
+		}
+		/* The skeleton frees links it knows; keep ours in the program's slot. */
+		for (size_t i = 0; i < (size_t)probes->skel->skeleton->prog_cnt; i++)
+			if (*probes->skel->skeleton->progs[i].prog == prog)
+				*probes->skel->skeleton->progs[i].link = link;
+	}
+	probes->iter_link = bpf_program__attach_iter(probes->skel->progs.sample_listeners, NULL);
+	if (!probes->iter_link)
+		return fail(errmsg, errlen, "cannot create the TCP socket iterator (iter/tcp): %s",
+			    strerror(errno));
+	return 0;
+}
+
+int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opts,
+		    cs_record_fn on_record, void *ctx, char *errmsg, size_t errlen)
+{
+	memset(probes, 0, sizeof(*probes));
+	probes->on_record = on_record;
+	probes->ctx = ctx;
+	libbpf_verbose = opts->verbose;
+	libbpf_set_print(libbpf_log);
+
+	if (check_privileges(errmsg, errlen) || check_kernel(errmsg, errlen))
+		return -1;
+
+	/* 1. open, 2. configure, 3. load, 4. attach */
+	probes->skel = connscope_bpf__open();
+	if (!probes->skel)
+		return fail(errmsg, errlen, "cannot open the BPF object: %s", strerror(errno));
+	probes->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
+	probes->skel->rodata->trace_handshakes = opts->trace_handshakes;
+	if (bpf_map__set_max_entries(probes->skel->maps.events, opts->ring_bytes))
+		return fail(errmsg, errlen, "ring buffer size %u is not a power of two", opts->ring_bytes);
+
+	int err = connscope_bpf__load(probes->skel);
+	if (err) {
+		return fail(errmsg, errlen,
+			    "the kernel refused connscope's BPF programs (%s)%s%s; run with --verbose for "
+			    "the verifier log", strerror(-err), libbpf_last_line[0] ? ": " : "",
+			    libbpf_last_line);
+	}
+	if (attach_all(probes, errmsg, errlen))
+		return -1;
+
+	probes->ring = ring_buffer__new(bpf_map__fd(probes->skel->maps.events), handle_record, probes, NULL);
+	if (!probes->ring)
+		return fail(errmsg, errlen, "cannot map the ring buffer: %s", strerror(errno));
+	return 0;
+}
+
+int cs_probes_add_tgid(struct cs_probes *probes, uint32_t tgid)
+{
+	uint8_t one = 1;
+	return bpf_map__update_elem(probes->skel->maps.target_tgids, &tgid, sizeof(tgid), &one,
+				    sizeof(one), BPF_ANY);
+}
+
+int cs_probes_add_port(struct cs_probes *probes, uint16_t port)
+{
+	uint8_t one = 1;
+	return bpf_map__update_elem(probes->skel->maps.target_ports, &port, sizeof(port), &one,
+				    sizeof(one), BPF_ANY);
+}
+
+int cs_probes_poll(struct cs_probes *probes, int timeout_ms)
+{
+	int n = ring_buffer__poll(probes->ring, timeout_ms);
+	if (n < 0)
+		return n;
+	/* Records submitted without a wake-up are taken here. */
+	int more = ring_buffer__consume(probes->ring);
+	return more < 0 ? more : n + more;
+}
+
+int cs_probes_sample_listeners(struct cs_probes *probes)
+{
+	int fd = bpf_iter_create(bpf_link__fd(probes->iter_link));
+	if (fd < 0)
+		return -errno;
+	/* The iterator writes whole records; read() may split them, so buffer. */
+	static char buf[64 * sizeof(struct cs_ev_listener_sample)];
+	size_t have = 0;
+	int err = 0;
+	for (;;) {
+		ssize_t len = read(fd, buf + have, sizeof(buf) - have);
+		if (len < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (len == 0)
+			break;
+		have += (size_t)len;
+		size_t used = 0;
+		const size_t record = sizeof(struct cs_ev_listener_sample);
+		while (have - used >= record) {
+			probes->on_record(probes->ctx, buf + used, record);
+			used += record;
+		}
+		memmove(buf, buf + used, have - used);
+		have -= used;
+	}
+	close(fd);
+	return err;
+}
+
+int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX])
+{
+	int cpus = libbpf_num_possible_cpus();
+	if (cpus <= 0)
+		return cpus ? cpus : -EINVAL;
+	uint64_t values[cpus];
+	for (uint32_t key = 0; key < CS_CTR_MAX; key++) {
+		int err = bpf_map__lookup_elem(probes->skel->maps.counters, &key, sizeof(key), values,
+					       sizeof(values), 0);
+		if (err)
+			return err;
+		counters[key] = 0;
+		for (int cpu = 0; cpu < cpus; cpu++)
+			counters[key] += values[cpu];
+	}
+	return 0;
+}
+
+void cs_probes_stop(struct cs_probes *probes)
+{
+	ring_buffer__free(probes->ring);
+	bpf_link__destroy(probes->iter_link);
+	connscope_bpf__destroy(probes->skel);
+	memset(probes, 0, sizeof(*probes));
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The BPF side's lifecycle: check the kernel and our privileges, open,
+ * configure, load, attach, then feed targets and read what comes back.
+ * Every failure leaves a one-line explanation of what is wrong and what to
+ * do in the caller's buffer; libbpf's own log is kept for --verbose.
+ */
+#ifndef CS_PROBES_H
+#define CS_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "connscope.h"
+
+struct connscope_bpf;
+struct ring_buffer;
+struct bpf_link;
+
+struct cs_probe_options {
+	uint32_t ring_bytes;         /* ring buffer size, a power of two */
+	uint32_t wakeup_bytes;       /* wake the consumer past this much queued data */
+	bool trace_handshakes;       /* follow local clients' SYN retransmits */
+	bool verbose;                /* echo libbpf's log to stderr */
+};
+
+/* Called with each record taken off the ring buffer. */
+typedef int (*cs_record_fn)(void *ctx, const void *record, size_t len);
+
+struct cs_probes {
+	struct connscope_bpf *skel;
+	struct ring_buffer *ring;
+	struct bpf_link *iter_link;
+	cs_record_fn on_record;
+	void *ctx;
+};
+
+#define CS_ERRMSG_LEN 512
+
+/* Checks privileges and kernel features, loads and attaches everything. */
+int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opts,
+		    cs_record_fn on_record, void *ctx, char *errmsg, size_t errlen);
+
+int cs_probes_add_tgid(struct cs_probes *probes, uint32_t tgid);
+int cs_probes_add_port(struct cs_probes *probes, uint16_t port);
+
+/* Wait up to timeout_ms for records, then take all that are queued. */
+int cs_probes_poll(struct cs_probes *probes, int timeout_ms);
+
+/* Walk the target's listening sockets once; each becomes a record. */
+int cs_probes_sample_listeners(struct cs_probes *probes);
+
+/* Sum the per-CPU counters (enum cs_counter). */
+int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX]);
+
+/* Detach and free everything; safe on a partly started or zeroed struct. */
+void cs_probes_stop(struct cs_probes *probes);
+
+#endif /* CS_PROBES_H */

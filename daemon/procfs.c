@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "procfs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TCP_LISTEN_STATE 10
+
+/* Ask sock_diag for the listening TCP sockets of one address family. */
+static int dump_listeners(int family, struct cs_listen_socket *out, size_t max, size_t *count)
+{
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -errno;
+
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 req;
+	} request = {
+		.nlh = {
+			.nlmsg_len = sizeof(request),
+			.nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+		},
+		.req = {
+			.sdiag_family = (uint8_t)family,
+			.sdiag_protocol = IPPROTO_TCP,
+			.idiag_states = 1u << TCP_LISTEN_STATE,
+		},
+	};
+	if (send(fd, &request, sizeof(request), 0) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+
+	static char buf[32768] __attribute__((aligned(NLMSG_ALIGNTO)));
+	int err = 0;
+	for (bool done = false; !done;) {
+		ssize_t len = recv(fd, buf, sizeof(buf), 0);
+		if (len < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (len == 0)
+			break;
+		for (struct nlmsghdr *nlh = (struct nlmsghdr *)buf; NLMSG_OK(nlh, (size_t)len);
+		     nlh = NLMSG_NEXT(nlh, len)) {
+			if (nlh->nlmsg_type == NLMSG_DONE) {
+				done = true;
+				break;
+			}
+			if (nlh->nlmsg_type == NLMSG_ERROR) {
+				struct nlmsgerr *nl_err = NLMSG_DATA(nlh);
+				err = nl_err->error ? nl_err->error : -EIO;
+				done = true;
+				break;
+			}
+			struct inet_diag_msg *msg = NLMSG_DATA(nlh);
+			if (*count >= max) {
+				err = -ENOSPC;
+				continue;
+			}
+			out[*count].inode = msg->idiag_inode;
+			out[*count].port = ntohs(msg->id.idiag_sport);
+			out[*count].family = msg->idiag_family;
+			(*count)++;
+		}
+	}
+	close(fd);
+	return err;
+}
+
+int cs_list_listeners(struct cs_listen_socket *out, size_t max, size_t *count)
+{
+	*count = 0;
+	int err = dump_listeners(AF_INET, out, max, count);
+	if (err)
+		return err;
+	return dump_listeners(AF_INET6, out, max, count);
+}
+
+int cs_proc_alive(pid_t pid)
+{
+	char path[64], state = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	/* Field 3 follows the command in parentheses, which may hold spaces. */
+	char line[512];
+	if (fgets(line, sizeof(line), f)) {
+		char *close_paren = strrchr(line, ')');
+		if (close_paren && close_paren[1] == ' ')
+			state = close_paren[2];
+	}
+	fclose(f);
+	return (state == 'Z' || state == 'X' || state == 0) ? -ESRCH : 0;
+}
+
+int cs_proc_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static const struct cs_listen_socket *find_inode(const struct cs_listen_socket *listeners,
+						 size_t count, uint64_t inode)
+{
+	for (size_t i = 0; i < count; i++)
+		if (listeners[i].inode == inode)
+			return &listeners[i];
+	return NULL;
+}
+
+/*
+ * Calls visit(listener, ctx) for each listening socket among pid's open
+ * files. Returns 0, or -errno when /proc/PID/fd cannot be read.
+ */
+static int for_each_listen_fd(pid_t pid, const struct cs_listen_socket *listeners, size_t count,
+			      void (*visit)(const struct cs_listen_socket *, void *), void *ctx)
+{
+	char dir_path[64];
+	snprintf(dir_path, sizeof(dir_path), "/proc/%d/fd", (int)pid);
+	DIR *dir = opendir(dir_path);
+	if (!dir)
+		return -errno;
+	struct dirent *entry;
+	while ((entry = readdir(dir))) {
+		if (entry->d_name[0] == '.')
+			continue;
+		char link[64];
+		ssize_t len = readlinkat(dirfd(dir), entry->d_name, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = '\0';
+		uint64_t inode;
+		if (sscanf(link, "socket:[%" SCNu64 "]", &inode) != 1)
+			continue;
+		const struct cs_listen_socket *listener = find_inode(listeners, count, inode);
+		if (listener)
+			visit(listener, ctx);
+	}
+	closedir(dir);
+	return 0;
+}
+
+struct port_set {
+	uint16_t *ports;
+	size_t max, count;
+	bool overflow;
+};
+
+static void add_port(const struct cs_listen_socket *listener, void *ctx)
+{
+	struct port_set *set = ctx;
+	for (size_t i = 0; i < set->count; i++)
+		if (set->ports[i] == listener->port)
+			return;
+	if (set->count >= set->max) {
+		set->overflow = true;
+		return;
+	}
+	set->ports[set->count++] = listener->port;
+}
+
+int cs_proc_listen_ports(pid_t pid, const struct cs_listen_socket *listeners, size_t listener_count,
+			 uint16_t *ports, size_t max, size_t *count)
+{
+	struct port_set set = { .ports = ports, .max = max };
+	int err = for_each_listen_fd(pid, listeners, listener_count, add_port, &set);
+	*count = set.count;
+	if (err)
+		return err;
+	return set.overflow ? -ENOSPC : 0;
+}
+
+struct port_match {
+	uint16_t port;
+	bool found;
+};
+
+static void match_port(const struct cs_listen_socket *listener, void *ctx)
+{
+	struct port_match *match = ctx;
+	if (listener->port == match->port)
+		match->found = true;
+}
+
+int cs_pids_on_port(uint16_t port, const struct cs_listen_socket *listeners, size_t listener_count,
+		    pid_t *pids, size_t max, size_t *count)
+{
+	*count = 0;
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return -errno;
+	struct dirent *entry;
+	int err = 0;
+	while ((entry = readdir(proc))) {
+		char *end;
+		long pid = strtol(entry->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		struct port_match match = { .port = port };
+		/* Processes may vanish or deny us: skip them. */
+		if (for_each_listen_fd((pid_t)pid, listeners, listener_count, match_port, &match) ||
+		    !match.found)
+			continue;
+		if (*count >= max) {
+			err = -ENOSPC;
+			break;
+		}
+		pids[(*count)++] = (pid_t)pid;
+	}
+	closedir(proc);
+	return err;
+}
+
+int cs_parse_tcp_counters(const char *text, struct cs_tcp_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	const char *header = strstr(text, "TcpExt:");
+	if (!header)
+		return -ENOENT;
+	const char *values = strchr(header, '\n');
+	if (!values || strncmp(values + 1, "TcpExt:", 7) != 0)
+		return -EINVAL;
+	values += 1 + 7;
+	const char *name = header + 7;
+	int found = 0;
+
+	/* Walk the names and the values side by side. */
+	while (*name && *name != '\n') {
+		while (*name == ' ')
+			name++;
+		while (*values == ' ')
+			values++;
+		if (*name == '\n' || !*name)
+			break;
+		size_t name_len = strcspn(name, " \n");
+		char *value_end;
+		unsigned long long value = strtoull(values, &value_end, 10);
+		if (value_end == values)
+			return -EINVAL;
+		values = value_end;
+		if (name_len == 15 && !strncmp(name, "ListenOverflows", 15)) {
+			out->listen_overflows = value;
+			found++;
+		} else if (name_len == 11 && !strncmp(name, "ListenDrops", 11)) {
+			out->listen_drops = value;
+			found++;
+		} else if (name_len == 14 && !strncmp(name, "SyncookiesSent", 14)) {
+			out->syncookies_sent = value;
+			found++;
+		}
+		name += name_len;
+	}
+	return found == 3 ? 0 : -EINVAL;
+}
+
+pid_t cs_netns_reader(pid_t pid)
+{
+	char path[64];
+	struct stat theirs, ours;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if (stat(path, &theirs) || stat("/proc/self/ns/net", &ours))
+		return pid;
+	return theirs.st_ino == ours.st_ino && theirs.st_dev == ours.st_dev ? getpid() : pid;
+}
+
+int cs_proc_tcp_counters(pid_t pid, struct cs_tcp_counters *out)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/net/netstat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	static char text[16384];
+	ssize_t len = read(fd, text, sizeof(text) - 1);
+	int err = len < 0 ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	text[len] = '\0';
+	return cs_parse_tcp_counters(text, out);
+}

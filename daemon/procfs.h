@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Finding targets and kernel counters: which processes hold which listening
+ * TCP sockets (sock_diag netlink + /proc/PID/fd), and TcpExt counters.
+ * All functions return 0 or a negative errno.
+ */
+#ifndef CS_PROCFS_H
+#define CS_PROCFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CS_MAX_LISTENERS 1024
+
+/* A listening TCP socket of this network namespace. */
+struct cs_listen_socket {
+	uint64_t inode;
+	uint16_t port;
+	uint16_t family;
+};
+
+/* Every listening TCP socket (IPv4 and IPv6), via NETLINK_SOCK_DIAG. */
+int cs_list_listeners(struct cs_listen_socket *out, size_t max, size_t *count);
+
+/* Does the process exist (and is it not a zombie)? */
+int cs_proc_alive(pid_t pid);
+
+/* The process's name from /proc/PID/comm. */
+int cs_proc_comm(pid_t pid, char *buf, size_t len);
+
+/*
+ * Ports of the listening sockets among listeners that pid holds open.
+ * Ports are de-duplicated; *count is how many were stored.
+ */
+int cs_proc_listen_ports(pid_t pid, const struct cs_listen_socket *listeners, size_t listener_count,
+			 uint16_t *ports, size_t max, size_t *count);
+
+/* Processes (tgids) that hold a listening socket on port open. */
+int cs_pids_on_port(uint16_t port, const struct cs_listen_socket *listeners, size_t listener_count,
+		    pid_t *pids, size_t max, size_t *count);
+
+struct cs_tcp_counters {
+	uint64_t listen_overflows;
+	uint64_t listen_drops;
+	uint64_t syncookies_sent;
+};
+
+/*
+ * A process whose /proc/PID/net shows pid's network namespace and outlives
+ * the run: ourselves when we share it, else pid itself.
+ */
+pid_t cs_netns_reader(pid_t pid);
+
+/* TcpExt counters of pid's network namespace (/proc/PID/net/netstat). */
+int cs_proc_tcp_counters(pid_t pid, struct cs_tcp_counters *out);
+
+/*
+ * Parse the text of a netstat file (pure, for tests): the "TcpExt:" header
+ * line names the columns of the next one.
+ */
+int cs_parse_tcp_counters(const char *text, struct cs_tcp_counters *out);
+
+#endif /* CS_PROCFS_H */

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "session.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "procfs.h"
+
+#define POLL_INTERVAL_MS 20
+#define ALIVE_CHECK_NS 1000000000ull
+
+struct session {
+	const struct cs_session_options *opts;
+	struct cs_engine *engine;
+	pid_t live[CS_MAX_TARGETS * 4];    /* target processes still running */
+	size_t live_count;
+	uint64_t records;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+__attribute__((format(printf, 3, 4)))
+static int fail(char *errmsg, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(errmsg, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static void live_add(struct session *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->live_count; i++)
+		if (s->live[i] == pid)
+			return;
+	if (s->live_count < sizeof(s->live) / sizeof(s->live[0]))
+		s->live[s->live_count++] = pid;
+}
+
+static void live_remove(struct session *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->live_count; i++)
+		if (s->live[i] == pid) {
+			s->live[i] = s->live[--s->live_count];
+			return;
+		}
+}
+
+/* Ring-buffer callback: decode, dispatch, nothing else. */
+static int on_record(void *ctx, const void *record, size_t len)
+{
+	struct session *s = ctx;
+	s->records++;
+	cs_engine_feed(s->engine, record, len);
+	if (s->opts->tee)
+		s->opts->tee(s->opts->tee_ctx, record, len);
+	const struct cs_event_header *hdr = record;
+	if (len >= sizeof(struct cs_ev_proc) &&
+	    (hdr->type == CS_EV_PROC_FORK || hdr->type == CS_EV_PROC_EXIT)) {
+		const struct cs_ev_proc *proc = record;
+		if (hdr->type == CS_EV_PROC_FORK)
+			live_add(s, (pid_t)proc->pid);
+		else
+			live_remove(s, (pid_t)proc->pid);
+	}
+	return 0;
+}
+
+/* Drop processes that died without us seeing their exit record. */
+static void prune_dead(struct session *s)
+{
+	for (size_t i = 0; i < s->live_count;) {
+		if (cs_proc_alive(s->live[i]))
+			s->live[i] = s->live[--s->live_count];
+		else
+			i++;
+	}
+}
+
+/*
+ * Resolve --pid and --port into target processes and ports, checking that
+ * each exists and listens. Fills s->live, ports[] and the description.
+ */
+static int resolve_targets(const struct cs_session_options *opts, struct session *s,
+			   uint16_t *ports, size_t *port_count, struct cs_session_result *result,
+			   char *errmsg, size_t errlen)
+{
+	static struct cs_listen_socket listeners[CS_MAX_LISTENERS];
+	size_t listener_count = 0;
+	int err = cs_list_listeners(listeners, CS_MAX_LISTENERS, &listener_count);
+	if (err && err != -ENOSPC)
+		return fail(errmsg, errlen, "cannot list listening sockets (sock_diag): %s", strerror(-err));
+
+	*port_count = 0;
+	for (size_t i = 0; i < opts->pid_count; i++) {
+		pid_t pid = opts->pids[i];
+		if (cs_proc_alive(pid))
+			return fail(errmsg, errlen, "no such process: pid %d (check the pid with 'ps -p %d')",
+				    (int)pid, (int)pid);
+		uint16_t found[CS_MAX_TARGETS];
+		size_t n = 0;
+		err = cs_proc_listen_ports(pid, listeners, listener_count, found, CS_MAX_TARGETS, &n);
+		if (err == -EACCES || err == -EPERM)
+			return fail(errmsg, errlen, "cannot read /proc/%d/fd: %s (run as root, or grant "
+				    "CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH)", (int)pid, strerror(-err));
+		if (err && err != -ENOSPC)
+			return fail(errmsg, errlen, "cannot read the sockets of pid %d: %s", (int)pid, strerror(-err));
+		if (n == 0)
+			return fail(errmsg, errlen, "pid %d has no listening TCP socket: attach to the server "
+				    "process that calls listen(), or use --port", (int)pid);
+		live_add(s, pid);
+		for (size_t j = 0; j < n && *port_count < CS_MAX_TARGETS; j++) {
+			bool dup = false;
+			for (size_t k = 0; k < *port_count; k++)
+				dup |= ports[k] == found[j];
+			if (!dup)
+				ports[(*port_count)++] = found[j];
+		}
+	}
+	for (size_t i = 0; i < opts->port_count; i++) {
+		pid_t pids[CS_MAX_TARGETS];
+		size_t n = 0;
+		cs_pids_on_port(opts->ports[i], listeners, listener_count, pids, CS_MAX_TARGETS, &n);
+		if (n == 0)
+			return fail(errmsg, errlen, "nobody listens on TCP port %u (check with 'ss -ltnp "
+				    "sport = :%u')", opts->ports[i], opts->ports[i]);
+		for (size_t j = 0; j < n; j++)
+			live_add(s, pids[j]);
+		bool dup = false;
+		for (size_t k = 0; k < *port_count; k++)
+			dup |= ports[k] == opts->ports[i];
+		if (!dup && *port_count < CS_MAX_TARGETS)
+			ports[(*port_count)++] = opts->ports[i];
+	}
+
+	/* "pid 1234 (nginx) ports 80,443" */
+	char comm[32] = "?";
+	cs_proc_comm(s->live[0], comm, sizeof(comm));
+	size_t used = (size_t)snprintf(result->target, sizeof(result->target), "%s %d",
+				       s->live_count > 1 ? "pids" : "pid", (int)s->live[0]);
+	for (size_t i = 1; i < s->live_count && used < sizeof(result->target); i++)
+		used += (size_t)snprintf(result->target + used, sizeof(result->target) - used, ",%d",
+					 (int)s->live[i]);
+	if (used < sizeof(result->target))
+		used += (size_t)snprintf(result->target + used, sizeof(result->target) - used, " (%s) port%s ",
+					 comm, *port_count > 1 ? "s" : "");
+	for (size_t i = 0; i < *port_count && used < sizeof(result->target); i++)
+		used += (size_t)snprintf(result->target + used, sizeof(result->target) - used, "%s%u",
+					 i ? "," : "", ports[i]);
+	return 0;
+}
+
+int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engine,
+		   struct cs_session_result *result, char *errmsg, size_t errlen)
+{
+	struct session s = { .opts = opts, .engine = engine };
+	struct cs_probes probes = {};
+	uint16_t ports[CS_MAX_TARGETS];
+	size_t port_count = 0;
+	int ret = -1;
+
+	memset(result, 0, sizeof(*result));
+	result->meta.target = result->target;
+
+	/* 1. find the targets before touching the kernel */
+	if (resolve_targets(opts, &s, ports, &port_count, result, errmsg, errlen))
+		return -1;
+	pid_t netns_pid = cs_netns_reader(s.live[0]);
+	struct cs_tcp_counters counters_before = {}, counters_after = {};
+	bool have_counters = cs_proc_tcp_counters(netns_pid, &counters_before) == 0;
+
+	/* 2. load and attach, then tell the probes what to watch */
+	if (cs_probes_start(&probes, &opts->probe, on_record, &s, errmsg, errlen))
+		goto out;
+	for (size_t i = 0; i < s.live_count; i++)
+		if (cs_probes_add_tgid(&probes, (uint32_t)s.live[i])) {
+			fail(errmsg, errlen, "cannot add pid %d to the target map", (int)s.live[i]);
+			goto out;
+		}
+	for (size_t i = 0; i < port_count; i++)
+		if (cs_probes_add_port(&probes, ports[i])) {
+			fail(errmsg, errlen, "cannot add port %u to the target map", ports[i]);
+			goto out;
+		}
+
+	/* 3. a first walk of the listeners sets each one's drop baseline */
+	uint64_t start_ns = now_ns();
+	int err = cs_probes_sample_listeners(&probes);
+	if (err) {
+		fail(errmsg, errlen, "cannot walk TCP sockets (iter/tcp): %s", strerror(-err));
+		goto out;
+	}
+	if (!opts->quiet)
+		fprintf(stderr, "connscope: attached to %s; %s\n", result->target,
+			opts->duration_s > 0 ? "collecting" : "collecting until Ctrl-C");
+
+	/* 4. the loop: poll the ring, walk listeners at sample_hz, watch targets */
+	uint64_t end_ns = opts->duration_s > 0 ? start_ns + (uint64_t)(opts->duration_s * 1e9) : 0;
+	uint64_t sample_every_ns = 1000000000ull / (opts->sample_hz ? opts->sample_hz : 10);
+	uint64_t next_sample_ns = start_ns + sample_every_ns, next_alive_ns = start_ns + ALIVE_CHECK_NS;
+	for (;;) {
+		err = cs_probes_poll(&probes, POLL_INTERVAL_MS);
+		if (err < 0 && err != -EINTR) {
+			fail(errmsg, errlen, "reading the ring buffer failed: %s", strerror(-err));
+			goto out;
+		}
+		uint64_t now = now_ns();
+		if (now >= next_sample_ns) {
+			cs_probes_sample_listeners(&probes);
+			next_sample_ns += sample_every_ns;
+			if (next_sample_ns < now) /* we fell behind: do not burst */
+				next_sample_ns = now + sample_every_ns;
+		}
+		if (now >= next_alive_ns) {
+			prune_dead(&s);
+			next_alive_ns = now + ALIVE_CHECK_NS;
+		}
+		if (s.live_count == 0) {
+			result->target_exited = true;
+			if (!opts->quiet)
+				fprintf(stderr, "connscope: the target exited; reporting what was seen\n");
+			break;
+		}
+		if ((opts->stop && *opts->stop) || (end_ns && now >= end_ns))
+			break;
+	}
+
+	/* 5. drain what is left, one last walk, kernel counters */
+	cs_probes_poll(&probes, 0);
+	if (!result->target_exited)
+		cs_probes_sample_listeners(&probes);
+	uint64_t counters[CS_CTR_MAX] = {};
+	cs_probes_counters(&probes, counters);
+	result->meta.duration_s = (double)(now_ns() - start_ns) / 1e9;
+	result->meta.events_lost = counters[CS_CTR_LOST];
+	result->meta.table_full = counters[CS_CTR_TABLE_FULL];
+	result->meta.records_read = s.records;
+	if (have_counters && cs_proc_tcp_counters(netns_pid, &counters_after) == 0) {
+		result->meta.netstat.valid = true;
+		result->meta.netstat.listen_overflows = counters_after.listen_overflows - counters_before.listen_overflows;
+		result->meta.netstat.listen_drops = counters_after.listen_drops - counters_before.listen_drops;
+		result->meta.netstat.syncookies_sent = counters_after.syncookies_sent - counters_before.syncookies_sent;
+	}
+	ret = 0;
+out:
+	cs_probes_stop(&probes);
+	return ret;
+}

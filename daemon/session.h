@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * One profiling run: find the targets, start the probes, move records from
+ * the ring buffer into the engine (and any other sink) until the duration
+ * ends, a signal arrives or every target process has exited.
+ */
+#ifndef CS_SESSION_H
+#define CS_SESSION_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "engine.h"
+#include "probes.h"
+#include "report.h"
+
+#define CS_MAX_TARGETS 64
+
+struct cs_session_options {
+	pid_t pids[CS_MAX_TARGETS];
+	size_t pid_count;
+	uint16_t ports[CS_MAX_TARGETS];
+	size_t port_count;
+	double duration_s;                 /* 0: until *stop is set */
+	unsigned int sample_hz;            /* listener walks per second */
+	struct cs_probe_options probe;
+	const volatile sig_atomic_t *stop; /* set by a signal handler */
+	cs_record_fn tee;                  /* optional: also gets every record */
+	void *tee_ctx;
+	bool quiet;                        /* no progress lines on stderr */
+};
+
+/* What happened to the run, beyond the engine's statistics. */
+struct cs_session_result {
+	struct cs_report_meta meta;
+	char target[256];                  /* meta.target points here */
+	bool target_exited;
+};
+
+/*
+ * Runs one session into engine. Returns 0, or -1 with a one-line message in
+ * errmsg (no such process, nothing listening, missing privilege, kernel
+ * feature missing, ...).
+ */
+int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engine,
+		   struct cs_session_result *result, char *errmsg, size_t errlen);
+
+#endif /* CS_SESSION_H */
