@@ -91,6 +91,13 @@ static int check_kernel(char *errmsg, size_t errlen)
 	return ensure_tracefs(errmsg, errlen);
 }
 
+int cs_probes_preflight(char *errmsg, size_t errlen)
+{
+	if (check_privileges(errmsg, errlen) || check_kernel(errmsg, errlen))
+		return -1;
+	return 0;
+}
+
 static int handle_record(void *ctx, void *data, size_t len)
 {
 	struct cs_probes *probes = ctx;
@@ -134,7 +141,7 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 	libbpf_verbose = opts->verbose;
 	libbpf_set_print(libbpf_log);
 
-	if (check_privileges(errmsg, errlen) || check_kernel(errmsg, errlen))
+	if (cs_probes_preflight(errmsg, errlen))
 		return -1;
 
 	/* 1. open, 2. configure, 3. load, 4. attach */

@@ -39,6 +39,9 @@ struct cs_probes {
 
 #define CS_ERRMSG_LEN 512
 
+/* Are we privileged enough, does the kernel have what we need? */
+int cs_probes_preflight(char *errmsg, size_t errlen);
+
 /* Checks privileges and kernel features, loads and attaches everything. */
 int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opts,
 		    cs_record_fn on_record, void *ctx, char *errmsg, size_t errlen);

@@ -172,8 +172,9 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	memset(result, 0, sizeof(*result));
 	result->meta.target = result->target;
 
-	/* 1. find the targets before touching the kernel */
-	if (resolve_targets(opts, &s, ports, &port_count, result, errmsg, errlen))
+	/* 1. find the targets before loading anything */
+	if (cs_probes_preflight(errmsg, errlen) ||
+	    resolve_targets(opts, &s, ports, &port_count, result, errmsg, errlen))
 		return -1;
 	pid_t netns_pid = cs_netns_reader(s.live[0]);
 	struct cs_tcp_counters counters_before = {}, counters_after = {};
