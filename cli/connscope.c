@@ -16,10 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "report.h"
 #include "session.h"
+#include "trace_file.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
@@ -68,6 +71,20 @@ static bool parse_double(const char *text, double min, double max, double *out)
 	return true;
 }
 
+static const char target_options_help[] =
+	"Targets (at least one; each repeatable):\n"
+	"  -p, --pid PID        all threads of process PID and the TCP ports it listens on\n"
+	"  -P, --port PORT      every process listening on PORT, and workers they fork later\n"
+	"\n"
+	"Options:\n"
+	"  -d, --duration SEC   stop after SEC seconds (default: until Ctrl-C or the target exits)\n"
+	"      --sample-hz N    listener backlog walks per second (1-1000, default 10)\n"
+	"      --ring-mb N      ring buffer size in MiB, a power of two (1-1024, default 8)\n"
+	"      --no-handshakes  do not follow local clients' SYN retransmits\n"
+	"  -q, --quiet          no progress lines on stderr\n"
+	"  -v, --verbose        show libbpf's log\n"
+	"  -h, --help           this help\n";
+
 static void attach_help(FILE *out)
 {
 	fprintf(out,
@@ -77,33 +94,45 @@ static void attach_help(FILE *out)
 		"connections wait between the kernel's accept queue and the server's accept():\n"
 		"accept-queue wait, backlog depth and drops, SYN retransmits of local clients,\n"
 		"accepts per worker thread and wasted (EAGAIN) wake-ups.\n"
-		"\n"
-		"Targets (at least one; each repeatable):\n"
-		"  -p, --pid PID        all threads of process PID and the TCP ports it listens on\n"
-		"  -P, --port PORT      every process listening on PORT, and workers they fork later\n"
-		"\n"
-		"Options:\n"
-		"  -d, --duration SEC   stop after SEC seconds (default: until Ctrl-C or the target exits)\n"
+		"\n%s"
 		"  -j, --json           print the report as one JSON object\n"
-		"      --sample-hz N    listener backlog walks per second (1-1000, default 10)\n"
-		"      --ring-mb N      ring buffer size in MiB, a power of two (1-1024, default 8)\n"
-		"      --no-handshakes  do not follow local clients' SYN retransmits\n"
-		"  -q, --quiet          no progress lines on stderr\n"
-		"  -v, --verbose        show libbpf's log\n"
-		"  -h, --help           this help\n"
 		"\n"
 		"Examples:\n"
 		"  connscope attach --pid $(pgrep -o nginx) --duration 10\n"
-		"  connscope attach --port 8080 --json > report.json\n");
+		"  connscope attach --port 8080 --json > report.json\n", target_options_help);
 }
 
-static int cmd_attach(int argc, char **argv)
+static void record_help(FILE *out)
+{
+	fprintf(out,
+		"Usage: connscope record (--pid PID | --port PORT)... -o FILE [options]\n"
+		"\n"
+		"Like attach, but write the raw event stream to FILE (mode 0600) for\n"
+		"'connscope report FILE' to replay offline through the same engine.\n"
+		"\n%s"
+		"  -o, --output FILE    the trace file to write (required)\n"
+		"\n"
+		"Example:\n"
+		"  connscope record --port 8080 --duration 30 -o incident.cstrace\n", target_options_help);
+}
+
+/* What attach and record share: targets, probes, duration. */
+struct run_args {
+	struct cs_session_options session;
+	bool json;
+	const char *output;
+};
+
+/* Parse attach/record options. Returns -1 to go on, else an exit code. */
+static int parse_run_args(const char *command, int argc, char **argv, struct run_args *args,
+			  void (*help)(FILE *))
 {
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "port", required_argument, NULL, 'P' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "sample-hz", required_argument, NULL, 'S' },
 		{ "ring-mb", required_argument, NULL, 'R' },
 		{ "no-handshakes", no_argument, NULL, 'H' },
@@ -112,82 +141,108 @@ static int cmd_attach(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct cs_session_options opts = {
-		.sample_hz = 10,
-		.probe = {
-			.ring_bytes = 8u << 20,
-			.wakeup_bytes = 256u << 10,
-			.trace_handshakes = true,
-		},
-		.stop = &stop_requested,
-	};
-	bool json = false;
+	struct cs_session_options *opts = &args->session;
+	bool recording = !strcmp(command, "record");
 	long value;
 	int c;
 
+	memset(args, 0, sizeof(*args));
+	opts->sample_hz = 10;
+	opts->probe.ring_bytes = 8u << 20;
+	opts->probe.wakeup_bytes = 256u << 10;
+	opts->probe.trace_handshakes = true;
+	opts->stop = &stop_requested;
+
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:P:d:jqvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:P:d:jo:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (!parse_long(optarg, 1, PID_MAX_LIMIT, &value))
-				return usage_error("attach", "--pid expects a process id (1-%d), not '%s'",
+				return usage_error(command, "--pid expects a process id (1-%d), not '%s'",
 						   PID_MAX_LIMIT, optarg);
-			if (opts.pid_count >= CS_MAX_TARGETS)
-				return usage_error("attach", "at most %d --pid options", CS_MAX_TARGETS);
-			opts.pids[opts.pid_count++] = (pid_t)value;
+			if (opts->pid_count >= CS_MAX_TARGETS)
+				return usage_error(command, "at most %d --pid options", CS_MAX_TARGETS);
+			opts->pids[opts->pid_count++] = (pid_t)value;
 			break;
 		case 'P':
 			if (!parse_long(optarg, 1, 65535, &value))
-				return usage_error("attach", "--port expects a TCP port (1-65535), not '%s'", optarg);
-			if (opts.port_count >= CS_MAX_TARGETS)
-				return usage_error("attach", "at most %d --port options", CS_MAX_TARGETS);
-			opts.ports[opts.port_count++] = (uint16_t)value;
+				return usage_error(command, "--port expects a TCP port (1-65535), not '%s'", optarg);
+			if (opts->port_count >= CS_MAX_TARGETS)
+				return usage_error(command, "at most %d --port options", CS_MAX_TARGETS);
+			opts->ports[opts->port_count++] = (uint16_t)value;
 			break;
 		case 'd':
-			if (!parse_double(optarg, 0.1, 31536000.0, &opts.duration_s))
-				return usage_error("attach", "--duration expects seconds (0.1-31536000), not '%s'", optarg);
+			if (!parse_double(optarg, 0.1, 31536000.0, &opts->duration_s))
+				return usage_error(command, "--duration expects seconds (0.1-31536000), not '%s'", optarg);
 			break;
 		case 'j':
-			json = true;
+			if (recording)
+				return usage_error(command, "unknown option '--json' (use 'connscope report --json')");
+			args->json = true;
+			break;
+		case 'o':
+			if (!recording)
+				return usage_error(command, "unknown option '%s' (use 'connscope record -o FILE')",
+						   argv[optind - 1]);
+			args->output = optarg;
 			break;
 		case 'S':
 			if (!parse_long(optarg, 1, 1000, &value))
-				return usage_error("attach", "--sample-hz expects 1-1000, not '%s'", optarg);
-			opts.sample_hz = (unsigned int)value;
+				return usage_error(command, "--sample-hz expects 1-1000, not '%s'", optarg);
+			opts->sample_hz = (unsigned int)value;
 			break;
 		case 'R':
 			if (!parse_long(optarg, 1, 1024, &value) || (value & (value - 1)))
-				return usage_error("attach", "--ring-mb expects a power of two from 1 to 1024, not '%s'", optarg);
-			opts.probe.ring_bytes = (uint32_t)value << 20;
-			opts.probe.wakeup_bytes = opts.probe.ring_bytes / 32;
+				return usage_error(command, "--ring-mb expects a power of two from 1 to 1024, not '%s'", optarg);
+			opts->probe.ring_bytes = (uint32_t)value << 20;
+			opts->probe.wakeup_bytes = opts->probe.ring_bytes / 32;
 			break;
 		case 'H':
-			opts.probe.trace_handshakes = false;
+			opts->probe.trace_handshakes = false;
 			break;
 		case 'q':
-			opts.quiet = true;
+			opts->quiet = true;
 			break;
 		case 'v':
-			opts.probe.verbose = true;
+			opts->probe.verbose = true;
 			break;
 		case 'h':
-			attach_help(stdout);
+			help(stdout);
 			return 0;
 		case ':':
-			return usage_error("attach", "option '%s' needs a value", argv[optind - 1]);
+			return usage_error(command, "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return usage_error("attach", "unknown option '%s'", argv[optind - 1]);
+			return usage_error(command, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return usage_error("attach", "unexpected argument '%s'", argv[optind]);
-	if (opts.pid_count == 0 && opts.port_count == 0)
-		return usage_error("attach", "name a target with --pid PID or --port PORT");
+		return usage_error(command, "unexpected argument '%s'", argv[optind]);
+	if (opts->pid_count == 0 && opts->port_count == 0)
+		return usage_error(command, "name a target with --pid PID or --port PORT");
+	if (recording && !args->output)
+		return usage_error(command, "name the trace file with -o FILE");
 
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	return -1;
+}
+
+static void print_report(const struct cs_engine *engine, const struct cs_report_meta *meta, bool json)
+{
+	if (json)
+		cs_report_json(stdout, engine, meta);
+	else
+		cs_report_text(stdout, engine, meta);
+}
+
+static int cmd_attach(int argc, char **argv)
+{
+	struct run_args args;
+	int rc = parse_run_args("attach", argc, argv, &args, attach_help);
+	if (rc >= 0)
+		return rc;
 
 	struct cs_engine *engine = cs_engine_new();
 	if (!engine) {
@@ -196,15 +251,151 @@ static int cmd_attach(int argc, char **argv)
 	}
 	struct cs_session_result result;
 	char errmsg[CS_ERRMSG_LEN];
-	int rc = 0;
-	if (cs_session_run(&opts, engine, &result, errmsg, sizeof(errmsg))) {
+	rc = 0;
+	if (cs_session_run(&args.session, engine, &result, errmsg, sizeof(errmsg))) {
 		fprintf(stderr, "connscope: %s\n", errmsg);
 		rc = EXIT_RUNTIME;
-	} else if (json) {
-		cs_report_json(stdout, engine, &result.meta);
 	} else {
-		cs_report_text(stdout, engine, &result.meta);
+		print_report(engine, &result.meta, args.json);
 	}
+	cs_engine_free(engine);
+	return rc;
+}
+
+static int tee_to_trace(void *ctx, const void *record, size_t len)
+{
+	return cs_trace_write(ctx, record, len);
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+	struct run_args args;
+	int rc = parse_run_args("record", argc, argv, &args, record_help);
+	if (rc >= 0)
+		return rc;
+
+	struct cs_trace_writer writer;
+	int err = cs_trace_create(&writer, args.output, "", monotonic_ns());
+	if (err) {
+		fprintf(stderr, "connscope: cannot create %s: %s%s\n", args.output, strerror(-err),
+			err == -ELOOP ? " (it is a symlink: connscope does not write through links)" : "");
+		return EXIT_RUNTIME;
+	}
+	struct cs_engine *engine = cs_engine_new();
+	if (!engine) {
+		fprintf(stderr, "connscope: out of memory\n");
+		cs_trace_finish(&writer, &(struct cs_report_meta){ 0 });
+		return EXIT_RUNTIME;
+	}
+	args.session.tee = tee_to_trace;
+	args.session.tee_ctx = &writer;
+	struct cs_session_result result;
+	char errmsg[CS_ERRMSG_LEN];
+	rc = 0;
+	if (cs_session_run(&args.session, engine, &result, errmsg, sizeof(errmsg))) {
+		fprintf(stderr, "connscope: %s\n", errmsg);
+		cs_trace_finish(&writer, &(struct cs_report_meta){ 0 });
+		unlink(args.output);
+		rc = EXIT_RUNTIME;
+	} else {
+		uint64_t records = writer.records;
+		err = cs_trace_finish(&writer, &result.meta);
+		if (err) {
+			fprintf(stderr, "connscope: writing %s failed: %s\n", args.output, strerror(-err));
+			rc = EXIT_RUNTIME;
+		} else if (!args.session.quiet) {
+			fprintf(stderr, "connscope: recorded %llu records (%llu lost) to %s\n",
+				(unsigned long long)records, (unsigned long long)result.meta.events_lost,
+				args.output);
+		}
+	}
+	cs_engine_free(engine);
+	return rc;
+}
+
+static void report_help(FILE *out)
+{
+	fprintf(out,
+		"Usage: connscope report FILE [--json]\n"
+		"\n"
+		"Replay a trace written by 'connscope record' through the engine and print\n"
+		"the same report attach would have printed.\n"
+		"\n"
+		"  -j, --json    print the report as one JSON object\n"
+		"  -h, --help    this help\n");
+}
+
+static int feed_engine(void *ctx, const void *record, size_t len)
+{
+	cs_engine_feed(ctx, record, len);
+	return 0;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	bool json = false;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			report_help(stdout);
+			return 0;
+		default:
+			return usage_error("report", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1)
+		return usage_error("report", "name one trace file");
+	const char *path = argv[optind];
+	FILE *file = fopen(path, "rb");
+	if (!file) {
+		fprintf(stderr, "connscope: cannot open %s: %s\n", path, strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	struct cs_engine *engine = cs_engine_new();
+	if (!engine) {
+		fclose(file);
+		fprintf(stderr, "connscope: out of memory\n");
+		return EXIT_RUNTIME;
+	}
+	static struct cs_trace_info info;
+	char errmsg[CS_ERRMSG_LEN];
+	int rc = 0;
+	int err = cs_trace_read(file, feed_engine, engine, &info, errmsg, sizeof(errmsg));
+	fclose(file);
+	if (err && err != -ENODATA) {
+		fprintf(stderr, "connscope: %s: %s\n", path, errmsg);
+		rc = EXIT_RUNTIME;
+		goto out;
+	}
+	if (err == -ENODATA || !info.has_summary) {
+		fprintf(stderr, "connscope: %s: %s; reporting the %llu whole records before it\n", path,
+			err ? errmsg : "no summary at the end (the recording was cut short)",
+			(unsigned long long)info.records);
+		/* Without a summary, the records' own span is the best duration. */
+		info.meta.duration_s = (double)(engine->totals.last_ts_ns - engine->totals.first_ts_ns) / 1e9;
+	}
+	info.meta.records_read = info.records;
+	print_report(engine, &info.meta, json);
+out:
 	cs_engine_free(engine);
 	return rc;
 }
@@ -219,6 +410,8 @@ static void main_help(FILE *out)
 		"\n"
 		"Commands:\n"
 		"  attach     attach to a running server (--pid or --port) and report\n"
+		"  record     the same, writing the raw event stream to a file\n"
+		"  report     replay a recorded file and report\n"
 		"  version    print the version\n"
 		"  help       this help\n"
 		"\n"
@@ -234,6 +427,10 @@ int main(int argc, char **argv)
 	const char *command = argv[1];
 	if (!strcmp(command, "attach"))
 		return cmd_attach(argc - 1, argv + 1);
+	if (!strcmp(command, "record"))
+		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(command, "report"))
+		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(command, "version") || !strcmp(command, "--version")) {
 		printf("connscope 0.1 (wire format %d)\n", CS_WIRE_VERSION);
 		return 0;
