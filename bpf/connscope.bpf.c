@@ -16,6 +16,15 @@
  *   client SYN_SENT + tcp_retransmit_skb       : SYN retransmits of local
  *                                                clients (1 s, 3 s tails)
  *   sched_process_fork / exit                  : follow forked workers
+ *
+ * Requests (one record per request, emitted when it is over):
+ *   sk_data_ready                              : bytes arrived: a request starts
+ *   sock_recv_length / sock_send_length        : first read, first and last send
+ *   sched_wakeup / sched_switch                : target threads' run-queue waits
+ *   inet_sock_set_state (leaving ESTABLISHED)  : who closed, after what idle gap
+ *   tcp_send_reset / tcp_receive_reset         : resets, the keep-alive race
+ * Per-connection state lives in socket-local storage; only target sockets
+ * get any, so finding it is the target filter.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -28,6 +37,8 @@
 #define AF_INET6 10
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
+#define TASK_RUNNING 0
+#define RUNQ_RECENT 8 /* run-queue waits remembered per thread */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -89,6 +100,66 @@ struct {
 	__type(key, int);
 	__type(value, struct client_handshake);
 } client_handshakes SEC(".maps");
+
+/* Request phase of a connection. */
+enum conn_phase {
+	PHASE_IDLE = 0,   /* no request in progress */
+	PHASE_WAITING,    /* bytes ready, the server has not read them yet */
+	PHASE_HANDLING,   /* read, no response sent yet */
+	PHASE_SENDING,    /* response (partly) sent */
+};
+
+/* Everything about one server-side connection, in its socket's storage. */
+struct conn_state {
+	__u64 established_ns;
+	__u64 start_ns;
+	__u64 first_read_ns;
+	__u64 first_send_ns;
+	__u64 last_send_ns;
+	__u64 drain_end_ns;
+	__u64 pickup_runq_ns;
+	__u64 handler_runq_ns;
+	__u64 last_activity_ns;
+	__u32 bytes_in;
+	__u32 bytes_out;
+	__u32 tgid;
+	__u32 reader_tid;
+	__u32 sender_tid;
+	__u32 requests;       /* requests started on this connection */
+	__u32 send_eagain;
+	__u16 phase;
+	__u16 flags;          /* enum cs_request_flags of the current request */
+	__u16 port;           /* local (listening) port: skc_num is cleared on close */
+	__u8 partial;         /* connection older than the attach */
+	__u8 closed;          /* close record already emitted */
+	__u8 pad[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct conn_state);
+} conns SEC(".maps");
+
+/* A target thread's run-queue waits: totals and the most recent few. */
+struct thread_sched {
+	__u64 runnable_since_ns;  /* 0: running or sleeping */
+	__u64 runq_total_ns;
+	__u64 runq_max_ns;
+	__u64 runq_waits;
+	__u64 recent_start_ns[RUNQ_RECENT];
+	__u64 recent_end_ns[RUNQ_RECENT];
+	__u32 recent_next;
+	__u32 tgid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct thread_sched);
+} thread_scheds SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -206,6 +277,335 @@ static __always_inline __u32 read_drops(const struct sock *sk)
 	return BPF_CORE_READ(sk, sk_drops.counter);
 }
 
+/* ---- requests ------------------------------------------------------------ */
+
+/* Time thread tid spent runnable but not running within [from_ns, to_ns]. */
+static __always_inline __u64 runq_overlap(__u32 tid, __u64 from_ns, __u64 to_ns)
+{
+	struct thread_sched *ts = bpf_map_lookup_elem(&thread_scheds, &tid);
+	__u64 total = 0;
+
+	if (!ts || !from_ns || to_ns <= from_ns)
+		return 0;
+	for (int i = 0; i < RUNQ_RECENT; i++) {
+		__u64 start = ts->recent_start_ns[i], end = ts->recent_end_ns[i];
+		if (start < from_ns)
+			start = from_ns;
+		if (end > to_ns)
+			end = to_ns;
+		if (end > start)
+			total += end - start;
+	}
+	/* A wait still in progress (preempted right now) counts up to to_ns. */
+	__u64 since = ts->runnable_since_ns;
+	if (since && since < to_ns)
+		total += to_ns - (since > from_ns ? since : from_ns);
+	return total;
+}
+
+/* Emit the request in progress on conn and reset it. */
+static __always_inline void finish_request(const struct sock *sk, struct conn_state *conn, __u64 now)
+{
+	struct cs_ev_request *ev;
+
+	if (conn->phase == PHASE_IDLE)
+		return;
+	ev = reserve_event(sizeof(*ev), CS_EV_REQUEST);
+	if (ev) {
+		__u64 drain_end = conn->drain_end_ns ? conn->drain_end_ns : conn->last_send_ns;
+		ev->sk = (__u64)sk;
+		ev->start_ns = conn->start_ns;
+		ev->first_read_ns = conn->first_read_ns;
+		ev->first_send_ns = conn->first_send_ns;
+		ev->last_send_ns = conn->last_send_ns;
+		ev->drain_end_ns = drain_end;
+		ev->pickup_runq_ns = conn->pickup_runq_ns;
+		ev->handler_runq_ns = conn->handler_runq_ns;
+		ev->drain_runq_ns = conn->first_send_ns ?
+			runq_overlap(conn->sender_tid, conn->first_send_ns, drain_end) : 0;
+		ev->bytes_in = conn->bytes_in;
+		ev->bytes_out = conn->bytes_out;
+		ev->tgid = conn->tgid;
+		ev->reader_tid = conn->reader_tid;
+		ev->sender_tid = conn->sender_tid;
+		ev->index = conn->requests ? conn->requests - 1 : 0;
+		ev->send_eagain = conn->send_eagain;
+		ev->listener_port = conn->port;
+		__u16 flags = conn->flags;
+		if (conn->partial)
+			flags |= CS_REQ_PARTIAL;
+		if (conn->phase == PHASE_WAITING)
+			flags |= CS_REQ_UNREAD | CS_REQ_NO_RESPONSE;
+		else if (conn->phase == PHASE_HANDLING)
+			flags |= CS_REQ_NO_RESPONSE;
+		ev->flags = flags;
+		submit_event(ev);
+	}
+	conn->phase = PHASE_IDLE;
+	conn->start_ns = conn->first_read_ns = conn->first_send_ns = 0;
+	conn->last_send_ns = conn->drain_end_ns = 0;
+	conn->pickup_runq_ns = conn->handler_runq_ns = 0;
+	conn->bytes_in = conn->bytes_out = conn->send_eagain = 0;
+	conn->reader_tid = conn->sender_tid = 0;
+	conn->flags = 0;
+}
+
+static __always_inline void start_request(struct conn_state *conn, __u64 now)
+{
+	conn->phase = PHASE_WAITING;
+	conn->start_ns = now;
+	conn->requests++;
+	conn->last_activity_ns = now;
+}
+
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(on_data_ready, const struct sock *sk)
+{
+	/* Only target sockets have storage: that is the filter. */
+	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
+	__u64 now;
+
+	if (!conn) {
+		/* A connection older than the attach: adopt it if it is ours. */
+		if (sk->__sk_common.skc_state != TCP_ESTABLISHED ||
+		    sk->__sk_common.skc_family == 1 /* AF_UNIX */ ||
+		    !is_target_port(sk->__sk_common.skc_num))
+			return 0;
+		conn = bpf_sk_storage_get(&conns, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (!conn) {
+			count(CS_CTR_SOCKET_STORAGE);
+			return 0;
+		}
+		conn->partial = 1;
+		conn->port = sk->__sk_common.skc_num;
+	}
+	if (conn->closed)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (conn->phase == PHASE_SENDING)
+		finish_request(sk, conn, now);
+	if (conn->phase == PHASE_IDLE)
+		start_request(conn, now);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
+{
+	struct conn_state *conn = bpf_sk_storage_get(&conns, sk, 0, 0);
+
+	if (!conn || ret <= 0 || (flags & 2 /* MSG_PEEK */))
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	conn->last_activity_ns = now;
+	conn->bytes_in += ret;
+	if (conn->phase == PHASE_IDLE) {
+		/* Bytes that were queued before we saw them arrive. */
+		start_request(conn, now);
+		conn->flags |= CS_REQ_PARTIAL;
+	}
+	if (conn->phase != PHASE_WAITING)
+		return 0;
+	conn->phase = PHASE_HANDLING;
+	conn->first_read_ns = now;
+	conn->reader_tid = (__u32)pid_tgid;
+	conn->tgid = pid_tgid >> 32;
+	conn->pickup_runq_ns = runq_overlap(conn->reader_tid, conn->start_ns, now);
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
+{
+	struct conn_state *conn = bpf_sk_storage_get(&conns, sk, 0, 0);
+
+	if (!conn)
+		return 0;
+	if (ret == -11 /* EAGAIN */) {
+		conn->send_eagain++;
+		return 0;
+	}
+	if (ret <= 0 || (conn->phase != PHASE_HANDLING && conn->phase != PHASE_SENDING))
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	if (conn->phase == PHASE_HANDLING) {
+		conn->phase = PHASE_SENDING;
+		conn->first_send_ns = now;
+		conn->sender_tid = tid;
+		conn->handler_runq_ns = runq_overlap(tid, conn->first_read_ns, now);
+	}
+	conn->last_send_ns = now;
+	conn->last_activity_ns = now;
+	conn->bytes_out += ret;
+	/* Bytes the kernel holds back (Nagle, a closed window) reach the client later. */
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	if (tp && tp->write_seq != tp->snd_nxt)
+		conn->flags |= CS_REQ_HELD_BACK;
+	return 0;
+}
+
+/* The connection leaves ESTABLISHED: close its request and say who closed. */
+static __always_inline int on_leave_established(const struct sock *sk, int new_state)
+{
+	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
+	struct cs_ev_conn_close *ev;
+	__u64 now;
+
+	if (!conn || conn->closed)
+		return 0;
+	now = bpf_ktime_get_ns();
+	finish_request(sk, conn, now);
+	conn->closed = 1;
+	ev = reserve_event(sizeof(*ev), CS_EV_CONN_CLOSE);
+	if (!ev)
+		return 0;
+	ev->sk = (__u64)sk;
+	ev->established_ns = conn->established_ns;
+	ev->last_activity_ns = conn->last_activity_ns;
+	read_tuple(sk, &ev->tuple);
+	ev->requests = conn->requests;
+	ev->listener_port = conn->port;
+	ev->partial = conn->partial;
+	ev->pad = 0;
+	if (new_state == TCP_FIN_WAIT1) {
+		ev->closed_by = CS_CLOSED_BY_SERVER;
+		ev->tgid = bpf_get_current_pid_tgid() >> 32;
+	} else {
+		ev->closed_by = new_state == TCP_CLOSE_WAIT ? CS_CLOSED_BY_CLIENT : CS_CLOSED_BY_ABORT;
+		ev->tgid = conn->tgid;
+	}
+	submit_event(ev);
+	return 0;
+}
+
+/* ---- resets ---------------------------------------------------------------- */
+
+static __always_inline void emit_reset(const struct sock *sk, struct cs_tuple *tuple, __u32 reason,
+				       __u8 direction)
+{
+	struct cs_ev_reset *ev = reserve_event(sizeof(*ev), CS_EV_RESET);
+
+	if (!ev)
+		return;
+	ev->sk = (__u64)sk;
+	__builtin_memcpy(&ev->tuple, tuple, sizeof(ev->tuple));
+	ev->reason = reason;
+	ev->direction = direction;
+	ev->state = sk ? BPF_CORE_READ(sk, __sk_common.skc_state) : 0;
+	ev->pad = 0;
+	submit_event(ev);
+}
+
+SEC("tp_btf/tcp_send_reset")
+int BPF_PROG(on_send_reset, const struct sock *sk, const struct sk_buff *skb, int reason)
+{
+	struct cs_tuple tuple = {};
+
+	if (sk) {
+		/* May be a timewait socket: read only the common part. */
+		if (!is_target_port(BPF_CORE_READ(sk, __sk_common.skc_num)))
+			return 0;
+		read_tuple(sk, &tuple);
+	} else if (skb) {
+		/* No socket: the ports are in the segment that provoked the reset. */
+		struct tcphdr th;
+		unsigned char *head = BPF_CORE_READ(skb, head);
+		__u16 transport = BPF_CORE_READ(skb, transport_header);
+		if (bpf_probe_read_kernel(&th, sizeof(th), head + transport))
+			return 0;
+		tuple.local_port = bpf_ntohs(th.dest);
+		tuple.remote_port = bpf_ntohs(th.source);
+		if (!is_target_port(tuple.local_port))
+			return 0;
+	} else {
+		return 0;
+	}
+	emit_reset(sk, &tuple, (__u32)reason, CS_RESET_SENT);
+	return 0;
+}
+
+SEC("tp_btf/tcp_receive_reset")
+int BPF_PROG(on_receive_reset, struct sock *sk)
+{
+	struct cs_tuple tuple = {};
+
+	if (!sk || !is_target_port(sk->__sk_common.skc_num))
+		return 0;
+	read_tuple(sk, &tuple);
+	emit_reset(sk, &tuple, 0, CS_RESET_RECEIVED);
+	return 0;
+}
+
+/* ---- run-queue waits of target threads ------------------------------------ */
+
+static __always_inline void mark_runnable(struct task_struct *task, __u64 now)
+{
+	__u32 tgid = task->tgid;
+	if (!is_target_tgid(tgid))
+		return;
+	__u32 tid = task->pid;
+	struct thread_sched *ts = bpf_map_lookup_elem(&thread_scheds, &tid);
+	if (!ts) {
+		struct thread_sched fresh = { .tgid = tgid };
+		if (bpf_map_update_elem(&thread_scheds, &tid, &fresh, BPF_NOEXIST) &&
+		    !bpf_map_lookup_elem(&thread_scheds, &tid)) {
+			count(CS_CTR_TABLE_FULL);
+			return;
+		}
+		ts = bpf_map_lookup_elem(&thread_scheds, &tid);
+		if (!ts)
+			return;
+	}
+	if (!ts->runnable_since_ns)
+		ts->runnable_since_ns = now;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *task)
+{
+	mark_runnable(task, bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(on_wakeup_new, struct task_struct *task)
+{
+	mark_runnable(task, bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = 0;
+
+	/* Preempted while runnable: its wait for a CPU starts now. */
+	if (prev_state == TASK_RUNNING) {
+		now = bpf_ktime_get_ns();
+		mark_runnable(prev, now);
+	}
+	__u32 tid = next->pid;
+	struct thread_sched *ts = bpf_map_lookup_elem(&thread_scheds, &tid);
+	if (!ts || !ts->runnable_since_ns)
+		return 0;
+	if (!now)
+		now = bpf_ktime_get_ns();
+	__u64 waited = now - ts->runnable_since_ns;
+	__u32 slot = ts->recent_next % RUNQ_RECENT;
+	ts->recent_start_ns[slot] = ts->runnable_since_ns;
+	ts->recent_end_ns[slot] = now;
+	ts->recent_next++;
+	ts->runq_total_ns += waited;
+	ts->runq_waits++;
+	if (waited > ts->runq_max_ns)
+		ts->runq_max_ns = waited;
+	ts->runnable_since_ns = 0;
+	return 0;
+}
+
 /* ---- the connection enters the accept queue; client handshakes ---------- */
 
 static __always_inline void on_client_handshake_end(const struct sock *sk, bool established)
@@ -244,8 +644,19 @@ int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int
 		__u64 key = (__u64)sk, now = bpf_ktime_get_ns();
 		if (bpf_map_update_elem(&established_ns, &key, &now, BPF_ANY))
 			count(CS_CTR_TABLE_FULL);
+		struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0,
+							     BPF_SK_STORAGE_GET_F_CREATE);
+		if (!conn) {
+			count(CS_CTR_SOCKET_STORAGE);
+			return 0;
+		}
+		conn->established_ns = now;
+		conn->last_activity_ns = now;
+		conn->port = port;
 		return 0;
 	}
+	if (old_state == TCP_ESTABLISHED)
+		return on_leave_established(sk, new_state);
 	if (!trace_handshakes)
 		return 0;
 	if (old_state == TCP_CLOSE && new_state == TCP_SYN_SENT) {

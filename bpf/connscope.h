@@ -31,6 +31,10 @@ enum cs_event_type {
 	CS_EV_HANDSHAKE = 3,       /* a local client's SYN was retransmitted */
 	CS_EV_PROC_FORK = 4,       /* a target process forked a new process */
 	CS_EV_PROC_EXIT = 5,       /* a target process exited */
+	CS_EV_REQUEST = 6,         /* one request/response on a connection, its phases */
+	CS_EV_CONN_CLOSE = 7,      /* a connection began to close (who, after what) */
+	CS_EV_RESET = 8,           /* a reset sent or received on a target port */
+	CS_EV_THREAD_SAMPLE = 9,   /* a target thread's run-queue totals (user space) */
 	CS_EV_TYPE_MAX,
 };
 
@@ -118,11 +122,97 @@ struct cs_ev_proc {
 	char comm[CS_COMM_LEN];
 };
 
+/* cs_ev_request.flags */
+enum cs_request_flags {
+	CS_REQ_PARTIAL = 1 << 0,      /* connection seen mid-life (before attach) */
+	CS_REQ_NO_RESPONSE = 1 << 1,  /* closed before the server answered */
+	CS_REQ_HELD_BACK = 1 << 2,    /* bytes still unsent when the last send returned */
+	CS_REQ_UNREAD = 1 << 3,       /* closed before the server read the request */
+};
+
+/*
+ * One request/response exchange, as the kernel saw it on the server's
+ * socket. A request starts when bytes arrive after the server last sent (or
+ * on a fresh connection) and ends with the server's last send before the
+ * next bytes arrive or the close, which is when this record is emitted.
+ * Phase times are absolute CLOCK_MONOTONIC ns; 0 = did not happen.
+ */
+struct cs_ev_request {
+	struct cs_event_header hdr;
+	__u64 sk;
+	__u64 start_ns;        /* first bytes ready on the socket (sk_data_ready) */
+	__u64 first_read_ns;   /* the server's first read that returned bytes */
+	__u64 first_send_ns;   /* the server's first send of the response */
+	__u64 last_send_ns;    /* its last send call returned */
+	__u64 drain_end_ns;    /* the response's last byte left the send queue */
+	__u64 pickup_runq_ns;  /* of start -> first read: reader runnable, not running */
+	__u64 handler_runq_ns; /* of first read -> first send: same, serving thread */
+	__u64 drain_runq_ns;   /* of first send -> drain end: same, sending thread */
+	__u32 bytes_in;
+	__u32 bytes_out;
+	__u32 tgid;
+	__u32 reader_tid;
+	__u32 sender_tid;
+	__u32 index;           /* 0: first request on its connection */
+	__u32 send_eagain;     /* send calls that found the buffer full */
+	__u16 listener_port;
+	__u16 flags;           /* enum cs_request_flags */
+};
+
+enum cs_closer {
+	CS_CLOSED_BY_SERVER = 1,  /* ESTABLISHED -> FIN_WAIT1: the server closed first */
+	CS_CLOSED_BY_CLIENT = 2,  /* ESTABLISHED -> CLOSE_WAIT: the client's FIN came first */
+	CS_CLOSED_BY_ABORT = 3,   /* ESTABLISHED -> CLOSE: reset or abort */
+};
+
+/* A connection left ESTABLISHED. hdr.ts_ns is that moment. */
+struct cs_ev_conn_close {
+	struct cs_event_header hdr;
+	__u64 sk;
+	__u64 established_ns;    /* 0: connection older than the attach */
+	__u64 last_activity_ns;  /* last bytes in or out */
+	struct cs_tuple tuple;   /* server's view */
+	__u32 requests;          /* requests seen on the connection */
+	__u32 tgid;              /* the closing process, when the server closed */
+	__u16 listener_port;
+	__u8 closed_by;          /* enum cs_closer */
+	__u8 partial;            /* 1: connection older than the attach */
+	__u32 pad;
+};
+
+enum cs_reset_direction {
+	CS_RESET_SENT = 1,
+	CS_RESET_RECEIVED = 2,
+};
+
+/* A TCP reset on a target port. reason: enum sk_rst_reason (sent only). */
+struct cs_ev_reset {
+	struct cs_event_header hdr;
+	__u64 sk;                /* 0 when the kernel had no socket */
+	struct cs_tuple tuple;   /* server's view */
+	__u32 reason;
+	__u8 direction;          /* enum cs_reset_direction */
+	__u8 state;              /* socket state (TCP_*), 0 if none */
+	__u16 pad;
+};
+
+/* Sum of a thread's run-queue waits since attach, read from the probes' table. */
+struct cs_ev_thread_sample {
+	struct cs_event_header hdr;
+	__u64 runq_total_ns;     /* runnable but not running */
+	__u64 runq_max_ns;       /* the longest single wait */
+	__u64 runq_waits;        /* how many waits */
+	__u32 tid;
+	__u32 tgid;
+	char comm[CS_COMM_LEN];
+};
+
 /* Index of the per-CPU counters the probes keep beside the ring buffer. */
 enum cs_counter {
 	CS_CTR_LOST = 0,         /* records that could not be reserved */
 	CS_CTR_ACCEPT_UNMATCHED, /* accepts of sockets never seen established */
 	CS_CTR_TABLE_FULL,       /* in-kernel tables full: entries not stored */
+	CS_CTR_SOCKET_STORAGE,   /* socket storage could not be created */
 	CS_CTR_MAX,
 };
 
@@ -133,6 +223,10 @@ _Static_assert(sizeof(struct cs_ev_accept) == 136, "wire: accept size");
 _Static_assert(sizeof(struct cs_ev_listener_sample) == 56, "wire: listener size");
 _Static_assert(sizeof(struct cs_ev_handshake) == 96, "wire: handshake size");
 _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
+_Static_assert(sizeof(struct cs_ev_request) == 120, "wire: request size");
+_Static_assert(sizeof(struct cs_ev_conn_close) == 96, "wire: conn close size");
+_Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");
+_Static_assert(sizeof(struct cs_ev_thread_sample) == 64, "wire: thread sample size");
 #endif
 
 #endif /* CONNSCOPE_WIRE_H */

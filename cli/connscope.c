@@ -78,6 +78,7 @@ static const char target_options_help[] =
 	"\n"
 	"Options:\n"
 	"  -d, --duration SEC   stop after SEC seconds (default: until Ctrl-C or the target exits)\n"
+	"  -t, --tail P         the tail is the requests at or above percentile P (default 99)\n"
 	"      --sample-hz N    listener backlog walks per second (1-1000, default 10)\n"
 	"      --ring-mb N      ring buffer size in MiB, a power of two (1-1024, default 8)\n"
 	"      --no-handshakes  do not follow local clients' SYN retransmits\n"
@@ -121,7 +122,17 @@ struct run_args {
 	struct cs_session_options session;
 	bool json;
 	const char *output;
+	double tail_percentile;
 };
+
+/* --tail P: the tail is the requests at or above percentile P. */
+static bool parse_tail(const char *command, const char *text, double *out)
+{
+	if (parse_double(text, 50.0, 99.999, out))
+		return true;
+	usage_error(command, "--tail expects a percentile from 50 to 99.999, not '%s'", text);
+	return false;
+}
 
 /* Parse attach/record options. Returns -1 to go on, else an exit code. */
 static int parse_run_args(const char *command, int argc, char **argv, struct run_args *args,
@@ -135,6 +146,7 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 		{ "output", required_argument, NULL, 'o' },
 		{ "sample-hz", required_argument, NULL, 'S' },
 		{ "ring-mb", required_argument, NULL, 'R' },
+		{ "tail", required_argument, NULL, 't' },
 		{ "no-handshakes", no_argument, NULL, 'H' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -155,7 +167,7 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:P:d:jo:qvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:P:d:jo:t:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (!parse_long(optarg, 1, PID_MAX_LIMIT, &value))
@@ -186,6 +198,10 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 				return usage_error(command, "unknown option '%s' (use 'connscope record -o FILE')",
 						   argv[optind - 1]);
 			args->output = optarg;
+			break;
+		case 't':
+			if (!parse_tail(command, optarg, &args->tail_percentile))
+				return EXIT_USAGE;
 			break;
 		case 'S':
 			if (!parse_long(optarg, 1, 1000, &value))
@@ -256,6 +272,7 @@ static int cmd_attach(int argc, char **argv)
 		fprintf(stderr, "connscope: %s\n", errmsg);
 		rc = EXIT_RUNTIME;
 	} else {
+		result.meta.tail_percentile = args.tail_percentile;
 		print_report(engine, &result.meta, args.json);
 	}
 	cs_engine_free(engine);
@@ -323,12 +340,13 @@ static int cmd_record(int argc, char **argv)
 static void report_help(FILE *out)
 {
 	fprintf(out,
-		"Usage: connscope report FILE [--json]\n"
+		"Usage: connscope report FILE [--json] [--tail P]\n"
 		"\n"
 		"Replay a trace written by 'connscope record' through the engine and print\n"
 		"the same report attach would have printed.\n"
 		"\n"
 		"  -j, --json    print the report as one JSON object\n"
+		"  -t, --tail P  the tail is the requests at or above percentile P (default 99)\n"
 		"  -h, --help    this help\n");
 }
 
@@ -342,19 +360,27 @@ static int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "tail", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	bool json = false;
+	double tail = 0;
 	int c;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":jt:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
 			break;
+		case 't':
+			if (!parse_tail("report", optarg, &tail))
+				return EXIT_USAGE;
+			break;
+		case ':':
+			return usage_error("report", "option '%s' needs a value", argv[optind - 1]);
 		case 'h':
 			report_help(stdout);
 			return 0;
@@ -394,6 +420,7 @@ static int cmd_report(int argc, char **argv)
 		info.meta.duration_s = (double)(engine->totals.last_ts_ns - engine->totals.first_ts_ns) / 1e9;
 	}
 	info.meta.records_read = info.records;
+	info.meta.tail_percentile = tail;
 	print_report(engine, &info.meta, json);
 out:
 	cs_engine_free(engine);

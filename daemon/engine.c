@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "engine.h"
+#include "engine_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +20,14 @@ size_t cs_record_size(uint16_t type)
 	case CS_EV_PROC_FORK:
 	case CS_EV_PROC_EXIT:
 		return sizeof(struct cs_ev_proc);
+	case CS_EV_REQUEST:
+		return sizeof(struct cs_ev_request);
+	case CS_EV_CONN_CLOSE:
+		return sizeof(struct cs_ev_conn_close);
+	case CS_EV_RESET:
+		return sizeof(struct cs_ev_reset);
+	case CS_EV_THREAD_SAMPLE:
+		return sizeof(struct cs_ev_thread_sample);
 	default:
 		return 0;
 	}
@@ -49,12 +58,18 @@ static struct cs_hist *new_hist(void)
 
 struct cs_engine *cs_engine_new(void)
 {
-	return calloc(1, sizeof(struct cs_engine));
+	struct cs_engine *engine = calloc(1, sizeof(struct cs_engine));
+	if (engine && cs_requests_init(engine)) {
+		cs_engine_free(engine);
+		return NULL;
+	}
+	return engine;
 }
 
 static void free_listener(struct cs_listener_stats *listener)
 {
 	free(listener->accept_wait_ns);
+	free(listener->latency_ns);
 	free(listener->handshake_extra_ns);
 	free(listener->sockets);
 	free(listener->workers);
@@ -67,6 +82,7 @@ void cs_engine_free(struct cs_engine *engine)
 	for (size_t i = 0; i < engine->listener_count; i++)
 		free_listener(&engine->listeners[i]);
 	free(engine->listeners);
+	cs_requests_free(engine);
 	free(engine);
 }
 
@@ -83,7 +99,7 @@ const struct cs_listener_stats *cs_engine_listener(const struct cs_engine *engin
 	return find_listener(engine, port);
 }
 
-static struct cs_listener_stats *get_listener(struct cs_engine *engine, uint16_t port)
+struct cs_listener_stats *cs_get_listener(struct cs_engine *engine, uint16_t port)
 {
 	struct cs_listener_stats *listener = find_listener(engine, port);
 	if (listener)
@@ -95,8 +111,9 @@ static struct cs_listener_stats *get_listener(struct cs_engine *engine, uint16_t
 	memset(listener, 0, sizeof(*listener));
 	listener->port = port;
 	listener->accept_wait_ns = new_hist();
+	listener->latency_ns = new_hist();
 	listener->handshake_extra_ns = new_hist();
-	if (!listener->accept_wait_ns || !listener->handshake_extra_ns) {
+	if (!listener->accept_wait_ns || !listener->latency_ns || !listener->handshake_extra_ns) {
 		free_listener(listener);
 		return NULL;
 	}
@@ -139,7 +156,7 @@ static struct cs_worker_stats *get_worker(struct cs_listener_stats *listener, ui
 
 static int on_accept(struct cs_engine *engine, const struct cs_ev_accept *ev)
 {
-	struct cs_listener_stats *listener = get_listener(engine, ev->listener_port);
+	struct cs_listener_stats *listener = cs_get_listener(engine, ev->listener_port);
 	if (!listener)
 		return -ENOMEM;
 	struct cs_worker_stats *worker = get_worker(listener, ev->tid, ev->tgid, ev->comm);
@@ -181,12 +198,13 @@ static int on_accept(struct cs_engine *engine, const struct cs_ev_accept *ev)
 		cs_hist_record(listener->accept_wait_ns, ev->hdr.ts_ns - ev->established_ns);
 	else
 		listener->accepts_unmatched++;
+	cs_conn_accepted(engine, ev);
 	return 0;
 }
 
 static int on_listener_sample(struct cs_engine *engine, const struct cs_ev_listener_sample *ev)
 {
-	struct cs_listener_stats *listener = get_listener(engine, ev->port);
+	struct cs_listener_stats *listener = cs_get_listener(engine, ev->port);
 	if (!listener)
 		return -ENOMEM;
 	struct cs_listener_socket *socket = get_socket(listener, ev->sk, ev->drops);
@@ -212,7 +230,7 @@ static int on_listener_sample(struct cs_engine *engine, const struct cs_ev_liste
 static int on_handshake(struct cs_engine *engine, const struct cs_ev_handshake *ev)
 {
 	/* The client's remote port is the listener's port. */
-	struct cs_listener_stats *listener = get_listener(engine, ev->tuple.remote_port);
+	struct cs_listener_stats *listener = cs_get_listener(engine, ev->tuple.remote_port);
 	if (!listener)
 		return -ENOMEM;
 	listener->handshakes_retransmitted++;
@@ -224,6 +242,7 @@ static int on_handshake(struct cs_engine *engine, const struct cs_ev_handshake *
 	cs_hist_record(listener->handshake_extra_ns, extra_ns);
 	if (extra_ns >= NS_PER_SEC)
 		listener->handshakes_delayed_1s++;
+	cs_handshake_seen(engine, ev, extra_ns);
 	return 0;
 }
 
@@ -249,6 +268,10 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 		struct cs_ev_listener_sample sample;
 		struct cs_ev_handshake handshake;
 		struct cs_ev_proc proc;
+		struct cs_ev_request request;
+		struct cs_ev_conn_close close;
+		struct cs_ev_reset reset;
+		struct cs_ev_thread_sample thread;
 	} ev;
 	memcpy(&ev, record, expected);
 
@@ -269,6 +292,18 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 	case CS_EV_PROC_EXIT:
 		engine->totals.exits++;
 		err = 0;
+		break;
+	case CS_EV_REQUEST:
+		err = cs_on_request(engine, &ev.request);
+		break;
+	case CS_EV_CONN_CLOSE:
+		err = cs_on_conn_close(engine, &ev.close);
+		break;
+	case CS_EV_RESET:
+		err = cs_on_reset(engine, &ev.reset);
+		break;
+	case CS_EV_THREAD_SAMPLE:
+		err = cs_on_thread_sample(engine, &ev.thread);
 		break;
 	default:
 		err = -EINVAL;

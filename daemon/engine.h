@@ -15,6 +15,84 @@
 
 #include "connscope.h"
 #include "hist.h"
+#include "u64map.h"
+
+/* Where a request's time went. Order is the report's order. */
+enum cs_cause {
+	CS_CAUSE_ACCEPT_QUEUE,    /* ESTABLISHED -> accept() (first request on a connection) */
+	CS_CAUSE_LISTEN_OVERFLOW, /* extra connect delay from SYN retransmits */
+	CS_CAUSE_RUN_QUEUE,       /* the serving thread was runnable, not running */
+	CS_CAUSE_EVENT_LOOP,      /* data ready, the thread busy elsewhere or not polling */
+	CS_CAUSE_HANDLER,         /* first read -> first send, on CPU or blocked */
+	CS_CAUSE_SEND_DRAIN,      /* first send -> the response's last byte left */
+	CS_CAUSE_COUNT,
+};
+
+extern const char *const cs_cause_names[CS_CAUSE_COUNT];
+
+/* One request's time, split by cause (they add up to total_ns). */
+struct cs_request_split {
+	uint64_t cause_ns[CS_CAUSE_COUNT];
+	uint64_t total_ns;
+};
+
+/* A slow request kept whole, as evidence for the tail's causes. */
+struct cs_exemplar {
+	struct cs_request_split split;
+	uint64_t end_ns;
+	uint32_t reader_tid;
+	uint32_t sender_tid;
+	uint32_t tgid;
+	uint32_t bytes_out;
+	uint32_t send_eagain;
+	uint16_t port;
+	uint16_t flags;
+	uint32_t index;       /* request number on its connection */
+};
+
+#define CS_EXEMPLARS 512
+
+/* A server thread: what it served and how long it waited for a CPU. */
+struct cs_thread_stats {
+	uint32_t tid;
+	uint32_t tgid;
+	char comm[CS_COMM_LEN];
+	uint64_t requests;         /* requests it read */
+	uint64_t cause_ns[CS_CAUSE_COUNT]; /* of the requests it read */
+	uint64_t runq_total_ns;    /* from its samples: all its run-queue waits */
+	uint64_t runq_max_ns;
+	uint64_t runq_waits;
+};
+
+/* A connection the engine follows from accept() to close. */
+struct cs_conn {
+	uint64_t established_ns;
+	uint64_t accept_ns;
+	uint64_t handshake_extra_ns;  /* from a matching local client's SYN retransmits */
+	uint32_t accept_tid;
+	uint16_t port;
+	uint16_t remote_port;
+	uint32_t remote_addr_hash;
+	uint32_t pad;
+};
+
+/* Connection lifecycles and resets, over all listeners. */
+struct cs_lifecycle_stats {
+	uint64_t closed_by[4];          /* by enum cs_closer */
+	uint64_t closed_partial;        /* connections older than the attach */
+	uint64_t requests_on_closed;    /* requests carried by closed connections */
+	uint64_t server_idle_closes;    /* the server closed after an idle gap */
+	struct cs_hist *idle_gap_ns;    /* that gap */
+	struct cs_hist *lifetime_ns;    /* ESTABLISHED -> close */
+	uint64_t reconnects;            /* a client connected again soon after an idle close */
+	uint64_t resets_sent;
+	uint64_t resets_received;
+	uint64_t keepalive_race_resets; /* sent because data hit a connection the server closed */
+	uint64_t time_wait_created;     /* server-side closes: sockets left in TIME_WAIT */
+	/* Server closes per second over the last 64 s, for TIME_WAIT still alive. */
+	uint64_t server_close_second[64];
+	uint64_t server_close_count[64];
+};
 
 /* A thread that called accept() on a listener. */
 struct cs_worker_stats {
@@ -48,6 +126,8 @@ struct cs_listener_stats {
 	uint64_t first_accept_ns;
 	uint64_t last_accept_ns;
 	struct cs_hist *accept_wait_ns; /* ESTABLISHED -> accept() return */
+	uint64_t requests;              /* requests with a full timeline */
+	struct cs_hist *latency_ns;     /* their server-side latency */
 
 	/* queue depth seen by accept() calls (what was left behind) */
 	uint64_t backlog_at_accept_sum;
@@ -73,6 +153,22 @@ struct cs_listener_stats {
 	size_t worker_count, worker_cap;
 };
 
+/* All requests: latency, and per latency bucket the time of each cause. */
+struct cs_request_stats {
+	uint64_t requests;            /* requests with a full timeline */
+	uint64_t first_on_connection; /* of which paid connection set-up */
+	uint64_t unanswered;          /* closed before the server answered */
+	uint64_t partial;             /* started before attach: no timeline */
+	uint64_t held_back;           /* response bytes held in the send queue */
+	uint64_t send_eagain;
+	struct cs_hist *latency_ns;
+	uint64_t (*bucket_cause_ns)[CS_CAUSE_COUNT]; /* [CS_HIST_BUCKETS] */
+	uint64_t (*bucket_dominant)[CS_CAUSE_COUNT]; /* requests whose largest cause it was */
+	uint64_t setup_ns;            /* accept_queue + listen_overflow of first requests */
+	struct cs_exemplar exemplars[CS_EXEMPLARS]; /* min-heap on total_ns */
+	size_t exemplar_count;
+};
+
 struct cs_engine_totals {
 	uint64_t records;                  /* records accepted */
 	uint64_t by_type[CS_EV_TYPE_MAX];
@@ -83,10 +179,19 @@ struct cs_engine_totals {
 	uint64_t last_ts_ns;               /* latest record */
 };
 
+#define CS_MAX_CONNS (1u << 20)  /* connections followed at once */
+
 struct cs_engine {
 	struct cs_listener_stats *listeners;
 	size_t listener_count, listener_cap;
 	struct cs_engine_totals totals;
+	struct cs_request_stats requests;
+	struct cs_lifecycle_stats lifecycle;
+	struct cs_u64map conns;            /* sk -> struct cs_conn */
+	struct cs_u64map handshakes;       /* tuple key -> extra ns, until accepted */
+	struct cs_u64map threads;          /* tid -> struct cs_thread_stats */
+	struct cs_u64map idle_closed_from; /* remote address -> pending reconnect count */
+	uint64_t conns_evicted;            /* table full: connections not followed */
 };
 
 struct cs_engine *cs_engine_new(void);
@@ -111,6 +216,10 @@ uint64_t cs_listener_drops(const struct cs_listener_stats *listener);
 
 /* The worker that took the most accepts, or NULL when none did. */
 const struct cs_worker_stats *cs_listener_busiest_worker(const struct cs_listener_stats *listener);
+
+/* Split a request record into causes; false when it has no full timeline. */
+bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
+		      struct cs_request_split *split);
 
 /* Threads that took at least one connection. */
 size_t cs_listener_accepting_threads(const struct cs_listener_stats *listener);

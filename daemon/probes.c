@@ -226,6 +226,52 @@ int cs_probes_sample_listeners(struct cs_probes *probes)
 	return err;
 }
 
+/* Mirrors the BPF side's struct thread_sched (kept beside it there). */
+struct thread_sched_value {
+	uint64_t runnable_since_ns;
+	uint64_t runq_total_ns;
+	uint64_t runq_max_ns;
+	uint64_t runq_waits;
+	uint64_t recent_start_ns[8];
+	uint64_t recent_end_ns[8];
+	uint32_t recent_next;
+	uint32_t tgid;
+};
+
+int cs_probes_sample_threads(struct cs_probes *probes, uint64_t now_ns)
+{
+	const struct bpf_map *map = probes->skel->maps.thread_scheds;
+	if (bpf_map__value_size(map) != sizeof(struct thread_sched_value))
+		return -EINVAL;
+	uint32_t key, next;
+	uint32_t *prev = NULL;
+	while (bpf_map__get_next_key(map, prev, &next, sizeof(next)) == 0) {
+		key = next;
+		prev = &key;
+		struct thread_sched_value value;
+		if (bpf_map__lookup_elem(map, &key, sizeof(key), &value, sizeof(value), 0))
+			continue;
+		struct cs_ev_thread_sample sample = {
+			.hdr = { .ts_ns = now_ns, .type = CS_EV_THREAD_SAMPLE, .size = sizeof(sample) },
+			.runq_total_ns = value.runq_total_ns,
+			.runq_max_ns = value.runq_max_ns,
+			.runq_waits = value.runq_waits,
+			.tid = key,
+			.tgid = value.tgid,
+		};
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", value.tgid, key);
+		FILE *f = fopen(path, "re");
+		if (f) {
+			if (fgets(sample.comm, sizeof(sample.comm), f))
+				sample.comm[strcspn(sample.comm, "\n")] = '\0';
+			fclose(f);
+		}
+		probes->on_record(probes->ctx, &sample, sizeof(sample));
+	}
+	return 0;
+}
+
 int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX])
 {
 	int cpus = libbpf_num_possible_cpus();

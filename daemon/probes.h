@@ -55,6 +55,12 @@ int cs_probes_poll(struct cs_probes *probes, int timeout_ms);
 /* Walk the target's listening sockets once; each becomes a record. */
 int cs_probes_sample_listeners(struct cs_probes *probes);
 
+/*
+ * Read every target thread's run-queue totals; each becomes a
+ * CS_EV_THREAD_SAMPLE record stamped now_ns.
+ */
+int cs_probes_sample_threads(struct cs_probes *probes, uint64_t now_ns);
+
 /* Sum the per-CPU counters (enum cs_counter). */
 int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX]);
 

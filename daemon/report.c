@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "attrib.h"
 
 #define MAX_FINDINGS 32
 
@@ -92,10 +93,126 @@ static void text_listener(FILE *out, const struct cs_listener_stats *l, const st
 	text_workers(out, l);
 }
 
+static double tail_percentile(const struct cs_report_meta *meta)
+{
+	return meta->tail_percentile > 0 ? meta->tail_percentile : 99.0;
+}
+
+static void text_bar(FILE *out, double share)
+{
+	const int width = 30;
+	int filled = (int)(share * width + 0.5);
+	for (int i = 0; i < width; i++)
+		fputs(i < filled ? "#" : ".", out);
+}
+
+static void text_requests(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	const struct cs_request_stats *r = &engine->requests;
+	if (r->requests == 0 && r->unanswered == 0 && r->partial == 0)
+		return;
+	fprintf(out, "requests    %" PRIu64 " (%.1f/s) on %" PRIu64 " new connection(s)", r->requests,
+		per_second(r->requests, meta->duration_s), r->first_on_connection);
+	if (r->unanswered || r->partial)
+		fprintf(out, "; %" PRIu64 " unanswered, %" PRIu64 " partial (began before attach)",
+			r->unanswered, r->partial);
+	fprintf(out, "\nlatency    ");
+	text_percentiles(out, r->latency_ns);
+
+	struct cs_tail tail;
+	cs_compute_tail(engine, tail_percentile(meta), &tail);
+	if (tail.requests) {
+		char threshold[32];
+		cs_format_duration(threshold, sizeof(threshold), tail.threshold_ns);
+		fprintf(out, "\nwhere the tail goes (p%g: %" PRIu64 " request(s) at or above %s)\n",
+			tail.percentile, tail.requests, threshold);
+		for (int i = 0; i < CS_CAUSE_COUNT; i++) {
+			const struct cs_tail_cause *c = &tail.causes[i];
+			if (c->share < 0.005)
+				continue;
+			fprintf(out, "  %-16s ", cs_cause_names[c->cause]);
+			text_bar(out, c->share);
+			fprintf(out, " %5.1f%%\n", 100.0 * c->share);
+			if (c->evidence[0])
+				fprintf(out, "  %-16s %s\n", "", c->evidence);
+		}
+	}
+	fputc('\n', out);
+}
+
+static void text_conditions(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	struct cs_conditions cond;
+	cs_compute_conditions(engine, meta, &cond);
+	const struct cs_lifecycle_stats *life = &engine->lifecycle;
+	uint64_t closes = cond.lifecycle.closed_by_server + cond.lifecycle.closed_by_client + cond.lifecycle.aborted;
+	if (closes || life->resets_sent || life->resets_received)
+		fprintf(out, "connections closed by server %" PRIu64 ", by client %" PRIu64 ", aborted %" PRIu64
+			"; resets sent %" PRIu64 ", received %" PRIu64 "; TIME_WAIT left by the server ~%" PRIu64
+			"; lifetime p50 %.1f ms\n\n", cond.lifecycle.closed_by_server,
+			cond.lifecycle.closed_by_client, cond.lifecycle.aborted, life->resets_sent,
+			life->resets_received, cond.lifecycle.time_wait_now, cond.lifecycle.lifetime_p50_ms);
+
+	fprintf(out, "conditions\n");
+	int shown = 0;
+	if (cond.non_persistent.flagged) {
+		shown++;
+		fprintf(out, "  ! non_persistent: %.2f requests per connection; %.0f%% of requests paid connection "
+			"set-up (accept queue + SYN retries: %.0f us on average, median request %.0f us)\n"
+			"      -> turn on keep-alive (HTTP/1.1 persistent connections, client connection pools)\n",
+			cond.non_persistent.requests_per_connection, 100.0 * cond.non_persistent.setup_share,
+			cond.non_persistent.setup_cost_us, cond.non_persistent.median_latency_us);
+	}
+	if (cond.idle_timeout.flagged) {
+		shown++;
+		fprintf(out, "  ! idle_timeout: the server closed %" PRIu64 " idle keep-alive connection(s) after "
+			"~%.1f ms idle; %" PRIu64 " reconnect(s) followed; %" PRIu64 " keep-alive race reset(s) "
+			"(a request hit a connection the server had just closed)\n"
+			"      -> make the server's idle timeout longer than the clients' (or have clients close first)\n",
+			cond.idle_timeout.server_idle_closes, cond.idle_timeout.inferred_timeout_ms,
+			cond.idle_timeout.reconnects, cond.idle_timeout.keepalive_race_resets);
+	}
+	if (cond.listen_overflow.flagged) {
+		shown++;
+		fprintf(out, "  ! listen_overflow: %" PRIu64 " SYN(s) dropped; %" PRIu64 " local connection(s) "
+			"delayed >= 1 s, %" PRIu64 " gave up\n"
+			"      -> raise the listen backlog and net.core.somaxconn; accept faster\n",
+			cond.listen_overflow.drops, cond.listen_overflow.delayed_connections,
+			cond.listen_overflow.failed_connections);
+	}
+	if (cond.accept_contention.flagged) {
+		shown++;
+		fprintf(out, "  ! accept_contention:%s%s%s accept wait p99 %.0f us, busiest worker %.0f%% of accepts, "
+			"%" PRIu64 " EAGAIN\n      -> see the diagnosis below\n",
+			cond.accept_contention.acceptor_bottleneck ? " accepting lags;" : "",
+			cond.accept_contention.unfair ? " unfair spread;" : "",
+			cond.accept_contention.thundering_herd ? " thundering herd;" : "",
+			cond.accept_contention.accept_wait_p99_us, 100.0 * cond.accept_contention.busiest_worker_share,
+			cond.accept_contention.eagain);
+	}
+	if (cond.cpu_saturation.flagged) {
+		char total[32], top[32], longest[32];
+		cs_format_duration(total, sizeof(total), cond.cpu_saturation.runq_total_ns);
+		cs_format_duration(top, sizeof(top), cond.cpu_saturation.top_runq_ns);
+		cs_format_duration(longest, sizeof(longest), cond.cpu_saturation.runq_max_ns);
+		shown++;
+		fprintf(out, "  ! cpu_saturation: server threads waited %s for a CPU; most %s (tid %u): %s "
+			"(%.1f%% of the run); longest wait %s\n"
+			"      -> reduce parallelism (fewer threads than cores), or move other work off these CPUs\n",
+			total, cond.cpu_saturation.top_comm, cond.cpu_saturation.top_tid, top,
+			100.0 * cond.cpu_saturation.top_runq_share, longest);
+	}
+	if (!shown)
+		fprintf(out, "  none flagged\n");
+	fputc('\n', out);
+}
+
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
 	fprintf(out, "connscope: %s, %.1f s, %" PRIu64 " events, %" PRIu64 " lost\n\n", meta->target,
 		meta->duration_s, engine->totals.records, meta->events_lost);
+	text_requests(out, engine, meta);
+	text_conditions(out, engine, meta);
 	if (engine->listener_count == 0)
 		fprintf(out, "no accept activity seen on the target's listeners\n");
 	for (size_t i = 0; i < engine->listener_count; i++) {
@@ -138,6 +255,13 @@ static void json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+struct thread_json_ctx {
+	FILE *out;
+	int count;
+};
+
+static void json_thread(uint64_t key, void *value, void *ctx_ptr);
+
 /* {"p50":..,"p90":..,"p99":..,"p999":..,"max":..} in microseconds. */
 static void json_percentiles_us(FILE *out, const struct cs_hist *hist)
 {
@@ -178,6 +302,82 @@ static void json_listener(FILE *out, const struct cs_listener_stats *l, const st
 	fputs("]}", out);
 }
 
+static void json_thread(uint64_t key, void *value, void *ctx_ptr)
+{
+	(void)key;
+	struct thread_json_ctx *ctx = ctx_ptr;
+	const struct cs_thread_stats *t = value;
+	fprintf(ctx->out, "%s{\"tid\":%u,\"pid\":%u,\"comm\":", ctx->count++ ? "," : "", t->tid, t->tgid);
+	json_string(ctx->out, t->comm);
+	fprintf(ctx->out, ",\"requests\":%" PRIu64 ",\"runq_total_us\":%.3f,\"runq_max_us\":%.3f",
+		t->requests, (double)t->runq_total_ns / 1e3, (double)t->runq_max_ns / 1e3);
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		fprintf(ctx->out, ",\"%s_us\":%.3f", cs_cause_names[c], (double)t->cause_ns[c] / 1e3);
+	fputc('}', ctx->out);
+}
+
+static void json_requests(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	const struct cs_request_stats *r = &engine->requests;
+	struct cs_tail tail;
+	struct cs_conditions c;
+	cs_compute_tail(engine, tail_percentile(meta), &tail);
+	cs_compute_conditions(engine, meta, &c);
+
+	fprintf(out, ",\"requests\":%" PRIu64 ",\"requests_unanswered\":%" PRIu64
+		",\"requests_partial\":%" PRIu64 ",\"connections\":%" PRIu64 ",\"latency_us\":",
+		r->requests, r->unanswered, r->partial, r->first_on_connection);
+	json_percentiles_us(out, r->latency_ns);
+	fprintf(out, ",\"tail\":{\"percentile\":%g,\"threshold_us\":%.3f,\"requests\":%" PRIu64
+		",\"causes\":[", tail.percentile, (double)tail.threshold_ns / 1e3, tail.requests);
+	int shown = 0;
+	for (int i = 0; i < CS_CAUSE_COUNT; i++) {
+		const struct cs_tail_cause *cause = &tail.causes[i];
+		if (!tail.requests)
+			break;
+		fprintf(out, "%s{\"cause\":\"%s\",\"share\":%.4f,\"time_us\":%.3f,\"requests\":%" PRIu64
+			",\"evidence\":", shown++ ? "," : "", cs_cause_names[cause->cause], cause->share,
+			(double)cause->ns / 1e3, cause->requests);
+		json_string(out, cause->evidence);
+		fputc('}', out);
+	}
+	fprintf(out, "]},\"conditions\":{");
+	fprintf(out, "\"non_persistent\":{\"flagged\":%s,\"requests_per_connection\":%.3f,"
+		"\"setup_share\":%.4f,\"setup_cost_us\":%.3f,\"median_latency_us\":%.3f},",
+		c.non_persistent.flagged ? "true" : "false", c.non_persistent.requests_per_connection,
+		c.non_persistent.setup_share, c.non_persistent.setup_cost_us, c.non_persistent.median_latency_us);
+	fprintf(out, "\"idle_timeout\":{\"flagged\":%s,\"server_idle_closes\":%" PRIu64
+		",\"inferred_timeout_ms\":%.3f,\"reconnects\":%" PRIu64 ",\"keepalive_race_resets\":%" PRIu64 "},",
+		c.idle_timeout.flagged ? "true" : "false", c.idle_timeout.server_idle_closes,
+		c.idle_timeout.inferred_timeout_ms, c.idle_timeout.reconnects, c.idle_timeout.keepalive_race_resets);
+	fprintf(out, "\"listen_overflow\":{\"flagged\":%s,\"drops\":%" PRIu64 ",\"delayed_connections\":%" PRIu64
+		",\"failed_connections\":%" PRIu64 "},", c.listen_overflow.flagged ? "true" : "false",
+		c.listen_overflow.drops, c.listen_overflow.delayed_connections, c.listen_overflow.failed_connections);
+	fprintf(out, "\"accept_contention\":{\"flagged\":%s,\"acceptor_bottleneck\":%s,\"unfair\":%s,"
+		"\"thundering_herd\":%s,\"busiest_worker_share\":%.4f,\"eagain\":%" PRIu64
+		",\"accept_wait_p99_us\":%.3f},", c.accept_contention.flagged ? "true" : "false",
+		c.accept_contention.acceptor_bottleneck ? "true" : "false", c.accept_contention.unfair ? "true" : "false",
+		c.accept_contention.thundering_herd ? "true" : "false", c.accept_contention.busiest_worker_share,
+		c.accept_contention.eagain, c.accept_contention.accept_wait_p99_us);
+	fprintf(out, "\"cpu_saturation\":{\"flagged\":%s,\"runq_total_us\":%.3f,\"top_tid\":%u,\"top_comm\":",
+		c.cpu_saturation.flagged ? "true" : "false", (double)c.cpu_saturation.runq_total_ns / 1e3,
+		c.cpu_saturation.top_tid);
+	json_string(out, c.cpu_saturation.top_comm);
+	fprintf(out, ",\"top_runq_us\":%.3f,\"top_runq_share\":%.4f,\"runq_max_us\":%.3f}},",
+		(double)c.cpu_saturation.top_runq_ns / 1e3, c.cpu_saturation.top_runq_share,
+		(double)c.cpu_saturation.runq_max_ns / 1e3);
+	fprintf(out, "\"lifecycle\":{\"closed_by_server\":%" PRIu64 ",\"closed_by_client\":%" PRIu64
+		",\"aborted\":%" PRIu64 ",\"time_wait_created\":%" PRIu64 ",\"time_wait_now\":%" PRIu64
+		",\"resets_sent\":%" PRIu64 ",\"resets_received\":%" PRIu64 ",\"lifetime_p50_ms\":%.3f}",
+		c.lifecycle.closed_by_server, c.lifecycle.closed_by_client, c.lifecycle.aborted,
+		c.lifecycle.time_wait_created, c.lifecycle.time_wait_now, c.lifecycle.resets_sent,
+		c.lifecycle.resets_received, c.lifecycle.lifetime_p50_ms);
+	fprintf(out, ",\"threads\":[");
+	struct thread_json_ctx ctx = { out, 0 };
+	cs_u64map_each(&engine->threads, json_thread, &ctx);
+	fputc(']', out);
+}
+
 void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
 	fputs("{\"target\":", out);
@@ -195,7 +395,9 @@ void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_r
 			fputc(',', out);
 		json_listener(out, &engine->listeners[i], meta);
 	}
-	fputs("],\"findings\":[", out);
+	fputc(']', out);
+	json_requests(out, engine, meta);
+	fputs(",\"findings\":[", out);
 	struct cs_finding findings[MAX_FINDINGS];
 	size_t n = cs_diagnose(engine, meta, findings, MAX_FINDINGS);
 	for (size_t i = 0; i < n; i++) {

@@ -223,6 +223,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 				next_sample_ns = now + sample_every_ns;
 		}
 		if (now >= next_alive_ns) {
+			cs_probes_sample_threads(&probes, now);
 			prune_dead(&s);
 			next_alive_ns = now + ALIVE_CHECK_NS;
 		}
@@ -240,6 +241,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	cs_probes_poll(&probes, 0);
 	if (!result->target_exited)
 		cs_probes_sample_listeners(&probes);
+	cs_probes_sample_threads(&probes, now_ns());
 	uint64_t counters[CS_CTR_MAX] = {};
 	cs_probes_counters(&probes, counters);
 	result->meta.duration_s = (double)(now_ns() - start_ns) / 1e9;

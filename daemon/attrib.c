@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "attrib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS_PER_SEC 1e9
+#define TIME_WAIT_S 60 /* TCP_TIMEWAIT_LEN */
+/* Non-persistent: fewer requests than this per connection. */
+#define NON_PERSISTENT_RPC 2.0
+#define REQUESTS_MIN 20
+/* Idle timeouts: this many server idle closes make a pattern. */
+#define IDLE_CLOSES_MIN 3
+/* CPU saturation: a thread runnable-but-waiting this share of the run... */
+#define RUNQ_SHARE_MIN 0.05
+/* ...or run_queue this large a share of the tail. */
+#define RUNQ_TAIL_SHARE_MIN 0.2
+
+static const char *thread_comm(const struct cs_engine *engine, uint32_t tid)
+{
+	const struct cs_thread_stats *thread = cs_u64map_get(&engine->threads, tid);
+	return thread && thread->comm[0] ? thread->comm : "?";
+}
+
+/* The thread with the most time in cause among the tail's exemplars. */
+static uint32_t top_thread(const struct cs_engine *engine, uint64_t threshold_ns, enum cs_cause cause,
+			   uint64_t *ns_out, uint64_t *requests_out)
+{
+	struct { uint32_t tid; uint64_t ns, requests; } seen[64];
+	size_t n = 0;
+	for (size_t i = 0; i < engine->requests.exemplar_count; i++) {
+		const struct cs_exemplar *e = &engine->requests.exemplars[i];
+		if (e->split.total_ns < threshold_ns || !e->split.cause_ns[cause])
+			continue;
+		uint32_t tid = cause == CS_CAUSE_SEND_DRAIN ? e->sender_tid : e->reader_tid;
+		size_t j = 0;
+		while (j < n && seen[j].tid != tid)
+			j++;
+		if (j == n) {
+			if (n == 64)
+				continue;
+			seen[n++] = (typeof(seen[0])){ .tid = tid };
+		}
+		seen[j].ns += e->split.cause_ns[cause];
+		seen[j].requests++;
+	}
+	size_t best = 0;
+	for (size_t j = 1; j < n; j++)
+		if (seen[j].ns > seen[best].ns)
+			best = j;
+	*ns_out = n ? seen[best].ns : 0;
+	*requests_out = n ? seen[best].requests : 0;
+	return n ? seen[best].tid : 0;
+}
+
+static int compare_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
+{
+	char *out = c->evidence;
+	size_t len = sizeof(c->evidence);
+	char a[32], b[32];
+	uint64_t ns, requests;
+	uint32_t tid;
+
+	switch (c->cause) {
+	case CS_CAUSE_ACCEPT_QUEUE:
+	case CS_CAUSE_LISTEN_OVERFLOW: {
+		/* The busiest listener speaks for the accept path. */
+		const struct cs_listener_stats *l = NULL;
+		for (size_t i = 0; i < engine->listener_count; i++)
+			if (!l || engine->listeners[i].accepts > l->accepts)
+				l = &engine->listeners[i];
+		if (!l)
+			break;
+		if (c->cause == CS_CAUSE_ACCEPT_QUEUE) {
+			const struct cs_worker_stats *w = cs_listener_busiest_worker(l);
+			cs_format_duration(a, sizeof(a), cs_hist_percentile(l->accept_wait_ns, 99.0));
+			snprintf(out, len, "listener :%u accept wait p99 %s, backlog max %u of %u; %s (tid %u) took %.0f%% of accepts",
+				 l->port, a, l->backlog_max, l->backlog_limit, w ? w->comm : "?", w ? w->tid : 0,
+				 w && l->accepts ? 100.0 * (double)w->accepts / (double)l->accepts : 0.0);
+		} else {
+			cs_format_duration(a, sizeof(a), l->handshake_extra_ns->max);
+			snprintf(out, len, "listener :%u dropped %llu SYN(s); %llu connection(s) delayed >= 1 s (max %s)",
+				 l->port, (unsigned long long)cs_listener_drops(l),
+				 (unsigned long long)l->handshakes_delayed_1s, a);
+		}
+		break;
+	}
+	case CS_CAUSE_RUN_QUEUE:
+	case CS_CAUSE_EVENT_LOOP:
+	case CS_CAUSE_HANDLER:
+		tid = top_thread(engine, tail->threshold_ns, c->cause, &ns, &requests);
+		if (!tid)
+			break;
+		cs_format_duration(a, sizeof(a), ns);
+		if (c->cause == CS_CAUSE_RUN_QUEUE) {
+			const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
+			cs_format_duration(b, sizeof(b), t ? t->runq_max_ns : 0);
+			snprintf(out, len, "%s (tid %u) was runnable but not running for %s of %llu tail request(s); its longest wait for a CPU %s",
+				 thread_comm(engine, tid), tid, a, (unsigned long long)requests, b);
+		} else if (c->cause == CS_CAUSE_EVENT_LOOP) {
+			snprintf(out, len, "on %s (tid %u): %llu tail request(s) waited %s in all with data ready while the loop was busy elsewhere",
+				 thread_comm(engine, tid), tid, (unsigned long long)requests, a);
+		} else {
+			snprintf(out, len, "%s (tid %u) spent %s handling %llu tail request(s)",
+				 thread_comm(engine, tid), tid, a, (unsigned long long)requests);
+		}
+		break;
+	case CS_CAUSE_SEND_DRAIN: {
+		uint32_t sizes[CS_EXEMPLARS];
+		size_t n = 0;
+		uint64_t eagain = 0, held = 0;
+		for (size_t i = 0; i < engine->requests.exemplar_count; i++) {
+			const struct cs_exemplar *e = &engine->requests.exemplars[i];
+			if (e->split.total_ns < tail->threshold_ns)
+				continue;
+			sizes[n++] = e->bytes_out;
+			eagain += e->send_eagain;
+			held += (e->flags & CS_REQ_HELD_BACK) != 0;
+		}
+		if (!n)
+			break;
+		qsort(sizes, n, sizeof(sizes[0]), compare_u32);
+		snprintf(out, len, "tail responses: median %u bytes, largest %u; %llu send(s) found the buffer full; %llu held back in the send queue",
+			 sizes[n / 2], sizes[n - 1], (unsigned long long)eagain, (unsigned long long)held);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail)
+{
+	const struct cs_request_stats *stats = &engine->requests;
+	memset(tail, 0, sizeof(*tail));
+	tail->percentile = percentile;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		tail->causes[c].cause = (enum cs_cause)c;
+	if (stats->latency_ns->count == 0)
+		return;
+
+	/* The tail: every bucket from the one holding the percentile up. */
+	tail->threshold_ns = cs_hist_percentile(stats->latency_ns, percentile);
+	size_t first = cs_hist_bucket_index(tail->threshold_ns);
+	tail->threshold_ns = cs_hist_bucket_lowest(first);
+	for (size_t b = first; b < CS_HIST_BUCKETS; b++) {
+		if (!stats->latency_ns->buckets[b])
+			continue;
+		tail->requests += stats->latency_ns->buckets[b];
+		for (int c = 0; c < CS_CAUSE_COUNT; c++) {
+			tail->causes[c].ns += stats->bucket_cause_ns[b][c];
+			tail->causes[c].requests += stats->bucket_dominant[b][c];
+		}
+	}
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		tail->total_ns += tail->causes[c].ns;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		tail->causes[c].share = tail->total_ns ? (double)tail->causes[c].ns / (double)tail->total_ns : 0.0;
+
+	/* Largest share first (insertion sort: six entries). */
+	for (int i = 1; i < CS_CAUSE_COUNT; i++)
+		for (int j = i; j > 0 && tail->causes[j].share > tail->causes[j - 1].share; j--) {
+			struct cs_tail_cause t = tail->causes[j];
+			tail->causes[j] = tail->causes[j - 1];
+			tail->causes[j - 1] = t;
+		}
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		if (tail->causes[c].ns)
+			evidence(engine, tail, &tail->causes[c]);
+}
+
+struct runq_scan {
+	uint64_t total, top_ns, max_wait;
+	uint32_t top_tid;
+	char top_comm[CS_COMM_LEN];
+};
+
+static void scan_thread(uint64_t key, void *value, void *ctx)
+{
+	(void)key;
+	const struct cs_thread_stats *t = value;
+	struct runq_scan *scan = ctx;
+	scan->total += t->runq_total_ns;
+	if (t->runq_max_ns > scan->max_wait)
+		scan->max_wait = t->runq_max_ns;
+	if (t->runq_total_ns > scan->top_ns) {
+		scan->top_ns = t->runq_total_ns;
+		scan->top_tid = t->tid;
+		memcpy(scan->top_comm, t->comm, CS_COMM_LEN);
+	}
+}
+
+void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			   struct cs_conditions *cond)
+{
+	const struct cs_request_stats *req = &engine->requests;
+	const struct cs_lifecycle_stats *life = &engine->lifecycle;
+	memset(cond, 0, sizeof(*cond));
+
+	/* non_persistent: connection set-up paid by (nearly) every request */
+	cond->non_persistent.connections = req->first_on_connection;
+	cond->non_persistent.median_latency_us = (double)cs_hist_percentile(req->latency_ns, 50.0) / 1e3;
+	if (req->requests) {
+		cond->non_persistent.setup_share = (double)req->first_on_connection / (double)req->requests;
+		cond->non_persistent.requests_per_connection =
+			req->first_on_connection ? (double)req->requests / (double)req->first_on_connection : 0.0;
+	}
+	if (req->first_on_connection)
+		cond->non_persistent.setup_cost_us = (double)req->setup_ns / (double)req->first_on_connection / 1e3;
+	cond->non_persistent.flagged = req->requests >= REQUESTS_MIN && req->first_on_connection &&
+				       cond->non_persistent.requests_per_connection < NON_PERSISTENT_RPC;
+
+	/* idle_timeout: the server closes idle keep-alive connections */
+	cond->idle_timeout.server_idle_closes = life->server_idle_closes;
+	cond->idle_timeout.reconnects = life->reconnects;
+	cond->idle_timeout.keepalive_race_resets = life->keepalive_race_resets;
+	if (life->idle_gap_ns->count) {
+		/* The mode: the fullest bucket. */
+		size_t best = 0;
+		for (size_t b = 1; b < CS_HIST_BUCKETS; b++)
+			if (life->idle_gap_ns->buckets[b] > life->idle_gap_ns->buckets[best])
+				best = b;
+		uint64_t low = cs_hist_bucket_lowest(best), high = cs_hist_bucket_highest(best);
+		cond->idle_timeout.inferred_timeout_ms = (double)(low + (high - low) / 2) / 1e6;
+	}
+	cond->idle_timeout.flagged = life->server_idle_closes >= IDLE_CLOSES_MIN || life->keepalive_race_resets > 0;
+
+	/* listen_overflow and accept_contention, over all listeners */
+	for (size_t i = 0; i < engine->listener_count; i++) {
+		const struct cs_listener_stats *l = &engine->listeners[i];
+		cond->listen_overflow.drops += cs_listener_drops(l);
+		cond->listen_overflow.delayed_connections += l->handshakes_delayed_1s;
+		cond->listen_overflow.failed_connections += l->handshakes_failed;
+		cond->accept_contention.eagain += l->eagain;
+		const struct cs_worker_stats *w = cs_listener_busiest_worker(l);
+		if (w && l->accepts) {
+			double share = (double)w->accepts / (double)l->accepts;
+			if (share > cond->accept_contention.busiest_worker_share)
+				cond->accept_contention.busiest_worker_share = share;
+		}
+		double p99_us = (double)cs_hist_percentile(l->accept_wait_ns, 99.0) / 1e3;
+		if (p99_us > cond->accept_contention.accept_wait_p99_us)
+			cond->accept_contention.accept_wait_p99_us = p99_us;
+	}
+	cond->listen_overflow.flagged = cond->listen_overflow.drops > 0 || cond->listen_overflow.delayed_connections > 0;
+
+	struct cs_finding findings[32];
+	size_t n = cs_diagnose(engine, meta, findings, 32);
+	for (size_t i = 0; i < n; i++) {
+		const char *code = findings[i].code;
+		if (!strcmp(code, "accept_thread_bottleneck") || !strcmp(code, "accept_queue_wait"))
+			cond->accept_contention.acceptor_bottleneck = true;
+		else if (!strcmp(code, "unfair_accepts"))
+			cond->accept_contention.unfair = true;
+		else if (!strcmp(code, "thundering_herd"))
+			cond->accept_contention.thundering_herd = true;
+	}
+	cond->accept_contention.flagged = cond->accept_contention.acceptor_bottleneck ||
+					  cond->accept_contention.unfair ||
+					  cond->accept_contention.thundering_herd;
+
+	/* cpu_saturation: server threads waiting for a CPU */
+	struct runq_scan scan = { 0 };
+	cs_u64map_each(&engine->threads, scan_thread, &scan);
+	cond->cpu_saturation.runq_total_ns = scan.total;
+	cond->cpu_saturation.top_tid = scan.top_tid;
+	memcpy(cond->cpu_saturation.top_comm, scan.top_comm, CS_COMM_LEN);
+	cond->cpu_saturation.top_runq_ns = scan.top_ns;
+	cond->cpu_saturation.runq_max_ns = scan.max_wait;
+	cond->cpu_saturation.top_runq_share = meta->duration_s > 0 ? (double)scan.top_ns / (meta->duration_s * NS_PER_SEC) : 0.0;
+	struct cs_tail tail;
+	cs_compute_tail(engine, 99.0, &tail);
+	double runq_tail_share = 0;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		if (tail.causes[c].cause == CS_CAUSE_RUN_QUEUE)
+			runq_tail_share = tail.causes[c].share;
+	cond->cpu_saturation.flagged = cond->cpu_saturation.top_runq_share >= RUNQ_SHARE_MIN ||
+				       (req->requests >= REQUESTS_MIN && runq_tail_share >= RUNQ_TAIL_SHARE_MIN);
+
+	/* lifecycle figures */
+	cond->lifecycle.closed_by_server = life->closed_by[CS_CLOSED_BY_SERVER];
+	cond->lifecycle.closed_by_client = life->closed_by[CS_CLOSED_BY_CLIENT];
+	cond->lifecycle.aborted = life->closed_by[CS_CLOSED_BY_ABORT];
+	cond->lifecycle.time_wait_created = life->time_wait_created;
+	cond->lifecycle.resets_sent = life->resets_sent;
+	cond->lifecycle.resets_received = life->resets_received;
+	cond->lifecycle.lifetime_p50_ms = (double)cs_hist_percentile(life->lifetime_ns, 50.0) / 1e6;
+	/* TIME_WAIT lasts 60 s: count the server closes of the run's last 60 s. */
+	uint64_t end_second = engine->totals.last_ts_ns / 1000000000ull;
+	for (size_t i = 0; i < 64; i++) {
+		uint64_t second = life->server_close_second[i];
+		if (life->server_close_count[i] && second + TIME_WAIT_S > end_second)
+			cond->lifecycle.time_wait_now += life->server_close_count[i];
+	}
+}

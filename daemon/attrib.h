@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Attribution: where the tail's time went, ranked, with evidence; and the
+ * conditions that shape the tail (non-persistent connections, idle
+ * timeouts, listen overflow, accept contention, CPU saturation). Pure:
+ * computed from the engine's state and the run's metadata.
+ */
+#ifndef CS_ATTRIB_H
+#define CS_ATTRIB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "report.h"
+
+#define CS_EVIDENCE_LEN 256
+
+struct cs_tail_cause {
+	enum cs_cause cause;
+	double share;          /* of the tail's total time */
+	uint64_t ns;           /* time in this cause over the tail */
+	uint64_t requests;     /* tail requests for which it was the largest cause */
+	char evidence[CS_EVIDENCE_LEN];
+};
+
+struct cs_tail {
+	double percentile;
+	uint64_t threshold_ns;   /* requests at or above this latency are the tail */
+	uint64_t requests;
+	uint64_t total_ns;
+	struct cs_tail_cause causes[CS_CAUSE_COUNT]; /* largest share first */
+};
+
+void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail);
+
+struct cs_conditions {
+	struct {
+		bool flagged;
+		uint64_t connections;           /* connections that carried requests */
+		double requests_per_connection;
+		double setup_share;             /* share of requests that paid set-up */
+		double setup_cost_us;           /* mean accept queue + SYN retransmit delay paid */
+		double median_latency_us;
+	} non_persistent;
+	struct {
+		bool flagged;
+		uint64_t server_idle_closes;
+		double inferred_timeout_ms;     /* the idle gaps' mode */
+		uint64_t reconnects;
+		uint64_t keepalive_race_resets;
+	} idle_timeout;
+	struct {
+		bool flagged;
+		uint64_t drops;
+		uint64_t delayed_connections;   /* local clients delayed >= 1 s */
+		uint64_t failed_connections;    /* local clients that gave up */
+	} listen_overflow;
+	struct {
+		bool flagged;
+		bool acceptor_bottleneck;
+		bool unfair;
+		bool thundering_herd;
+		double busiest_worker_share;
+		uint64_t eagain;
+		double accept_wait_p99_us;
+	} accept_contention;
+	struct {
+		bool flagged;
+		uint64_t runq_total_ns;         /* all server threads */
+		uint32_t top_tid;
+		char top_comm[CS_COMM_LEN];
+		uint64_t top_runq_ns;
+		double top_runq_share;          /* of the run's duration */
+		uint64_t runq_max_ns;
+	} cpu_saturation;
+	struct {
+		uint64_t closed_by_server;
+		uint64_t closed_by_client;
+		uint64_t aborted;
+		uint64_t time_wait_created;
+		uint64_t time_wait_now;         /* server closes in the last 60 s of the run */
+		uint64_t resets_sent;
+		uint64_t resets_received;
+		double lifetime_p50_ms;
+	} lifecycle;
+};
+
+void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			   struct cs_conditions *conditions);
+
+#endif /* CS_ATTRIB_H */

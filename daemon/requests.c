@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Requests and connection lifecycles: joins each request record with its
+ * connection (accept, SYN retransmits), splits its time into causes, and
+ * keeps per-latency-bucket cause totals so that the tail's causes can be
+ * read off exactly at any percentile.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+#define NS_PER_MS 1000000ull
+#define NS_PER_SEC 1000000000ull
+/* A server close this long after the last bytes is an idle close. */
+#define IDLE_CLOSE_MIN_NS (5 * NS_PER_MS)
+/* A new connection from the same client this soon after an idle close is a reconnect. */
+#define RECONNECT_WINDOW_NS NS_PER_SEC
+/* Resets the kernel sends when data reaches a connection the server closed. */
+#define RST_REASON_ABORT_ON_DATA 8
+#define RST_REASON_TIMEWAIT_SOCKET 9
+
+const char *const cs_cause_names[CS_CAUSE_COUNT] = {
+	[CS_CAUSE_ACCEPT_QUEUE] = "accept_queue",
+	[CS_CAUSE_LISTEN_OVERFLOW] = "listen_overflow",
+	[CS_CAUSE_RUN_QUEUE] = "run_queue",
+	[CS_CAUSE_EVENT_LOOP] = "event_loop",
+	[CS_CAUSE_HANDLER] = "handler",
+	[CS_CAUSE_SEND_DRAIN] = "send_drain",
+};
+
+uint32_t cs_addr_hash(const uint8_t addr[16])
+{
+	uint32_t hash = 2166136261u; /* FNV-1a */
+	for (int i = 0; i < 16; i++)
+		hash = (hash ^ addr[i]) * 16777619u;
+	return hash ? hash : 1;
+}
+
+uint64_t cs_handshake_key(uint16_t server_port, uint16_t client_port, uint32_t client_addr_hash)
+{
+	return ((uint64_t)client_addr_hash << 32) | ((uint64_t)client_port << 16) | server_port;
+}
+
+int cs_requests_init(struct cs_engine *engine)
+{
+	struct cs_request_stats *r = &engine->requests;
+	struct cs_lifecycle_stats *l = &engine->lifecycle;
+	r->latency_ns = malloc(sizeof(*r->latency_ns));
+	r->bucket_cause_ns = calloc(CS_HIST_BUCKETS, sizeof(*r->bucket_cause_ns));
+	r->bucket_dominant = calloc(CS_HIST_BUCKETS, sizeof(*r->bucket_dominant));
+	l->idle_gap_ns = malloc(sizeof(*l->idle_gap_ns));
+	l->lifetime_ns = malloc(sizeof(*l->lifetime_ns));
+	if (!r->latency_ns || !r->bucket_cause_ns || !r->bucket_dominant || !l->idle_gap_ns || !l->lifetime_ns)
+		return -ENOMEM;
+	cs_hist_init(r->latency_ns);
+	cs_hist_init(l->idle_gap_ns);
+	cs_hist_init(l->lifetime_ns);
+	if (cs_u64map_init(&engine->conns, sizeof(struct cs_conn), CS_MAX_CONNS) ||
+	    cs_u64map_init(&engine->handshakes, sizeof(uint64_t), 65536) ||
+	    cs_u64map_init(&engine->threads, sizeof(struct cs_thread_stats), 65536) ||
+	    cs_u64map_init(&engine->idle_closed_from, sizeof(uint64_t), 65536))
+		return -ENOMEM;
+	return 0;
+}
+
+void cs_requests_free(struct cs_engine *engine)
+{
+	free(engine->requests.latency_ns);
+	free(engine->requests.bucket_cause_ns);
+	free(engine->requests.bucket_dominant);
+	free(engine->lifecycle.idle_gap_ns);
+	free(engine->lifecycle.lifetime_ns);
+	cs_u64map_free(&engine->conns);
+	cs_u64map_free(&engine->handshakes);
+	cs_u64map_free(&engine->threads);
+	cs_u64map_free(&engine->idle_closed_from);
+}
+
+struct cs_thread_stats *cs_get_thread(struct cs_engine *engine, uint32_t tid, uint32_t tgid,
+				      const char *comm)
+{
+	int created;
+	struct cs_thread_stats *thread = cs_u64map_put(&engine->threads, tid, &created);
+	if (!thread)
+		return NULL;
+	if (created) {
+		thread->tid = tid;
+		thread->tgid = tgid;
+	}
+	if (comm && comm[0]) {
+		memcpy(thread->comm, comm, CS_COMM_LEN);
+		thread->comm[CS_COMM_LEN - 1] = '\0';
+	}
+	return thread;
+}
+
+/* ---- the accept side: connections the engine follows ---------------------- */
+
+void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev)
+{
+	if (!ev->sk)
+		return;
+	int created;
+	struct cs_conn *conn = cs_u64map_put(&engine->conns, ev->sk, &created);
+	if (!conn) {
+		engine->conns_evicted++;
+		return;
+	}
+	/* A recycled socket address starts a new connection. */
+	memset(conn, 0, sizeof(*conn));
+	conn->established_ns = ev->established_ns;
+	conn->accept_ns = ev->hdr.ts_ns;
+	conn->accept_tid = ev->tid;
+	conn->port = ev->listener_port;
+	conn->remote_port = ev->tuple.remote_port;
+	conn->remote_addr_hash = cs_addr_hash(ev->tuple.remote_addr);
+
+	uint64_t key = cs_handshake_key(ev->listener_port, ev->tuple.remote_port, conn->remote_addr_hash);
+	uint64_t *extra = cs_u64map_get(&engine->handshakes, key);
+	if (extra) {
+		conn->handshake_extra_ns = *extra;
+		cs_u64map_remove(&engine->handshakes, key);
+	}
+	/* A client coming back soon after the server closed its idle connection. */
+	uint64_t *idle_closed_at = cs_u64map_get(&engine->idle_closed_from, conn->remote_addr_hash);
+	if (idle_closed_at && ev->hdr.ts_ns - *idle_closed_at <= RECONNECT_WINDOW_NS) {
+		engine->lifecycle.reconnects++;
+		cs_u64map_remove(&engine->idle_closed_from, conn->remote_addr_hash);
+	}
+}
+
+void cs_handshake_seen(struct cs_engine *engine, const struct cs_ev_handshake *ev, uint64_t extra_ns)
+{
+	if (!ev->established)
+		return;
+	/* The client's view: its remote end is the listener. */
+	uint64_t key = cs_handshake_key(ev->tuple.remote_port, ev->tuple.local_port,
+					cs_addr_hash(ev->tuple.local_addr));
+	uint64_t *slot = cs_u64map_put(&engine->handshakes, key, NULL);
+	if (!slot) {
+		/* Handshakes whose connection never got accepted pile up: start over. */
+		cs_u64map_free(&engine->handshakes);
+		if (cs_u64map_init(&engine->handshakes, sizeof(uint64_t), 65536))
+			return;
+		slot = cs_u64map_put(&engine->handshakes, key, NULL);
+		if (!slot)
+			return;
+	}
+	*slot = extra_ns;
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static uint64_t span(uint64_t from, uint64_t to)
+{
+	return to > from ? to - from : 0;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
+		      struct cs_request_split *split)
+{
+	memset(split, 0, sizeof(*split));
+	if (req->flags & (CS_REQ_NO_RESPONSE | CS_REQ_PARTIAL) || !req->start_ns ||
+	    !req->first_read_ns || !req->first_send_ns)
+		return false;
+
+	/* The first request may have waited in the accept queue: it began then. */
+	uint64_t pickup_from = req->start_ns;
+	if (req->index == 0) {
+		const struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
+		if (conn && conn->accept_ns && conn->established_ns &&
+		    req->start_ns <= conn->accept_ns) {
+			split->cause_ns[CS_CAUSE_ACCEPT_QUEUE] = span(conn->established_ns, conn->accept_ns);
+			pickup_from = conn->accept_ns;
+		}
+		if (conn)
+			split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = conn->handshake_extra_ns;
+	}
+
+	uint64_t pickup = span(pickup_from, req->first_read_ns);
+	uint64_t handler = span(req->first_read_ns, req->first_send_ns);
+	uint64_t drain_end = req->drain_end_ns > req->last_send_ns ? req->drain_end_ns : req->last_send_ns;
+	uint64_t drain = span(req->first_send_ns, drain_end);
+	uint64_t pickup_runq = min_u64(req->pickup_runq_ns, pickup);
+	uint64_t handler_runq = min_u64(req->handler_runq_ns, handler);
+	uint64_t drain_runq = min_u64(req->drain_runq_ns, drain);
+
+	split->cause_ns[CS_CAUSE_RUN_QUEUE] = pickup_runq + handler_runq + drain_runq;
+	split->cause_ns[CS_CAUSE_EVENT_LOOP] = pickup - pickup_runq;
+	split->cause_ns[CS_CAUSE_HANDLER] = handler - handler_runq;
+	split->cause_ns[CS_CAUSE_SEND_DRAIN] = drain - drain_runq;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		split->total_ns += split->cause_ns[c];
+	return true;
+}
+
+/* Keep the CS_EXEMPLARS slowest requests: a min-heap on total_ns. */
+static void heap_swap(struct cs_exemplar *a, struct cs_exemplar *b)
+{
+	struct cs_exemplar t = *a;
+	*a = *b;
+	*b = t;
+}
+
+static void keep_exemplar(struct cs_request_stats *stats, const struct cs_exemplar *candidate)
+{
+	struct cs_exemplar *heap = stats->exemplars;
+	size_t n = stats->exemplar_count;
+	if (n < CS_EXEMPLARS) {
+		size_t i = n;
+		heap[i] = *candidate;
+		stats->exemplar_count++;
+		while (i > 0 && heap[(i - 1) / 2].split.total_ns > heap[i].split.total_ns) {
+			heap_swap(&heap[(i - 1) / 2], &heap[i]);
+			i = (i - 1) / 2;
+		}
+		return;
+	}
+	if (candidate->split.total_ns <= heap[0].split.total_ns)
+		return;
+	heap[0] = *candidate;
+	for (size_t i = 0;;) {
+		size_t smallest = i, left = 2 * i + 1, right = left + 1;
+		if (left < n && heap[left].split.total_ns < heap[smallest].split.total_ns)
+			smallest = left;
+		if (right < n && heap[right].split.total_ns < heap[smallest].split.total_ns)
+			smallest = right;
+		if (smallest == i)
+			break;
+		heap_swap(&heap[i], &heap[smallest]);
+		i = smallest;
+	}
+}
+
+int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	struct cs_request_split split;
+
+	if (req->flags & CS_REQ_HELD_BACK)
+		stats->held_back++;
+	stats->send_eagain += req->send_eagain;
+	if (!cs_split_request(engine, req, &split)) {
+		if (req->flags & CS_REQ_NO_RESPONSE)
+			stats->unanswered++;
+		else
+			stats->partial++;
+		return 0;
+	}
+
+	stats->requests++;
+	if (req->index == 0) {
+		stats->first_on_connection++;
+		stats->setup_ns += split.cause_ns[CS_CAUSE_ACCEPT_QUEUE] + split.cause_ns[CS_CAUSE_LISTEN_OVERFLOW];
+	}
+	size_t bucket = cs_hist_bucket_index(split.total_ns);
+	cs_hist_record(stats->latency_ns, split.total_ns);
+	int dominant = 0;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
+		stats->bucket_cause_ns[bucket][c] += split.cause_ns[c];
+		if (split.cause_ns[c] > split.cause_ns[dominant])
+			dominant = c;
+	}
+	stats->bucket_dominant[bucket][dominant]++;
+
+	struct cs_listener_stats *listener = cs_get_listener(engine, req->listener_port);
+	if (listener && listener->latency_ns) {
+		cs_hist_record(listener->latency_ns, split.total_ns);
+		listener->requests++;
+	}
+	struct cs_thread_stats *thread = cs_get_thread(engine, req->reader_tid, req->tgid, NULL);
+	if (thread) {
+		thread->requests++;
+		for (int c = 0; c < CS_CAUSE_COUNT; c++)
+			thread->cause_ns[c] += split.cause_ns[c];
+	}
+
+	struct cs_exemplar exemplar = {
+		.split = split,
+		.end_ns = req->hdr.ts_ns,
+		.reader_tid = req->reader_tid,
+		.sender_tid = req->sender_tid,
+		.tgid = req->tgid,
+		.bytes_out = req->bytes_out,
+		.send_eagain = req->send_eagain,
+		.port = req->listener_port,
+		.flags = req->flags,
+		.index = req->index,
+	};
+	keep_exemplar(stats, &exemplar);
+	return 0;
+}
+
+/* ---- connection ends and resets ------------------------------------------ */
+
+int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev)
+{
+	struct cs_lifecycle_stats *life = &engine->lifecycle;
+	if (ev->closed_by < 4)
+		life->closed_by[ev->closed_by]++;
+	if (ev->partial)
+		life->closed_partial++;
+	life->requests_on_closed += ev->requests;
+	if (ev->established_ns && ev->hdr.ts_ns >= ev->established_ns)
+		cs_hist_record(life->lifetime_ns, ev->hdr.ts_ns - ev->established_ns);
+
+	if (ev->closed_by == CS_CLOSED_BY_SERVER) {
+		/* The side that closes first keeps the socket in TIME_WAIT. */
+		life->time_wait_created++;
+		uint64_t second = ev->hdr.ts_ns / NS_PER_SEC;
+		if (life->server_close_second[second % 64] != second) {
+			life->server_close_second[second % 64] = second;
+			life->server_close_count[second % 64] = 0;
+		}
+		life->server_close_count[second % 64]++;
+		uint64_t gap_ns = span(ev->last_activity_ns, ev->hdr.ts_ns);
+		if (ev->requests > 0 && gap_ns >= IDLE_CLOSE_MIN_NS) {
+			life->server_idle_closes++;
+			cs_hist_record(life->idle_gap_ns, gap_ns);
+			uint64_t *closed_at = cs_u64map_put(&engine->idle_closed_from,
+							    cs_addr_hash(ev->tuple.remote_addr), NULL);
+			if (closed_at)
+				*closed_at = ev->hdr.ts_ns;
+		}
+	}
+	cs_u64map_remove(&engine->conns, ev->sk);
+	return 0;
+}
+
+int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev)
+{
+	struct cs_lifecycle_stats *life = &engine->lifecycle;
+	if (ev->direction == CS_RESET_RECEIVED) {
+		life->resets_received++;
+		return 0;
+	}
+	life->resets_sent++;
+	if (ev->reason == RST_REASON_ABORT_ON_DATA || ev->reason == RST_REASON_TIMEWAIT_SOCKET)
+		life->keepalive_race_resets++;
+	return 0;
+}
+
+int cs_on_thread_sample(struct cs_engine *engine, const struct cs_ev_thread_sample *ev)
+{
+	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, ev->comm);
+	if (!thread)
+		return -ENOMEM;
+	/* Samples carry totals since attach: the latest wins. */
+	thread->runq_total_ns = ev->runq_total_ns;
+	thread->runq_max_ns = ev->runq_max_ns;
+	thread->runq_waits = ev->runq_waits;
+	return 0;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Open-addressing hash table from a non-zero 64-bit key to a fixed-size
+ * value, linear probing with backward-shift deletion (no tombstones), so a
+ * table under churn never degrades. Pure code; values live inline.
+ */
+#ifndef CS_U64MAP_H
+#define CS_U64MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cs_u64map {
+	uint64_t *keys;        /* 0 marks an empty slot */
+	unsigned char *values;
+	size_t value_size;
+	size_t count;
+	size_t capacity;       /* a power of two */
+	size_t max_count;      /* refuse inserts beyond this (bounded memory) */
+};
+
+/* max_count 0: no bound. Returns 0 or -ENOMEM. */
+int cs_u64map_init(struct cs_u64map *map, size_t value_size, size_t max_count);
+void cs_u64map_free(struct cs_u64map *map);
+
+/* The value of key, or NULL. */
+void *cs_u64map_get(const struct cs_u64map *map, uint64_t key);
+
+/*
+ * The value of key, inserted zero-filled when missing. NULL when the table
+ * is at max_count or memory runs out. *created says which happened.
+ */
+void *cs_u64map_put(struct cs_u64map *map, uint64_t key, int *created);
+
+/* Remove key; returns 1 if it was there. */
+int cs_u64map_remove(struct cs_u64map *map, uint64_t key);
+
+/* Visit every entry; the callback must not modify the table. */
+void cs_u64map_each(const struct cs_u64map *map, void (*visit)(uint64_t key, void *value, void *ctx),
+		    void *ctx);
+
+#endif /* CS_U64MAP_H */
