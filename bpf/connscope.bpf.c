@@ -526,6 +526,33 @@ int BPF_PROG(on_send_reset, const struct sock *sk, const struct sk_buff *skb, in
 	return 0;
 }
 
+/*
+ * A third ACK dropped because the accept queue was full (the SYN itself was
+ * let in). Most frees carry other reasons: compare that first.
+ */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(on_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
+{
+	if (reason != bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_TCP_LISTEN_OVERFLOW))
+		return 0;
+	struct tcphdr th;
+	unsigned char *head = BPF_CORE_READ(skb, head);
+	__u16 transport = BPF_CORE_READ(skb, transport_header);
+	if (bpf_probe_read_kernel(&th, sizeof(th), head + transport))
+		return 0;
+	__u16 port = bpf_ntohs(th.dest);
+	if (!is_target_port(port))
+		return 0;
+	struct cs_ev_ack_overflow *ev = reserve_event(sizeof(*ev), CS_EV_ACK_OVERFLOW);
+	if (!ev)
+		return 0;
+	__builtin_memset(&ev->tuple, 0, sizeof(ev->tuple));
+	ev->tuple.local_port = port;
+	ev->tuple.remote_port = bpf_ntohs(th.source);
+	submit_event(ev);
+	return 0;
+}
+
 SEC("tp_btf/tcp_receive_reset")
 int BPF_PROG(on_receive_reset, struct sock *sk)
 {

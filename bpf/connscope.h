@@ -35,6 +35,7 @@ enum cs_event_type {
 	CS_EV_CONN_CLOSE = 7,      /* a connection began to close (who, after what) */
 	CS_EV_RESET = 8,           /* a reset sent or received on a target port */
 	CS_EV_THREAD_SAMPLE = 9,   /* a target thread's run-queue totals (user space) */
+	CS_EV_ACK_OVERFLOW = 10,   /* a handshake's last ACK dropped: accept queue full */
 	CS_EV_TYPE_MAX,
 };
 
@@ -196,6 +197,16 @@ struct cs_ev_reset {
 	__u16 pad;
 };
 
+/*
+ * The client's third ACK reached a listener whose accept queue was full and
+ * was dropped. The kernel counts this once in ListenOverflows but twice in
+ * the listener's sk_drops; the engine uses these records to correct that.
+ */
+struct cs_ev_ack_overflow {
+	struct cs_event_header hdr;
+	struct cs_tuple tuple;   /* server's view, from the dropped segment */
+};
+
 /* Sum of a thread's run-queue waits since attach, read from the probes' table. */
 struct cs_ev_thread_sample {
 	struct cs_event_header hdr;
@@ -227,6 +238,7 @@ _Static_assert(sizeof(struct cs_ev_request) == 120, "wire: request size");
 _Static_assert(sizeof(struct cs_ev_conn_close) == 96, "wire: conn close size");
 _Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");
 _Static_assert(sizeof(struct cs_ev_thread_sample) == 64, "wire: thread sample size");
+_Static_assert(sizeof(struct cs_ev_ack_overflow) == 56, "wire: ack overflow size");
 #endif
 
 #endif /* CONNSCOPE_WIRE_H */

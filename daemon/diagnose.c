@@ -20,6 +20,8 @@
 #define SINGLE_ACCEPTOR_SHARE 0.9
 /* The queue non-empty in this share of samples means the acceptor lags. */
 #define QUEUE_BUSY_SHARE 0.5
+/* An accept thread busy outside accept() this share of the time cannot keep up. */
+#define ACCEPTOR_BUSY_SHARE 0.8
 /* Unfair spread: the busiest worker takes at least this many times its fair share... */
 #define UNFAIR_FACTOR 1.5
 /* ...and at least this share in absolute terms. */
@@ -114,14 +116,15 @@ static void diagnose_acceptor(const struct cs_listener_stats *l, struct findings
 	const struct cs_worker_stats *busiest = cs_listener_busiest_worker(l);
 	double busiest_share = busiest ? share(busiest->accepts, l->accepts) : 0.0;
 
-	if (busiest && busiest_share >= SINGLE_ACCEPTOR_SHARE &&
+	double acceptor_busy = busiest ? cs_worker_busy_share(busiest) : 0.0;
+	if (busiest && busiest_share >= SINGLE_ACCEPTOR_SHARE && acceptor_busy >= ACCEPTOR_BUSY_SHARE &&
 	    (busy >= QUEUE_BUSY_SHARE || mean_left >= 1.0)) {
 		struct cs_finding *f = add(list, "accept_thread_bottleneck", l->port,
-			"the accept thread is the bottleneck: %s (tid %u) took %.0f%% of %llu accepts while "
-			"the queue was non-empty %.0f%% of the time (%.1f left waiting per accept); "
-			"accept wait p50 %s, p99 %s",
-			busiest->comm, busiest->tid, busiest_share * 100.0,
-			(unsigned long long)l->accepts, busy * 100.0, mean_left, p50, p99);
+			"the accept thread is the bottleneck: %s (tid %u) took %.0f%% of %llu accepts, was busy "
+			"outside accept() %.0f%% of the time, and left %.1f connections waiting per accept "
+			"(queue non-empty in %.0f%% of samples); accept wait p50 %s, p99 %s",
+			busiest->comm, busiest->tid, busiest_share * 100.0, (unsigned long long)l->accepts,
+			acceptor_busy * 100.0, mean_left, busy * 100.0, p50, p99);
 		advise(f, "accept in more threads (SO_REUSEPORT or EPOLLEXCLUSIVE listeners per worker), "
 			  "or take the work off the accept thread (it should only accept and hand off)");
 		return;

@@ -28,6 +28,8 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_reset);
 	case CS_EV_THREAD_SAMPLE:
 		return sizeof(struct cs_ev_thread_sample);
+	case CS_EV_ACK_OVERFLOW:
+		return sizeof(struct cs_ev_ack_overflow);
 	default:
 		return 0;
 	}
@@ -171,6 +173,10 @@ static int on_accept(struct cs_engine *engine, const struct cs_ev_accept *ev)
 
 	if (ev->hdr.ts_ns >= ev->enter_ns)
 		worker->in_accept_ns += ev->hdr.ts_ns - ev->enter_ns;
+	if (!worker->first_call_ns || ev->enter_ns < worker->first_call_ns)
+		worker->first_call_ns = ev->enter_ns;
+	if (ev->hdr.ts_ns > worker->last_call_ns)
+		worker->last_call_ns = ev->hdr.ts_ns;
 	if (ev->ret < 0) {
 		if (ev->ret == -EAGAIN) {
 			worker->eagain++;
@@ -272,6 +278,7 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 		struct cs_ev_conn_close close;
 		struct cs_ev_reset reset;
 		struct cs_ev_thread_sample thread;
+		struct cs_ev_ack_overflow ack_overflow;
 	} ev;
 	memcpy(&ev, record, expected);
 
@@ -305,6 +312,13 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 	case CS_EV_THREAD_SAMPLE:
 		err = cs_on_thread_sample(engine, &ev.thread);
 		break;
+	case CS_EV_ACK_OVERFLOW: {
+		struct cs_listener_stats *listener = cs_get_listener(engine, ev.ack_overflow.tuple.local_port);
+		err = listener ? 0 : -ENOMEM;
+		if (listener)
+			listener->ack_overflows++;
+		break;
+	}
 	default:
 		err = -EINVAL;
 		break;
@@ -330,7 +344,7 @@ uint64_t cs_listener_drops(const struct cs_listener_stats *listener)
 		/* Unsigned difference also spans a 32-bit wrap. */
 		drops += (uint32_t)(socket->drops_last - socket->drops_first);
 	}
-	return drops;
+	return drops > listener->ack_overflows ? drops - listener->ack_overflows : 0;
 }
 
 const struct cs_worker_stats *cs_listener_busiest_worker(const struct cs_listener_stats *listener)
@@ -350,4 +364,13 @@ size_t cs_listener_accepting_threads(const struct cs_listener_stats *listener)
 	for (size_t i = 0; i < listener->worker_count; i++)
 		threads += listener->workers[i].accepts > 0;
 	return threads;
+}
+
+double cs_worker_busy_share(const struct cs_worker_stats *worker)
+{
+	if (worker->last_call_ns <= worker->first_call_ns)
+		return 0.0;
+	double span = (double)(worker->last_call_ns - worker->first_call_ns);
+	double outside = span - (double)worker->in_accept_ns;
+	return outside > 0 ? outside / span : 0.0;
 }

@@ -103,6 +103,8 @@ struct cs_worker_stats {
 	uint64_t eagain;         /* accept() calls that found the queue empty */
 	uint64_t errors;         /* other accept() failures (EMFILE, ...) */
 	uint64_t in_accept_ns;   /* time spent inside accept() calls */
+	uint64_t first_call_ns;  /* its first accept() call began */
+	uint64_t last_call_ns;   /* its last accept() call returned */
 };
 
 /* One listening socket of a port (SO_REUSEPORT gives several). */
@@ -142,6 +144,8 @@ struct cs_listener_stats {
 	uint32_t backlog_limit;
 
 	/* local clients whose SYNs to this port were retransmitted */
+	uint64_t ack_overflows;          /* third ACKs dropped: queue full (see cs_listener_drops) */
+
 	uint64_t handshakes_retransmitted;
 	uint64_t handshakes_failed;      /* the client gave up */
 	uint64_t handshakes_delayed_1s;  /* delayed by >= 1 s */
@@ -211,7 +215,11 @@ size_t cs_record_size(uint16_t type);
 /* Listener of a port, or NULL. */
 const struct cs_listener_stats *cs_engine_listener(const struct cs_engine *engine, uint16_t port);
 
-/* Sum of drops over a listener's sockets since each was first seen. */
+/*
+ * Listen-overflow drops since attach, as the kernel's ListenOverflows counts
+ * them: the listeners' sk_drops deltas, less the second count sk_drops
+ * takes for each third ACK dropped on a full queue.
+ */
 uint64_t cs_listener_drops(const struct cs_listener_stats *listener);
 
 /* The worker that took the most accepts, or NULL when none did. */
@@ -220,6 +228,13 @@ const struct cs_worker_stats *cs_listener_busiest_worker(const struct cs_listene
 /* Split a request record into causes; false when it has no full timeline. */
 bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
 		      struct cs_request_split *split);
+
+/*
+ * Share of its active span (first accept call to last return) a worker
+ * spent outside accept(): near 1 for an accept thread that never waits for
+ * connections, i.e. one that cannot keep up.
+ */
+double cs_worker_busy_share(const struct cs_worker_stats *worker);
 
 /* Threads that took at least one connection. */
 size_t cs_listener_accepting_threads(const struct cs_listener_stats *listener);

@@ -11,7 +11,7 @@ run_mode() {
   "$CS_BIN" attach --pid "$SERVER_PID" --duration 5 --json >"$out" 2>"$CS_TMP/cs.$mode.err" &
   local cs=$!
   sleep 1
-  ab -q -n 3000 -c 8 "http://127.0.0.1:$SERVER_PORT/" >/dev/null 2>&1 || fail "ab failed ($mode)"
+  ab -q -n 2000 -c 4 "http://127.0.0.1:$SERVER_PORT/" >/dev/null 2>&1 || fail "ab failed ($mode)"
   wait "$cs" || { cat "$CS_TMP/cs.$mode.err"; fail "connscope failed ($mode)"; }
   kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
   echo "$out"
@@ -27,7 +27,7 @@ s_workers=$(json_get "$shared" 'len([w for w in j["listeners"][0]["workers"] if 
 r_sockets=$(json_get "$reuse" 'j["listeners"][0]["sockets"]')
 note "shared: EAGAIN $s_eagain, busiest share $s_share over $s_workers workers; reuseport: EAGAIN $r_eagain, busiest share $r_share, $r_sockets sockets"
 
-assert_cmp "$s_eagain" '>' 100 "shared listener: EAGAIN counted"
+assert_cmp "$s_eagain" ">" 20 "shared listener: EAGAIN counted"
 assert_cmp "$r_eagain" '<' "$(python3 -c "print($s_eagain / 10)")" "reuseport: EAGAIN far below shared"
 assert_cmp "$r_sockets" '==' 4 "reuseport: one listening socket per worker"
 assert_cmp "$(python3 -c "print(abs($s_share - $r_share))")" '>=' 0.05 "busiest worker share differs between modes"

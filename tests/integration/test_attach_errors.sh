@@ -10,7 +10,7 @@ expect() {
   local rc=0
   "$@" >"$CS_TMP/out" 2>"$CS_TMP/err" || rc=$?
   [[ $rc -eq $code ]] || { cat "$CS_TMP/err"; fail "'$*' exited $rc, expected $code"; }
-  grep -Eq "$pattern" "$CS_TMP/err" || { cat "$CS_TMP/err"; fail "'$*': stderr lacks /$pattern/"; }
+  grep -Eq -- "$pattern" "$CS_TMP/err" || { cat "$CS_TMP/err"; fail "'$*': stderr lacks /$pattern/"; }
   head -n 1 "$CS_TMP/err" | grep -q '^connscope' || fail "'$*': message does not start with connscope"
   if [[ $code -eq 1 && $(wc -l <"$CS_TMP/err") -ne 1 ]]; then
     cat "$CS_TMP/err"; fail "'$*': a runtime error must be one line"
