@@ -2,16 +2,17 @@
 # Four workers sharing one listener (no EPOLLEXCLUSIVE) wake together for
 # each connection: the losers' accept4() returns EAGAIN, and epoll's LIFO
 # wake-up order skews who wins. One SO_REUSEPORT listener per worker spreads
-# connections by hash instead, with no wasted wake-ups.
+# connections by hash instead, with no wasted wake-ups. One client at a time
+# keeps the workers idle in epoll_wait, so that every connection wakes them all.
 source "$(dirname "$0")/lib.sh"
 
 run_mode() {
   local mode=$1 out=$CS_TMP/report.$1.json
   cs_start_server --accept "$mode" --workers 4 --no-keepalive
-  "$CS_BIN" attach --pid "$SERVER_PID" --duration 5 --json >"$out" 2>"$CS_TMP/cs.$mode.err" &
+  "$CS_BIN" attach --pid "$SERVER_PID" --duration 6 --json >"$out" 2>"$CS_TMP/cs.$mode.err" &
   local cs=$!
   sleep 1
-  ab -q -n 2000 -c 4 "http://127.0.0.1:$SERVER_PORT/" >/dev/null 2>&1 || fail "ab failed ($mode)"
+  ab -q -n 4000 -c 1 "http://127.0.0.1:$SERVER_PORT/" >/dev/null 2>&1 || fail "ab failed ($mode)"
   wait "$cs" || { cat "$CS_TMP/cs.$mode.err"; fail "connscope failed ($mode)"; }
   kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
   echo "$out"
@@ -27,7 +28,10 @@ s_workers=$(json_get "$shared" 'len([w for w in j["listeners"][0]["workers"] if 
 r_sockets=$(json_get "$reuse" 'j["listeners"][0]["sockets"]')
 note "shared: EAGAIN $s_eagain, busiest share $s_share over $s_workers workers; reuseport: EAGAIN $r_eagain, busiest share $r_share, $r_sockets sockets"
 
-assert_cmp "$s_eagain" ">" 20 "shared listener: EAGAIN counted"
-assert_cmp "$r_eagain" '<' "$(python3 -c "print($s_eagain / 10)")" "reuseport: EAGAIN far below shared"
+# How many woken workers lose the race depends on scheduling (2 cores, 4
+# workers): some always do over 4000 connections; with its own listener
+# per worker, none ever can.
+assert_cmp "$s_eagain" ">" 0 "shared listener: EAGAIN counted"
+assert_cmp "$r_eagain" '==' 0 "reuseport: no wasted wake-ups"
 assert_cmp "$r_sockets" '==' 4 "reuseport: one listening socket per worker"
 assert_cmp "$(python3 -c "print(abs($s_share - $r_share))")" '>=' 0.05 "busiest worker share differs between modes"
