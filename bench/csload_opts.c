@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "csload_opts.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void csl_opts_usage(FILE *out)
+{
+	fprintf(out,
+"Usage: csload --port N [options]\n"
+"\n"
+"A precise HTTP/1.1 load generator for loopback servers. It sends GET\n"
+"requests and measures each one from its *intended* send time, so a stalled\n"
+"server shows its full tail (no coordinated omission). Times are\n"
+"CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().\n"
+"\n"
+"Target (loopback only: any address outside 127.0.0.0/8 and ::1 is refused):\n"
+"  -H, --host ADDR          numeric address or 'localhost' (default 127.0.0.1)\n"
+"  -p, --port N             TCP port (required)\n"
+"\n"
+"Load:\n"
+"  -c, --connections N      concurrent connections (default 10)\n"
+"  -t, --threads N          threads, each one epoll loop over its share of the\n"
+"                           connections (default 1, at most --connections)\n"
+"  -d, --duration SEC       run time, a float (default 10 s if -n is not given)\n"
+"  -n, --requests N         total requests; with -d, whichever ends first.\n"
+"                           Without -d the run is still cut at %.0f s.\n"
+"  -R, --rate R             open loop: R requests/s over all connections on a\n"
+"                           fixed schedule (wrk2-style). Each request is due\n"
+"                           at its intended time and goes out on the first idle\n"
+"                           connection; latency counts from the intended time.\n"
+"                           Without -R: closed loop, each connection sends its\n"
+"                           next request when the previous response is done.\n"
+"      --gap-ms MS          closed loop: idle time between a response and the\n"
+"                           next request on the same connection (e.g. to reach\n"
+"                           a server's keep-alive timeout)\n"
+"      --no-keepalive       one request per connection (Connection: close);\n"
+"                           the connect is part of the request's latency\n"
+"\n"
+"Requests:\n"
+"      --path PATH          request path (default /)\n"
+"      --mix PATH:FRACTION  send FRACTION (0..1) of the requests to PATH instead\n"
+"                           of --path; repeatable, fractions sum to at most 1\n"
+"      --seed N             seed of the PRNG that picks --mix paths (default 1)\n"
+"      --connect-timeout-ms MS  connect timeout (default 10000)\n"
+"      --timeout-ms MS      response timeout, from the send (default 10000)\n"
+"      --spin-us US         wake US early and busy-wait for each scheduled send\n"
+"                           (default 0). A sleeping thread wakes late (tens of\n"
+"                           us, more in VMs): that lag counts in the latency and\n"
+"                           is reported as send_lag; spinning removes it at the\n"
+"                           cost of CPU the server may need\n"
+"\n"
+"Output:\n"
+"      --json FILE          write one JSON object to FILE ('-': stdout, and the\n"
+"                           human summary goes to stderr)\n"
+"      --log FILE           one line per completed request:\n"
+"                           intended_ns sent_ns done_ns latency_ns local_port status path\n"
+"  -q, --quiet              no human summary\n"
+"      --self-test          check the built-in parsers and statistics, then exit\n"
+"  -h, --help               this text\n"
+"\n"
+"Errors are counted by kind, never retried: connect_errors, connect_timeouts,\n"
+"timeouts, eof_before_response (the keep-alive race: request lost),\n"
+"eof_mid_response, resets, bad_responses, non_2xx, unfinished, other.\n"
+"After a server close csload reconnects (counted as reconnects). Connects\n"
+"are timed (non-blocking connect until writable) so SYN retransmits show.\n"
+"\n"
+"Exit status: 0 it ran (even with request errors), 1 it could not run (e.g.\n"
+"every connect refused), 2 usage error or non-loopback target.\n"
+"\n"
+"Examples:\n"
+"  csload -p 8080 -c 50 -t 2 -d 10                    closed loop, 10 s\n"
+"  csload -p 8080 -c 20 -R 2000 -d 30 --json out.json open loop, 2000 req/s\n"
+"  csload -p 8080 -n 1000 --no-keepalive --log req.log   1000 connections\n"
+"  csload -p 8080 --path /bytes/10240 --mix /block/50:0.02 -d 5\n"
+"  csload -p 8080 -c 4 --gap-ms 5100 -d 30            cross a 5 s idle timeout\n",
+		CSL_HARD_CAP_S);
+}
+
+void csl_opts_defaults(struct csl_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	strcpy(cfg->host, "127.0.0.1");
+	cfg->connections = 10;
+	cfg->threads = 1;
+	cfg->keepalive = true;
+	cfg->seed = 1;
+	cfg->connect_timeout_ms = 10000;
+	cfg->timeout_ms = 10000;
+	strcpy(cfg->paths[0].path, "/");
+	cfg->paths[0].fraction = 1.0;
+	cfg->npaths = 1;
+}
+
+static bool is_loopback4(const struct in_addr *a)
+{
+	return (ntohl(a->s_addr) >> 24) == 127;
+}
+
+int csl_target_parse(const char *host, uint16_t port, struct sockaddr_storage *addr,
+		     socklen_t *addr_len, char *errbuf, size_t errlen)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)addr;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)addr;
+
+	memset(addr, 0, sizeof(*addr));
+	if (strcmp(host, "localhost") == 0)
+		host = "127.0.0.1";
+	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+		if (!is_loopback4(&sin->sin_addr))
+			goto not_loopback;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		*addr_len = sizeof(*sin);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+		const struct in6_addr *a = &sin6->sin6_addr;
+		bool ok = IN6_IS_ADDR_LOOPBACK(a);
+		if (IN6_IS_ADDR_V4MAPPED(a))
+			ok = a->s6_addr[12] == 127;
+		if (!ok)
+			goto not_loopback;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		*addr_len = sizeof(*sin6);
+		return 0;
+	}
+	snprintf(errbuf, errlen,
+		 "'%s' is not a numeric IP address (csload never resolves names; use 127.0.0.1 or ::1)",
+		 host);
+	return -1;
+
+not_loopback:
+	snprintf(errbuf, errlen,
+		 "refusing to send traffic to %s: csload only targets loopback (127.0.0.0/8, ::1)",
+		 host);
+	return -1;
+}
+
+bool csl_path_valid(const char *path)
+{
+	size_t len = strlen(path);
+	if (len == 0 || len > CSL_MAX_PATH_LEN || path[0] != '/')
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)path[i];
+		if (c <= ' ' || c >= 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/* Strict number parsers: the whole string, in range, or false. */
+static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	if (*s == '\0' || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end != '\0' || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	if (*s == '\0')
+		return false;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end != '\0' || !isfinite(v) || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+int csl_mix_parse(const char *arg, struct csl_path *out, char *errbuf, size_t errlen)
+{
+	const char *colon = strrchr(arg, ':');
+	if (!colon || colon == arg) {
+		snprintf(errbuf, errlen, "--mix '%s': expected PATH:FRACTION, e.g. /block/50:0.02", arg);
+		return -1;
+	}
+	size_t plen = (size_t)(colon - arg);
+	if (plen > CSL_MAX_PATH_LEN) {
+		snprintf(errbuf, errlen, "--mix: path longer than %d bytes", CSL_MAX_PATH_LEN);
+		return -1;
+	}
+	memcpy(out->path, arg, plen);
+	out->path[plen] = '\0';
+	if (!csl_path_valid(out->path)) {
+		snprintf(errbuf, errlen,
+			 "--mix '%s': the path must start with '/' and hold no spaces or control characters",
+			 arg);
+		return -1;
+	}
+	if (!parse_double(colon + 1, 0.0, 1.0, &out->fraction) || out->fraction <= 0.0) {
+		snprintf(errbuf, errlen, "--mix '%s': FRACTION must be a number in (0, 1]", arg);
+		return -1;
+	}
+	return 0;
+}
+
+enum {
+	OPT_GAP = 256, OPT_NO_KEEPALIVE, OPT_PATH, OPT_MIX, OPT_SEED,
+	OPT_CONNECT_TIMEOUT, OPT_TIMEOUT, OPT_JSON, OPT_LOG, OPT_SELF_TEST, OPT_SPIN,
+};
+
+static const struct option long_options[] = {
+	{ "host", required_argument, NULL, 'H' },
+	{ "port", required_argument, NULL, 'p' },
+	{ "connections", required_argument, NULL, 'c' },
+	{ "threads", required_argument, NULL, 't' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "requests", required_argument, NULL, 'n' },
+	{ "rate", required_argument, NULL, 'R' },
+	{ "gap-ms", required_argument, NULL, OPT_GAP },
+	{ "no-keepalive", no_argument, NULL, OPT_NO_KEEPALIVE },
+	{ "path", required_argument, NULL, OPT_PATH },
+	{ "mix", required_argument, NULL, OPT_MIX },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "connect-timeout-ms", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+	{ "spin-us", required_argument, NULL, OPT_SPIN },
+	{ "json", required_argument, NULL, OPT_JSON },
+	{ "log", required_argument, NULL, OPT_LOG },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "self-test", no_argument, NULL, OPT_SELF_TEST },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+#define BAD(...)                                         \
+	do {                                             \
+		fprintf(err, "csload: " __VA_ARGS__);    \
+		fprintf(err, "\n(csload --help lists the options)\n"); \
+		return CSL_OPTS_USAGE;                   \
+	} while (0)
+
+enum csl_opts_result csl_opts_parse(int argc, char **argv, struct csl_config *cfg,
+				    FILE *out, FILE *err)
+{
+	uint64_t u;
+	double d;
+	bool have_port = false;
+	char msg[256];
+
+	csl_opts_defaults(cfg);
+	optind = 1;
+	opterr = 0;
+	for (;;) {
+		int c = getopt_long(argc, argv, ":H:p:c:t:d:n:R:qh", long_options, NULL);
+		if (c == -1)
+			break;
+		switch (c) {
+		case 'H':
+			if (strlen(optarg) >= sizeof(cfg->host))
+				BAD("--host '%s' is too long", optarg);
+			strcpy(cfg->host, optarg);
+			break;
+		case 'p':
+			if (!parse_u64(optarg, 1, 65535, &u))
+				BAD("--port '%s': expected 1..65535", optarg);
+			cfg->port = (uint16_t)u;
+			have_port = true;
+			break;
+		case 'c':
+			if (!parse_u64(optarg, 1, CSL_MAX_CONNECTIONS, &u))
+				BAD("--connections '%s': expected 1..%d", optarg, CSL_MAX_CONNECTIONS);
+			cfg->connections = (unsigned int)u;
+			break;
+		case 't':
+			if (!parse_u64(optarg, 1, CSL_MAX_THREADS, &u))
+				BAD("--threads '%s': expected 1..%d", optarg, CSL_MAX_THREADS);
+			cfg->threads = (unsigned int)u;
+			break;
+		case 'd':
+			if (!parse_double(optarg, 0.001, CSL_MAX_DURATION_S, &d))
+				BAD("--duration '%s': expected seconds, 0.001..%.0f", optarg,
+				    CSL_MAX_DURATION_S);
+			cfg->duration_s = d;
+			break;
+		case 'n':
+			if (!parse_u64(optarg, 1, UINT64_C(1) << 40, &u))
+				BAD("--requests '%s': expected a positive count", optarg);
+			cfg->requests = u;
+			break;
+		case 'R':
+			if (!parse_double(optarg, 0.001, 1e7, &d))
+				BAD("--rate '%s': expected requests/s, 0.001..1e7", optarg);
+			cfg->rate = d;
+			break;
+		case OPT_GAP:
+			if (!parse_double(optarg, 0.0, 3600e3, &d))
+				BAD("--gap-ms '%s': expected milliseconds, 0..3600000", optarg);
+			cfg->gap_ms = d;
+			break;
+		case OPT_NO_KEEPALIVE:
+			cfg->keepalive = false;
+			break;
+		case OPT_PATH:
+			if (!csl_path_valid(optarg))
+				BAD("--path '%s': must start with '/', at most %d bytes, no spaces or control characters",
+				    optarg, CSL_MAX_PATH_LEN);
+			strcpy(cfg->paths[0].path, optarg);
+			break;
+		case OPT_MIX:
+			if (cfg->npaths >= CSL_MAX_PATHS)
+				BAD("at most %d --mix entries", CSL_MAX_PATHS - 1);
+			if (csl_mix_parse(optarg, &cfg->paths[cfg->npaths], msg, sizeof(msg)) < 0)
+				BAD("%s", msg);
+			cfg->npaths++;
+			break;
+		case OPT_SEED:
+			if (!parse_u64(optarg, 0, UINT64_MAX, &u))
+				BAD("--seed '%s': expected an unsigned integer", optarg);
+			cfg->seed = u;
+			break;
+		case OPT_CONNECT_TIMEOUT:
+			if (!parse_u64(optarg, 1, 3600000, &u))
+				BAD("--connect-timeout-ms '%s': expected 1..3600000", optarg);
+			cfg->connect_timeout_ms = (unsigned int)u;
+			break;
+		case OPT_TIMEOUT:
+			if (!parse_u64(optarg, 1, 3600000, &u))
+				BAD("--timeout-ms '%s': expected 1..3600000", optarg);
+			cfg->timeout_ms = (unsigned int)u;
+			break;
+		case OPT_SPIN:
+			if (!parse_u64(optarg, 0, 100000, &u))
+				BAD("--spin-us '%s': expected 0..100000", optarg);
+			cfg->spin_us = (unsigned int)u;
+			break;
+		case OPT_JSON:
+			cfg->json_file = optarg;
+			break;
+		case OPT_LOG:
+			cfg->log_file = optarg;
+			break;
+		case 'q':
+			cfg->quiet = true;
+			break;
+		case OPT_SELF_TEST:
+			cfg->self_test = true;
+			break;
+		case 'h':
+			csl_opts_usage(out);
+			return CSL_OPTS_HELP;
+		case ':':
+			BAD("option '%s' needs a value", argv[optind - 1]);
+		default:
+			BAD("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		BAD("unexpected argument '%s'", argv[optind]);
+	if (cfg->self_test)
+		return CSL_OPTS_RUN;
+
+	/* Cross-option checks. */
+	if (!have_port)
+		BAD("--port is required");
+	if (csl_target_parse(cfg->host, cfg->port, &cfg->addr, &cfg->addr_len, msg, sizeof(msg)) < 0)
+		BAD("%s", msg);
+	if (cfg->threads > cfg->connections)
+		BAD("--threads (%u) must not exceed --connections (%u)", cfg->threads,
+		    cfg->connections);
+	if (cfg->gap_ms > 0 && cfg->rate > 0)
+		BAD("--gap-ms is for the closed loop; with --rate the schedule sets the gaps");
+	double mixed = 0;
+	for (unsigned int i = 1; i < cfg->npaths; i++)
+		mixed += cfg->paths[i].fraction;
+	if (mixed > 1.0 + 1e-9)
+		BAD("--mix fractions sum to %.6g, more than 1", mixed);
+	cfg->paths[0].fraction = mixed >= 1.0 ? 0.0 : 1.0 - mixed;
+
+	/* The time bound: --duration, else the default, else the hard cap. */
+	if (cfg->duration_s > 0)
+		cfg->time_limit_s = cfg->duration_s;
+	else if (cfg->requests > 0)
+		cfg->time_limit_s = CSL_HARD_CAP_S;
+	else
+		cfg->time_limit_s = cfg->duration_s = CSL_DEFAULT_DURATION_S;
+	return CSL_OPTS_RUN;
+}
