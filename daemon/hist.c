@@ -85,11 +85,13 @@ uint64_t cs_hist_percentile(const struct cs_hist *hist, double pct)
 		return hist->max;
 	if (pct <= 0.0)
 		return hist->min;
-	/* Nearest rank: ceil(pct/100 * count), at least 1. */
-	double exact_rank = pct / 100.0 * (double)hist->count;
-	uint64_t rank = (uint64_t)exact_rank;
-	if ((double)rank < exact_rank)
-		rank++;
+	/*
+	 * Nearest rank: ceil(pct/100 * count), at least 1, in integers: in
+	 * floating point 99.9/100 * 1000 is 999.0000000000001 and would round
+	 * up a whole rank. pct is taken to parts per million.
+	 */
+	unsigned __int128 ppm = (unsigned __int128)(pct * 10000.0 + 0.5);
+	uint64_t rank = (uint64_t)((ppm * hist->count + 999999) / 1000000);
 	if (rank == 0)
 		rank = 1;
 

@@ -244,7 +244,13 @@ int cs_pids_on_port(uint16_t port, const struct cs_listen_socket *listeners, siz
 int cs_parse_tcp_counters(const char *text, struct cs_tcp_counters *out)
 {
 	memset(out, 0, sizeof(*out));
-	const char *header = strstr(text, "TcpExt:");
+	/* "TcpExt:" at the start of a line (MPTcpExt: must not match). */
+	const char *header = text;
+	while (header && strncmp(header, "TcpExt:", 7) != 0) {
+		header = strchr(header, '\n');
+		if (header)
+			header++;
+	}
 	if (!header)
 		return -ENOENT;
 	const char *values = strchr(header, '\n');
@@ -263,6 +269,8 @@ int cs_parse_tcp_counters(const char *text, struct cs_tcp_counters *out)
 		if (*name == '\n' || !*name)
 			break;
 		size_t name_len = strcspn(name, " \n");
+		if (*values == '\n' || !*values)
+			return -EINVAL; /* fewer values than names */
 		char *value_end;
 		unsigned long long value = strtoull(values, &value_end, 10);
 		if (value_end == values)

@@ -14,13 +14,14 @@ static const char *const report_percentile_names[] = { "p50", "p90", "p99", "p99
 
 void cs_format_duration(char *buf, size_t len, uint64_t ns)
 {
+	/* Switch units on the rounded value: never "1000 us" or "1000 ms". */
 	if (ns < 1000)
 		snprintf(buf, len, "%" PRIu64 " ns", ns);
-	else if (ns < 1000000)
+	else if (ns < 999500)
 		snprintf(buf, len, "%.0f us", (double)ns / 1e3);
-	else if (ns < 100000000)
+	else if (ns < 99950000)
 		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
-	else if (ns < 1000000000)
+	else if (ns < 999500000)
 		snprintf(buf, len, "%.0f ms", (double)ns / 1e6);
 	else
 		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
@@ -240,17 +241,59 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 
 /* ---- JSON ---------------------------------------------------------------- */
 
-static void json_string(FILE *out, const char *s)
+/* Length of the valid UTF-8 sequence at s, or 0. */
+static size_t utf8_sequence(const unsigned char *s)
 {
+	size_t len;
+	uint32_t min;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, min = 0x80;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, min = 0x800;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, min = 0x10000;
+	else
+		return 0;
+	uint32_t code = s[0] & (0x7f >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		code = (code << 6) | (s[i] & 0x3f);
+	}
+	if (code < min || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/*
+ * A JSON string: control characters escaped, valid UTF-8 kept as it is,
+ * invalid bytes (a name cut mid-character) replaced by U+FFFD.
+ */
+static void json_string(FILE *out, const char *text)
+{
+	const unsigned char *s = (const unsigned char *)text;
 	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
+	while (*s) {
+		unsigned char c = *s;
+		if (c == '"' || c == '\\') {
 			fprintf(out, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
+			s++;
+		} else if (c < 0x20 || c == 0x7f) {
 			fprintf(out, "\\u%04x", c);
-		else
+			s++;
+		} else if (c < 0x80) {
 			fputc(c, out);
+			s++;
+		} else {
+			size_t len = utf8_sequence(s);
+			if (len) {
+				fwrite(s, 1, len, out);
+				s += len;
+			} else {
+				fputs("\\ufffd", out);
+				s++;
+			}
+		}
 	}
 	fputc('"', out);
 }
