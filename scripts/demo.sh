@@ -30,8 +30,8 @@ server_pid=$!
 for _ in $(seq 100); do ss -Htln "sport = :$port" | grep -q . && break; sleep 0.05; done
 head -n 1 "$tmp/server.log"
 
-echo "== 2. connscope attaches to pid $server_pid (no restart) for 8 s"
-"$build/connscope" attach --pid "$server_pid" --duration 8 >"$tmp/report.txt" &
+echo "== 2. connscope attaches to pid $server_pid (no restart), until the load ends"
+"$build/connscope" attach --pid "$server_pid" --duration 50 >"$tmp/report.txt" &
 cs_pid=$!
 sleep 1
 
@@ -40,6 +40,7 @@ ab -q -n 3000 -c 64 -s 20 "http://127.0.0.1:$port/" >"$tmp/ab.txt" 2>&1 || true
 grep -E "^(Requests per second|Time per request|Failed requests)" "$tmp/ab.txt" | head -n 3
 sed -n '/Percentage of the requests/,$p' "$tmp/ab.txt"
 
+kill -INT "$cs_pid"   # Ctrl-C: stop and report
 wait "$cs_pid"
 echo
 echo "== 4. connscope: why"
