@@ -281,7 +281,7 @@ static void slot_next(struct csl_worker *w, struct slot *s, uint64_t now);
 /* The request failed: count it, drop the connection, move on. Never retried. */
 static void fail_request(struct csl_worker *w, struct slot *s, enum csl_err kind, uint64_t now)
 {
-	csl_stats_error(&w->stats, kind);
+	csl_stats_error(&w->stats, s->path, kind);
 	close_conn(w, s);
 	slot_next(w, s, now);
 }
@@ -798,7 +798,7 @@ static int worker_loop(struct csl_worker *w)
 	for (unsigned int i = 0; i < w->nslots; i++) {
 		struct slot *s = &w->slots[i];
 		if (s->phase == PH_CONNECTING || s->phase == PH_SENDING || s->phase == PH_WAITING) {
-			csl_stats_error(&w->stats, CSL_ERR_UNFINISHED);
+			csl_stats_error(&w->stats, s->path, CSL_ERR_UNFINISHED);
 			w->inflight--;
 			s->phase = PH_RETIRED;
 		}

@@ -89,9 +89,11 @@ void csl_report_text(FILE *out, const struct csl_config *cfg, const struct csl_s
 			st->unexpected_bytes);
 
 	if (cfg->npaths > 1) {
-		fprintf(out, "  Per path:     requests      p50      p99      max\n");
+		fprintf(out, "  %-26s %10s %8s %9s%9s%9s\n", "Per path:", "requests", "errors", "p50",
+			"p99", "max");
 		for (unsigned int i = 0; i < cfg->npaths; i++) {
-			fprintf(out, "    %-24s %10" PRIu64 " ", cfg->paths[i].path, st->path_requests[i]);
+			fprintf(out, "    %-24s %10" PRIu64 " %8" PRIu64 " ", cfg->paths[i].path,
+				st->path_requests[i], st->path_errors[i]);
 			put_us(out, sum.path_us[i].p50);
 			put_us(out, sum.path_us[i].p99);
 			put_us(out, sum.path_us[i].max);
@@ -158,9 +160,9 @@ void csl_report_json(FILE *out, const struct csl_config *cfg, const struct csl_s
 	for (unsigned int i = 0; i < cfg->npaths; i++) {
 		fprintf(out, "%s\n  {\"path\": ", i ? "," : "");
 		put_json_string(out, cfg->paths[i].path);
-		fprintf(out, ", \"fraction\": %.6f, \"requests\": %" PRIu64
+		fprintf(out, ", \"fraction\": %.6f, \"requests\": %" PRIu64 ", \"errors\": %" PRIu64
 			", \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"max\": %.3f}}",
-			cfg->paths[i].fraction, st->path_requests[i], sum.path_us[i].p50,
+			cfg->paths[i].fraction, st->path_requests[i], st->path_errors[i], sum.path_us[i].p50,
 			sum.path_us[i].p99, sum.path_us[i].max);
 	}
 	fprintf(out, "]}\n");

@@ -68,6 +68,7 @@ void csl_stats_merge(struct csl_stats *into, const struct csl_stats *from)
 	for (unsigned int i = 0; i < into->npaths && i < from->npaths; i++) {
 		cs_hist_merge(into->path_latency[i], from->path_latency[i]);
 		into->path_requests[i] += from->path_requests[i];
+		into->path_errors[i] += from->path_errors[i];
 	}
 	into->requests += from->requests;
 	for (int k = 0; k < CSL_ERR__COUNT; k++)
@@ -101,10 +102,12 @@ void csl_stats_response(struct csl_stats *st, unsigned int path, uint64_t latenc
 		st->errors[CSL_ERR_NON_2XX]++;
 }
 
-void csl_stats_error(struct csl_stats *st, enum csl_err kind)
+void csl_stats_error(struct csl_stats *st, unsigned int path, enum csl_err kind)
 {
 	if ((unsigned int)kind < CSL_ERR__COUNT)
 		st->errors[kind]++;
+	if (path < st->npaths)
+		st->path_errors[path]++;
 }
 
 void csl_stats_connect(struct csl_stats *st, uint64_t connect_ns)

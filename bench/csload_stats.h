@@ -20,6 +20,7 @@ struct csl_stats {
 	struct cs_hist *send_lag;                 /* request fully written - intended, ns */
 	struct cs_hist *path_latency[CSL_MAX_PATHS];
 	uint64_t path_requests[CSL_MAX_PATHS];    /* completed responses per path */
+	uint64_t path_errors[CSL_MAX_PATHS];      /* failed requests per path */
 
 	uint64_t requests;          /* completed responses, any status */
 	uint64_t errors[CSL_ERR__COUNT];
@@ -61,7 +62,8 @@ void csl_stats_free(struct csl_stats *st);
 void csl_stats_merge(struct csl_stats *into, const struct csl_stats *from);
 
 void csl_stats_response(struct csl_stats *st, unsigned int path, uint64_t latency_ns, int status);
-void csl_stats_error(struct csl_stats *st, enum csl_err kind);
+/* A request to path failed (every kind but non_2xx, which completes). */
+void csl_stats_error(struct csl_stats *st, unsigned int path, enum csl_err kind);
 void csl_stats_connect(struct csl_stats *st, uint64_t connect_ns);
 /* The request was written lag_ns after its intended time: client-side
  * delay (timer wake-up, a busy connection, the connect), not the server's. */
