@@ -64,6 +64,7 @@ struct slot {
 	unsigned int path;
 	size_t written;
 	uint64_t intended_ns;
+	uint64_t began_ns;          /* the client actually started on the request */
 	uint64_t connect_start_ns;
 	uint64_t sent_ns;
 	struct csl_http_resp resp;
@@ -308,6 +309,7 @@ static void complete_response(struct csl_worker *w, struct slot *s, uint64_t now
 {
 	csl_timers_cancel(&w->timers, s->id);
 	csl_stats_response(&w->stats, s->path, now - s->intended_ns, s->resp.status);
+	csl_stats_service(&w->stats, now - s->began_ns);
 	log_request(w, s, now);
 	w->last_done_ns = now;
 	if (extra) {
@@ -415,6 +417,7 @@ static void start_request(struct csl_worker *w, struct slot *s, uint64_t intende
 	w->stats.attempts++;
 	w->inflight++;
 	s->intended_ns = intended;
+	s->began_ns = csl_now_ns();
 	s->path = pick_path(w);
 	s->written = 0;
 	s->got_byte = false;

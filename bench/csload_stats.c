@@ -38,7 +38,8 @@ int csl_stats_init(struct csl_stats *st, unsigned int npaths)
 	st->latency = hist_new();
 	st->connect = hist_new();
 	st->send_lag = hist_new();
-	bool ok = st->latency && st->connect && st->send_lag;
+	st->service = hist_new();
+	bool ok = st->latency && st->connect && st->send_lag && st->service;
 	for (unsigned int i = 0; i < npaths; i++) {
 		st->path_latency[i] = hist_new();
 		ok = ok && st->path_latency[i];
@@ -55,6 +56,7 @@ void csl_stats_free(struct csl_stats *st)
 	free(st->latency);
 	free(st->connect);
 	free(st->send_lag);
+	free(st->service);
 	for (unsigned int i = 0; i < CSL_MAX_PATHS; i++)
 		free(st->path_latency[i]);
 	memset(st, 0, sizeof(*st));
@@ -65,6 +67,7 @@ void csl_stats_merge(struct csl_stats *into, const struct csl_stats *from)
 	cs_hist_merge(into->latency, from->latency);
 	cs_hist_merge(into->connect, from->connect);
 	cs_hist_merge(into->send_lag, from->send_lag);
+	cs_hist_merge(into->service, from->service);
 	for (unsigned int i = 0; i < into->npaths && i < from->npaths; i++) {
 		cs_hist_merge(into->path_latency[i], from->path_latency[i]);
 		into->path_requests[i] += from->path_requests[i];
@@ -123,6 +126,11 @@ void csl_stats_sent(struct csl_stats *st, uint64_t lag_ns)
 	cs_hist_record(st->send_lag, lag_ns);
 }
 
+void csl_stats_service(struct csl_stats *st, uint64_t service_ns)
+{
+	cs_hist_record(st->service, service_ns);
+}
+
 void csl_stats_span(struct csl_stats *st, uint64_t start_ns, uint64_t end_ns)
 {
 	if (start_ns < st->start_ns)
@@ -166,6 +174,12 @@ void csl_stats_summarize(const struct csl_stats *st, struct csl_summary *out)
 	out->send_lag_us.p50 = us(cs_hist_percentile(st->send_lag, 50));
 	out->send_lag_us.p99 = us(cs_hist_percentile(st->send_lag, 99));
 	out->send_lag_us.max = us(st->send_lag->max);
+
+	out->service_us.p50 = us(cs_hist_percentile(st->service, 50));
+	out->service_us.p90 = us(cs_hist_percentile(st->service, 90));
+	out->service_us.p99 = us(cs_hist_percentile(st->service, 99));
+	out->service_us.p999 = us(cs_hist_percentile(st->service, 99.9));
+	out->service_us.max = us(st->service->max);
 
 	for (unsigned int i = 0; i < st->npaths; i++) {
 		out->path_us[i].p50 = us(cs_hist_percentile(st->path_latency[i], 50));

@@ -18,6 +18,8 @@ struct csl_stats {
 	struct cs_hist *latency;                  /* completed responses, ns from intended */
 	struct cs_hist *connect;                  /* successful connects, ns */
 	struct cs_hist *send_lag;                 /* request fully written - intended, ns */
+	struct cs_hist *service;                  /* completed responses, ns from when the
+	                                             client began the request (connect or send) */
 	struct cs_hist *path_latency[CSL_MAX_PATHS];
 	uint64_t path_requests[CSL_MAX_PATHS];    /* completed responses per path */
 	uint64_t path_errors[CSL_MAX_PATHS];      /* failed requests per path */
@@ -52,6 +54,9 @@ struct csl_summary {
 		double p50, p99, max;
 	} send_lag_us;
 	struct {
+		double p50, p90, p99, p999, max;
+	} service_us;
+	struct {
 		double p50, p99, max;
 	} path_us[CSL_MAX_PATHS];
 };
@@ -62,6 +67,12 @@ void csl_stats_free(struct csl_stats *st);
 void csl_stats_merge(struct csl_stats *into, const struct csl_stats *from);
 
 void csl_stats_response(struct csl_stats *st, unsigned int path, uint64_t latency_ns, int status);
+/*
+ * The same response timed from when the client began the request (its
+ * connect, or its send on an open connection): what the server can see,
+ * without the client's own timer and scheduling lag.
+ */
+void csl_stats_service(struct csl_stats *st, uint64_t service_ns);
 /* A request to path failed (every kind but non_2xx, which completes). */
 void csl_stats_error(struct csl_stats *st, unsigned int path, enum csl_err kind);
 void csl_stats_connect(struct csl_stats *st, uint64_t connect_ns);

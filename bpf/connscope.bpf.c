@@ -101,6 +101,32 @@ struct {
 	__type(value, struct client_handshake);
 } client_handshakes SEC(".maps");
 
+/*
+ * A local client's finished handshake, waiting for the server's side of the
+ * same connection to become ESTABLISHED. Keyed by the 4-tuple as the
+ * server will see it (IPv6: the address's last 32 bits).
+ */
+struct handshake_key {
+	__u32 client_addr;
+	__u16 client_port;
+	__u16 server_port;
+};
+
+struct handshake_done {
+	__u64 syn_sent_ns;
+	__u64 last_syn_ns;
+	__u64 client_established_ns;
+	__u32 syn_retransmits;
+	__u32 tgid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct handshake_key);
+	__type(value, struct handshake_done);
+} handshakes_done SEC(".maps");
+
 /* Request phase of a connection. */
 enum conn_phase {
 	PHASE_IDLE = 0,   /* no request in progress */
@@ -120,6 +146,7 @@ struct conn_state {
 	__u64 pickup_runq_ns;
 	__u64 handler_runq_ns;
 	__u64 last_activity_ns;
+	__u64 handshake_extra_ns;
 	__u32 bytes_in;
 	__u32 bytes_out;
 	__u32 tgid;
@@ -132,7 +159,8 @@ struct conn_state {
 	__u16 port;           /* local (listening) port: skc_num is cleared on close */
 	__u8 partial;         /* connection older than the attach */
 	__u8 closed;          /* close record already emitted */
-	__u8 pad[4];
+	__u8 unread_at_close; /* it closed with a request the server never read */
+	__u8 pad[3];
 };
 
 struct {
@@ -323,6 +351,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		ev->handler_runq_ns = conn->handler_runq_ns;
 		ev->drain_runq_ns = conn->first_send_ns ?
 			runq_overlap(conn->sender_tid, conn->first_send_ns, drain_end) : 0;
+		ev->handshake_extra_ns = conn->requests == 1 ? conn->handshake_extra_ns : 0;
 		ev->bytes_in = conn->bytes_in;
 		ev->bytes_out = conn->bytes_out;
 		ev->tgid = conn->tgid;
@@ -334,8 +363,10 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		__u16 flags = conn->flags;
 		if (conn->partial)
 			flags |= CS_REQ_PARTIAL;
-		if (conn->phase == PHASE_WAITING)
+		if (conn->phase == PHASE_WAITING) {
 			flags |= CS_REQ_UNREAD | CS_REQ_NO_RESPONSE;
+			conn->unread_at_close = 1;
+		}
 		else if (conn->phase == PHASE_HANDLING)
 			flags |= CS_REQ_NO_RESPONSE;
 		ev->flags = flags;
@@ -483,7 +514,7 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 /* ---- resets ---------------------------------------------------------------- */
 
 static __always_inline void emit_reset(const struct sock *sk, struct cs_tuple *tuple, __u32 reason,
-				       __u8 direction)
+				       __u8 direction, __u16 flags)
 {
 	struct cs_ev_reset *ev = reserve_event(sizeof(*ev), CS_EV_RESET);
 
@@ -494,22 +525,29 @@ static __always_inline void emit_reset(const struct sock *sk, struct cs_tuple *t
 	ev->reason = reason;
 	ev->direction = direction;
 	ev->state = sk ? BPF_CORE_READ(sk, __sk_common.skc_state) : 0;
-	ev->pad = 0;
+	ev->flags = flags;
 	submit_event(ev);
 }
 
+/*
+ * Ports of a reset. The socket's own port cannot be trusted: a reset often
+ * follows the move to CLOSE, which clears it (inet_put_port). The segment
+ * that provoked the reset, or our storage, still knows.
+ */
 SEC("tp_btf/tcp_send_reset")
 int BPF_PROG(on_send_reset, const struct sock *sk, const struct sk_buff *skb, int reason)
 {
 	struct cs_tuple tuple = {};
+	struct conn_state *conn = NULL;
+	__u16 flags = 0;
 
-	if (sk) {
-		/* May be a timewait socket: read only the common part. */
-		if (!is_target_port(BPF_CORE_READ(sk, __sk_common.skc_num)))
-			return 0;
-		read_tuple(sk, &tuple);
-	} else if (skb) {
-		/* No socket: the ports are in the segment that provoked the reset. */
+	if (sk && BPF_CORE_READ(sk, __sk_common.skc_state) != TCP_TIME_WAIT) {
+		/* A full socket (timewait ones have no storage). */
+		conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
+		if (conn && conn->unread_at_close)
+			flags |= CS_RESET_UNREAD_REQUEST;
+	}
+	if (skb) {
 		struct tcphdr th;
 		unsigned char *head = BPF_CORE_READ(skb, head);
 		__u16 transport = BPF_CORE_READ(skb, transport_header);
@@ -517,12 +555,22 @@ int BPF_PROG(on_send_reset, const struct sock *sk, const struct sk_buff *skb, in
 			return 0;
 		tuple.local_port = bpf_ntohs(th.dest);
 		tuple.remote_port = bpf_ntohs(th.source);
-		if (!is_target_port(tuple.local_port))
-			return 0;
-	} else {
-		return 0;
+	} else if (conn) {
+		tuple.local_port = conn->port;
+	} else if (sk) {
+		tuple.local_port = BPF_CORE_READ(sk, __sk_common.skc_num);
 	}
-	emit_reset(sk, &tuple, (__u32)reason, CS_RESET_SENT);
+	if (!is_target_port(tuple.local_port))
+		return 0;
+	if (sk) {
+		/* Addresses survive the close; take them, keep the ports. */
+		__u16 local_port = tuple.local_port, remote_port = tuple.remote_port;
+		read_tuple(sk, &tuple);
+		tuple.local_port = local_port;
+		if (remote_port)
+			tuple.remote_port = remote_port;
+	}
+	emit_reset(sk, &tuple, (__u32)reason, CS_RESET_SENT, flags);
 	return 0;
 }
 
@@ -558,10 +606,11 @@ int BPF_PROG(on_receive_reset, struct sock *sk)
 {
 	struct cs_tuple tuple = {};
 
+	/* Before the reset is processed: the socket still has its port. */
 	if (!sk || !is_target_port(sk->__sk_common.skc_num))
 		return 0;
 	read_tuple(sk, &tuple);
-	emit_reset(sk, &tuple, 0, CS_RESET_RECEIVED);
+	emit_reset(sk, &tuple, 0, CS_RESET_RECEIVED, 0);
 	return 0;
 }
 
@@ -635,29 +684,100 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 
 /* ---- the connection enters the accept queue; client handshakes ---------- */
 
+/* The low 32 bits of an address as the key uses it (IPv4: the address). */
+static __always_inline __u32 addr_low32(const struct sock *sk, bool remote)
+{
+	if (BPF_CORE_READ(sk, __sk_common.skc_family) == AF_INET6)
+		return remote ? BPF_CORE_READ(sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32[3])
+			      : BPF_CORE_READ(sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[3]);
+	return remote ? BPF_CORE_READ(sk, __sk_common.skc_daddr)
+		      : BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+}
+
+/* The client's side of a handshake ended: leave it for the server's side. */
 static __always_inline void on_client_handshake_end(const struct sock *sk, bool established)
 {
 	struct client_handshake *hs;
-	struct cs_ev_handshake *ev;
 
 	hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, 0);
 	if (!hs)
 		return;
-	if (hs->syn_retransmits > 0) {
-		ev = reserve_event(sizeof(*ev), CS_EV_HANDSHAKE);
+	if (established) {
+		struct handshake_key key = {
+			.client_addr = addr_low32(sk, false),
+			.client_port = sk->__sk_common.skc_num,
+			.server_port = bpf_ntohs(sk->__sk_common.skc_dport),
+		};
+		struct handshake_done done = {
+			.syn_sent_ns = hs->syn_sent_ns,
+			.last_syn_ns = hs->last_syn_ns,
+			.client_established_ns = bpf_ktime_get_ns(),
+			.syn_retransmits = hs->syn_retransmits,
+			.tgid = hs->tgid,
+		};
+		if (bpf_map_update_elem(&handshakes_done, &key, &done, BPF_ANY))
+			count(CS_CTR_TABLE_FULL);
+	} else if (hs->syn_retransmits > 0) {
+		/* It gave up: no server side will ever come. */
+		struct cs_ev_handshake *ev = reserve_event(sizeof(*ev), CS_EV_HANDSHAKE);
 		if (ev) {
 			ev->sk = (__u64)sk;
 			ev->syn_sent_ns = hs->syn_sent_ns;
 			ev->last_syn_ns = hs->last_syn_ns;
-			read_tuple(sk, &ev->tuple);
+			ev->client_established_ns = 0;
+			ev->extra_ns = 0;
+			__builtin_memset(&ev->tuple, 0, sizeof(ev->tuple));
+			ev->tuple.local_port = bpf_ntohs(sk->__sk_common.skc_dport);
 			ev->syn_retransmits = hs->syn_retransmits;
 			ev->tgid = hs->tgid;
-			ev->established = established;
+			ev->established = 0;
 			ev->pad = 0;
 			submit_event(ev);
 		}
 	}
 	bpf_sk_storage_delete(&client_handshakes, (void *)sk);
+}
+
+/* A slow handshake is worth a record of its own (the listener's evidence). */
+#define SLOW_HANDSHAKE_NS (100 * 1000 * 1000)
+
+/*
+ * The server's side of a connection became ESTABLISHED: if a local client
+ * made it, its extra connect delay is what the server's queue cost it.
+ */
+static __always_inline void join_client_handshake(const struct sock *sk, struct conn_state *conn,
+						  __u64 now)
+{
+	struct handshake_key key = {
+		.client_addr = addr_low32(sk, true),
+		.client_port = bpf_ntohs(sk->__sk_common.skc_dport),
+		.server_port = sk->__sk_common.skc_num,
+	};
+	struct handshake_done *done = bpf_map_lookup_elem(&handshakes_done, &key);
+	if (!done)
+		return;
+	/* One round trip is the normal cost: SYN-ACK seen -> our ESTABLISHED. */
+	__u64 round_trip = done->client_established_ns - done->last_syn_ns;
+	__u64 total = now > done->syn_sent_ns ? now - done->syn_sent_ns : 0;
+	__u64 extra = total > round_trip ? total - round_trip : 0;
+	conn->handshake_extra_ns = extra;
+	if (done->syn_retransmits > 0 || extra >= SLOW_HANDSHAKE_NS) {
+		struct cs_ev_handshake *ev = reserve_event(sizeof(*ev), CS_EV_HANDSHAKE);
+		if (ev) {
+			ev->sk = (__u64)sk;
+			ev->syn_sent_ns = done->syn_sent_ns;
+			ev->last_syn_ns = done->last_syn_ns;
+			ev->client_established_ns = done->client_established_ns;
+			ev->extra_ns = extra;
+			read_tuple(sk, &ev->tuple);
+			ev->syn_retransmits = done->syn_retransmits;
+			ev->tgid = done->tgid;
+			ev->established = 1;
+			ev->pad = 0;
+			submit_event(ev);
+		}
+	}
+	bpf_map_delete_elem(&handshakes_done, &key);
 }
 
 SEC("tp_btf/inet_sock_set_state")
@@ -680,6 +800,8 @@ int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int
 		conn->established_ns = now;
 		conn->last_activity_ns = now;
 		conn->port = port;
+		if (trace_handshakes)
+			join_client_handshake(sk, conn, now);
 		return 0;
 	}
 	if (old_state == TCP_ESTABLISHED)

@@ -99,19 +99,24 @@ struct cs_ev_listener_sample {
 };
 
 /*
- * A local client connecting to a target port had its SYN retransmitted.
- * Emitted once per such connection when its handshake ends (ESTABLISHED, or
- * given up). hdr.ts_ns is that end.
+ * A local client's connect to a target port was slow: its SYN was
+ * retransmitted (a full accept queue drops SYNs), or the handshake's last
+ * ACK was dropped and the client's data retransmitted until the server let
+ * the connection in. Joined in the kernel: the client's side by its socket,
+ * the server's by the 4-tuple. hdr.ts_ns is the server's ESTABLISHED, or
+ * the moment the client gave up.
  */
 struct cs_ev_handshake {
 	struct cs_event_header hdr;
-	__u64 sk;              /* client socket */
-	__u64 syn_sent_ns;     /* connect() sent the first SYN */
-	__u64 last_syn_ns;     /* the last SYN retransmit: the one that got in */
-	struct cs_tuple tuple; /* client's view: remote_port is the target port */
+	__u64 sk;                    /* server's socket; the client's if it gave up */
+	__u64 syn_sent_ns;           /* connect() sent the first SYN */
+	__u64 last_syn_ns;           /* the last SYN retransmit: the one that got a SYN-ACK */
+	__u64 client_established_ns; /* the client saw the SYN-ACK; 0 if it gave up */
+	__u64 extra_ns;              /* connect delay beyond one round trip: SYN and ACK drops */
+	struct cs_tuple tuple;       /* server's view: local_port is the target port */
 	__u32 syn_retransmits;
-	__u32 tgid;            /* the client process */
-	__u32 established;     /* 1: the connection got in; 0: it gave up */
+	__u32 tgid;                  /* the client process */
+	__u32 established;           /* 1: the connection got in; 0: the client gave up */
 	__u32 pad;
 };
 
@@ -149,6 +154,8 @@ struct cs_ev_request {
 	__u64 pickup_runq_ns;  /* of start -> first read: reader runnable, not running */
 	__u64 handler_runq_ns; /* of first read -> first send: same, serving thread */
 	__u64 drain_runq_ns;   /* of first send -> drain end: same, sending thread */
+	__u64 handshake_extra_ns; /* first request: its local client's extra connect
+	                             delay (see cs_ev_handshake), 0 if none or unknown */
 	__u32 bytes_in;
 	__u32 bytes_out;
 	__u32 tgid;
@@ -186,6 +193,11 @@ enum cs_reset_direction {
 	CS_RESET_RECEIVED = 2,
 };
 
+/* cs_ev_reset.flags */
+enum cs_reset_flags {
+	CS_RESET_UNREAD_REQUEST = 1 << 0, /* the connection died with a request unread */
+};
+
 /* A TCP reset on a target port. reason: enum sk_rst_reason (sent only). */
 struct cs_ev_reset {
 	struct cs_event_header hdr;
@@ -194,7 +206,7 @@ struct cs_ev_reset {
 	__u32 reason;
 	__u8 direction;          /* enum cs_reset_direction */
 	__u8 state;              /* socket state (TCP_*), 0 if none */
-	__u16 pad;
+	__u16 flags;             /* enum cs_reset_flags */
 };
 
 /*
@@ -232,9 +244,9 @@ _Static_assert(sizeof(struct cs_event_header) == 16, "wire: header size");
 _Static_assert(sizeof(struct cs_tuple) == 40, "wire: tuple size");
 _Static_assert(sizeof(struct cs_ev_accept) == 136, "wire: accept size");
 _Static_assert(sizeof(struct cs_ev_listener_sample) == 56, "wire: listener size");
-_Static_assert(sizeof(struct cs_ev_handshake) == 96, "wire: handshake size");
+_Static_assert(sizeof(struct cs_ev_handshake) == 112, "wire: handshake size");
 _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
-_Static_assert(sizeof(struct cs_ev_request) == 120, "wire: request size");
+_Static_assert(sizeof(struct cs_ev_request) == 128, "wire: request size");
 _Static_assert(sizeof(struct cs_ev_conn_close) == 96, "wire: conn close size");
 _Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");
 _Static_assert(sizeof(struct cs_ev_thread_sample) == 64, "wire: thread sample size");

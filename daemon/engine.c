@@ -235,20 +235,18 @@ static int on_listener_sample(struct cs_engine *engine, const struct cs_ev_liste
 
 static int on_handshake(struct cs_engine *engine, const struct cs_ev_handshake *ev)
 {
-	/* The client's remote port is the listener's port. */
-	struct cs_listener_stats *listener = cs_get_listener(engine, ev->tuple.remote_port);
+	struct cs_listener_stats *listener = cs_get_listener(engine, ev->tuple.local_port);
 	if (!listener)
 		return -ENOMEM;
-	listener->handshakes_retransmitted++;
+	listener->handshakes_retransmitted += ev->syn_retransmits > 0;
 	if (!ev->established) {
 		listener->handshakes_failed++;
 		return 0;
 	}
-	uint64_t extra_ns = ev->last_syn_ns >= ev->syn_sent_ns ? ev->last_syn_ns - ev->syn_sent_ns : 0;
-	cs_hist_record(listener->handshake_extra_ns, extra_ns);
-	if (extra_ns >= NS_PER_SEC)
+	listener->handshakes_slow++;
+	cs_hist_record(listener->handshake_extra_ns, ev->extra_ns);
+	if (ev->extra_ns >= NS_PER_SEC)
 		listener->handshakes_delayed_1s++;
-	cs_handshake_seen(engine, ev, extra_ns);
 	return 0;
 }
 

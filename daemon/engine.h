@@ -68,12 +68,17 @@ struct cs_thread_stats {
 struct cs_conn {
 	uint64_t established_ns;
 	uint64_t accept_ns;
-	uint64_t handshake_extra_ns;  /* from a matching local client's SYN retransmits */
 	uint32_t accept_tid;
 	uint16_t port;
 	uint16_t remote_port;
 	uint32_t remote_addr_hash;
 	uint32_t pad;
+};
+
+/* A client address's recent idle closes, waiting to be answered by reconnects. */
+struct cs_idle_closes {
+	uint64_t last_close_ns;
+	uint64_t pending;
 };
 
 /* Connection lifecycles and resets, over all listeners. */
@@ -143,13 +148,14 @@ struct cs_listener_stats {
 	uint32_t backlog_max;
 	uint32_t backlog_limit;
 
-	/* local clients whose SYNs to this port were retransmitted */
 	uint64_t ack_overflows;          /* third ACKs dropped: queue full (see cs_listener_drops) */
 
-	uint64_t handshakes_retransmitted;
+	/* local clients' connects to this port that were slow */
+	uint64_t handshakes_retransmitted; /* whose SYN was retransmitted */
+	uint64_t handshakes_slow;        /* that got in, slowly (SYN or last-ACK drops) */
 	uint64_t handshakes_failed;      /* the client gave up */
 	uint64_t handshakes_delayed_1s;  /* delayed by >= 1 s */
-	struct cs_hist *handshake_extra_ns; /* first SYN -> the SYN that got in */
+	struct cs_hist *handshake_extra_ns; /* connect delay beyond one round trip */
 
 	struct cs_listener_socket *sockets;
 	size_t socket_count, socket_cap;
@@ -192,9 +198,8 @@ struct cs_engine {
 	struct cs_request_stats requests;
 	struct cs_lifecycle_stats lifecycle;
 	struct cs_u64map conns;            /* sk -> struct cs_conn */
-	struct cs_u64map handshakes;       /* tuple key -> extra ns, until accepted */
 	struct cs_u64map threads;          /* tid -> struct cs_thread_stats */
-	struct cs_u64map idle_closed_from; /* remote address -> pending reconnect count */
+	struct cs_u64map idle_closed_from; /* remote address -> struct cs_idle_closes */
 	uint64_t conns_evicted;            /* table full: connections not followed */
 };
 

@@ -10,12 +10,10 @@ struct cs_thread_stats *cs_get_thread(struct cs_engine *engine, uint32_t tid, ui
 				      const char *comm);
 
 uint32_t cs_addr_hash(const uint8_t addr[16]);
-uint64_t cs_handshake_key(uint16_t server_port, uint16_t client_port, uint32_t client_addr_hash);
 
 int cs_requests_init(struct cs_engine *engine);
 void cs_requests_free(struct cs_engine *engine);
 void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev);
-void cs_handshake_seen(struct cs_engine *engine, const struct cs_ev_handshake *ev, uint64_t extra_ns);
 int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *ev);
 int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev);
 int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev);

@@ -20,6 +20,8 @@
 /* Resets the kernel sends when data reaches a connection the server closed. */
 #define RST_REASON_ABORT_ON_DATA 8
 #define RST_REASON_TIMEWAIT_SOCKET 9
+/* ...and when the server closes with a request that arrived but was never read. */
+#define RST_REASON_ABORT_ON_CLOSE 11
 
 const char *const cs_cause_names[CS_CAUSE_COUNT] = {
 	[CS_CAUSE_ACCEPT_QUEUE] = "accept_queue",
@@ -38,11 +40,6 @@ uint32_t cs_addr_hash(const uint8_t addr[16])
 	return hash ? hash : 1;
 }
 
-uint64_t cs_handshake_key(uint16_t server_port, uint16_t client_port, uint32_t client_addr_hash)
-{
-	return ((uint64_t)client_addr_hash << 32) | ((uint64_t)client_port << 16) | server_port;
-}
-
 int cs_requests_init(struct cs_engine *engine)
 {
 	struct cs_request_stats *r = &engine->requests;
@@ -58,9 +55,8 @@ int cs_requests_init(struct cs_engine *engine)
 	cs_hist_init(l->idle_gap_ns);
 	cs_hist_init(l->lifetime_ns);
 	if (cs_u64map_init(&engine->conns, sizeof(struct cs_conn), CS_MAX_CONNS) ||
-	    cs_u64map_init(&engine->handshakes, sizeof(uint64_t), 65536) ||
 	    cs_u64map_init(&engine->threads, sizeof(struct cs_thread_stats), 65536) ||
-	    cs_u64map_init(&engine->idle_closed_from, sizeof(uint64_t), 65536))
+	    cs_u64map_init(&engine->idle_closed_from, sizeof(struct cs_idle_closes), 65536))
 		return -ENOMEM;
 	return 0;
 }
@@ -73,7 +69,6 @@ void cs_requests_free(struct cs_engine *engine)
 	free(engine->lifecycle.idle_gap_ns);
 	free(engine->lifecycle.lifetime_ns);
 	cs_u64map_free(&engine->conns);
-	cs_u64map_free(&engine->handshakes);
 	cs_u64map_free(&engine->threads);
 	cs_u64map_free(&engine->idle_closed_from);
 }
@@ -117,38 +112,12 @@ void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	conn->remote_port = ev->tuple.remote_port;
 	conn->remote_addr_hash = cs_addr_hash(ev->tuple.remote_addr);
 
-	uint64_t key = cs_handshake_key(ev->listener_port, ev->tuple.remote_port, conn->remote_addr_hash);
-	uint64_t *extra = cs_u64map_get(&engine->handshakes, key);
-	if (extra) {
-		conn->handshake_extra_ns = *extra;
-		cs_u64map_remove(&engine->handshakes, key);
-	}
 	/* A client coming back soon after the server closed its idle connection. */
-	uint64_t *idle_closed_at = cs_u64map_get(&engine->idle_closed_from, conn->remote_addr_hash);
-	if (idle_closed_at && ev->hdr.ts_ns - *idle_closed_at <= RECONNECT_WINDOW_NS) {
+	struct cs_idle_closes *closes = cs_u64map_get(&engine->idle_closed_from, conn->remote_addr_hash);
+	if (closes && closes->pending && ev->hdr.ts_ns - closes->last_close_ns <= RECONNECT_WINDOW_NS) {
 		engine->lifecycle.reconnects++;
-		cs_u64map_remove(&engine->idle_closed_from, conn->remote_addr_hash);
+		closes->pending--;
 	}
-}
-
-void cs_handshake_seen(struct cs_engine *engine, const struct cs_ev_handshake *ev, uint64_t extra_ns)
-{
-	if (!ev->established)
-		return;
-	/* The client's view: its remote end is the listener. */
-	uint64_t key = cs_handshake_key(ev->tuple.remote_port, ev->tuple.local_port,
-					cs_addr_hash(ev->tuple.local_addr));
-	uint64_t *slot = cs_u64map_put(&engine->handshakes, key, NULL);
-	if (!slot) {
-		/* Handshakes whose connection never got accepted pile up: start over. */
-		cs_u64map_free(&engine->handshakes);
-		if (cs_u64map_init(&engine->handshakes, sizeof(uint64_t), 65536))
-			return;
-		slot = cs_u64map_put(&engine->handshakes, key, NULL);
-		if (!slot)
-			return;
-	}
-	*slot = extra_ns;
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -180,8 +149,7 @@ bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request
 			split->cause_ns[CS_CAUSE_ACCEPT_QUEUE] = span(conn->established_ns, conn->accept_ns);
 			pickup_from = conn->accept_ns;
 		}
-		if (conn)
-			split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = conn->handshake_extra_ns;
+		split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = req->handshake_extra_ns;
 	}
 
 	uint64_t pickup = span(pickup_from, req->first_read_ns);
@@ -324,10 +292,15 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 		if (ev->requests > 0 && gap_ns >= IDLE_CLOSE_MIN_NS) {
 			life->server_idle_closes++;
 			cs_hist_record(life->idle_gap_ns, gap_ns);
-			uint64_t *closed_at = cs_u64map_put(&engine->idle_closed_from,
-							    cs_addr_hash(ev->tuple.remote_addr), NULL);
-			if (closed_at)
-				*closed_at = ev->hdr.ts_ns;
+			struct cs_idle_closes *closes = cs_u64map_put(&engine->idle_closed_from,
+								      cs_addr_hash(ev->tuple.remote_addr), NULL);
+			if (closes) {
+				/* Closes older than the window can no longer be answered. */
+				if (ev->hdr.ts_ns - closes->last_close_ns > RECONNECT_WINDOW_NS)
+					closes->pending = 0;
+				closes->pending++;
+				closes->last_close_ns = ev->hdr.ts_ns;
+			}
 		}
 	}
 	cs_u64map_remove(&engine->conns, ev->sk);
@@ -342,7 +315,8 @@ int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev)
 		return 0;
 	}
 	life->resets_sent++;
-	if (ev->reason == RST_REASON_ABORT_ON_DATA || ev->reason == RST_REASON_TIMEWAIT_SOCKET)
+	if (ev->reason == RST_REASON_ABORT_ON_DATA || ev->reason == RST_REASON_TIMEWAIT_SOCKET ||
+	    (ev->reason == RST_REASON_ABORT_ON_CLOSE && (ev->flags & CS_RESET_UNREAD_REQUEST)))
 		life->keepalive_race_resets++;
 	return 0;
 }

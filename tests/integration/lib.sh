@@ -17,15 +17,19 @@ cs_cleanup() {
 }
 trap cs_cleanup EXIT
 
+# Debian's interpreter: a pyenv shim, where there is one, costs 0.7 s a call.
+if [[ -x /usr/bin/python3 ]]; then python3() { /usr/bin/python3 "$@"; }; fi
+
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "== $*"; }
 
-# A TCP port nobody listens on, picked at random in 20000-39999.
+# A TCP port nobody uses, picked at random in 20000-31999: below the
+# ephemeral range (32768-60999), where client sockets would collide.
 cs_free_port() {
   local port
   for _ in $(seq 50); do
-    port=$((20000 + RANDOM % 20000))
-    if ! ss -Htln "sport = :$port" | grep -q .; then echo "$port"; return; fi
+    port=$((20000 + RANDOM % 12000))
+    if ! ss -Htan "sport = :$port" | grep -q .; then echo "$port"; return; fi
   done
   fail "no free port found"
 }
@@ -62,3 +66,40 @@ assert_cmp() {
     || fail "${4:-check}: expected $1 $2 $3"
   echo "ok: ${4:-check}: $1 $2 $3"
 }
+
+# cs_profile NAME CLIENT_CMD...: attaches connscope to $SERVER_PID, runs the
+# client command to completion, stops connscope (as Ctrl-C would) and leaves
+# its JSON report in $CS_TMP/NAME.json. Extra connscope options can be given
+# in CS_ATTACH_OPTS.
+cs_profile() {
+  local name=$1; shift
+  "$CS_BIN" attach --pid "$SERVER_PID" --json --duration 120 ${CS_ATTACH_OPTS:-} \
+    >"$CS_TMP/$name.json" 2>"$CS_TMP/$name.err" &
+  local cs=$!
+  sleep 1   # attached: the probes are in before the first request
+  "$@" || { kill -INT "$cs"; fail "client failed: $*"; }
+  sleep 0.3 # let the last closes arrive
+  kill -INT "$cs"
+  wait "$cs" || { cat "$CS_TMP/$name.err"; fail "connscope failed ($name)"; }
+}
+
+# assert_p99_agrees SERVER_JSON CLIENT_JSON: connscope's server-side p99
+# within 10 % or 1 ms (whichever is larger) of the client's p99, the client
+# timing each request from when it began it (its connect, or its send on an
+# open connection): csload's service_us. Its latency_us also counts the
+# client's own lateness in waking up to send, which no server can see.
+assert_p99_agrees() {
+  local server client
+  server=$(json_get "$1" 'j["latency_us"]["p99"]')
+  client=$(json_get "$2" 'j["service_us"]["p99"]')
+  local tolerance
+  tolerance=$(python3 -c "print(max(0.1 * $client, 1000.0))")
+  assert_cmp "$(python3 -c "print(abs($server - $client))")" '<=' "$tolerance" \
+    "p99 agreement: connscope $server us vs client $client us (tolerance $tolerance us)"
+}
+
+# top_cause JSON: the tail's largest cause.
+top_cause() { json_get "$1" 'j["tail"]["causes"][0]["cause"]'; }
+
+# flagged JSON: the conditions flagged, space-separated (empty: none).
+flagged() { json_get "$1" '" ".join(k for k, v in j["conditions"].items() if isinstance(v, dict) and v.get("flagged"))'; }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Scenario 1, baseline: keep-alive, light open-loop load on a healthy server
+# whose requests wait 5 ms on a (simulated) backend. The tail is the
+# handler's own time, no condition is flagged, and connscope's p99 agrees
+# with the client's.
+source "$(dirname "$0")/lib.sh"
+
+cs_start_server --workers 2
+cs_profile s1 "$CS_LOAD" --port "$SERVER_PORT" --connections 10 --rate 200 --duration 6 \
+  --path /sleep/5 --json "$CS_TMP/client.json" --quiet
+r=$CS_TMP/s1.json
+note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], c["share"]) for c in j["tail"]["causes"][:3]]'), flagged: '$(flagged "$r")'"
+
+assert_cmp "$(json_get "$r" 'j["requests"]')" '>=' 1150 "requests seen (1200 sent)"
+[[ $(top_cause "$r") == handler ]] || fail "top tail cause is $(top_cause "$r"), expected handler"
+echo "ok: top cause handler"
+[[ -z $(flagged "$r") ]] || fail "conditions flagged on a healthy server: $(flagged "$r")"
+echo "ok: no condition flagged"
+assert_p99_agrees "$r" "$CS_TMP/client.json"

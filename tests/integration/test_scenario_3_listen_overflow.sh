@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Scenario 3: a 4-deep backlog, a slow accept thread and a burst of 40
+# clients connecting at once, one request per connection. SYNs are dropped
+# (drops equal the kernel's ListenOverflows delta), local clients wait 1 s
+# and more for their retransmitted SYNs, and that is the tail's top cause:
+# connscope's p99 agrees with the clients', who time their connects.
+source "$(dirname "$0")/lib.sh"
+
+netstat_counter() {  # TcpExt NAME from /proc/net/netstat
+  awk -v name="$1" '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) col[$i] = i; h = 1 } else print $col[name] }' /proc/net/netstat
+}
+
+cs_start_server --accept acceptor --workers 2 --accept-delay-us 10000 --backlog 4
+before=$(netstat_counter ListenOverflows)
+cs_profile s3 "$CS_LOAD" --port "$SERVER_PORT" --connections 40 --no-keepalive --requests 400 \
+  --duration 20 --json "$CS_TMP/client.json" --quiet
+after=$(netstat_counter ListenOverflows)
+r=$CS_TMP/s3.json
+note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], c["share"]) for c in j["tail"]["causes"][:3]]'), flagged: '$(flagged "$r")'"
+
+[[ $(top_cause "$r") == listen_overflow ]] || fail "top tail cause is $(top_cause "$r"), expected listen_overflow"
+echo "ok: top cause listen_overflow"
+[[ $(json_get "$r" 'j["conditions"]["listen_overflow"]["flagged"]') == True ]] || fail "listen_overflow not flagged"
+assert_cmp "$(json_get "$r" 'j["conditions"]["listen_overflow"]["drops"]')" '==' "$((after - before))" "drops == ListenOverflows delta"
+assert_cmp "$(json_get "$r" 'j["conditions"]["listen_overflow"]["delayed_connections"]')" '>' 0 "connections delayed >= 1 s"
+assert_p99_agrees "$r" "$CS_TMP/client.json"

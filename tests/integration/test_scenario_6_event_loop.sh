@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Scenario 6: on one of two workers, 2 % of requests block the event loop
+# for 50 ms (/block/50, like a synchronous call in an async handler). The
+# requests queued behind them on that worker wait with their data ready:
+# event_loop is the tail's top cause, on that worker. (With 16 connections
+# per worker at 300 requests/s each, about 15 requests arrive during each
+# block: enough that the waiting, not the blocking request, is the tail.)
+source "$(dirname "$0")/lib.sh"
+
+cs_start_server --workers 2 --accept reuseport --block-worker 0
+cs_profile s6 "$CS_LOAD" --port "$SERVER_PORT" --connections 32 --rate 600 --duration 6 \
+  --mix /block/50:0.02 --json "$CS_TMP/client.json" --quiet
+r=$CS_TMP/s6.json
+note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], c["share"], c["evidence"]) for c in j["tail"]["causes"][:2]]')"
+
+[[ $(top_cause "$r") == event_loop ]] || fail "top tail cause is $(top_cause "$r"), expected event_loop"
+echo "ok: top cause event_loop"
+json_get "$r" 'j["tail"]["causes"][0]["evidence"]' | grep -q "csw-0" || fail "event_loop evidence does not name worker csw-0"
+echo "ok: the evidence names csw-0"
+loop_w0=$(json_get "$r" 'sum(t["event_loop_us"] for t in j["threads"] if t["comm"] == "csw-0")')
+loop_w1=$(json_get "$r" 'sum(t["event_loop_us"] for t in j["threads"] if t["comm"] == "csw-1")')
+assert_cmp "$loop_w0" '>' "$(python3 -c "print(5 * $loop_w1)")" "event-loop time on csw-0 far above csw-1"
+assert_p99_agrees "$r" "$CS_TMP/client.json"
