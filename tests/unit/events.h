@@ -190,4 +190,179 @@ static inline void feed_samples(struct cs_engine *engine, uint16_t port, uint64_
 	}
 }
 
+/* ---- requests, connection ends, resets, thread samples ------------------- */
+
+/* addr = ::ffff:a.b.c.d, ipv4 given as 0xAABBCCDD (10.0.0.2 = 0x0a000002). */
+static inline void set_ipv4(uint8_t addr[16], uint32_t ipv4)
+{
+	memset(addr, 0, 16);
+	addr[10] = 0xff;
+	addr[11] = 0xff;
+	addr[12] = (uint8_t)(ipv4 >> 24);
+	addr[13] = (uint8_t)(ipv4 >> 16);
+	addr[14] = (uint8_t)(ipv4 >> 8);
+	addr[15] = (uint8_t)ipv4;
+}
+
+/* The server's 4-tuple for a client at ipv4:port connected to the server's port. */
+static inline struct cs_tuple server_tuple(uint16_t port, uint32_t client_ipv4, uint16_t client_port)
+{
+	struct cs_tuple t;
+	memset(&t, 0, sizeof(t));
+	set_ipv4(t.local_addr, 0x0a000001);
+	set_ipv4(t.remote_addr, client_ipv4);
+	t.local_port = port;
+	t.remote_port = client_port;
+	t.family = AF_INET;
+	return t;
+}
+
+/* An accept of socket sk from a named client (make_accept() picks sk and client itself). */
+static inline struct cs_ev_accept make_accept_of(struct accept_spec s, uint64_t sk, uint32_t client_ipv4,
+						uint16_t client_port)
+{
+	struct cs_ev_accept ev = make_accept(s);
+	ev.sk = sk;
+	ev.tuple = server_tuple(s.port, client_ipv4, client_port);
+	return ev;
+}
+
+/*
+ * A local client's slow connect to the target port, as the kernel reports it
+ * once joined with the server's side: the server's view of the tuple, and
+ * extra_ns, the connect delay beyond one round trip.
+ */
+static inline struct cs_ev_handshake make_slow_handshake(struct handshake_spec s, uint64_t extra_ns,
+							 uint32_t client_ipv4, uint16_t client_port)
+{
+	struct cs_ev_handshake ev = make_handshake(s);
+	ev.tuple = server_tuple(s.port, client_ipv4, client_port);
+	ev.extra_ns = s.gave_up ? 0 : extra_ns;
+	ev.client_established_ns = s.gave_up ? 0 : s.ts_ns;
+	return ev;
+}
+
+struct request_spec {
+	uint64_t sk;
+	uint64_t ts_ns;          /* 0: the request's end (latest of its phase times) */
+	uint64_t start_ns, first_read_ns, first_send_ns, last_send_ns, drain_end_ns;
+	uint64_t pickup_runq_ns, handler_runq_ns, drain_runq_ns;
+	uint64_t handshake_extra_ns;
+	uint32_t index;
+	uint32_t tgid, reader_tid, sender_tid; /* 0: 100, 7, reader_tid */
+	uint32_t bytes_in, bytes_out, send_eagain;
+	uint16_t port;
+	uint16_t flags;
+};
+
+static inline struct cs_ev_request make_request(struct request_spec s)
+{
+	struct cs_ev_request ev;
+	memset(&ev, 0, sizeof(ev));
+	uint64_t end = s.ts_ns;
+	const uint64_t times[] = { s.start_ns, s.first_read_ns, s.first_send_ns, s.last_send_ns, s.drain_end_ns };
+	for (size_t i = 0; !s.ts_ns && i < sizeof(times) / sizeof(times[0]); i++)
+		end = times[i] > end ? times[i] : end;
+	ev.hdr = make_header(CS_EV_REQUEST, sizeof(ev), end);
+	ev.sk = s.sk;
+	ev.start_ns = s.start_ns;
+	ev.first_read_ns = s.first_read_ns;
+	ev.first_send_ns = s.first_send_ns;
+	ev.last_send_ns = s.last_send_ns;
+	ev.drain_end_ns = s.drain_end_ns;
+	ev.pickup_runq_ns = s.pickup_runq_ns;
+	ev.handler_runq_ns = s.handler_runq_ns;
+	ev.drain_runq_ns = s.drain_runq_ns;
+	ev.handshake_extra_ns = s.handshake_extra_ns;
+	ev.bytes_in = s.bytes_in;
+	ev.bytes_out = s.bytes_out;
+	ev.tgid = s.tgid ? s.tgid : 100;
+	ev.reader_tid = s.reader_tid ? s.reader_tid : 7;
+	ev.sender_tid = s.sender_tid ? s.sender_tid : ev.reader_tid;
+	ev.index = s.index;
+	ev.send_eagain = s.send_eagain;
+	ev.listener_port = s.port;
+	ev.flags = s.flags;
+	return ev;
+}
+
+static inline void feed_request(struct cs_engine *engine, struct request_spec s)
+{
+	FEED_OK(engine, make_request(s));
+}
+
+struct close_spec {
+	uint64_t sk;
+	uint64_t ts_ns;            /* left ESTABLISHED */
+	uint64_t established_ns;
+	uint64_t last_activity_ns;
+	uint32_t requests;
+	uint32_t client_ipv4;      /* 0: 10.0.0.2 */
+	uint16_t client_port;      /* 0: 40000 */
+	uint16_t port;
+	uint8_t closed_by;         /* enum cs_closer */
+	uint8_t partial;
+};
+
+static inline struct cs_ev_conn_close make_conn_close(struct close_spec s)
+{
+	struct cs_ev_conn_close ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_CONN_CLOSE, sizeof(ev), s.ts_ns);
+	ev.sk = s.sk;
+	ev.established_ns = s.established_ns;
+	ev.last_activity_ns = s.last_activity_ns;
+	ev.tuple = server_tuple(s.port, s.client_ipv4 ? s.client_ipv4 : 0x0a000002,
+				s.client_port ? s.client_port : 40000);
+	ev.requests = s.requests;
+	ev.tgid = 100;
+	ev.listener_port = s.port;
+	ev.closed_by = s.closed_by;
+	ev.partial = s.partial;
+	return ev;
+}
+
+static inline void feed_conn_close(struct cs_engine *engine, struct close_spec s)
+{
+	FEED_OK(engine, make_conn_close(s));
+}
+
+static inline struct cs_ev_reset make_reset(uint64_t ts_ns, uint16_t port, uint8_t direction, uint32_t reason)
+{
+	struct cs_ev_reset ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_RESET, sizeof(ev), ts_ns);
+	ev.sk = 0xffff555000000000ull + ts_ns;
+	ev.tuple = server_tuple(port, 0x0a000002, 40000);
+	ev.reason = reason;
+	ev.direction = direction;
+	return ev;
+}
+
+static inline struct cs_ev_thread_sample make_thread_sample(uint64_t ts_ns, uint32_t tid, const char *comm,
+							    uint64_t runq_total_ns, uint64_t runq_max_ns,
+							    uint64_t runq_waits)
+{
+	struct cs_ev_thread_sample ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_THREAD_SAMPLE, sizeof(ev), ts_ns);
+	ev.runq_total_ns = runq_total_ns;
+	ev.runq_max_ns = runq_max_ns;
+	ev.runq_waits = runq_waits;
+	ev.tid = tid;
+	ev.tgid = 100;
+	strncpy(ev.comm, comm, sizeof(ev.comm) - 1);
+	return ev;
+}
+
+static inline struct cs_ev_ack_overflow make_ack_overflow(uint64_t ts_ns, uint16_t port)
+{
+	struct cs_ev_ack_overflow ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_ACK_OVERFLOW, sizeof(ev), ts_ns);
+	ev.tuple.local_port = port;
+	ev.tuple.remote_port = 40000;
+	return ev;
+}
+
 #endif /* CS_TEST_EVENTS_H */
