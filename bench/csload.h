@@ -81,6 +81,7 @@ struct csl_config {
 	unsigned int connect_timeout_ms;
 	unsigned int timeout_ms;  /* response timeout, from the moment the request is sent */
 	unsigned int spin_us;     /* busy-wait this long before a scheduled send */
+	bool busy_poll;           /* never sleep: poll sockets, yield the CPU when idle */
 
 	struct csl_path paths[CSL_MAX_PATHS];
 	unsigned int npaths;      /* paths[0] is --path, the rest --mix */

@@ -28,6 +28,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -768,7 +769,7 @@ static int worker_loop(struct csl_worker *w)
 		 * Otherwise sleep until the next deadline, or until spin_ns before
 		 * it and then poll without sleeping (--spin-us). */
 		int timeout = 0;
-		if (w->open || w->idle_count == 0) {
+		if (!w->cfg->busy_poll && (w->open || w->idle_count == 0)) {
 			uint64_t wake = next_wake(w, now);
 			if (wake > now + w->spin_ns) {
 				arm_timerfd(w, wake - w->spin_ns);
@@ -782,6 +783,8 @@ static int worker_loop(struct csl_worker *w)
 			perror("csload: epoll_wait");
 			return -1;
 		}
+		if (n == 0 && w->cfg->busy_poll)
+			sched_yield(); /* nothing to do: let a server thread have the CPU */
 		for (int i = 0; i < n; i++) {
 			uint32_t id = evs[i].data.u32;
 			if (id == TIMERFD_ID) {

@@ -147,6 +147,7 @@ struct conn_state {
 	__u64 handler_runq_ns;
 	__u64 last_activity_ns;
 	__u64 handshake_extra_ns;
+	__u32 write_seq_at_read; /* tcp write_seq at the first read: moves once we answer */
 	__u32 bytes_in;
 	__u32 bytes_out;
 	__u32 tgid;
@@ -160,7 +161,7 @@ struct conn_state {
 	__u8 partial;         /* connection older than the attach */
 	__u8 closed;          /* close record already emitted */
 	__u8 unread_at_close; /* it closed with a request the server never read */
-	__u8 pad[3];
+	__u8 pad[7];
 };
 
 struct {
@@ -389,6 +390,32 @@ static __always_inline void start_request(struct conn_state *conn, __u64 now)
 	conn->last_activity_ns = now;
 }
 
+/* The serving thread began to answer. */
+static __always_inline void mark_first_send(struct conn_state *conn, __u32 tid, __u64 now)
+{
+	conn->phase = PHASE_SENDING;
+	conn->first_send_ns = now;
+	conn->last_send_ns = now;
+	conn->sender_tid = tid;
+	conn->handler_runq_ns = runq_overlap(tid, conn->first_read_ns, now);
+}
+
+/*
+ * The send tracepoints fire after the data is on its way: on loopback the
+ * client may already have read the answer, replied or closed before we see
+ * the send. If the socket's write_seq moved since the first read, the
+ * server has answered: count the answer as begun now.
+ */
+static __always_inline void note_answer_in_flight(const struct sock *sk, struct conn_state *conn,
+						  __u64 now)
+{
+	if (conn->phase != PHASE_HANDLING)
+		return;
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+	if (tp && tp->write_seq != conn->write_seq_at_read)
+		mark_first_send(conn, conn->reader_tid, now);
+}
+
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(on_data_ready, const struct sock *sk)
 {
@@ -413,6 +440,7 @@ int BPF_PROG(on_data_ready, const struct sock *sk)
 	if (conn->closed)
 		return 0;
 	now = bpf_ktime_get_ns();
+	note_answer_in_flight(sk, conn, now);
 	if (conn->phase == PHASE_SENDING)
 		finish_request(sk, conn, now);
 	if (conn->phase == PHASE_IDLE)
@@ -443,6 +471,25 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	conn->reader_tid = (__u32)pid_tgid;
 	conn->tgid = pid_tgid >> 32;
 	conn->pickup_runq_ns = runq_overlap(conn->reader_tid, conn->start_ns, now);
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	if (tp)
+		conn->write_seq_at_read = tp->write_seq;
+	return 0;
+}
+
+/*
+ * Fires inside tcp_sendmsg_locked before the data moves: the exact start of
+ * the answer. Optional (newer kernels); sock_send_length covers the rest.
+ */
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(on_tcp_sendmsg, const struct sock *sk, const struct msghdr *msg, const struct sk_buff *skb,
+	     int size_goal)
+{
+	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
+
+	if (!conn || conn->phase != PHASE_HANDLING)
+		return 0;
+	mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -460,13 +507,8 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 	if (ret <= 0 || (conn->phase != PHASE_HANDLING && conn->phase != PHASE_SENDING))
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	if (conn->phase == PHASE_HANDLING) {
-		conn->phase = PHASE_SENDING;
-		conn->first_send_ns = now;
-		conn->sender_tid = tid;
-		conn->handler_runq_ns = runq_overlap(tid, conn->first_read_ns, now);
-	}
+	if (conn->phase == PHASE_HANDLING)
+		mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), now);
 	conn->last_send_ns = now;
 	conn->last_activity_ns = now;
 	conn->bytes_out += ret;
@@ -487,7 +529,14 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	if (!conn || conn->closed)
 		return 0;
 	now = bpf_ktime_get_ns();
-	finish_request(sk, conn, now);
+	note_answer_in_flight(sk, conn, now);
+	/*
+	 * The client's FIN does not end a request the server has yet to answer
+	 * (it may have half-closed after sending it): that one ends when the
+	 * server closes too.
+	 */
+	if (new_state != TCP_CLOSE_WAIT || conn->phase == PHASE_SENDING)
+		finish_request(sk, conn, now);
 	conn->closed = 1;
 	ev = reserve_event(sizeof(*ev), CS_EV_CONN_CLOSE);
 	if (!ev)
@@ -806,6 +855,13 @@ int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int
 	}
 	if (old_state == TCP_ESTABLISHED)
 		return on_leave_established(sk, new_state);
+	if (old_state == TCP_CLOSE_WAIT) {
+		/* The server closed its half: whatever it answered is done. */
+		struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
+		if (conn)
+			finish_request(sk, conn, bpf_ktime_get_ns());
+		return 0;
+	}
 	if (!trace_handshakes)
 		return 0;
 	if (old_state == TCP_CLOSE && new_state == TCP_SYN_SENT) {

@@ -214,8 +214,14 @@ void cs_compute_conditions(const struct cs_engine *engine, const struct cs_repor
 	}
 	if (req->first_on_connection)
 		cond->non_persistent.setup_cost_us = (double)req->setup_ns / (double)req->first_on_connection / 1e3;
+	/*
+	 * Connections the server's idle timeout ended are that condition's
+	 * doing, not the client's choice: do not blame keep-alive for them.
+	 */
+	bool idle_closes_explain = life->server_idle_closes * 2 >= req->first_on_connection;
 	cond->non_persistent.flagged = req->requests >= REQUESTS_MIN && req->first_on_connection &&
-				       cond->non_persistent.requests_per_connection < NON_PERSISTENT_RPC;
+				       cond->non_persistent.requests_per_connection < NON_PERSISTENT_RPC &&
+				       !idle_closes_explain;
 
 	/* idle_timeout: the server closes idle keep-alive connections */
 	cond->idle_timeout.server_idle_closes = life->server_idle_closes;
@@ -276,7 +282,7 @@ void cs_compute_conditions(const struct cs_engine *engine, const struct cs_repor
 	cond->cpu_saturation.runq_max_ns = scan.max_wait;
 	cond->cpu_saturation.top_runq_share = meta->duration_s > 0 ? (double)scan.top_ns / (meta->duration_s * NS_PER_SEC) : 0.0;
 	struct cs_tail tail;
-	cs_compute_tail(engine, 99.0, &tail);
+	cs_compute_tail(engine, meta->tail_percentile > 0 ? meta->tail_percentile : 99.0, &tail);
 	double runq_tail_share = 0;
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		if (tail.causes[c].cause == CS_CAUSE_RUN_QUEUE)

@@ -110,8 +110,8 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 	struct bpf_program *prog;
 
 	bpf_object__for_each_program(prog, probes->skel->obj) {
-		if (prog == probes->skel->progs.sample_listeners)
-			continue; /* iterators are attached below, not as hooks */
+		if (prog == probes->skel->progs.sample_listeners || !bpf_program__autoload(prog))
+			continue; /* iterators are attached below; optional hooks may be off */
 		struct bpf_link *link = bpf_program__attach(prog);
 		if (!link) {
 			int err = -errno;
@@ -150,6 +150,9 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 		return fail(errmsg, errlen, "cannot open the BPF object: %s", strerror(errno));
 	probes->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
 	probes->skel->rodata->trace_handshakes = opts->trace_handshakes;
+	/* Optional hooks: leave out what this kernel does not have. */
+	if (libbpf_find_vmlinux_btf_id("tcp_sendmsg_locked", BPF_TRACE_RAW_TP) < 0)
+		bpf_program__set_autoload(probes->skel->progs.on_tcp_sendmsg, false);
 	if (bpf_map__set_max_entries(probes->skel->maps.events, opts->ring_bytes))
 		return fail(errmsg, errlen, "ring buffer size %u is not a power of two", opts->ring_bytes);
 

@@ -21,8 +21,12 @@ int cs_trace_create(struct cs_trace_writer *writer, const char *path, const char
 		    uint64_t start_ns)
 {
 	memset(writer, 0, sizeof(*writer));
-	/* O_NOFOLLOW: never write through a symlink planted in a shared directory. */
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/*
+	 * O_NOFOLLOW: never write through a symlink planted in a shared
+	 * directory. O_NONBLOCK: a FIFO without a reader fails at once (ENXIO)
+	 * instead of hanging; the regular-file check below refuses it anyway.
+	 */
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
@@ -151,10 +155,10 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 		got = fread(&hdr, 1, sizeof(hdr), file);
 		if (got == 0)
 			break;
-		if (got < sizeof(hdr))
-			return truncated(errmsg, errlen, "truncated record header at offset %" PRIu64, offset);
 		if (info->has_summary)
 			return corrupt(errmsg, errlen, "data after the summary at offset %" PRIu64, offset);
+		if (got < sizeof(hdr))
+			return truncated(errmsg, errlen, "truncated record header at offset %" PRIu64, offset);
 		size_t expected = hdr.type == CS_TRACE_SUMMARY_TYPE ? sizeof(struct cs_trace_summary)
 								    : cs_record_size(hdr.type);
 		if (!expected)

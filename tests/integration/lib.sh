@@ -67,27 +67,34 @@ assert_cmp() {
   echo "ok: ${4:-check}: $1 $2 $3"
 }
 
-# cs_profile NAME CLIENT_CMD...: attaches connscope to $SERVER_PID, runs the
-# client command to completion, stops connscope (as Ctrl-C would) and leaves
-# its JSON report in $CS_TMP/NAME.json. Extra connscope options can be given
-# in CS_ATTACH_OPTS.
+# cs_profile NAME CLIENT_CMD...: records $SERVER_PID with connscope while
+# the client command runs, stops the recording (as Ctrl-C would), and
+# replays the trace into a JSON report, $CS_TMP/NAME.json: every scenario
+# goes through record and replay. With CS_FIXTURES_OUT set, the trace is
+# kept there as NAME.cstrace (tests/fixtures/ holds such traces).
 cs_profile() {
   local name=$1; shift
-  "$CS_BIN" attach --pid "$SERVER_PID" --json --duration 120 ${CS_ATTACH_OPTS:-} \
-    >"$CS_TMP/$name.json" 2>"$CS_TMP/$name.err" &
+  local trace=$CS_TMP/$name.cstrace
+  "$CS_BIN" record --pid "$SERVER_PID" --duration 120 -o "$trace" ${CS_ATTACH_OPTS:-} \
+    2>"$CS_TMP/$name.err" &
   local cs=$!
   sleep 1   # attached: the probes are in before the first request
   "$@" || { kill -INT "$cs"; fail "client failed: $*"; }
   sleep 0.3 # let the last closes arrive
   kill -INT "$cs"
-  wait "$cs" || { cat "$CS_TMP/$name.err"; fail "connscope failed ($name)"; }
+  wait "$cs" || { cat "$CS_TMP/$name.err"; fail "connscope record failed ($name)"; }
+  "$CS_BIN" report --json "$trace" >"$CS_TMP/$name.json" || fail "connscope report failed ($name)"
+  if [[ -n ${CS_FIXTURES_OUT:-} ]]; then cp "$trace" "$CS_FIXTURES_OUT/$name.cstrace"; fi
 }
 
 # assert_p99_agrees SERVER_JSON CLIENT_JSON: connscope's server-side p99
 # within 10 % or 1 ms (whichever is larger) of the client's p99, the client
 # timing each request from when it began it (its connect, or its send on an
 # open connection): csload's service_us. Its latency_us also counts the
-# client's own lateness in waking up to send, which no server can see.
+# client's own lateness in waking up to send, which no server can see; and
+# scenarios that compare run csload with --busy-poll, so that the client
+# does not add its own wake-up lag (up to milliseconds on a VM) to what it
+# measures either.
 assert_p99_agrees() {
   local server client
   server=$(json_get "$1" 'j["latency_us"]["p99"]')

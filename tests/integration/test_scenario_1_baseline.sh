@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2
-cs_profile s1 "$CS_LOAD" --port "$SERVER_PORT" --connections 10 --rate 200 --duration 6 \
+cs_profile s1 "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections 10 --rate 200 --duration 6 \
   --path /sleep/5 --json "$CS_TMP/client.json" --quiet
 r=$CS_TMP/s1.json
 note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], c["share"]) for c in j["tail"]["causes"][:3]]'), flagged: '$(flagged "$r")'"

@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --accept acceptor --workers 2 --accept-delay-us 2000
-cs_profile s2 "$CS_LOAD" --port "$SERVER_PORT" --connections 16 --no-keepalive --duration 5 \
+cs_profile s2 "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections 16 --no-keepalive --duration 5 \
   --json "$CS_TMP/client.json" --quiet
 r=$CS_TMP/s2.json
 note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], c["share"]) for c in j["tail"]["causes"][:3]]'), flagged: '$(flagged "$r")'"

@@ -12,7 +12,7 @@ netstat_counter() {  # TcpExt NAME from /proc/net/netstat
 
 cs_start_server --accept acceptor --workers 2 --accept-delay-us 10000 --backlog 4
 before=$(netstat_counter ListenOverflows)
-cs_profile s3 "$CS_LOAD" --port "$SERVER_PORT" --connections 40 --no-keepalive --requests 400 \
+cs_profile s3 "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections 40 --no-keepalive --requests 400 \
   --duration 20 --json "$CS_TMP/client.json" --quiet
 after=$(netstat_counter ListenOverflows)
 r=$CS_TMP/s3.json

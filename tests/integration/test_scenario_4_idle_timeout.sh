@@ -9,7 +9,7 @@
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2 --idle-timeout-ms 200
-cs_profile s4a "$CS_LOAD" --port "$SERVER_PORT" --connections 8 --gap-ms 300 --duration 5 \
+cs_profile s4a "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections 8 --gap-ms 300 --duration 5 \
   --json "$CS_TMP/client_a.json" --quiet
 r=$CS_TMP/s4a.json
 note "pausing 300 ms: $(json_get "$r" 'j["conditions"]["idle_timeout"]'), server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us"
@@ -22,7 +22,7 @@ assert_cmp "$(json_get "$r" 'j["conditions"]["idle_timeout"]["reconnects"]')" '>
 assert_p99_agrees "$r" "$CS_TMP/client_a.json"
 
 # Pausing just the timeout: the race.
-cs_profile s4b "$CS_LOAD" --port "$SERVER_PORT" --connections 16 --gap-ms 200 --duration 6 \
+cs_profile s4b "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections 16 --gap-ms 200 --duration 6 \
   --json "$CS_TMP/client_b.json" --quiet
 r=$CS_TMP/s4b.json
 races=$(json_get "$r" 'j["conditions"]["idle_timeout"]["keepalive_race_resets"]')

@@ -5,11 +5,11 @@
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2 --no-keepalive
-cs_profile s5close "$CS_LOAD" --port "$SERVER_PORT" --connections 8 --no-keepalive --rate 400 \
+cs_profile s5close "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections 8 --no-keepalive --rate 400 \
   --duration 5 --json "$CS_TMP/client_close.json" --quiet
 kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
 cs_start_server --workers 2
-cs_profile s5keep "$CS_LOAD" --port "$SERVER_PORT" --connections 8 --rate 400 \
+cs_profile s5keep "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections 8 --rate 400 \
   --duration 5 --json "$CS_TMP/client_keep.json" --quiet
 
 c=$CS_TMP/s5close.json k=$CS_TMP/s5keep.json

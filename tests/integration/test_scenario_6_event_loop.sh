@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2 --accept reuseport --block-worker 0
-cs_profile s6 "$CS_LOAD" --port "$SERVER_PORT" --connections 32 --rate 600 --duration 6 \
+cs_profile s6 "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections 32 --rate 600 --duration 6 \
   --mix /block/50:0.02 --json "$CS_TMP/client.json" --quiet
 r=$CS_TMP/s6.json
 note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], c["share"], c["evidence"]) for c in j["tail"]["causes"][:2]]')"

@@ -97,7 +97,7 @@ static inline struct cs_ev_listener_sample make_sample(struct sample_spec s)
 
 struct handshake_spec {
 	uint64_t ts_ns;          /* the handshake ended */
-	uint16_t port;           /* the target port (client's remote port) */
+	uint16_t port;           /* the target port (the listener's) */
 	uint64_t syn_sent_ns, last_syn_ns;
 	uint32_t retransmits;
 	bool gave_up;            /* false: the connection got in */
@@ -111,8 +111,11 @@ static inline struct cs_ev_handshake make_handshake(struct handshake_spec s)
 	ev.sk = 0xffff777000000000ull + s.ts_ns;
 	ev.syn_sent_ns = s.syn_sent_ns;
 	ev.last_syn_ns = s.last_syn_ns;
-	ev.tuple.local_port = 51000;
-	ev.tuple.remote_port = s.port;
+	/* Handshake records are in the server's view, their delay worked out. */
+	ev.client_established_ns = s.gave_up ? 0 : s.last_syn_ns;
+	ev.extra_ns = s.gave_up ? 0 : s.last_syn_ns - s.syn_sent_ns;
+	ev.tuple.local_port = s.port;
+	ev.tuple.remote_port = 51000;
 	ev.tuple.family = AF_INET;
 	ev.syn_retransmits = s.retransmits ? s.retransmits : 1;
 	ev.tgid = 999;
