@@ -298,6 +298,8 @@ void cs_compute_conditions(const struct cs_engine *engine, const struct cs_repor
 	cond->lifecycle.resets_sent = life->resets_sent;
 	cond->lifecycle.resets_received = life->resets_received;
 	cond->lifecycle.lifetime_p50_ms = (double)cs_hist_percentile(life->lifetime_ns, 50.0) / 1e6;
+	cond->lifecycle.lifetime_p99_ms = (double)cs_hist_percentile(life->lifetime_ns, 99.0) / 1e6;
+	cond->lifecycle.lifetime_max_ms = (double)life->lifetime_ns->max / 1e6;
 	/* TIME_WAIT lasts 60 s: count the server closes of the run's last 60 s. */
 	uint64_t end_second = engine->totals.last_ts_ns / 1000000000ull;
 	for (size_t i = 0; i < 64; i++) {

@@ -83,6 +83,8 @@ struct cs_conditions {
 		uint64_t resets_sent;
 		uint64_t resets_received;
 		double lifetime_p50_ms;
+		double lifetime_p99_ms;
+		double lifetime_max_ms;
 	} lifecycle;
 };
 

@@ -411,10 +411,12 @@ static void json_requests(FILE *out, const struct cs_engine *engine, const struc
 		(double)c.cpu_saturation.runq_max_ns / 1e3);
 	fprintf(out, "\"lifecycle\":{\"closed_by_server\":%" PRIu64 ",\"closed_by_client\":%" PRIu64
 		",\"aborted\":%" PRIu64 ",\"time_wait_created\":%" PRIu64 ",\"time_wait_now\":%" PRIu64
-		",\"resets_sent\":%" PRIu64 ",\"resets_received\":%" PRIu64 ",\"lifetime_p50_ms\":%.3f}",
+		",\"resets_sent\":%" PRIu64 ",\"resets_received\":%" PRIu64 ",\"lifetime_p50_ms\":%.3f"
+		",\"lifetime_p99_ms\":%.3f,\"lifetime_max_ms\":%.3f}",
 		c.lifecycle.closed_by_server, c.lifecycle.closed_by_client, c.lifecycle.aborted,
 		c.lifecycle.time_wait_created, c.lifecycle.time_wait_now, c.lifecycle.resets_sent,
-		c.lifecycle.resets_received, c.lifecycle.lifetime_p50_ms);
+		c.lifecycle.resets_received, c.lifecycle.lifetime_p50_ms, c.lifecycle.lifetime_p99_ms,
+		c.lifecycle.lifetime_max_ms);
 	fprintf(out, ",\"threads\":[");
 	struct thread_json_ctx ctx = { out, 0 };
 	cs_u64map_each(&engine->threads, json_thread, &ctx);
