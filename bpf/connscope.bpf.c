@@ -190,6 +190,27 @@ struct {
 	__type(value, struct thread_sched);
 } thread_scheds SEC(".maps");
 
+/*
+ * Answers whose last send returned with bytes still held in the send queue
+ * (Nagle waiting on a delayed ACK, a closed window): until the byte at
+ * end_seq leaves through a device, the client is still waiting.
+ */
+struct drain_state {
+	__u32 end_seq;         /* write_seq when the last send returned */
+	__u32 pad;
+	__u64 drained_ns;      /* 0 until that byte was handed to a device */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct drain_state);
+} draining SEC(".maps");
+
+/* Entries in draining: while 0, the per-packet probe returns at once. */
+__u64 draining_sockets = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, CS_CTR_MAX);
@@ -325,9 +346,9 @@ static __always_inline __u64 runq_overlap(__u32 tid, __u64 from_ns, __u64 to_ns)
 		if (end > start)
 			total += end - start;
 	}
-	/* A wait still in progress (preempted right now) counts up to to_ns. */
+	/* A wait still in progress counts up to to_ns; the calling thread is running. */
 	__u64 since = ts->runnable_since_ns;
-	if (since && since < to_ns)
+	if (since && since < to_ns && tid != (__u32)bpf_get_current_pid_tgid())
 		total += to_ns - (since > from_ns ? since : from_ns);
 	return total;
 }
@@ -339,6 +360,16 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 
 	if (conn->phase == PHASE_IDLE)
 		return;
+	if (conn->flags & CS_REQ_HELD_BACK) {
+		__u64 key = (__u64)sk;
+		struct drain_state *drain = bpf_map_lookup_elem(&draining, &key);
+		if (drain) {
+			/* Still not out at the next request or the close: out by now. */
+			conn->drain_end_ns = drain->drained_ns ? drain->drained_ns : now;
+			if (!bpf_map_delete_elem(&draining, &key))
+				__sync_fetch_and_add(&draining_sockets, -1);
+		}
+	}
 	ev = reserve_event(sizeof(*ev), CS_EV_REQUEST);
 	if (ev) {
 		__u64 drain_end = conn->drain_end_ns ? conn->drain_end_ns : conn->last_send_ns;
@@ -514,8 +545,57 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 	conn->bytes_out += ret;
 	/* Bytes the kernel holds back (Nagle, a closed window) reach the client later. */
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
-	if (tp && tp->write_seq != tp->snd_nxt)
+	if (!tp)
+		return 0;
+	__u64 key = (__u64)sk;
+	if (tp->write_seq != tp->snd_nxt) {
+		struct drain_state fresh = { .end_seq = tp->write_seq };
+		struct drain_state *drain = bpf_map_lookup_elem(&draining, &key);
+		if (drain) {
+			drain->end_seq = tp->write_seq;
+			drain->drained_ns = 0;
+		} else if (!bpf_map_update_elem(&draining, &key, &fresh, BPF_NOEXIST)) {
+			__sync_fetch_and_add(&draining_sockets, 1);
+		} else {
+			count(CS_CTR_TABLE_FULL);
+		}
 		conn->flags |= CS_REQ_HELD_BACK;
+		conn->drain_end_ns = 0;
+	} else if (conn->flags & CS_REQ_HELD_BACK) {
+		/* An earlier send was held, but now everything is out. */
+		if (!bpf_map_delete_elem(&draining, &key))
+			__sync_fetch_and_add(&draining_sockets, -1);
+		conn->drain_end_ns = now;
+	}
+	return 0;
+}
+
+/*
+ * Every packet handed to a device, loopback included. Only while some
+ * answer is draining does it look further; then it notes when the held
+ * back answer's last byte goes out.
+ */
+SEC("tp_btf/net_dev_start_xmit")
+int BPF_PROG(on_xmit, const struct sk_buff *skb, const struct net_device *dev)
+{
+	if (!draining_sockets)
+		return 0;
+	__u64 key = (__u64)BPF_CORE_READ(skb, sk);
+	struct drain_state *drain = key ? bpf_map_lookup_elem(&draining, &key) : NULL;
+	if (!drain || drain->drained_ns)
+		return 0;
+	/* This segment's last byte: seq + payload. */
+	struct tcphdr th;
+	unsigned char *head = BPF_CORE_READ(skb, head);
+	__u16 transport = BPF_CORE_READ(skb, transport_header);
+	__u32 len = BPF_CORE_READ(skb, len);
+	__u32 headers = (__u32)(transport - (BPF_CORE_READ(skb, data) - head));
+	if (bpf_probe_read_kernel(&th, sizeof(th), head + transport))
+		return 0;
+	__u32 payload = len - headers - th.doff * 4;
+	__u32 end = bpf_ntohl(th.seq) + payload;
+	if ((__s32)(end - drain->end_seq) >= 0)
+		drain->drained_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -665,25 +745,35 @@ int BPF_PROG(on_receive_reset, struct sock *sk)
 
 /* ---- run-queue waits of target threads ------------------------------------ */
 
-static __always_inline void mark_runnable(struct task_struct *task, __u64 now)
+/* The thread's run-queue entry, created for a target thread if missing. */
+static __always_inline struct thread_sched *thread_sched_of(struct task_struct *task)
 {
-	__u32 tgid = task->tgid;
-	if (!is_target_tgid(tgid))
-		return;
 	__u32 tid = task->pid;
 	struct thread_sched *ts = bpf_map_lookup_elem(&thread_scheds, &tid);
-	if (!ts) {
-		struct thread_sched fresh = { .tgid = tgid };
-		if (bpf_map_update_elem(&thread_scheds, &tid, &fresh, BPF_NOEXIST) &&
-		    !bpf_map_lookup_elem(&thread_scheds, &tid)) {
-			count(CS_CTR_TABLE_FULL);
-			return;
-		}
-		ts = bpf_map_lookup_elem(&thread_scheds, &tid);
-		if (!ts)
-			return;
+	if (ts)
+		return ts;
+	__u32 tgid = task->tgid;
+	if (!is_target_tgid(tgid))
+		return NULL;
+	struct thread_sched fresh = { .tgid = tgid };
+	if (bpf_map_update_elem(&thread_scheds, &tid, &fresh, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&thread_scheds, &tid)) {
+		count(CS_CTR_TABLE_FULL);
+		return NULL;
 	}
-	if (!ts->runnable_since_ns)
+	return bpf_map_lookup_elem(&thread_scheds, &tid);
+}
+
+/*
+ * Woken: runnable from now until it gets a CPU. A wake-up of a thread
+ * still on its CPU (it was about to sleep) is no wait at all.
+ */
+static __always_inline void mark_runnable(struct task_struct *task, __u64 now)
+{
+	if (task->on_cpu)
+		return;
+	struct thread_sched *ts = thread_sched_of(task);
+	if (ts && !ts->runnable_since_ns)
 		ts->runnable_since_ns = now;
 }
 
@@ -705,19 +795,26 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u64 now = 0;
+	__u64 now = bpf_ktime_get_ns();
 
-	/* Preempted while runnable: its wait for a CPU starts now. */
+	/*
+	 * Switched out: preempted while runnable, its wait for a CPU starts
+	 * now; going to sleep, it waits for nothing until woken.
+	 */
 	if (prev_state == TASK_RUNNING) {
-		now = bpf_ktime_get_ns();
-		mark_runnable(prev, now);
+		struct thread_sched *prev_ts = thread_sched_of(prev);
+		if (prev_ts)
+			prev_ts->runnable_since_ns = now;
+	} else {
+		__u32 prev_tid = prev->pid;
+		struct thread_sched *prev_ts = bpf_map_lookup_elem(&thread_scheds, &prev_tid);
+		if (prev_ts)
+			prev_ts->runnable_since_ns = 0;
 	}
 	__u32 tid = next->pid;
 	struct thread_sched *ts = bpf_map_lookup_elem(&thread_scheds, &tid);
 	if (!ts || !ts->runnable_since_ns)
 		return 0;
-	if (!now)
-		now = bpf_ktime_get_ns();
 	__u64 waited = now - ts->runnable_since_ns;
 	__u32 slot = ts->recent_next % RUNQ_RECENT;
 	ts->recent_start_ns[slot] = ts->runnable_since_ns;

@@ -127,8 +127,13 @@ static void evidence(const struct cs_engine *engine, const struct cs_tail *tail,
 		if (!n)
 			break;
 		qsort(sizes, n, sizeof(sizes[0]), compare_u32);
-		snprintf(out, len, "tail responses: median %u bytes, largest %u; %llu send(s) found the buffer full; %llu held back in the send queue",
-			 sizes[n / 2], sizes[n - 1], (unsigned long long)eagain, (unsigned long long)held);
+		if (held * 2 >= n)
+			snprintf(out, len, "%llu of %zu tail responses (median %u bytes) sat in the send queue after the server's last write: "
+				 "Nagle's algorithm waiting for the client's delayed ACK, or a closed window; set TCP_NODELAY, "
+				 "or write each response in one call", (unsigned long long)held, n, sizes[n / 2]);
+		else
+			snprintf(out, len, "tail responses: median %u bytes, largest %u; %llu send(s) found the buffer full; %llu held back in the send queue",
+				 sizes[n / 2], sizes[n - 1], (unsigned long long)eagain, (unsigned long long)held);
 		break;
 	}
 	default:

@@ -29,6 +29,7 @@ struct cs_config {
 	bool multi_accept;       /* accept until EAGAIN on each readiness event */
 	uint32_t accept_delay_us;
 	bool keepalive;
+	bool nagle;              /* leave Nagle's algorithm on (no TCP_NODELAY) */
 	uint32_t idle_timeout_ms;   /* 0: keep idle connections forever */
 	uint32_t header_timeout_ms; /* 0: no limit */
 	uint32_t max_header_bytes;

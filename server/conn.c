@@ -315,6 +315,7 @@ static void conn_on_request(struct cs_conn *c, const struct cs_http_request *req
 	c->close_after = false;
 	c->failed = false;
 	c->head_only = false;
+	c->split_write = false;
 	if (cs_http_request_framing(req, &framing) != 0) {
 		cs_conn_fail(c, 400);
 		return;
@@ -418,6 +419,9 @@ static int conn_fill_iov(const struct cs_conn *c, struct iovec *iov, size_t *tot
 	if (c->out_off < c->out_len) {
 		iov[n] = (struct iovec){ (char *)c->out + c->out_off, c->out_len - c->out_off };
 		*total += iov[n++].iov_len;
+		/* /split: header and body in two writes (write-write-read). */
+		if (c->split_write)
+			return n;
 	}
 	for (uint64_t off = c->body_off; off < c->body_len && n < WRITE_IOV_MAX;) {
 		size_t at = (size_t)(off % PATTERN_BYTES);
@@ -645,8 +649,9 @@ void cs_conn_open(struct cs_worker *w, int fd)
 		return;
 	}
 	/* Without it, a pipelined second response would wait for the
-	 * client's delayed ACK of the first (40 ms). Not fatal if refused. */
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0 &&
+	 * client's delayed ACK of the first (40 ms). Not fatal if refused.
+	 * --nagle leaves Nagle's algorithm on, to show that very wait. */
+	if (!w->cfg->nagle && setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0 &&
 	    cs_log_ratelimit(&nodelay_warned_ns, w->now_ns, CS_NS_PER_S))
 		cs_log_warn("worker %d: setsockopt(TCP_NODELAY): %s", w->id, strerror(errno));
 

@@ -51,6 +51,7 @@ struct cs_conn {
 	bool close_after;        /* close once the current response is out */
 	bool failed;             /* the current response is an error */
 	bool head_only;          /* HEAD: fields only, no body */
+	bool split_write;        /* /split: the body in a write of its own */
 
 	uint32_t requests_served;
 	uint64_t header_start_ns; /* connect, or first byte of this request */

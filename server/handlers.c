@@ -113,6 +113,12 @@ void cs_handle_request(struct cs_conn *c, const struct cs_http_request *req)
 		if (!over_limit(c, arg, CS_ROUTE_MAX_SPIN_MS, "ms"))
 			serve_spin(c, arg);
 		break;
+	case CS_ROUTE_SPLIT:
+		if (!over_limit(c, arg, CS_ROUTE_MAX_BYTES, "bytes")) {
+			c->split_write = true;
+			cs_conn_respond_pattern(c, arg);
+		}
+		break;
 	case CS_ROUTE_NOT_FOUND:
 		cs_conn_respond_text(c, 404, "not found\n");
 		break;

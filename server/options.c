@@ -60,6 +60,8 @@ static void print_help(FILE *out)
 "\n"
 "Connections:\n"
 "      --no-keepalive      Connection: close on every response, then close\n"
+"      --nagle             leave Nagle's algorithm on (no TCP_NODELAY): with\n"
+"                          /split, the body waits for the client's delayed ACK\n"
 "      --idle-timeout-ms N close keep-alive connections idle for N ms, and\n"
 "                          responses that make no progress for N ms;\n"
 "                          0-%d, 0 = never (default 0; a stalled response\n"
@@ -86,6 +88,7 @@ static void print_help(FILE *out)
 "               handle_block), MS <= %llu\n"
 "  /spin/MS     burn CPU on the worker for MS ms (on-CPU, in handle_spin),\n"
 "               MS <= %llu\n"
+"  /split/N     like /bytes/N, but the body goes in a write of its own\n"
 "\n"
 "Once listening, one line goes to stdout:\n"
 "  csserver: listening on 127.0.0.1:PORT mode=MODE workers=N backlog=B pid=PID\n"
@@ -179,6 +182,7 @@ enum {
 	OPT_MULTI_ACCEPT,
 	OPT_ACCEPT_DELAY_US,
 	OPT_NO_KEEPALIVE,
+	OPT_NAGLE,
 	OPT_IDLE_TIMEOUT_MS,
 	OPT_HEADER_TIMEOUT_MS,
 	OPT_MAX_HEADER_BYTES,
@@ -194,6 +198,7 @@ static const struct option long_options[] = {
 	{ "multi-accept", no_argument, NULL, OPT_MULTI_ACCEPT },
 	{ "accept-delay-us", required_argument, NULL, OPT_ACCEPT_DELAY_US },
 	{ "no-keepalive", no_argument, NULL, OPT_NO_KEEPALIVE },
+	{ "nagle", no_argument, NULL, OPT_NAGLE },
 	{ "idle-timeout-ms", required_argument, NULL, OPT_IDLE_TIMEOUT_MS },
 	{ "header-timeout-ms", required_argument, NULL, OPT_HEADER_TIMEOUT_MS },
 	{ "max-header-bytes", required_argument, NULL, OPT_MAX_HEADER_BYTES },
@@ -254,6 +259,9 @@ enum cs_options_result cs_options_parse(int argc, char **argv, struct cs_config 
 		case OPT_ACCEPT_DELAY_US:
 			bad = parse_int_option("--accept-delay-us", optarg, 0, MAX_ACCEPT_DELAY_US, &v, err);
 			cfg->accept_delay_us = (uint32_t)v;
+			break;
+		case OPT_NAGLE:
+			cfg->nagle = true;
 			break;
 		case OPT_NO_KEEPALIVE:
 			cfg->keepalive = false;

@@ -13,6 +13,7 @@ static const struct {
 	{ "/sleep/", CS_ROUTE_SLEEP },
 	{ "/block/", CS_ROUTE_BLOCK },
 	{ "/spin/", CS_ROUTE_SPIN },
+	{ "/split/", CS_ROUTE_SPLIT },
 };
 
 static int parse_decimal(const char *s, size_t len, uint64_t *out)

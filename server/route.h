@@ -13,6 +13,7 @@ enum cs_route {
 	CS_ROUTE_SLEEP, /* /sleep/MS  answer after MS ms, loop not blocked */
 	CS_ROUTE_BLOCK, /* /block/MS  block the event loop MS ms (off-CPU) */
 	CS_ROUTE_SPIN,  /* /spin/MS   burn CPU MS ms (on-CPU) */
+	CS_ROUTE_SPLIT, /* /split/N   N-byte body, written apart from the header */
 };
 
 /* Largest arguments; a request above them gets a 400. */

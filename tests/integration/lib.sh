@@ -47,7 +47,7 @@ cs_wait_port() {
 # Sets SERVER_PID and SERVER_PORT.
 cs_start_server() {
   SERVER_PORT=$(cs_free_port)
-  "$CS_SERVER" --port "$SERVER_PORT" "$@" >"$CS_TMP/server.$SERVER_PORT.log" 2>&1 &
+  ${CS_SERVER_WRAP:-} "$CS_SERVER" --port "$SERVER_PORT" "$@" >"$CS_TMP/server.$SERVER_PORT.log" 2>&1 &
   SERVER_PID=$!
   cs_pids+=("$SERVER_PID")
   cs_wait_port "$SERVER_PORT"

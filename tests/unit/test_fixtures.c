@@ -154,10 +154,21 @@ Test(fixtures, s7_cpu_hogs_are_the_run_queue)
 	release(&r);
 }
 
+Test(fixtures, s8_nagle_is_send_drain_past_the_last_send)
+{
+	struct replay r;
+	replay("s8", &r);
+	cr_expect_eq(r.tail.causes[0].cause, CS_CAUSE_SEND_DRAIN);
+	cr_expect_gt(r.tail.causes[0].share, 0.9);
+	/* The wait comes after the last send returned: held back, then drained. */
+	cr_expect_geq(r.engine->requests.held_back, r.engine->requests.requests * 9 / 10);
+	release(&r);
+}
+
 Test(fixtures, every_fixture_splits_exactly)
 {
 	/* The tail's cause times add up to the tail requests' whole latency. */
-	static const char *const names[] = { "s1", "s2", "s3", "s4a", "s4b", "s5close", "s5keep", "s6", "s7" };
+	static const char *const names[] = { "s1", "s2", "s3", "s4a", "s4b", "s5close", "s5keep", "s6", "s7", "s8" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		struct replay r;
 		replay(names[i], &r);
