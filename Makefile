@@ -115,4 +115,7 @@ test: unit-test integration-test
 clean:
 	$(Q)rm -rf $(BUILD)
 
+# Further targets (benchmarks, fuzzing, sanitizers, linters) live in mk/.
+-include $(wildcard mk/*.mk)
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
