@@ -88,7 +88,7 @@ static void diagnose_backlog(const struct cs_listener_stats *l, const struct cs_
 	if (l->handshakes_failed) {
 		size_t used = strlen(delayed);
 		snprintf(delayed + used, sizeof(delayed) - used,
-			 "; %llu local connect(s) gave up while retrying their SYN",
+			 "; %llu local connection(s) never got in: their clients gave up while still retrying the SYN",
 			 (unsigned long long)l->handshakes_failed);
 	}
 	struct cs_finding *f = add(list, "backlog_full", l->port,

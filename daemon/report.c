@@ -88,7 +88,7 @@ static void text_listener(FILE *out, const struct cs_listener_stats *l, const st
 		if (l->handshake_extra_ns->count)
 			cs_format_duration(max, sizeof(max), l->handshake_extra_ns->max);
 		fprintf(out, "  %-11s %" PRIu64 " local connect(s) retransmitted SYNs: %" PRIu64
-			" delayed >= 1 s (max %s), %" PRIu64 " gave up\n", "handshakes",
+			" delayed >= 1 s (max %s), %" PRIu64 " never got in (the client gave up)\n", "handshakes",
 			l->handshakes_retransmitted, l->handshakes_delayed_1s, max, l->handshakes_failed);
 	}
 	text_workers(out, l);
@@ -157,12 +157,15 @@ static void text_conditions(FILE *out, const struct cs_engine *engine, const str
 	fprintf(out, "conditions\n");
 	int shown = 0;
 	if (cond.non_persistent.flagged) {
+		char setup[32], median[32];
+		cs_format_duration(setup, sizeof(setup), (uint64_t)(cond.non_persistent.setup_cost_us * 1e3));
+		cs_format_duration(median, sizeof(median), (uint64_t)(cond.non_persistent.median_latency_us * 1e3));
 		shown++;
 		fprintf(out, "  ! non_persistent: %.2f requests per connection; %.0f%% of requests paid connection "
-			"set-up (accept queue + SYN retries: %.0f us on average, median request %.0f us)\n"
+			"set-up (accept queue and SYN retries: %s on average; the median request takes %s)\n"
 			"      -> turn on keep-alive (HTTP/1.1 persistent connections, client connection pools)\n",
 			cond.non_persistent.requests_per_connection, 100.0 * cond.non_persistent.setup_share,
-			cond.non_persistent.setup_cost_us, cond.non_persistent.median_latency_us);
+			setup, median);
 	}
 	if (cond.idle_timeout.flagged) {
 		shown++;
@@ -176,20 +179,21 @@ static void text_conditions(FILE *out, const struct cs_engine *engine, const str
 	if (cond.listen_overflow.flagged) {
 		shown++;
 		fprintf(out, "  ! listen_overflow: %" PRIu64 " SYN(s) dropped; %" PRIu64 " local connection(s) "
-			"delayed >= 1 s, %" PRIu64 " gave up\n"
+			"delayed >= 1 s, %" PRIu64 " never got in (their clients gave up retrying)\n"
 			"      -> raise the listen backlog and net.core.somaxconn; accept faster\n",
 			cond.listen_overflow.drops, cond.listen_overflow.delayed_connections,
 			cond.listen_overflow.failed_connections);
 	}
 	if (cond.accept_contention.flagged) {
+		char p99[32];
+		cs_format_duration(p99, sizeof(p99), (uint64_t)(cond.accept_contention.accept_wait_p99_us * 1e3));
 		shown++;
-		fprintf(out, "  ! accept_contention:%s%s%s accept wait p99 %.0f us, busiest worker %.0f%% of accepts, "
+		fprintf(out, "  ! accept_contention:%s%s%s accept wait p99 %s, busiest worker %.0f%% of accepts, "
 			"%" PRIu64 " EAGAIN\n      -> see the diagnosis below\n",
 			cond.accept_contention.acceptor_bottleneck ? " accepting lags;" : "",
 			cond.accept_contention.unfair ? " unfair spread;" : "",
 			cond.accept_contention.thundering_herd ? " thundering herd;" : "",
-			cond.accept_contention.accept_wait_p99_us, 100.0 * cond.accept_contention.busiest_worker_share,
-			cond.accept_contention.eagain);
+			p99, 100.0 * cond.accept_contention.busiest_worker_share, cond.accept_contention.eagain);
 	}
 	if (cond.cpu_saturation.flagged) {
 		char total[32], top[32], longest[32];

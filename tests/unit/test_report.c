@@ -162,7 +162,7 @@ Test(diagnose, backlog_full_quotes_the_delayed_handshakes)
 	const struct cs_finding *item = expect_finding(&f, "backlog_full", PORT);
 	expect_text(item->text, "1 local connection(s) waited >= 1 s");
 	expect_text(item->text, "max 3.00 s");
-	expect_text(item->text, "1 local connect(s) gave up");
+	expect_text(item->text, "1 local connection(s) never got in: their clients gave up");
 }
 
 Test(diagnose, backlog_full_from_full_samples_alone)
@@ -563,7 +563,7 @@ Test(report_text, handshakes_line)
 	feed_handshake(engine, (struct handshake_spec){ .port = PORT, .gave_up = true,
 							.ts_ns = clock_ns + 2 * SEC });
 	char *text = render(cs_report_text);
-	expect_text(text, "2 local connect(s) retransmitted SYNs: 1 delayed >= 1 s (max 1.00 s), 1 gave up");
+	expect_text(text, "2 local connect(s) retransmitted SYNs: 1 delayed >= 1 s (max 1.00 s), 1 never got in (the client gave up)");
 	free(text);
 }
 
