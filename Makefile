@@ -25,9 +25,10 @@ endif
 # The loader (BPF skeleton and the run loop) is linked only into the tools.
 # Everything else in daemon/ (the pure engine, reports, /proc parsing) is
 # shared by the tools and the unit tests.
-LOADER_SRCS := daemon/probes.c daemon/session.c
+LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(wildcard daemon/*.c))
-CLI_SRCS    := $(wildcard cli/*.c)
+CLI_SRCS    := cli/connscope.c
+DAEMON_MAIN := cli/connscoped.c
 SERVER_SRCS := $(wildcard server/*.c)
 LOADGEN_SRCS := $(wildcard bench/csload*.c) daemon/hist.c
 UNIT_SRCS   := $(wildcard tests/unit/*.c) $(wildcard server/http_parse.c)
@@ -37,13 +38,14 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 ENGINE_OBJS := $(call obj,$(ENGINE_SRCS))
 LOADER_OBJS := $(call obj,$(filter $(wildcard daemon/*.c),$(LOADER_SRCS)))
 CLI_OBJS    := $(call obj,$(CLI_SRCS))
+DAEMON_OBJS := $(call obj,$(DAEMON_MAIN))
 SERVER_OBJS := $(call obj,$(SERVER_SRCS))
 LOADGEN_OBJS := $(call obj,$(LOADGEN_SRCS))
 UNIT_OBJS   := $(call obj,$(UNIT_SRCS))
 
 DEPS_OK  := $(BUILD)/.deps-ok
 SKEL     := $(BUILD)/connscope.skel.h
-PROGRAMS := $(BUILD)/connscope $(BUILD)/csserver $(BUILD)/csload
+PROGRAMS := $(BUILD)/connscope $(BUILD)/connscoped $(BUILD)/csserver $(BUILD)/csload
 
 .DELETE_ON_ERROR:
 .PHONY: all deps demo test unit-test integration-test clean
@@ -80,11 +82,15 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 # Loader and CLI objects include the skeleton.
-$(LOADER_OBJS) $(CLI_OBJS): $(SKEL)
+$(LOADER_OBJS) $(CLI_OBJS) $(DAEMON_OBJS): $(SKEL)
 
 $(BUILD)/connscope: $(CLI_OBJS) $(LOADER_OBJS) $(ENGINE_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) -lm
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) -lm
+
+$(BUILD)/connscoped: $(DAEMON_OBJS) $(LOADER_OBJS) $(ENGINE_OBJS)
+	$(msg) LINK $@
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) -lm
 
 # The reference server keeps frame pointers (already in CFLAGS) so that
 # user stacks unwind through it.

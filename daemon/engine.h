@@ -174,6 +174,7 @@ struct cs_request_stats {
 	struct cs_hist *latency_ns;
 	uint64_t (*bucket_cause_ns)[CS_CAUSE_COUNT]; /* [CS_HIST_BUCKETS] */
 	uint64_t (*bucket_dominant)[CS_CAUSE_COUNT]; /* requests whose largest cause it was */
+	struct cs_hist *cause_ns[CS_CAUSE_COUNT];    /* each request's time in each cause */
 	uint64_t setup_ns;            /* accept_queue + listen_overflow of first requests */
 	struct cs_exemplar exemplars[CS_EXEMPLARS]; /* min-heap on total_ns */
 	size_t exemplar_count;

@@ -49,6 +49,12 @@ int cs_requests_init(struct cs_engine *engine)
 	r->bucket_dominant = calloc(CS_HIST_BUCKETS, sizeof(*r->bucket_dominant));
 	l->idle_gap_ns = malloc(sizeof(*l->idle_gap_ns));
 	l->lifetime_ns = malloc(sizeof(*l->lifetime_ns));
+	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
+		r->cause_ns[c] = malloc(sizeof(*r->cause_ns[c]));
+		if (!r->cause_ns[c])
+			return -ENOMEM;
+		cs_hist_init(r->cause_ns[c]);
+	}
 	if (!r->latency_ns || !r->bucket_cause_ns || !r->bucket_dominant || !l->idle_gap_ns || !l->lifetime_ns)
 		return -ENOMEM;
 	cs_hist_init(r->latency_ns);
@@ -66,6 +72,8 @@ void cs_requests_free(struct cs_engine *engine)
 	free(engine->requests.latency_ns);
 	free(engine->requests.bucket_cause_ns);
 	free(engine->requests.bucket_dominant);
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		free(engine->requests.cause_ns[c]);
 	free(engine->lifecycle.idle_gap_ns);
 	free(engine->lifecycle.lifetime_ns);
 	cs_u64map_free(&engine->conns);
@@ -233,6 +241,7 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	int dominant = 0;
 	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
 		stats->bucket_cause_ns[bucket][c] += split.cause_ns[c];
+		cs_hist_record(stats->cause_ns[c], split.cause_ns[c]);
 		if (split.cause_ns[c] > split.cause_ns[dominant])
 			dominant = c;
 	}

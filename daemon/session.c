@@ -7,11 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "procfs.h"
 
 #define POLL_INTERVAL_MS 20
 #define ALIVE_CHECK_NS 1000000000ull
+/* Following: look for (new) target processes this often; faster while none runs. */
+#define RESCAN_IDLE_NS 1000000000ull
+#define RESCAN_BUSY_NS 10000000000ull
 
 struct session {
 	const struct cs_session_options *opts;
@@ -131,7 +135,7 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 		pid_t pids[CS_MAX_TARGETS];
 		size_t n = 0;
 		cs_pids_on_port(opts->ports[i], listeners, listener_count, pids, CS_MAX_TARGETS, &n);
-		if (n == 0)
+		if (n == 0 && !opts->follow)
 			return fail(errmsg, errlen, "nobody listens on TCP port %u (check with 'ss -ltnp "
 				    "sport = :%u')", opts->ports[i], opts->ports[i]);
 		for (size_t j = 0; j < n; j++)
@@ -145,19 +149,81 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 
 	/* "pid 1234 (nginx) ports 80,443" */
 	char comm[32] = "?";
+	size_t used = 0;
+	if (s->live_count == 0) {
+		used = (size_t)snprintf(result->target, sizeof(result->target), "(waiting) port%s ",
+					*port_count > 1 ? "s" : "");
+		goto ports;
+	}
 	cs_proc_comm(s->live[0], comm, sizeof(comm));
-	size_t used = (size_t)snprintf(result->target, sizeof(result->target), "%s %d",
-				       s->live_count > 1 ? "pids" : "pid", (int)s->live[0]);
+	used = (size_t)snprintf(result->target, sizeof(result->target), "%s %d",
+				s->live_count > 1 ? "pids" : "pid", (int)s->live[0]);
 	for (size_t i = 1; i < s->live_count && used < sizeof(result->target); i++)
 		used += (size_t)snprintf(result->target + used, sizeof(result->target) - used, ",%d",
 					 (int)s->live[i]);
 	if (used < sizeof(result->target))
 		used += (size_t)snprintf(result->target + used, sizeof(result->target) - used, " (%s) port%s ",
 					 comm, *port_count > 1 ? "s" : "");
+ports:
 	for (size_t i = 0; i < *port_count && used < sizeof(result->target); i++)
 		used += (size_t)snprintf(result->target + used, sizeof(result->target) - used, "%s%u",
 					 i ? "," : "", ports[i]);
 	return 0;
+}
+
+/*
+ * Following: processes now holding the target ports (a restarted server, a
+ * second instance) become targets too. Returns how many were added.
+ */
+static size_t rescan_ports(const struct cs_session_options *opts, struct session *s,
+			   struct cs_probes *probes)
+{
+	static struct cs_listen_socket listeners[CS_MAX_LISTENERS];
+	size_t listener_count = 0, added = 0;
+	int err = cs_list_listeners(listeners, CS_MAX_LISTENERS, &listener_count);
+	if (err && err != -ENOSPC)
+		return 0;
+	for (size_t i = 0; i < opts->port_count; i++) {
+		pid_t pids[CS_MAX_TARGETS];
+		size_t n = 0;
+		cs_pids_on_port(opts->ports[i], listeners, listener_count, pids, CS_MAX_TARGETS, &n);
+		for (size_t j = 0; j < n; j++) {
+			size_t before = s->live_count;
+			live_add(s, pids[j]);
+			if (s->live_count == before)
+				continue;
+			cs_probes_add_tgid(probes, (uint32_t)pids[j]);
+			added++;
+			if (!opts->quiet)
+				fprintf(stderr, "connscope: now watching pid %d on port %u\n", (int)pids[j],
+					opts->ports[i]);
+		}
+	}
+	return added;
+}
+
+static void lock_engine(const struct cs_session_options *opts)
+{
+	if (opts->engine_lock)
+		pthread_mutex_lock(opts->engine_lock);
+}
+
+static void unlock_engine(const struct cs_session_options *opts)
+{
+	if (opts->engine_lock)
+		pthread_mutex_unlock(opts->engine_lock);
+}
+
+/* The figures only the probes know, for a report or a scrape mid-run. */
+static void update_meta(struct cs_probes *probes, struct session *s, uint64_t start_ns,
+			struct cs_report_meta *meta)
+{
+	uint64_t counters[CS_CTR_MAX] = {};
+	cs_probes_counters(probes, counters);
+	meta->duration_s = (double)(now_ns() - start_ns) / 1e9;
+	meta->events_lost = counters[CS_CTR_LOST];
+	meta->table_full = counters[CS_CTR_TABLE_FULL];
+	meta->records_read = s->records;
 }
 
 int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engine,
@@ -176,7 +242,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	if (cs_probes_preflight(errmsg, errlen) ||
 	    resolve_targets(opts, &s, ports, &port_count, result, errmsg, errlen))
 		return -1;
-	pid_t netns_pid = cs_netns_reader(s.live[0]);
+	pid_t netns_pid = cs_netns_reader(s.live_count ? s.live[0] : getpid());
 	struct cs_tcp_counters counters_before = {}, counters_after = {};
 	bool have_counters = cs_proc_tcp_counters(netns_pid, &counters_before) == 0;
 
@@ -209,25 +275,42 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	uint64_t end_ns = opts->duration_s > 0 ? start_ns + (uint64_t)(opts->duration_s * 1e9) : 0;
 	uint64_t sample_every_ns = 1000000000ull / (opts->sample_hz ? opts->sample_hz : 10);
 	uint64_t next_sample_ns = start_ns + sample_every_ns, next_alive_ns = start_ns + ALIVE_CHECK_NS;
+	uint64_t last_rescan_ns = start_ns;
 	for (;;) {
+		lock_engine(opts);
 		err = cs_probes_poll(&probes, POLL_INTERVAL_MS);
+		unlock_engine(opts);
 		if (err < 0 && err != -EINTR) {
 			fail(errmsg, errlen, "reading the ring buffer failed: %s", strerror(-err));
 			goto out;
 		}
 		uint64_t now = now_ns();
 		if (now >= next_sample_ns) {
+			lock_engine(opts);
 			cs_probes_sample_listeners(&probes);
+			unlock_engine(opts);
 			next_sample_ns += sample_every_ns;
 			if (next_sample_ns < now) /* we fell behind: do not burst */
 				next_sample_ns = now + sample_every_ns;
 		}
 		if (now >= next_alive_ns) {
+			lock_engine(opts);
 			cs_probes_sample_threads(&probes, now);
+			if (opts->live_meta)
+				update_meta(&probes, &s, start_ns, opts->live_meta);
+			unlock_engine(opts);
 			prune_dead(&s);
 			next_alive_ns = now + ALIVE_CHECK_NS;
 		}
-		if (s.live_count == 0) {
+		/* Look again soon while no target runs (a restart), rarely otherwise. */
+		uint64_t rescan_every_ns = s.live_count ? RESCAN_BUSY_NS : RESCAN_IDLE_NS;
+		if (opts->follow && (now - last_rescan_ns >= rescan_every_ns || (opts->rescan && *opts->rescan))) {
+			if (opts->rescan)
+				*opts->rescan = 0;
+			rescan_ports(opts, &s, &probes);
+			last_rescan_ns = now;
+		}
+		if (s.live_count == 0 && !opts->follow) {
 			result->target_exited = true;
 			if (!opts->quiet)
 				fprintf(stderr, "connscope: the target exited; reporting what was seen\n");
@@ -242,12 +325,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	if (!result->target_exited)
 		cs_probes_sample_listeners(&probes);
 	cs_probes_sample_threads(&probes, now_ns());
-	uint64_t counters[CS_CTR_MAX] = {};
-	cs_probes_counters(&probes, counters);
-	result->meta.duration_s = (double)(now_ns() - start_ns) / 1e9;
-	result->meta.events_lost = counters[CS_CTR_LOST];
-	result->meta.table_full = counters[CS_CTR_TABLE_FULL];
-	result->meta.records_read = s.records;
+	update_meta(&probes, &s, start_ns, &result->meta);
 	if (have_counters && cs_proc_tcp_counters(netns_pid, &counters_after) == 0) {
 		result->meta.netstat.valid = true;
 		result->meta.netstat.listen_overflows = counters_after.listen_overflows - counters_before.listen_overflows;

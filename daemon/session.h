@@ -7,6 +7,7 @@
 #ifndef CS_SESSION_H
 #define CS_SESSION_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -29,6 +30,13 @@ struct cs_session_options {
 	cs_record_fn tee;                  /* optional: also gets every record */
 	void *tee_ctx;
 	bool quiet;                        /* no progress lines on stderr */
+
+	/* The daemon's needs: */
+	bool follow;                       /* keep going when targets exit; find
+	                                      new processes on the target ports */
+	volatile sig_atomic_t *rescan;     /* set (SIGHUP): look for targets now; cleared here */
+	pthread_mutex_t *engine_lock;      /* held while the engine is fed */
+	struct cs_report_meta *live_meta;  /* kept current (under engine_lock) */
 };
 
 /* What happened to the run, beyond the engine's statistics. */

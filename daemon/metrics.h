@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The engine's state as Prometheus text exposition (format 0.0.4): request
+ * latency, accept-queue wait and each cause's time as histograms, accepts,
+ * drops, wasted wake-ups, idle closes, race resets and lost events as
+ * counters. Base units (seconds); counters end in _total. Pure: renders
+ * into a FILE *.
+ */
+#ifndef CS_METRICS_H
+#define CS_METRICS_H
+
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "engine.h"
+#include "report.h"
+
+/* Content-Type of what cs_metrics_render writes. */
+#define CS_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/* target: the label value naming what is watched (e.g. the process name). */
+void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
+		       const char *target);
+
+/*
+ * Parse "ADDR:PORT", "[ADDR6]:PORT" or "PORT" (then 127.0.0.1: metrics are
+ * served on loopback unless an address is given). Returns 0 or -EINVAL.
+ */
+int cs_parse_listen_address(const char *text, struct sockaddr_storage *addr, unsigned int *addr_len);
+
+#endif /* CS_METRICS_H */
