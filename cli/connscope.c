@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "engine.h"
 #include "report.h"
 #include "session.h"
@@ -46,29 +47,6 @@ static int usage_error(const char *command, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\nTry 'connscope %s --help'.\n", command);
 	return EXIT_USAGE;
-}
-
-/* Strict integer parse: the whole string, within [min, max]. */
-static bool parse_long(const char *text, long min, long max, long *out)
-{
-	char *end;
-	errno = 0;
-	long value = strtol(text, &end, 10);
-	if (errno || end == text || *end || value < min || value > max)
-		return false;
-	*out = value;
-	return true;
-}
-
-static bool parse_double(const char *text, double min, double max, double *out)
-{
-	char *end;
-	errno = 0;
-	double value = strtod(text, &end);
-	if (errno || end == text || *end || !(value >= min && value <= max))
-		return false;
-	*out = value;
-	return true;
 }
 
 static const char target_options_help[] =

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "engine.h"
 #include "metrics_server.h"
 #include "report.h"
@@ -53,17 +54,6 @@ static int usage_error(const char *fmt, ...)
 	va_end(ap);
 	fputs("\nTry 'connscoped --help'.\n", stderr);
 	return EXIT_USAGE;
-}
-
-static bool parse_long(const char *text, long min, long max, long *out)
-{
-	char *end;
-	errno = 0;
-	long value = strtol(text, &end, 10);
-	if (errno || end == text || *end || value < min || value > max)
-		return false;
-	*out = value;
-	return true;
 }
 
 static void help(FILE *out)

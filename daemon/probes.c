@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "probes.h"
+#include "errmsg.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -32,16 +33,6 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return 0;
 }
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *errmsg, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(errmsg, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static bool has_cap(const struct __user_cap_data_struct caps[2], int cap)
 {
 	return caps[cap / 32].effective & (1u << (cap % 32));
@@ -54,13 +45,13 @@ static int check_privileges(char *errmsg, size_t errlen)
 	struct __user_cap_data_struct caps[2] = {};
 
 	if (syscall(SYS_capget, &header, caps))
-		return fail(errmsg, errlen, "cannot read this process's capabilities: %s", strerror(errno));
+		return cs_fail(errmsg, errlen, "cannot read this process's capabilities: %s", strerror(errno));
 	if (has_cap(caps, CAP_SYS_ADMIN))
 		return 0;
 	bool bpf = has_cap(caps, CAP_BPF_BIT), perfmon = has_cap(caps, CAP_PERFMON_BIT);
 	if (bpf && perfmon)
 		return 0;
-	return fail(errmsg, errlen,
+	return cs_fail(errmsg, errlen,
 		    "missing %s%s%s: run as root, or grant them with "
 		    "'sudo setcap cap_bpf,cap_perfmon,cap_net_admin,cap_sys_ptrace,cap_dac_read_search+ep connscope'",
 		    bpf ? "" : "CAP_BPF", !bpf && !perfmon ? " and " : "", perfmon ? "" : "CAP_PERFMON");
@@ -77,7 +68,7 @@ static int ensure_tracefs(char *errmsg, size_t errlen)
 		return 0;
 	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0)
 		return 0;
-	return fail(errmsg, errlen,
+	return cs_fail(errmsg, errlen,
 		    "tracefs is not mounted and mounting it failed (%s): run "
 		    "'mount -t tracefs nodev /sys/kernel/tracing' as root", strerror(errno));
 }
@@ -85,7 +76,7 @@ static int ensure_tracefs(char *errmsg, size_t errlen)
 static int check_kernel(char *errmsg, size_t errlen)
 {
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
-		return fail(errmsg, errlen,
+		return cs_fail(errmsg, errlen,
 			    "this kernel has no BTF (/sys/kernel/btf/vmlinux): connscope needs a kernel "
 			    "built with CONFIG_DEBUG_INFO_BTF=y (most distribution kernels since 5.8)");
 	return ensure_tracefs(errmsg, errlen);
@@ -115,7 +106,7 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 		struct bpf_link *link = bpf_program__attach(prog);
 		if (!link) {
 			int err = -errno;
-			return fail(errmsg, errlen,
+			return cs_fail(errmsg, errlen,
 				    "cannot attach probe %s (%s): %s; this kernel may lack the hook",
 				    bpf_program__name(prog), bpf_program__section_name(prog),
 				    libbpf_last_line[0] ? libbpf_last_line : strerror(-err));
@@ -127,7 +118,7 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 	}
 	probes->iter_link = bpf_program__attach_iter(probes->skel->progs.sample_listeners, NULL);
 	if (!probes->iter_link)
-		return fail(errmsg, errlen, "cannot create the TCP socket iterator (iter/tcp): %s",
+		return cs_fail(errmsg, errlen, "cannot create the TCP socket iterator (iter/tcp): %s",
 			    strerror(errno));
 	return 0;
 }
@@ -147,18 +138,18 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 	/* 1. open, 2. configure, 3. load, 4. attach */
 	probes->skel = connscope_bpf__open();
 	if (!probes->skel)
-		return fail(errmsg, errlen, "cannot open the BPF object: %s", strerror(errno));
+		return cs_fail(errmsg, errlen, "cannot open the BPF object: %s", strerror(errno));
 	probes->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
 	probes->skel->rodata->trace_handshakes = opts->trace_handshakes;
 	/* Optional hooks: leave out what this kernel does not have. */
 	if (libbpf_find_vmlinux_btf_id("tcp_sendmsg_locked", BPF_TRACE_RAW_TP) < 0)
 		bpf_program__set_autoload(probes->skel->progs.on_tcp_sendmsg, false);
 	if (bpf_map__set_max_entries(probes->skel->maps.events, opts->ring_bytes))
-		return fail(errmsg, errlen, "ring buffer size %u is not a power of two", opts->ring_bytes);
+		return cs_fail(errmsg, errlen, "ring buffer size %u is not a power of two", opts->ring_bytes);
 
 	int err = connscope_bpf__load(probes->skel);
 	if (err) {
-		return fail(errmsg, errlen,
+		return cs_fail(errmsg, errlen,
 			    "the kernel refused connscope's BPF programs (%s)%s%s; run with --verbose for "
 			    "the verifier log", strerror(-err), libbpf_last_line[0] ? ": " : "",
 			    libbpf_last_line);
@@ -168,7 +159,7 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 
 	probes->ring = ring_buffer__new(bpf_map__fd(probes->skel->maps.events), handle_record, probes, NULL);
 	if (!probes->ring)
-		return fail(errmsg, errlen, "cannot map the ring buffer: %s", strerror(errno));
+		return cs_fail(errmsg, errlen, "cannot map the ring buffer: %s", strerror(errno));
 	return 0;
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "session.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -30,16 +31,6 @@ static uint64_t now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-__attribute__((format(printf, 3, 4)))
-static int fail(char *errmsg, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(errmsg, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
 }
 
 static void live_add(struct session *s, pid_t pid)
@@ -103,24 +94,24 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 	size_t listener_count = 0;
 	int err = cs_list_listeners(listeners, CS_MAX_LISTENERS, &listener_count);
 	if (err && err != -ENOSPC)
-		return fail(errmsg, errlen, "cannot list listening sockets (sock_diag): %s", strerror(-err));
+		return cs_fail(errmsg, errlen, "cannot list listening sockets (sock_diag): %s", strerror(-err));
 
 	*port_count = 0;
 	for (size_t i = 0; i < opts->pid_count; i++) {
 		pid_t pid = opts->pids[i];
 		if (cs_proc_alive(pid))
-			return fail(errmsg, errlen, "no such process: pid %d (check the pid with 'ps -p %d')",
+			return cs_fail(errmsg, errlen, "no such process: pid %d (check the pid with 'ps -p %d')",
 				    (int)pid, (int)pid);
 		uint16_t found[CS_MAX_TARGETS];
 		size_t n = 0;
 		err = cs_proc_listen_ports(pid, listeners, listener_count, found, CS_MAX_TARGETS, &n);
 		if (err == -EACCES || err == -EPERM)
-			return fail(errmsg, errlen, "cannot read /proc/%d/fd: %s (run as root, or grant "
+			return cs_fail(errmsg, errlen, "cannot read /proc/%d/fd: %s (run as root, or grant "
 				    "CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH)", (int)pid, strerror(-err));
 		if (err && err != -ENOSPC)
-			return fail(errmsg, errlen, "cannot read the sockets of pid %d: %s", (int)pid, strerror(-err));
+			return cs_fail(errmsg, errlen, "cannot read the sockets of pid %d: %s", (int)pid, strerror(-err));
 		if (n == 0)
-			return fail(errmsg, errlen, "pid %d has no listening TCP socket: attach to the server "
+			return cs_fail(errmsg, errlen, "pid %d has no listening TCP socket: attach to the server "
 				    "process that calls listen(), or use --port", (int)pid);
 		live_add(s, pid);
 		for (size_t j = 0; j < n && *port_count < CS_MAX_TARGETS; j++) {
@@ -136,7 +127,7 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 		size_t n = 0;
 		cs_pids_on_port(opts->ports[i], listeners, listener_count, pids, CS_MAX_TARGETS, &n);
 		if (n == 0 && !opts->follow)
-			return fail(errmsg, errlen, "nobody listens on TCP port %u (check with 'ss -ltnp "
+			return cs_fail(errmsg, errlen, "nobody listens on TCP port %u (check with 'ss -ltnp "
 				    "sport = :%u')", opts->ports[i], opts->ports[i]);
 		for (size_t j = 0; j < n; j++)
 			live_add(s, pids[j]);
@@ -251,12 +242,12 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 		goto out;
 	for (size_t i = 0; i < s.live_count; i++)
 		if (cs_probes_add_tgid(&probes, (uint32_t)s.live[i])) {
-			fail(errmsg, errlen, "cannot add pid %d to the target map", (int)s.live[i]);
+			cs_fail(errmsg, errlen, "cannot add pid %d to the target map", (int)s.live[i]);
 			goto out;
 		}
 	for (size_t i = 0; i < port_count; i++)
 		if (cs_probes_add_port(&probes, ports[i])) {
-			fail(errmsg, errlen, "cannot add port %u to the target map", ports[i]);
+			cs_fail(errmsg, errlen, "cannot add port %u to the target map", ports[i]);
 			goto out;
 		}
 
@@ -264,7 +255,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	uint64_t start_ns = now_ns();
 	int err = cs_probes_sample_listeners(&probes);
 	if (err) {
-		fail(errmsg, errlen, "cannot walk TCP sockets (iter/tcp): %s", strerror(-err));
+		cs_fail(errmsg, errlen, "cannot walk TCP sockets (iter/tcp): %s", strerror(-err));
 		goto out;
 	}
 	if (!opts->quiet)
@@ -281,7 +272,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 		err = cs_probes_poll(&probes, POLL_INTERVAL_MS);
 		unlock_engine(opts);
 		if (err < 0 && err != -EINTR) {
-			fail(errmsg, errlen, "reading the ring buffer failed: %s", strerror(-err));
+			cs_fail(errmsg, errlen, "reading the ring buffer failed: %s", strerror(-err));
 			goto out;
 		}
 		uint64_t now = now_ns();

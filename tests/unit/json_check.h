@@ -2,7 +2,7 @@
 /*
  * A strict JSON parser (RFC 8259), just enough to check a report in a test:
  * a stray comma, a NaN, a duplicate key or a bad escape fails the test.
- * A copy of the parser in test_report.c, shared by the other test files.
+ * Shared by the test files that check JSON.
  *
  *   struct json *root = json_parse(text);        // asserts the text is valid
  *   double n = number(member(root, "tail", J_OBJECT), "threshold_us");
