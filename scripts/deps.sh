@@ -10,6 +10,7 @@ packages=(
   libcriterion-dev libncurses-dev
   wrk apache2-utils nginx libbpf-tools iproute2 procps python3
   prometheus curl
+  bpftrace time
 )
 
 missing=()
