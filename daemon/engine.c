@@ -7,6 +7,8 @@
 #include <string.h>
 
 #define NS_PER_SEC 1000000000ull
+/* Listening ports followed: the size of the probes' target_ports map. */
+#define CS_ENGINE_MAX_LISTENERS 1024
 
 size_t cs_record_size(uint16_t type)
 {
@@ -106,6 +108,15 @@ struct cs_listener_stats *cs_get_listener(struct cs_engine *engine, uint16_t por
 	struct cs_listener_stats *listener = find_listener(engine, port);
 	if (listener)
 		return listener;
+	/*
+	 * Each listener costs three histograms (~120 KB). The probes follow at
+	 * most 1024 target ports (target_ports in bpf/connscope.bpf.c), so a
+	 * stream with more is a corrupt or hostile trace: without this bound a
+	 * 3.6 MB trace of one record per port took 7.5 GB to replay. Refused
+	 * like any table that cannot grow: the record counts as malformed.
+	 */
+	if (engine->listener_count >= CS_ENGINE_MAX_LISTENERS)
+		return NULL;
 	if (grow((void **)&engine->listeners, &engine->listener_cap, engine->listener_count,
 		 sizeof(*engine->listeners)))
 		return NULL;

@@ -102,6 +102,15 @@ static double tail_percentile(const struct cs_report_meta *meta)
 static void text_bar(FILE *out, double share)
 {
 	const int width = 30;
+	/*
+	 * A share is in [0, 1] for any real run, but cause times summed from a
+	 * hostile or corrupt trace can wrap around 2^64 and make it huge;
+	 * converting such a double to int is undefined (found by fuzz_engine).
+	 */
+	if (!(share >= 0.0))
+		share = 0.0;
+	if (share > 1.0)
+		share = 1.0;
 	int filled = (int)(share * width + 0.5);
 	for (int i = 0; i < width; i++)
 		fputs(i < filled ? "#" : ".", out);
