@@ -211,13 +211,11 @@ static int parse_head(struct csl_http_resp *r, const char *buf, size_t len)
 		r->state = CSL_HTTP_DONE; /* no body; 1xx is handled by the caller */
 	} else if (h.chunked) {
 		r->state = CSL_HTTP_CHUNK_SIZE;
-	} else if (h.te_other) {
-		r->state = CSL_HTTP_BODY_EOF;
-		r->close = true;
-	} else if (h.has_length) {
+	} else if (h.has_length && !h.te_other) {
 		r->remaining = h.length;
 		r->state = h.length ? CSL_HTTP_BODY_LENGTH : CSL_HTTP_DONE;
 	} else {
+		/* another transfer coding, or no length: the body ends at EOF */
 		r->state = CSL_HTTP_BODY_EOF;
 		r->close = true;
 	}

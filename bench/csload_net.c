@@ -361,7 +361,7 @@ static void try_send(struct csl_worker *w, struct slot *s)
 
 static void connected(struct csl_worker *w, struct slot *s, uint64_t now)
 {
-	struct sockaddr_storage local;
+	struct sockaddr_storage local = { 0 };
 	socklen_t len = sizeof(local);
 
 	csl_timers_cancel(&w->timers, s->id);
@@ -369,8 +369,9 @@ static void connected(struct csl_worker *w, struct slot *s, uint64_t now)
 	csl_stats_connect(&w->stats, now - s->connect_start_ns);
 	s->ever_connected = true;
 	s->local_port = 0;
+	/* getsockname() fills local: the analyzer loses that through the casts */
 	if (getsockname(s->fd, (struct sockaddr *)&local, &len) == 0)
-		s->local_port = ntohs(local.ss_family == AF_INET6
+		s->local_port = ntohs(local.ss_family == AF_INET6 // NOLINT(clang-analyzer-core.CallAndMessage)
 					      ? ((struct sockaddr_in6 *)&local)->sin6_port
 					      : ((struct sockaddr_in *)&local)->sin_port);
 	s->phase = PH_SENDING;
@@ -475,7 +476,8 @@ static void idle_push(struct csl_worker *w, struct slot *s)
 static struct slot *idle_pop(struct csl_worker *w)
 {
 	struct slot *s = &w->slots[w->idle[w->idle_head]];
-	w->idle_head = (w->idle_head + 1) % w->nslots;
+	/* nslots >= 1: csload_opts refuses more threads than connections */
+	w->idle_head = (w->idle_head + 1) % w->nslots; // NOLINT(clang-analyzer-core.DivideZero)
 	w->idle_count--;
 	return s;
 }

@@ -46,7 +46,7 @@ int csl_run_init(struct csl_run *run, const struct csl_config *cfg, int log_fd);
  */
 struct csl_worker *csl_worker_new(struct csl_run *run, unsigned int index, unsigned int nslots);
 /* Thread body: waits for run->start_ns, runs, returns NULL. */
-void *csl_worker_main(void *worker);
+void *csl_worker_main(void *arg);
 /* The worker's statistics, valid after its thread was joined. */
 struct csl_stats *csl_worker_stats(struct csl_worker *w);
 void csl_worker_free(struct csl_worker *w);

@@ -68,6 +68,8 @@ static struct outcome run_parser(const char *resp, size_t split, bool eof)
 	csl_http_resp_init(&r);
 	for (int i = 0; i < 2; i++) {
 		char joined[4096];
+		/* carry_len is 0 until carry is written: nothing is read before */
+		// cppcheck-suppress legacyUninitvar
 		memcpy(joined, carry, carry_len);
 		memcpy(joined + carry_len, src, cuts[i]);
 		src += cuts[i];

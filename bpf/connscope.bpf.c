@@ -282,7 +282,8 @@ static __always_inline struct sock *tcp_sock_of_fd(int fd)
 	if (fd < 0 || !fdt || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
 		return NULL;
 	fd_array = BPF_CORE_READ(fdt, fd);
-	if (bpf_probe_read_kernel(&file, sizeof(file), &fd_array[fd]) || !file)
+	/* file is a pointer: read the pointer stored in fd_array[fd] */
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fd_array[fd]) || !file) // NOLINT(bugprone-sizeof-expression)
 		return NULL;
 	/* Only a socket file's private_data is a struct socket. */
 	if ((BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) != S_IFSOCK)

@@ -175,7 +175,8 @@ int main(int argc, char **argv)
 	opts.live_meta = &live_meta;
 
 	/* 2. the metrics endpoint, before the probes: a taken port fails fast */
-	char target_label[64] = "";
+	/* static: live_meta, static, points to it for the whole run */
+	static char target_label[64];
 	if (opts.port_count)
 		snprintf(target_label, sizeof(target_label), "port %u", opts.ports[0]);
 	else

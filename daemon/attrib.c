@@ -239,7 +239,8 @@ void cs_compute_conditions(const struct cs_engine *engine, const struct cs_repor
 			if (life->idle_gap_ns->buckets[b] > life->idle_gap_ns->buckets[best])
 				best = b;
 		uint64_t low = cs_hist_bucket_lowest(best), high = cs_hist_bucket_highest(best);
-		cond->idle_timeout.inferred_timeout_ms = (double)(low + (high - low) / 2) / 1e6;
+		uint64_t mid = low + (high - low) / 2;
+		cond->idle_timeout.inferred_timeout_ms = (double)mid / 1e6;
 	}
 	cond->idle_timeout.flagged = life->server_idle_closes >= IDLE_CLOSES_MIN || life->keepalive_race_resets > 0;
 

@@ -168,9 +168,9 @@ static void diagnose_herd(const struct cs_listener_stats *l, struct findings *li
 }
 
 size_t cs_diagnose(const struct cs_engine *engine, const struct cs_report_meta *meta,
-		   struct cs_finding *items, size_t max)
+		   struct cs_finding *findings, size_t max)
 {
-	struct findings list = { .items = items, .max = max };
+	struct findings list = { .items = findings, .max = max };
 
 	if (meta->events_lost) {
 		struct cs_finding *f = add(&list, "events_lost", 0,

@@ -14,7 +14,7 @@ uint32_t cs_addr_hash(const uint8_t addr[16]);
 int cs_requests_init(struct cs_engine *engine);
 void cs_requests_free(struct cs_engine *engine);
 void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev);
-int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *ev);
+int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req);
 int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev);
 int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev);
 int cs_on_thread_sample(struct cs_engine *engine, const struct cs_ev_thread_sample *ev);

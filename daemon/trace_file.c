@@ -134,7 +134,7 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 	info->meta.target = info->target;
 
 	size_t got = fread(&header, 1, sizeof(header), file);
-	if (got < sizeof(header.magic) || memcmp(header.magic, CS_TRACE_MAGIC, sizeof(header.magic)))
+	if (got < sizeof(header.magic) || memcmp(header.magic, CS_TRACE_MAGIC, sizeof(header.magic)) != 0)
 		return corrupt(errmsg, errlen, "not a connscope trace (bad magic)");
 	if (got < sizeof(header))
 		return corrupt(errmsg, errlen, "truncated header (%zu of %zu bytes)", got, sizeof(header));

@@ -695,8 +695,10 @@ void cs_conn_close(struct cs_conn *c)
 
 void cs_conn_close_all(struct cs_worker *w)
 {
+	/* cs_conn_close unlinks the head (its live_prev is NULL), so w->live
+	 * moves on before the connection is freed. */
 	while (w->live)
-		cs_conn_close(w->live);
+		cs_conn_close(w->live); // NOLINT(clang-analyzer-unix.Malloc)
 	while (w->free_conns) {
 		struct cs_conn *c = w->free_conns;
 		w->free_conns = c->live_next;

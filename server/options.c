@@ -225,7 +225,7 @@ enum cs_options_result cs_options_parse(int argc, char **argv, struct cs_config 
 					FILE *out, FILE *err)
 {
 	const char *bind_text = "127.0.0.1";
-	long long v;
+	long long v = 0; /* read into cfg even when the value was bad */
 	int opt;
 
 	set_defaults(cfg);

@@ -8,7 +8,7 @@ int cs_timer_heap_init(struct cs_timer_heap *heap, uint32_t initial_cap)
 {
 	heap->len = 0;
 	heap->cap = initial_cap ? initial_cap : 16;
-	heap->slots = calloc(heap->cap, sizeof(*heap->slots));
+	heap->slots = calloc(heap->cap, sizeof(*heap->slots)); // NOLINT(bugprone-sizeof-expression): pointers
 	return heap->slots ? 0 : -ENOMEM;
 }
 
@@ -65,7 +65,7 @@ static int grow(struct cs_timer_heap *heap)
 
 	if (cap <= heap->cap)
 		return -ENOMEM; /* 2^31 timers: not going to happen */
-	slots = realloc(heap->slots, cap * sizeof(*slots));
+	slots = realloc(heap->slots, cap * sizeof(*slots)); // NOLINT(bugprone-sizeof-expression): pointers
 	if (!slots)
 		return -ENOMEM;
 	heap->slots = slots;
