@@ -9,6 +9,7 @@ packages=(
   libbpf-dev bpftool libelf-dev zlib1g-dev
   libcriterion-dev libncurses-dev
   wrk apache2-utils nginx libbpf-tools iproute2 procps python3
+  valgrind clang-tidy cppcheck libclang-rt-14-dev
   prometheus curl
   bpftrace time
 )
