@@ -151,6 +151,10 @@ def fmt_us(us):
     return f"{us:.0f} us"
 
 
+def fmt_pct(x):
+    return "-" if x is None else f"{x:.1%}"
+
+
 def mib(b):
     return "-" if b is None else f"{b / 2**20:.1f} MiB"
 
@@ -182,6 +186,15 @@ def ours_cpu_s(server_pids):
     """CPU of what we started: reaped children (loads, tools) plus the live servers."""
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime + proc_cpu_s(server_pids)
+
+
+# CPUs of the server and of the load generator (--pin): each its own CPU, so
+# that runs do not differ by where the scheduler happened to put whom.
+PIN = {"server": [], "load": []}
+
+
+def pin(role):
+    return PIN[role]
 
 
 # ---------------------------------------------------------------- targets
@@ -225,7 +238,7 @@ http {{
 """
         with open(f"{self.dir}/nginx.conf", "w") as f:
             f.write(conf)
-        self.proc = procs.start(["nginx", "-p", self.dir, "-c", f"{self.dir}/nginx.conf"],
+        self.proc = procs.start([*pin("server"), "nginx", "-p", self.dir, "-c", f"{self.dir}/nginx.conf"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_port(self.port):
             raise RuntimeError("nginx did not start: see " + f"{self.dir}/logs/error.log")
@@ -253,9 +266,9 @@ class CsServer:
 
     name = "csserver"
 
-    def __init__(self, procs, build, extra=(), port=0):
+    def __init__(self, procs, build, extra=(), port=0, pinned=True):
         self.procs = procs
-        self.proc = procs.start([f"{build}/csserver", "--port", str(port), "--workers", "1",
+        self.proc = procs.start([*(pin("server") if pinned else []), f"{build}/csserver", "--port", str(port), "--workers", "1",
                                  "--backlog", "4096", "--quiet", *extra],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         m = wait_line(self.proc.stdout, r"listening on 127\.0\.0\.1:(\d+) .*pid=(\d+)", 10)
@@ -276,8 +289,8 @@ def parse_wrk_time(value, unit):
     return float(value) * {"us": 1, "ms": 1e3, "s": 1e6}[unit]
 
 
-def run_wrk(port, args):
-    out = subprocess.run(["wrk", "-t2", "-c50", f"-d{args.wrk_seconds}s", "--latency",
+def run_wrk(port, args, pinned=True):
+    out = subprocess.run([*(pin("load") if pinned else []), "wrk", "-t2", "-c50", f"-d{args.wrk_seconds}s", "--latency",
                           f"http://127.0.0.1:{port}/"], capture_output=True, text=True,
                          timeout=args.wrk_seconds + 30).stdout
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
@@ -289,7 +302,7 @@ def run_wrk(port, args):
 
 
 def run_ab(port, args):
-    out = subprocess.run(["ab", "-q", "-n", str(args.ab_requests), "-c", "50", "-s", "10",
+    out = subprocess.run([*pin("load"), "ab", "-q", "-n", str(args.ab_requests), "-c", "50", "-s", "10",
                           f"http://127.0.0.1:{port}/"], capture_output=True, text=True,
                          timeout=120).stdout
     rps = re.search(r"Requests per second:\s+([\d.]+)", out)
@@ -344,8 +357,12 @@ class Connscope(Tool):
         if not wait_line(self.proc.stderr, r"connscope: attached", 20):
             self.procs.stop(self.proc, signal.SIGKILL)
             raise RuntimeError("connscope did not attach")
+        self.started = time.monotonic()
 
     def stop(self):
+        # The daemon's own CPU while attached (before the report is built).
+        cpu_s = proc_cpu_s([self.proc.pid])
+        alive_s = time.monotonic() - self.started
         self.procs.stop(self.proc, signal.SIGINT, 60)
         self.out.seek(0)
         text = self.out.read()
@@ -354,7 +371,8 @@ class Connscope(Tool):
             report = json.loads(text)
         except ValueError:
             return {"error": "no JSON report"}
-        return {"lost": report["events"]["lost"], "received": report["events"]["received"],
+        return {"daemon_cpu": cpu_s / alive_s if alive_s > 0 else None,
+                "lost": report["events"]["lost"], "received": report["events"]["received"],
                 "table_full": report["events"]["table_full"],
                 "requests": report.get("requests"),
                 "p99_us": report.get("latency_us", {}).get("p99")}
@@ -515,11 +533,28 @@ def socket_storage_bytes(port):
 # ---------------------------------------------------------------- 1-3. overhead, accuracy, costs
 
 
+QUIET = {"budget_s": 90.0, "waited_s": 0.0}
+
+
+def wait_for_quiet_cpu(max_share=0.10, round_max_s=15.0):
+    """Before a round: wait (bounded, per round and over the whole run) until other
+    processes use less than max_share of the machine's CPU over one second."""
+    end = time.monotonic() + min(round_max_s, QUIET["budget_s"] - QUIET["waited_s"])
+    while True:
+        t0, busy0 = time.monotonic(), cpu_busy_s()
+        time.sleep(1.0)
+        share = (cpu_busy_s() - busy0) / ((time.monotonic() - t0) * os.cpu_count())
+        if share < max_share or time.monotonic() >= end:
+            return share
+        QUIET["waited_s"] += time.monotonic() - t0
+
+
 def ab_rounds(args, procs, target, run_load, tools, pairs):
     """pairs rounds; each runs the load once per tool (NoTool: the baseline), order rotated."""
     run_load(target.port, args)  # warm-up, not counted
     runs = {t.name: [] for t in tools}
     for r in range(pairs):
+        wait_for_quiet_cpu()
         # Rotate the order each round so that no tool always runs first.
         order = tools[r % len(tools):] + tools[:r % len(tools)]
         for tool_cls in order:
@@ -580,6 +615,25 @@ def overhead(args, procs, results):
     results["overhead"] = rows
 
 
+def peak_rate(args, procs, results):
+    """Lost records at the highest rate this machine reaches: csserver with 2 workers."""
+    target = CsServer(procs, args.build, ["--workers", "2"], pinned=False)
+    try:
+        run_wrk(target.port, args, pinned=False)  # warm-up
+        runs = []
+        for _ in range(2):
+            tool = Connscope(procs, args.build, target)
+            tool.start()
+            time.sleep(0.3)
+            res = run_wrk(target.port, args, pinned=False)
+            res["tool"] = tool.stop()
+            runs.append(res)
+            log(f"peak: {res['rps'] or 0:.0f} req/s, lost {res['tool'].get('lost')}")
+    finally:
+        target.close()
+    results["peak"] = runs
+
+
 def floor_split(args, procs, results):
     """Which hooks make the floor: each group of empty programs alone."""
     rows = []
@@ -633,7 +687,7 @@ def engine_speed(args, procs, results):
     os.makedirs(f"{args.build}/bench", exist_ok=True)
     base = f"{args.build}/bench/base.cstrace"
     big = f"{args.build}/bench/engine-10M.cstrace"
-    target = CsServer(procs, args.build)
+    target = CsServer(procs, args.build, pinned=False)
     try:
         # A recorded trace with every kind of traffic: keep-alive, churn.
         log("engine: recording a trace of csserver under wrk and ab")
@@ -688,10 +742,11 @@ def scale(args, procs, results):
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     per_server = min(per_server, nofile - 500) if nofile > 1000 else per_server
     count = -(-max(args.scale) // per_server) + 1
-    first = CsServer(procs, args.build, ["--accept", "reuseport"])
+    first = CsServer(procs, args.build, ["--accept", "reuseport"], pinned=False)
     servers.append(first)
     for _ in range(count - 1):
-        servers.append(CsServer(procs, args.build, ["--accept", "reuseport"], port=first.port))
+        servers.append(CsServer(procs, args.build, ["--accept", "reuseport"], port=first.port,
+                                pinned=False))
     port = first.port
     rows = []
     try:
@@ -768,9 +823,14 @@ def others_cpu(runs):
 def report(results, out):
     c = results["conditions"]
     w = out.write
+    for f in results.get("failed", []):
+        w(f"FAILED: {f}\n")
     w(f"connscope bench: {c['date']}, kernel {c['kernel']}, {c['cpus']} CPUs, "
       f"load average {c['load_before']:.2f} before, {c.get('load_after', 0):.2f} after, "
-      f"{c['other_tracing_progs']} tracing BPF programs of others loaded, nice {c.get('nice')}\n\n")
+      f"{c['other_tracing_progs']} tracing BPF programs of others loaded, nice {c.get('nice')}, "
+      f"overhead runs: server on CPU {c.get('pinning', {}).get('server', '?')}, load on CPU "
+      f"{c.get('pinning', {}).get('load', '?')}, tools unpinned; waited {c.get('quiet_wait_s', 0):.0f} s "
+      f"in all for other processes to calm down before rounds\n\n")
 
     if "overhead" in results:
         p = results["args"]["pairs"]
@@ -786,7 +846,7 @@ def report(results, out):
           "   CPU that processes the benchmark did not start used during the runs (0 %: quiet).\n")
         w("\n2. Accuracy under load (the connscope runs above; medians, lost summed over runs)\n")
         w(f"{'target':9} {'load':26} {'req/s':>8} {'records':>9} {'lost':>6} {'table_full':>10} "
-          f"{'connscope p99':>14} {'client p99':>11} {'bpftrace p99<=':>14}\n")
+          f"{'connscope p99':>14} {'client p99':>11} {'bpftrace p99<=':>14} {'daemon CPU':>10}\n")
         for r in results["overhead"]:
             cs = r["runs"]["connscope"]
             rep = [x["tool"] for x in cs]
@@ -795,10 +855,17 @@ def report(results, out):
               f"{sum(x.get('lost') or 0 for x in rep):>6} {sum(x.get('table_full') or 0 for x in rep):>10} "
               f"{fmt_us(median([x.get('p99_us') for x in rep])):>14} "
               f"{fmt_us(median([x['p99_us'] for x in cs])):>11} "
-              f"{fmt_us(median([x['tool'].get('p99_bucket_us') for x in r['runs']['bpftrace']])):>14}\n")
+              f"{fmt_us(median([x['tool'].get('p99_bucket_us') for x in r['runs']['bpftrace']])):>14} "
+              f"{fmt_pct(median([x.get('daemon_cpu') for x in rep])):>10}\n")
+        for x in results.get("peak", []):
+            t = x["tool"]
+            w(f"{'csserver':9} {'wrk, csserver --workers 2':26} {x['rps'] or 0:>8.0f} {t.get('received') or 0:>9} "
+              f"{t.get('lost') or 0:>6} {t.get('table_full') or 0:>10} {fmt_us(t.get('p99_us')):>14} "
+              f"{fmt_us(x['p99_us']):>11} {'':>14} {fmt_pct(t.get('daemon_cpu')):>10}\n")
         w("   connscope p99: server side, data ready -> last byte sent (+ accept queue on a\n"
           "   connection's first request); client p99: wrk --latency / ab (whole ms), both with\n"
-          "   connscope attached; bpftrace: first read -> first send, power-of-2 bucket bound.\n")
+          "   connscope attached; bpftrace: first read -> first send, power-of-2 bucket bound.\n"
+          "   daemon CPU: the connscope process's user+sys time / its time attached (of one CPU).\n")
         w("\n3. Per-program cost (one more connscope run per row, kernel.bpf_stats_enabled=1)\n")
         for r in results["overhead"]:
             k = r["costs"]
@@ -882,8 +949,10 @@ def main():
     ap.add_argument("--split-pairs", type=int, default=3, help="A/B rounds of the floor split")
     ap.add_argument("--split-targets", default="csserver", help="targets of the floor split")
     ap.add_argument("--only", default="overhead,floorsplit,engine,scale",
-                    help="sections to run (default: all)")
+                    help="sections to run (default: all; overhead includes accuracy and costs)")
     ap.add_argument("--nice", type=int, default=-20, help="niceness of every process started")
+    ap.add_argument("--no-pin", action="store_true",
+                    help="overhead runs: do not pin the server to the last CPU and the load to CPU 0")
     ap.add_argument("--max-load", type=float, default=0.5,
                     help="wait (at most 60 s) for the load average to drop below this")
     args = ap.parse_args()
@@ -918,21 +987,29 @@ def main():
     if others:
         log(f"warning: {len(others)} tracing BPF programs of other processes are loaded: "
             "every figure pays for them")
+    if not args.no_pin and (os.cpu_count() or 1) >= 2 and shutil.which("taskset"):
+        PIN["server"] = ["taskset", "-c", str(os.cpu_count() - 1)]
+        PIN["load"] = ["taskset", "-c", "0"]
+    results["conditions"]["pinning"] = {k: " ".join(v[2:]) or "none" for k, v in PIN.items()}
     procs = Procs()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     t0 = time.monotonic()
+    sections = [("overhead", overhead), ("overhead", peak_rate), ("floorsplit", floor_split),
+                ("engine", engine_speed), ("scale", scale)]
     try:
-        if "overhead" in only:
-            overhead(args, procs, results)
-        if "floorsplit" in only:
-            floor_split(args, procs, results)
-        if "engine" in only:
-            engine_speed(args, procs, results)
-        if "scale" in only:
-            scale(args, procs, results)
+        for name, run in sections:
+            if name not in only:
+                continue
+            try:
+                run(args, procs, results)
+            except (RuntimeError, OSError, ValueError, KeyError, subprocess.SubprocessError) as err:
+                log(f"{run.__name__} failed: {err!r}; going on with the rest")
+                results.setdefault("failed", []).append(f"{run.__name__}: {err!r}")
+                procs.stop_all()
     finally:
         procs.stop_all()
     results["conditions"]["load_after"] = load_average()
+    results["conditions"]["quiet_wait_s"] = QUIET["waited_s"]
     results["conditions"]["seconds"] = time.monotonic() - t0
     os.makedirs(f"{args.build}/bench", exist_ok=True)
     with open(f"{args.build}/bench/results.json", "w") as f:
