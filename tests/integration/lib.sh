@@ -67,6 +67,17 @@ assert_cmp() {
   echo "ok: ${4:-check}: $1 $2 $3"
 }
 
+# cs_wait_attached STDERR_FILE: wait (at most 15 s) until connscope says
+# its probes are in, so that no request is missed however slow the start.
+cs_wait_attached() {
+  for _ in $(seq 150); do
+    grep -q "attached to" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  cat "$1" >&2
+  fail "connscope did not attach within 15 s"
+}
+
 # cs_profile NAME CLIENT_CMD...: records $SERVER_PID with connscope while
 # the client command runs, stops the recording (as Ctrl-C would), and
 # replays the trace into a JSON report, $CS_TMP/NAME.json: every scenario
@@ -78,7 +89,7 @@ cs_profile() {
   "$CS_BIN" record --pid "$SERVER_PID" --duration 120 -o "$trace" ${CS_ATTACH_OPTS:-} \
     2>"$CS_TMP/$name.err" &
   local cs=$!
-  sleep 1   # attached: the probes are in before the first request
+  cs_wait_attached "$CS_TMP/$name.err"
   "$@" || { kill -INT "$cs"; fail "client failed: $*"; }
   sleep 0.3 # let the last closes arrive
   kill -INT "$cs"

@@ -11,7 +11,7 @@ run_mode() {
   cs_start_server --accept "$mode" --workers 4 --no-keepalive
   "$CS_BIN" attach --pid "$SERVER_PID" --duration 6 --json >"$out" 2>"$CS_TMP/cs.$mode.err" &
   local cs=$!
-  sleep 1
+  cs_wait_attached "$CS_TMP/cs.$mode.err"
   ab -q -n 4000 -c 1 "http://127.0.0.1:$SERVER_PORT/" >/dev/null 2>&1 || fail "ab failed ($mode)"
   wait "$cs" || { cat "$CS_TMP/cs.$mode.err"; fail "connscope failed ($mode)"; }
   kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true

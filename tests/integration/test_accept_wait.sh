@@ -11,7 +11,7 @@ measure() {
   cs_start_server --accept acceptor --workers 2 --accept-delay-us "$delay_us" --no-keepalive
   "$CS_BIN" attach --pid "$SERVER_PID" --duration 6 --json >"$out" 2>"$CS_TMP/cs.$1.err" &
   local cs=$!
-  sleep 1
+  cs_wait_attached "$CS_TMP/cs.$1.err"
   ab -q -n 1500 -c 20 -s 10 "http://127.0.0.1:$SERVER_PORT/" >"$CS_TMP/ab.$1.txt" 2>&1 || fail "ab failed"
   wait "$cs" || { cat "$CS_TMP/cs.$1.err"; fail "connscope failed"; }
   kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true

@@ -52,7 +52,7 @@ expect 1 "cannot attach probe on_enter_accept4 \(tracepoint/syscalls/sys_enter_a
 # the target exits mid-run: a clean end with the report of what was seen
 "$CS_BIN" attach --pid "$SERVER_PID" >"$CS_TMP/report.txt" 2>"$CS_TMP/exit.err" &
 cs=$!
-sleep 1.5
+cs_wait_attached "$CS_TMP/exit.err"
 ab -q -n 50 -c 5 "http://127.0.0.1:$SERVER_PORT/" >/dev/null 2>&1 || true
 kill "$SERVER_PID"
 rc=0; timeout 10 tail --pid="$cs" -f /dev/null || rc=$?

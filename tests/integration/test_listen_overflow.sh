@@ -16,7 +16,7 @@ cs_start_server --accept acceptor --workers 2 --accept-delay-us 10000 --backlog 
 overflows_before=$(netstat_counter ListenOverflows)
 "$CS_BIN" attach --pid "$SERVER_PID" --duration 14 --json >"$CS_TMP/report.json" 2>"$CS_TMP/cs.err" &
 cs=$!
-sleep 1
+cs_wait_attached "$CS_TMP/cs.err"
 "$CS_LOAD" --port "$SERVER_PORT" --connections 30 --no-keepalive --requests 300 --duration 10 \
   --json "$CS_TMP/load.json" --log "$CS_TMP/load.log" >/dev/null || fail "csload failed"
 wait "$cs" || { cat "$CS_TMP/cs.err"; fail "connscope failed"; }
