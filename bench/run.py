@@ -359,11 +359,13 @@ class Connscope(Tool):
         if not wait_line(self.proc.stderr, r"connscope: attached", 20):
             self.procs.stop(self.proc, signal.SIGKILL)
             raise RuntimeError("connscope did not attach")
+        # Loading and verifying the programs is not the run's cost: start counting now.
         self.started = time.monotonic()
+        self.cpu0 = proc_cpu_s([self.proc.pid])
 
     def stop(self):
         # The daemon's own CPU while attached (before the report is built).
-        cpu_s = proc_cpu_s([self.proc.pid])
+        cpu_s = proc_cpu_s([self.proc.pid]) - self.cpu0
         alive_s = time.monotonic() - self.started
         self.procs.stop(self.proc, signal.SIGINT, 60)
         self.out.seek(0)
@@ -867,7 +869,8 @@ def report(results, out):
         w("   connscope p99: server side, data ready -> last byte sent (+ accept queue on a\n"
           "   connection's first request); client p99: wrk --latency / ab (whole ms), both with\n"
           "   connscope attached; bpftrace: first read -> first send, power-of-2 bucket bound.\n"
-          "   daemon CPU: the connscope process's user+sys time / its time attached (of one CPU).\n")
+          "   daemon CPU: the connscope process's user+sys time while attached (loading and the\n"
+          "   report left out) / that time, as a share of one CPU.\n")
         w("\n3. Per-program cost (one more connscope run per row, kernel.bpf_stats_enabled=1)\n")
         for r in results["overhead"]:
             k = r["costs"]
