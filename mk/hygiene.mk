@@ -68,7 +68,8 @@ $(FUZZ_BUILD)/fuzz_http_parse: $(call fuzz_obj,tests/fuzz/fuzz_http_parse.c serv
 
 fuzz-build: $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
 
-# fuzz-run-TARGET SECONDS=N
+# fuzz-run-TARGET [SECONDS=N]: one target
+SECONDS ?= $(FUZZ_SECONDS)
 fuzz-run-%: $(FUZZ_BUILD)/%
 	$(Q)mkdir -p $(FUZZ_BUILD)/corpus/$* $(FUZZ_BUILD)/artifacts
 	$(Q)echo "  FUZZ      $* for $(SECONDS) s"
@@ -153,29 +154,14 @@ test-asan: asan-build
 
 # ---- valgrind ------------------------------------------------------------------
 #
-# Criterion runs each test in a child that it starts by re-executing the
-# test binary (BoxFort), so valgrind must follow exec'd children
-# (--trace-children=yes). A child's valgrind exit status does not fail its
-# test (Criterion reports the test by its assertions), so the verdict is
-# the per-process logs: valgrind -q writes only errors and definite or
-# indirect leaks, and any non-empty log fails the run.
-#
-# Time: each test process costs valgrind about a second to start, so the
-# tests run on every core (--jobs; Criterion warns that reports may be
-# confusing, which the per-process logs avoid), and --read-inline-info=no
-# saves a third of that start-up (stacks show no inlined frames).
+# The unit tests under memcheck: scripts/valgrind-unit-tests.sh says how
+# (every test process followed, suites split over one runner per core, the
+# per-process logs as the verdict: any error or definite/indirect leak).
 
 VALGRIND_LOG := $(BUILD)/valgrind
 test-valgrind: $(BUILD)/unit-tests
-	$(Q)rm -rf $(VALGRIND_LOG) && mkdir -p $(VALGRIND_LOG)
 	$(Q)echo "  VALGRIND  unit tests"
-	$(Q)valgrind -q --trace-children=yes --read-inline-info=no --error-exitcode=99 \
-		--leak-check=full --errors-for-leak-kinds=definite,indirect \
-		--show-leak-kinds=definite,indirect --log-file=$(VALGRIND_LOG)/vg.%p \
-		$(BUILD)/unit-tests --jobs $(NPROC)
-	$(Q)if grep -q . $(VALGRIND_LOG)/vg.*; then \
-		grep -H . $(VALGRIND_LOG)/vg.*; echo "test-valgrind: errors or leaks above"; exit 1; fi
-	$(Q)echo "test-valgrind: no error, no leak"
+	$(Q)bash scripts/valgrind-unit-tests.sh $(BUILD)/unit-tests $(VALGRIND_LOG) $(NPROC)
 
 # ---- linters -------------------------------------------------------------------
 #
