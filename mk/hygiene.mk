@@ -13,7 +13,12 @@
 # $(msg) are the Makefile's.
 
 .PHONY: fuzz fuzz-short fuzz-build test-asan asan-build test-valgrind \
-	lint lint-tidy lint-tidy-bpf lint-cppcheck test-hygiene
+	lint lint-tidy lint-tidy-bpf lint-cppcheck test-hygiene clean-hygiene
+
+# `make clean` removes these builds too.
+clean: clean-hygiene
+clean-hygiene:
+	$(Q)rm -rf $(FUZZ_BUILD) $(ASAN_BUILD)
 
 test-hygiene:
 	$(Q)$(MAKE) --no-print-directory lint
