@@ -27,7 +27,9 @@ endif
 # shared by the tools and the unit tests.
 LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(wildcard daemon/*.c))
-CLI_SRCS    := cli/connscope.c
+# connscope's commands: cli/connscope.c dispatches, cli/cmd_*.c (one file per
+# command) implement; connscoped's main is apart.
+CLI_SRCS    := $(filter-out cli/connscoped.c,$(wildcard cli/*.c))
 DAEMON_MAIN := cli/connscoped.c
 SERVER_SRCS := $(wildcard server/*.c)
 LOADGEN_SRCS := $(wildcard bench/csload*.c) daemon/hist.c
