@@ -118,7 +118,15 @@ unit-test: $(BUILD)/unit-tests
 integration-test: $(PROGRAMS)
 	$(Q)bash tests/integration/run.sh $(BUILD)
 
-test: unit-test integration-test
+# The whole check, one step after the other (the integration tests time
+# real servers: they must not share the two CPUs with the fuzzers):
+# unit tests, integration tests, then the hygiene checks of mk/hygiene.mk
+# (linters, short fuzzing, valgrind, ASan/UBSan). About 15 minutes on two
+# cores; `make test-hygiene` alone repeats the last part.
+test: $(PROGRAMS) $(BUILD)/unit-tests
+	$(Q)$(MAKE) --no-print-directory unit-test
+	$(Q)$(MAKE) --no-print-directory integration-test
+	$(Q)$(MAKE) --no-print-directory test-hygiene
 
 clean:
 	$(Q)rm -rf $(BUILD)

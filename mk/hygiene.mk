@@ -20,11 +20,14 @@ clean: clean-hygiene
 clean-hygiene:
 	$(Q)rm -rf $(FUZZ_BUILD) $(ASAN_BUILD)
 
+# One step after the other, each with its time (the budget of `make test`).
+HYGIENE_STEPS := lint fuzz-short test-valgrind test-asan
 test-hygiene:
-	$(Q)$(MAKE) --no-print-directory lint
-	$(Q)$(MAKE) --no-print-directory fuzz-short
-	$(Q)$(MAKE) --no-print-directory test-valgrind
-	$(Q)$(MAKE) --no-print-directory test-asan
+	$(Q)for step in $(HYGIENE_STEPS); do \
+		start=$$(date +%s); \
+		$(MAKE) --no-print-directory $$step || exit 1; \
+		echo "  HYGIENE   $$step passed in $$(( $$(date +%s) - start )) s"; \
+	done
 
 # ---- fuzzing ---------------------------------------------------------------
 #
