@@ -145,10 +145,10 @@ int main(int argc, char **argv)
 		case 'h':
 			help(stdout);
 			return 0;
-		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+		default: {
+			char msg[512];
+			return usage_error("%s", cli_refused_option(c, argv, longopts, msg, sizeof(msg)));
+		}
 		}
 	}
 	if (optind < argc)
@@ -188,9 +188,11 @@ int main(int argc, char **argv)
 		int err = cs_metrics_server_start(&metrics, metrics_address, &engine_lock, engine,
 						  &live_meta, target_label, errmsg, sizeof(errmsg));
 		if (err) {
-			fprintf(stderr, "connscoped: %s\n", errmsg);
 			cs_engine_free(engine);
-			return err == -EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+			if (err == -EINVAL) /* the address's form: a usage error */
+				return usage_error("%s", errmsg);
+			fprintf(stderr, "connscoped: %s\n", errmsg);
+			return EXIT_RUNTIME;
 		}
 		fprintf(stderr, "connscoped: serving metrics on http://%s/metrics\n", metrics_address);
 	}

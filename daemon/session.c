@@ -102,6 +102,10 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 		if (cs_proc_alive(pid))
 			return cs_fail(errmsg, errlen, "no such process: pid %d (check the pid with 'ps -p %d')",
 				    (int)pid, (int)pid);
+		pid_t tgid = pid;
+		if (cs_proc_tgid(pid, &tgid) == 0 && tgid != pid)
+			return cs_fail(errmsg, errlen, "pid %d is a thread of process %d: use --pid %d",
+				    (int)pid, (int)tgid, (int)tgid);
 		uint16_t found[CS_MAX_TARGETS];
 		size_t n = 0;
 		err = cs_proc_listen_ports(pid, listeners, listener_count, found, CS_MAX_TARGETS, &n);
