@@ -271,6 +271,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	uint64_t sample_every_ns = 1000000000ull / (opts->sample_hz ? opts->sample_hz : 10);
 	uint64_t next_sample_ns = start_ns + sample_every_ns, next_alive_ns = start_ns + ALIVE_CHECK_NS;
 	uint64_t last_rescan_ns = start_ns;
+	bool targets_running = s.live_count > 0;
 	for (;;) {
 		lock_engine(opts);
 		err = cs_probes_poll(&probes, POLL_INTERVAL_MS);
@@ -305,6 +306,13 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 			rescan_ports(opts, &s, &probes);
 			last_rescan_ns = now;
 		}
+		/* Following: say once each time the last target goes, and keep going. */
+		if (opts->follow && s.live_count == 0 && targets_running && !opts->quiet) {
+			fprintf(stderr, "connscope: no target process is running any more; keeping what was seen "
+				"(%llu records) and watching for a process to listen on the target port(s) again\n",
+				(unsigned long long)s.records);
+		}
+		targets_running = s.live_count > 0;
 		if (s.live_count == 0 && !opts->follow) {
 			result->target_exited = true;
 			if (!opts->quiet)
