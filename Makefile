@@ -115,7 +115,8 @@ demo: $(PROGRAMS)
 unit-test: $(BUILD)/unit-tests
 	$(Q)$(BUILD)/unit-tests --jobs 2
 
-integration-test: $(PROGRAMS)
+# csidle (mk/bench.mk): the scale test's connections.
+integration-test: $(PROGRAMS) $(BUILD)/bench/csidle
 	$(Q)bash tests/integration/run.sh $(BUILD)
 
 # The whole check: the build on every core, then one step after the other
@@ -127,7 +128,7 @@ integration-test: $(PROGRAMS)
 # Builds run in parallel unless make already has a job server (make -jN).
 BUILD_JOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(NPROC))
 test:
-	$(Q)$(MAKE) --no-print-directory $(BUILD_JOBS) $(PROGRAMS) $(BUILD)/unit-tests
+	$(Q)$(MAKE) --no-print-directory $(BUILD_JOBS) $(PROGRAMS) $(BUILD)/unit-tests $(BUILD)/bench/csidle
 	$(Q)$(MAKE) --no-print-directory unit-test
 	$(Q)$(MAKE) --no-print-directory integration-test
 	$(Q)$(MAKE) --no-print-directory test-hygiene
