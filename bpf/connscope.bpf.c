@@ -20,7 +20,8 @@
  * Requests (one record per request, emitted when it is over):
  *   sk_data_ready                              : bytes arrived: a request starts
  *   sock_recv_length / sock_send_length        : first read, first and last send
- *   sched_wakeup / sched_switch                : target threads' run-queue waits
+ *   the kernel's sched_info.run_delay          : run-queue waits of the serving
+ *                                                thread, read where it runs
  *   inet_sock_set_state (leaving ESTABLISHED)  : who closed, after what idle gap
  *   tcp_send_reset / tcp_receive_reset         : resets, the keep-alive race
  * Per-connection state lives in socket-local storage; only target sockets
@@ -37,10 +38,12 @@
 #define AF_INET6 10
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
-#define TASK_RUNNING 0
-#define RUNQ_RECENT 8 /* run-queue waits remembered per thread */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* kfuncs (6.2+); weak: a kernel without them loads, the code checks. */
+extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym __weak;
+extern void bpf_task_release(struct task_struct *p) __ksym __weak;
 
 /* Set by user space between open and load. */
 const volatile __u64 wakeup_bytes = 256 * 1024; /* wake the consumer past this much queued data */
@@ -54,12 +57,17 @@ struct {
 	__type(value, __u8);
 } target_tgids SEC(".maps");
 
-/* Target listening ports (host order). */
+/*
+ * Target listening ports (host order), one bit per port: word port / 64,
+ * bit port % 64. An array lookup is inlined by the verifier: the port test
+ * that every socket event starts with costs a few instructions, not a hash.
+ * Only user space writes it.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u16);
-	__type(value, __u8);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CS_PORT_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
 } target_ports SEC(".maps");
 
 /*
@@ -145,6 +153,10 @@ struct conn_state {
 	__u64 drain_end_ns;
 	__u64 pickup_runq_ns;
 	__u64 handler_runq_ns;
+	__u64 drain_runq_ns;
+	__u64 start_run_delay_ns; /* the last reader's sched_info.run_delay when bytes came */
+	__u64 read_run_delay_ns; /* reader's sched_info.run_delay at the first read */
+	__u64 send_run_delay_ns; /* sender's at the first send; 0: not seen in its thread */
 	__u64 last_activity_ns;
 	__u64 handshake_extra_ns;
 	__u32 write_seq_at_read; /* tcp write_seq at the first read: moves once we answer */
@@ -153,6 +165,7 @@ struct conn_state {
 	__u32 tgid;
 	__u32 reader_tid;
 	__u32 sender_tid;
+	__u32 last_reader_tid; /* kept across requests: who will likely read the next */
 	__u32 requests;       /* requests started on this connection */
 	__u32 send_eagain;
 	__u16 phase;
@@ -161,7 +174,7 @@ struct conn_state {
 	__u8 partial;         /* connection older than the attach */
 	__u8 closed;          /* close record already emitted */
 	__u8 unread_at_close; /* it closed with a request the server never read */
-	__u8 pad[7];
+	__u8 pad[3];
 };
 
 struct {
@@ -171,24 +184,27 @@ struct {
 	__type(value, struct conn_state);
 } conns SEC(".maps");
 
-/* A target thread's run-queue waits: totals and the most recent few. */
-struct thread_sched {
-	__u64 runnable_since_ns;  /* 0: running or sleeping */
-	__u64 runq_total_ns;
-	__u64 runq_max_ns;
-	__u64 runq_waits;
-	__u64 recent_start_ns[RUNQ_RECENT];
-	__u64 recent_end_ns[RUNQ_RECENT];
-	__u32 recent_next;
-	__u32 tgid;
+/*
+ * Run-queue waits come from the kernel's own per-thread counter
+ * (task->sched_info.run_delay: time runnable but not running), read in
+ * the serving thread at the phase boundaries our socket probes already
+ * see. No scheduler hook: sched_switch/sched_wakeup fire for every
+ * context switch of every process and cost more than all the rest.
+ *
+ * For the wait before a request is read, the counter's value when a probe
+ * last ran in the thread is kept here (task storage, target threads only).
+ */
+struct thread_obs {
+	__u64 seen_ns;
+	__u64 run_delay_ns;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct thread_sched);
-} thread_scheds SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_obs);
+} thread_obs SEC(".maps");
 
 /*
  * Answers whose last send returned with bytes still held in the send queue
@@ -231,8 +247,8 @@ static __always_inline void count(__u32 which)
 		*value += 1;
 }
 
-/* Reserve a record, or count it as lost. */
-static __always_inline void *reserve_event(__u32 size, __u16 type)
+/* Reserve a record stamped now_ns, or count it as lost. */
+static __always_inline void *reserve_event_at(__u32 size, __u16 type, __u64 now_ns)
 {
 	struct cs_event_header *hdr = bpf_ringbuf_reserve(&events, size, 0);
 
@@ -240,11 +256,17 @@ static __always_inline void *reserve_event(__u32 size, __u16 type)
 		count(CS_CTR_LOST);
 		return NULL;
 	}
-	hdr->ts_ns = bpf_ktime_get_ns();
+	hdr->ts_ns = now_ns;
 	hdr->type = type;
 	hdr->size = size;
 	hdr->cpu = bpf_get_smp_processor_id();
 	return hdr;
+}
+
+/* The same, stamped with the time now (a clock read costs: reuse one when held). */
+static __always_inline void *reserve_event(__u32 size, __u16 type)
+{
+	return reserve_event_at(size, type, bpf_ktime_get_ns());
 }
 
 /*
@@ -266,7 +288,10 @@ static __always_inline bool is_target_tgid(__u32 tgid)
 
 static __always_inline bool is_target_port(__u16 port)
 {
-	return bpf_map_lookup_elem(&target_ports, &port) != NULL;
+	__u32 word = port / 64;
+	__u64 *bits = bpf_map_lookup_elem(&target_ports, &word);
+
+	return bits && (*bits & (1ull << (port % 64)));
 }
 
 /* The TCP socket behind a file descriptor of the current task, or NULL. */
@@ -330,28 +355,38 @@ static __always_inline __u32 read_drops(const struct sock *sk)
 
 /* ---- requests ------------------------------------------------------------ */
 
-/* Time thread tid spent runnable but not running within [from_ns, to_ns]. */
-static __always_inline __u64 runq_overlap(__u32 tid, __u64 from_ns, __u64 to_ns)
+/* The current thread's run-queue time so far (kernel-kept, ns). */
+static __always_inline __u64 current_run_delay(void)
 {
-	struct thread_sched *ts = bpf_map_lookup_elem(&thread_scheds, &tid);
-	__u64 total = 0;
+	return bpf_get_current_task_btf()->sched_info.run_delay;
+}
 
-	if (!ts || !from_ns || to_ns <= from_ns)
+static __always_inline __u64 at_most(__u64 value, __u64 limit)
+{
+	return value < limit ? value : limit;
+}
+
+/*
+ * Run-queue time of the current thread within [from_ns, now]: what its
+ * counter grew by since a probe last ran in it, capped at the window (a
+ * wait between that look and from_ns would otherwise count; a thread that
+ * slept in epoll_wait since its last send had none). Notes this look.
+ */
+static __always_inline __u64 runq_since(__u64 from_ns, __u64 now, __u64 run_delay)
+{
+	struct thread_obs *obs = bpf_task_storage_get(&thread_obs, bpf_get_current_task_btf(), 0,
+						      BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u64 waited = 0;
+
+	if (!obs) {
+		count(CS_CTR_TABLE_FULL);
 		return 0;
-	for (int i = 0; i < RUNQ_RECENT; i++) {
-		__u64 start = ts->recent_start_ns[i], end = ts->recent_end_ns[i];
-		if (start < from_ns)
-			start = from_ns;
-		if (end > to_ns)
-			end = to_ns;
-		if (end > start)
-			total += end - start;
 	}
-	/* A wait still in progress counts up to to_ns; the calling thread is running. */
-	__u64 since = ts->runnable_since_ns;
-	if (since && since < to_ns && tid != (__u32)bpf_get_current_pid_tgid())
-		total += to_ns - (since > from_ns ? since : from_ns);
-	return total;
+	if (obs->seen_ns && from_ns && now > from_ns)
+		waited = at_most(run_delay - obs->run_delay_ns, now - from_ns);
+	obs->seen_ns = now;
+	obs->run_delay_ns = run_delay;
+	return waited;
 }
 
 /* Emit the request in progress on conn and reset it. */
@@ -371,7 +406,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 				__sync_fetch_and_add(&draining_sockets, -1);
 		}
 	}
-	ev = reserve_event(sizeof(*ev), CS_EV_REQUEST);
+	ev = reserve_event_at(sizeof(*ev), CS_EV_REQUEST, now);
 	if (ev) {
 		__u64 drain_end = conn->drain_end_ns ? conn->drain_end_ns : conn->last_send_ns;
 		ev->sk = (__u64)sk;
@@ -382,8 +417,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		ev->drain_end_ns = drain_end;
 		ev->pickup_runq_ns = conn->pickup_runq_ns;
 		ev->handler_runq_ns = conn->handler_runq_ns;
-		ev->drain_runq_ns = conn->first_send_ns ?
-			runq_overlap(conn->sender_tid, conn->first_send_ns, drain_end) : 0;
+		ev->drain_runq_ns = conn->drain_runq_ns;
 		ev->handshake_extra_ns = conn->requests == 1 ? conn->handshake_extra_ns : 0;
 		ev->bytes_in = conn->bytes_in;
 		ev->bytes_out = conn->bytes_out;
@@ -408,10 +442,29 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 	conn->phase = PHASE_IDLE;
 	conn->start_ns = conn->first_read_ns = conn->first_send_ns = 0;
 	conn->last_send_ns = conn->drain_end_ns = 0;
-	conn->pickup_runq_ns = conn->handler_runq_ns = 0;
+	conn->pickup_runq_ns = conn->handler_runq_ns = conn->drain_runq_ns = 0;
+	conn->start_run_delay_ns = conn->read_run_delay_ns = conn->send_run_delay_ns = 0;
 	conn->bytes_in = conn->bytes_out = conn->send_eagain = 0;
 	conn->reader_tid = conn->sender_tid = 0;
 	conn->flags = 0;
+}
+
+/*
+ * The run-queue counter, now, of the thread that read this connection's
+ * last request: the thread that will most likely read this one. With it,
+ * the first read can tell how long that thread was runnable but not
+ * running while these bytes waited. 0 when unknown.
+ */
+static __always_inline __u64 reader_run_delay(const struct conn_state *conn)
+{
+	if (!conn->last_reader_tid || !bpf_task_from_pid)
+		return 0;
+	struct task_struct *reader = bpf_task_from_pid((s32)conn->last_reader_tid);
+	if (!reader)
+		return 0;
+	__u64 run_delay = reader->sched_info.run_delay;
+	bpf_task_release(reader);
+	return run_delay;
 }
 
 static __always_inline void start_request(struct conn_state *conn, __u64 now)
@@ -422,14 +475,27 @@ static __always_inline void start_request(struct conn_state *conn, __u64 now)
 	conn->last_activity_ns = now;
 }
 
-/* The serving thread began to answer. */
-static __always_inline void mark_first_send(struct conn_state *conn, __u32 tid, __u64 now)
+/*
+ * The serving thread began to answer. in_thread: we run in that thread
+ * (the send probes) and can read its run-queue counter; otherwise (the
+ * answer seen from the client's side) its handler wait stays unknown: 0.
+ */
+static __always_inline void mark_first_send(struct conn_state *conn, __u32 tid, __u64 now,
+					    bool in_thread)
 {
 	conn->phase = PHASE_SENDING;
 	conn->first_send_ns = now;
 	conn->last_send_ns = now;
 	conn->sender_tid = tid;
-	conn->handler_runq_ns = runq_overlap(tid, conn->first_read_ns, now);
+	if (!in_thread)
+		return;
+	__u64 run_delay = current_run_delay();
+	conn->send_run_delay_ns = run_delay;
+	if (tid == conn->reader_tid && conn->read_run_delay_ns) /* exact: both looks in this thread */
+		conn->handler_runq_ns = at_most(run_delay - conn->read_run_delay_ns,
+						now - conn->first_read_ns);
+	else
+		conn->handler_runq_ns = runq_since(conn->first_read_ns, now, run_delay);
 }
 
 /*
@@ -445,7 +511,7 @@ static __always_inline void note_answer_in_flight(const struct sock *sk, struct 
 		return;
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
 	if (tp && tp->write_seq != conn->write_seq_at_read)
-		mark_first_send(conn, conn->reader_tid, now);
+		mark_first_send(conn, conn->reader_tid, now, false);
 }
 
 SEC("tp_btf/sk_data_ready")
@@ -475,17 +541,21 @@ int BPF_PROG(on_data_ready, const struct sock *sk)
 	note_answer_in_flight(sk, conn, now);
 	if (conn->phase == PHASE_SENDING)
 		finish_request(sk, conn, now);
-	if (conn->phase == PHASE_IDLE)
+	if (conn->phase == PHASE_IDLE) {
 		start_request(conn, now);
+		conn->start_run_delay_ns = reader_run_delay(conn);
+	}
 	return 0;
 }
 
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 {
+	/* Most reads of an event loop are the EAGAIN that ends a batch. */
+	if (ret <= 0 || (flags & 2 /* MSG_PEEK */))
+		return 0;
 	struct conn_state *conn = bpf_sk_storage_get(&conns, sk, 0, 0);
-
-	if (!conn || ret <= 0 || (flags & 2 /* MSG_PEEK */))
+	if (!conn)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -502,7 +572,21 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	conn->first_read_ns = now;
 	conn->reader_tid = (__u32)pid_tgid;
 	conn->tgid = pid_tgid >> 32;
-	conn->pickup_runq_ns = runq_overlap(conn->reader_tid, conn->start_ns, now);
+	__u64 run_delay = current_run_delay();
+	__u32 looked_at = conn->last_reader_tid;
+	conn->read_run_delay_ns = run_delay;
+	conn->last_reader_tid = conn->reader_tid;
+	/*
+	 * Read by the thread we looked at when the bytes came: exact, except
+	 * that a wait already under way then counts whole (capped at the
+	 * window). Another thread: what its counter grew since we last ran in it.
+	 */
+	if (conn->start_run_delay_ns && conn->reader_tid == looked_at) {
+		conn->pickup_runq_ns = at_most(run_delay - conn->start_run_delay_ns, now - conn->start_ns);
+		runq_since(now, now, run_delay);
+	} else {
+		conn->pickup_runq_ns = runq_since(conn->start_ns, now, run_delay);
+	}
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
 	if (tp)
 		conn->write_seq_at_read = tp->write_seq;
@@ -521,7 +605,7 @@ int BPF_PROG(on_tcp_sendmsg, const struct sock *sk, const struct msghdr *msg, co
 
 	if (!conn || conn->phase != PHASE_HANDLING)
 		return 0;
-	mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
+	mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), bpf_ktime_get_ns(), true);
 	return 0;
 }
 
@@ -540,8 +624,15 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (conn->phase == PHASE_HANDLING)
-		mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), now);
+		mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), now, true);
 	conn->last_send_ns = now;
+	/* Preempted between the first and the last send: the client waited on us. */
+	__u64 run_delay = current_run_delay();
+	if (conn->send_run_delay_ns)
+		conn->drain_runq_ns = at_most(run_delay - conn->send_run_delay_ns,
+					      now - conn->first_send_ns);
+	/* The thread's last look before it goes back to epoll_wait. */
+	runq_since(now, now, run_delay);
 	conn->last_activity_ns = now;
 	conn->bytes_out += ret;
 	/* Bytes the kernel holds back (Nagle, a closed window) reach the client later. */
@@ -619,7 +710,7 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	if (new_state != TCP_CLOSE_WAIT || conn->phase == PHASE_SENDING)
 		finish_request(sk, conn, now);
 	conn->closed = 1;
-	ev = reserve_event(sizeof(*ev), CS_EV_CONN_CLOSE);
+	ev = reserve_event_at(sizeof(*ev), CS_EV_CONN_CLOSE, now);
 	if (!ev)
 		return 0;
 	ev->sk = (__u64)sk;
@@ -741,91 +832,6 @@ int BPF_PROG(on_receive_reset, struct sock *sk)
 		return 0;
 	read_tuple(sk, &tuple);
 	emit_reset(sk, &tuple, 0, CS_RESET_RECEIVED, 0);
-	return 0;
-}
-
-/* ---- run-queue waits of target threads ------------------------------------ */
-
-/* The thread's run-queue entry, created for a target thread if missing. */
-static __always_inline struct thread_sched *thread_sched_of(struct task_struct *task)
-{
-	__u32 tid = task->pid;
-	struct thread_sched *ts = bpf_map_lookup_elem(&thread_scheds, &tid);
-	if (ts)
-		return ts;
-	__u32 tgid = task->tgid;
-	if (!is_target_tgid(tgid))
-		return NULL;
-	struct thread_sched fresh = { .tgid = tgid };
-	if (bpf_map_update_elem(&thread_scheds, &tid, &fresh, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&thread_scheds, &tid)) {
-		count(CS_CTR_TABLE_FULL);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&thread_scheds, &tid);
-}
-
-/*
- * Woken: runnable from now until it gets a CPU. A wake-up of a thread
- * still on its CPU (it was about to sleep) is no wait at all.
- */
-static __always_inline void mark_runnable(struct task_struct *task, __u64 now)
-{
-	if (task->on_cpu)
-		return;
-	struct thread_sched *ts = thread_sched_of(task);
-	if (ts && !ts->runnable_since_ns)
-		ts->runnable_since_ns = now;
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(on_wakeup, struct task_struct *task)
-{
-	mark_runnable(task, bpf_ktime_get_ns());
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(on_wakeup_new, struct task_struct *task)
-{
-	mark_runnable(task, bpf_ktime_get_ns());
-	return 0;
-}
-
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
-{
-	__u64 now = bpf_ktime_get_ns();
-
-	/*
-	 * Switched out: preempted while runnable, its wait for a CPU starts
-	 * now; going to sleep, it waits for nothing until woken.
-	 */
-	if (prev_state == TASK_RUNNING) {
-		struct thread_sched *prev_ts = thread_sched_of(prev);
-		if (prev_ts)
-			prev_ts->runnable_since_ns = now;
-	} else {
-		__u32 prev_tid = prev->pid;
-		struct thread_sched *prev_ts = bpf_map_lookup_elem(&thread_scheds, &prev_tid);
-		if (prev_ts)
-			prev_ts->runnable_since_ns = 0;
-	}
-	__u32 tid = next->pid;
-	struct thread_sched *ts = bpf_map_lookup_elem(&thread_scheds, &tid);
-	if (!ts || !ts->runnable_since_ns)
-		return 0;
-	__u64 waited = now - ts->runnable_since_ns;
-	__u32 slot = ts->recent_next % RUNQ_RECENT;
-	ts->recent_start_ns[slot] = ts->runnable_since_ns;
-	ts->recent_end_ns[slot] = now;
-	ts->recent_next++;
-	ts->runq_total_ns += waited;
-	ts->runq_waits++;
-	if (waited > ts->runq_max_ns)
-		ts->runq_max_ns = waited;
-	ts->runnable_since_ns = 0;
 	return 0;
 }
 
@@ -1129,6 +1135,28 @@ int sample_listeners(struct bpf_iter__tcp *ctx)
 	sample.drops = sk->sk_drops.counter;
 	sample.port = skc->skc_num;
 	sample.family = skc->skc_family;
+	bpf_seq_write(ctx->meta->seq, &sample, sizeof(sample));
+	return 0;
+}
+
+/* ---- target threads' run-queue totals: walked by user space at 1 Hz ------- */
+
+SEC("iter/task")
+int sample_threads(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct cs_thread_sched_sample sample = {};
+
+	if (!task || !is_target_tgid(task->tgid))
+		return 0;
+	sample.run_delay_ns = task->sched_info.run_delay;
+	if (bpf_core_field_exists(task->sched_info.max_run_delay)) /* 6.15 and later */
+		sample.max_run_delay_ns = task->sched_info.max_run_delay;
+	sample.run_count = task->sched_info.pcount;
+	sample.start_ns = task->start_time;
+	sample.tid = task->pid;
+	sample.tgid = task->tgid;
+	bpf_probe_read_kernel_str(sample.comm, sizeof(sample.comm), task->comm);
 	bpf_seq_write(ctx->meta->seq, &sample, sizeof(sample));
 	return 0;
 }
