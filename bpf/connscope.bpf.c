@@ -41,9 +41,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* kfuncs (6.2+); weak: a kernel without them loads, the code checks. */
-extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym __weak;
-extern void bpf_task_release(struct task_struct *p) __ksym __weak;
 
 /* Set by user space between open and load. */
 const volatile __u64 wakeup_bytes = 256 * 1024; /* wake the consumer past this much queued data */
@@ -154,6 +151,7 @@ struct conn_state {
 	__u64 pickup_runq_ns;
 	__u64 handler_runq_ns;
 	__u64 drain_runq_ns;
+	__u64 last_reader_task;   /* that thread's task_struct: read, never trusted (see below) */
 	__u64 start_run_delay_ns; /* the last reader's sched_info.run_delay when bytes came */
 	__u64 read_run_delay_ns; /* reader's sched_info.run_delay at the first read */
 	__u64 send_run_delay_ns; /* sender's at the first send; 0: not seen in its thread */
@@ -226,6 +224,31 @@ struct {
 
 /* Entries in draining: while 0, the per-packet probe returns at once. */
 __u64 draining_sockets = 0;
+
+/*
+ * Local clients' handshakes are followed only while a target listener
+ * drops connections: a connect to a healthy listener has nothing to tell,
+ * and following each costs two socket-storage operations and an LRU entry.
+ * Extended by every drop seen here (a SYN retransmitted to a target port,
+ * a third ACK dropped on a full queue) and by user space when a
+ * listener's drop counter moves. CLOCK_MONOTONIC ns.
+ */
+__u64 follow_handshakes_until_ns = 0;
+#define FOLLOW_HANDSHAKES_NS (30ull * 1000 * 1000 * 1000)
+
+static __always_inline void follow_handshakes_from(__u64 now)
+{
+	__u64 until = now + FOLLOW_HANDSHAKES_NS;
+
+	if (follow_handshakes_until_ns < until)
+		follow_handshakes_until_ns = until;
+}
+
+static __always_inline bool following_handshakes(void)
+{
+	/* Asked on connects to target ports only. (No coarse clock for tracing programs.) */
+	return trace_handshakes && bpf_ktime_get_ns() < follow_handshakes_until_ns;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -454,17 +477,19 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
  * last request: the thread that will most likely read this one. With it,
  * the first read can tell how long that thread was runnable but not
  * running while these bytes waited. 0 when unknown.
+ *
+ * The task is remembered by address and read with probe reads, which never
+ * fault: if it exited and its memory was reused, its pid no longer matches
+ * and the value is ignored. (bpf_task_from_pid() is the safe lookup, but
+ * its pid hash walk and reference count cost ~200 ns per request here.)
  */
 static __always_inline __u64 reader_run_delay(const struct conn_state *conn)
 {
-	if (!conn->last_reader_tid || !bpf_task_from_pid)
+	const struct task_struct *reader = (const struct task_struct *)conn->last_reader_task;
+
+	if (!reader || (__u32)BPF_CORE_READ(reader, pid) != conn->last_reader_tid)
 		return 0;
-	struct task_struct *reader = bpf_task_from_pid((s32)conn->last_reader_tid);
-	if (!reader)
-		return 0;
-	__u64 run_delay = reader->sched_info.run_delay;
-	bpf_task_release(reader);
-	return run_delay;
+	return BPF_CORE_READ(reader, sched_info.run_delay);
 }
 
 static __always_inline void start_request(struct conn_state *conn, __u64 now)
@@ -576,6 +601,7 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	__u32 looked_at = conn->last_reader_tid;
 	conn->read_run_delay_ns = run_delay;
 	conn->last_reader_tid = conn->reader_tid;
+	conn->last_reader_task = (__u64)bpf_get_current_task();
 	/*
 	 * Read by the thread we looked at when the bytes came: exact, except
 	 * that a wait already under way then counts whole (capped at the
@@ -812,6 +838,7 @@ int BPF_PROG(on_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_re
 	__u16 port = bpf_ntohs(th.dest);
 	if (!is_target_port(port))
 		return 0;
+	follow_handshakes_from(bpf_ktime_get_ns());
 	struct cs_ev_ack_overflow *ev = reserve_event(sizeof(*ev), CS_EV_ACK_OVERFLOW);
 	if (!ev)
 		return 0;
@@ -971,7 +998,7 @@ int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int
 	if (old_state == TCP_CLOSE && new_state == TCP_SYN_SENT) {
 		/* Client side: connect() to a target port sends its first SYN. */
 		__u16 port = bpf_ntohs(sk->__sk_common.skc_dport);
-		if (!is_target_port(port))
+		if (!is_target_port(port) || !following_handshakes())
 			return 0;
 		struct client_handshake *hs = bpf_sk_storage_get(
 			&client_handshakes, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
@@ -997,11 +1024,33 @@ int BPF_PROG(on_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb
 
 	if (!trace_handshakes || !sk || sk->__sk_common.skc_state != TCP_SYN_SENT)
 		return 0;
+	__u64 now = bpf_ktime_get_ns();
 	hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, 0);
-	if (!hs)
-		return 0;
+	if (!hs) {
+		/* A SYN to a target port retransmitted: a drop. Follow from here on. */
+		if (!is_target_port(bpf_ntohs(sk->__sk_common.skc_dport)))
+			return 0;
+		follow_handshakes_from(now);
+		hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (!hs) {
+			count(CS_CTR_TABLE_FULL);
+			return 0;
+		}
+		/*
+		 * Its first SYN went out before we followed: TCP noted when, in
+		 * retrans_stamp (ms of the same clock, 32 bits; us if the route
+		 * asks for microsecond timestamps).
+		 */
+		const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+		__u32 stamp = BPF_CORE_READ(tp, retrans_stamp);
+		__u64 unit_ns = BPF_CORE_READ_BITFIELD_PROBED(tp, tcp_usec_ts) ? 1000 : 1000000;
+		__u32 ago = (__u32)(now / unit_ns) - stamp;
+		hs->syn_sent_ns = now - (__u64)ago * unit_ns;
+		hs->syn_retransmits = BPF_CORE_READ(&tp->inet_conn, icsk_retransmits);
+		hs->tgid = 0; /* unknown: a timer retransmits, in no process of its own */
+	}
 	hs->syn_retransmits++;
-	hs->last_syn_ns = bpf_ktime_get_ns();
+	hs->last_syn_ns = now;
 	return 0;
 }
 

@@ -22,6 +22,8 @@
 #define THREAD_BASELINES_MAX 65536
 /* The socket walk that names new listeners runs at most this often. */
 #define LISTENER_WALK_MIN_GAP_NS 1000000000ull
+/* How long local handshakes are followed after a drop (as the BPF side). */
+#define FOLLOW_HANDSHAKES_NS 30000000000ull
 
 static uint64_t monotonic_ns(void)
 {
@@ -44,6 +46,7 @@ struct thread_baseline {
 struct listener_identity {
 	uint64_t sk;          /* the kernel's socket address: the records' identity */
 	uint32_t syn_queue;   /* half-open connections at that walk */
+	uint32_t drops;       /* sk_drops at the last sample */
 };
 
 /* Run an iterator once, handing each whole record_size record to visit. */
@@ -282,6 +285,7 @@ static void visit_listener(struct cs_probes *probes, const void *record, uint64_
 	if (identity) {
 		identity->sk = sample.sk;
 		identity->syn_queue = sample.syn_queue;
+		identity->drops = sample.drops;
 	}
 	probes->on_record(probes->ctx, record, sizeof(struct cs_ev_listener_sample));
 }
@@ -323,7 +327,7 @@ int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
 		const struct cs_listen_socket *listener = &listeners[i];
 		if (!is_target_port(probes, listener->port))
 			continue;
-		const struct listener_identity *identity = cs_u64map_get(&probes->listener_sks, listener->inode);
+		struct listener_identity *identity = cs_u64map_get(&probes->listener_sks, listener->inode);
 		if (!identity) {
 			probes->listener_samples_skipped++;
 			continue;
@@ -339,6 +343,10 @@ int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
 			.port = listener->port,
 			.family = listener->family,
 		};
+		/* Dropping: have the probes follow local clients' handshakes (see the BPF side). */
+		if (listener->drops != identity->drops)
+			probes->skel->bss->follow_handshakes_until_ns = now_ns + FOLLOW_HANDSHAKES_NS;
+		identity->drops = listener->drops;
 		probes->on_record(probes->ctx, &sample, sizeof(sample));
 	}
 	return 0;

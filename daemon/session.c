@@ -3,6 +3,7 @@
 #include "errmsg.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,6 +326,10 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	}
 	ret = 0;
 out:
+	if (opts->probe.verbose)
+		fprintf(stderr, "connscope: %" PRIu64 " socket walks, %" PRIu64 " listener samples skipped, "
+			"%" PRIu64 " threads untracked\n", probes.listener_walks,
+			probes.listener_samples_skipped, probes.threads_untracked);
 	cs_probes_stop(&probes);
 	return ret;
 }
