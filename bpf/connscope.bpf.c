@@ -78,16 +78,20 @@ struct {
 	__type(value, __u64);
 } established_ns SEC(".maps");
 
-/* An accept() call in flight, by thread. */
+/*
+ * An accept() call in flight, in the calling thread's storage (created on
+ * its first accept of a target listener, reused after: no hash update and
+ * delete per call). enter_ns 0: no call in flight.
+ */
 struct accept_call {
 	__u64 listener_sk;
 	__u64 enter_ns;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct accept_call);
 } accept_calls SEC(".maps");
 
@@ -317,32 +321,39 @@ static __always_inline bool is_target_port(__u16 port)
 	return bits && (*bits & (1ull << (port % 64)));
 }
 
-/* The TCP socket behind a file descriptor of the current task, or NULL. */
+/*
+ * A kernel address read from memory, as a typed pointer the verifier lets
+ * us load from directly (each load is fault-safe, like a probe read, at
+ * the cost of a plain load). The kfunc is a no-op the verifier inlines.
+ */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#define kernel_ptr(type, addr) ((type *)bpf_rdonly_cast((const void *)(addr), bpf_core_type_id_kernel(type)))
+
+/*
+ * The TCP socket behind a file descriptor of the current task, or NULL.
+ * On every accept() twice: direct loads, not a chain of probe reads.
+ */
 static __always_inline struct sock *tcp_sock_of_fd(int fd)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fd_array;
-	struct file *file = NULL;
-	struct socket *socket;
-	struct sock *sk;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = task->files->fdt;
+	struct file *file_addr = NULL;
 
-	if (fd < 0 || !fdt || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+	if (fd < 0 || !fdt || (unsigned int)fd >= fdt->max_fds)
 		return NULL;
-	fd_array = BPF_CORE_READ(fdt, fd);
-	/* file is a pointer: read the pointer stored in fd_array[fd] */
-	if (bpf_probe_read_kernel(&file, sizeof(file), &fd_array[fd]) || !file) // NOLINT(bugprone-sizeof-expression)
+	/* An array element at a variable index: that one takes a probe read. */
+	if (bpf_probe_read_kernel(&file_addr, sizeof(file_addr), &fdt->fd[fd]) || !file_addr) // NOLINT(bugprone-sizeof-expression)
 		return NULL;
+	struct file *file = kernel_ptr(struct file, file_addr);
 	/* Only a socket file's private_data is a struct socket. */
-	if ((BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+	if ((file->f_inode->i_mode & S_IFMT) != S_IFSOCK)
 		return NULL;
-	socket = BPF_CORE_READ(file, private_data);
-	sk = BPF_CORE_READ(socket, sk);
+	struct socket *socket = kernel_ptr(struct socket, file->private_data);
+	struct sock *sk = socket->sk;
 	if (!sk)
 		return NULL;
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	if ((family != AF_INET && family != AF_INET6) ||
-	    BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+	__u16 family = sk->__sk_common.skc_family;
+	if ((family != AF_INET && family != AF_INET6) || sk->sk_protocol != IPPROTO_TCP)
 		return NULL;
 	return sk;
 }
@@ -1065,15 +1076,16 @@ static __always_inline int on_accept_enter(int listen_fd)
 	struct sock *listener = tcp_sock_of_fd(listen_fd);
 	if (!listener)
 		return 0;
-	if (!is_target_port(BPF_CORE_READ(listener, __sk_common.skc_num)))
+	if (!is_target_port(listener->__sk_common.skc_num))
 		return 0;
-	__u32 tid = (__u32)pid_tgid;
-	struct accept_call call = {
-		.listener_sk = (__u64)listener,
-		.enter_ns = bpf_ktime_get_ns(),
-	};
-	if (bpf_map_update_elem(&accept_calls, &tid, &call, BPF_ANY))
+	struct accept_call *call = bpf_task_storage_get(&accept_calls, bpf_get_current_task_btf(), 0,
+							BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!call) {
 		count(CS_CTR_TABLE_FULL);
+		return 0;
+	}
+	call->listener_sk = (__u64)listener;
+	call->enter_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -1085,10 +1097,10 @@ static __always_inline int on_accept_exit(long ret)
 	struct cs_ev_accept *ev;
 
 	/* Only threads whose accept() entry was a target's listener are here. */
-	call = bpf_map_lookup_elem(&accept_calls, &tid);
-	if (!call)
+	call = bpf_task_storage_get(&accept_calls, bpf_get_current_task_btf(), 0, 0);
+	if (!call || !call->enter_ns)
 		return 0;
-	const struct sock *listener = (const struct sock *)call->listener_sk;
+	const struct sock *listener = kernel_ptr(struct sock, call->listener_sk);
 
 	ev = reserve_event(sizeof(*ev), CS_EV_ACCEPT);
 	if (!ev)
@@ -1098,10 +1110,10 @@ static __always_inline int on_accept_exit(long ret)
 	ev->ret = (__s32)ret;
 	ev->tgid = pid_tgid >> 32;
 	ev->tid = tid;
-	ev->backlog = BPF_CORE_READ(listener, sk_ack_backlog);
-	ev->backlog_limit = BPF_CORE_READ(listener, sk_max_ack_backlog);
+	ev->backlog = listener->sk_ack_backlog;
+	ev->backlog_limit = listener->sk_max_ack_backlog;
 	ev->listener_drops = read_drops(listener);
-	ev->listener_port = BPF_CORE_READ(listener, __sk_common.skc_num);
+	ev->listener_port = listener->__sk_common.skc_num;
 	ev->pad[0] = ev->pad[1] = ev->pad[2] = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 	ev->sk = 0;
@@ -1125,7 +1137,7 @@ static __always_inline int on_accept_exit(long ret)
 	}
 	submit_event(ev);
 out:
-	bpf_map_delete_elem(&accept_calls, &tid);
+	call->enter_ns = 0;
 	return 0;
 }
 
