@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "events.h"
 #include "json_check.h"
+#include "metrics.h"
 #include "report.h"
 
 #define PORT 8080
@@ -281,4 +282,60 @@ Test(partial, a_clean_run_shows_no_partial_line)
 	char *text = render(cs_report_text, &meta);
 	cr_expect(!strncmp(text, "connscope: pid 1 (t), 1.0 s, 2 events, 0 lost\n\n", 46), "%.200s", text);
 	free(text);
+}
+
+Test(partial, counted_in_the_metrics)
+{
+	partial_everything();
+	struct cs_report_meta meta = { .target = "web", .duration_s = 1.0 };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	cr_assert_not_null(out);
+	cs_metrics_render(out, engine, &meta, "web");
+	fclose(out);
+	cr_expect_not_null(strstr(text, "connscope_partial_total{target=\"web\",seen=\"accept\"} 1\n"), "%s", text);
+	cr_expect_not_null(strstr(text, "connscope_partial_total{target=\"web\",seen=\"request\"} 1\n"));
+	cr_expect_not_null(strstr(text, "connscope_partial_total{target=\"web\",seen=\"close\"} 1\n"));
+	cr_expect_not_null(strstr(text, "connscope_connections_forgotten_total{target=\"web\",why=\"evicted\"} 1\n"));
+	cr_expect_not_null(strstr(text, "connscope_connections_forgotten_total{target=\"web\",why=\"timed_out\"} 0\n"));
+	cr_expect_not_null(strstr(text, "# TYPE connscope_partial_total counter\n"));
+	free(text);
+}
+
+/* ---- records out of order (per-CPU ring order, clock oddities) ------------- */
+
+Test(forget, a_close_before_its_accept_leaves_nothing_stuck)
+{
+	uint64_t sk = 0xffff880000800000ull;
+	/* The close (CPU 1) is read before the accept (CPU 0) of the same socket. */
+	feed_conn_close(engine, (struct close_spec){ .sk = sk, .port = PORT, .ts_ns = 5 * SEC,
+						     .established_ns = 4 * SEC, .closed_by = CS_CLOSED_BY_CLIENT });
+	FEED_OK(engine, make_accept_of((struct accept_spec){ .port = PORT, .tid = 7, .ts_ns = 4 * SEC + MS,
+							     .established_ns = 4 * SEC },
+				       sk, 0x0a000002, 41000));
+	cr_expect_eq(engine->lifecycle.closed_by[CS_CLOSED_BY_CLIENT], 1);
+	cr_expect_eq(engine->conns.count, 1, "followed until it times out");
+	/* Time goes on: the orphan is forgotten, counted. */
+	for (int i = 0; i < 2; i++)
+		feed_sample(engine, (struct sample_spec){ .port = PORT, .ts_ns = 5 * SEC + CS_CONN_TIMEOUT_NS + (uint64_t)i,
+							  .backlog_limit = 128 });
+	cr_expect_eq(engine->conns.count, 0);
+	cr_expect_eq(engine->conns_timed_out, 1);
+}
+
+Test(forget, time_going_backwards_forgets_nothing_early)
+{
+	whole_connection(0xffff880000900000ull, 1000 * SEC);
+	/* A record from long before (a bad clock, a corrupt trace), then the present. */
+	feed_sample(engine, (struct sample_spec){ .port = PORT, .ts_ns = 1, .backlog_limit = 128 });
+	feed_sample(engine, (struct sample_spec){ .port = PORT, .ts_ns = 1001 * SEC, .backlog_limit = 128 });
+	cr_expect_eq(engine->conns.count, 1);
+	cr_expect_eq(engine->conns_timed_out, 0);
+	/* A record from far in the future forgets it, and the table stays usable. */
+	feed_sample(engine, (struct sample_spec){ .port = PORT, .ts_ns = UINT64_MAX - 1, .backlog_limit = 128 });
+	cr_expect_eq(engine->conns.count, 0);
+	whole_connection(0xffff880000900040ull, 1002 * SEC);
+	cr_expect_eq(engine->conns.count, 1);
+	cr_expect_eq(engine->requests.requests, 2);
 }
