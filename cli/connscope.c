@@ -443,7 +443,8 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(command, "version") || !strcmp(command, "--version")) {
 		if (argc > 2) {
-			fprintf(stderr, "connscope version: unexpected argument '%s' (it takes none)\nTry 'connscope --help'.\n", argv[2]);
+			fprintf(stderr, "connscope version: unexpected argument '%s' (it takes none)\n"
+				"Try 'connscope --help'.\n", argv[2]);
 			return EXIT_USAGE;
 		}
 		printf("connscope 0.1 (wire format %d)\n", CS_WIRE_VERSION);

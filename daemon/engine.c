@@ -341,12 +341,12 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 	/*
 	 * Forget connections not heard of for a while. A sweep walks the whole
 	 * table, so it waits for CS_CONN_SWEEP_NS of record time and for as
-	 * many records as 1/64 of the table's slots: a hostile trace of ever
+	 * many records as 1/64 of the slots it walks: a hostile trace of ever
 	 * later timestamps cannot make every record pay a walk.
 	 */
 	engine->records_since_sweep++;
 	if (hdr.ts_ns >= engine->next_sweep_ns &&
-	    engine->records_since_sweep >= engine->conns.capacity / 64) {
+	    engine->records_since_sweep >= (engine->conns.capacity + engine->idle_closed_from.capacity) / 64) {
 		cs_conns_sweep(engine, hdr.ts_ns);
 		engine->next_sweep_ns = hdr.ts_ns + CS_CONN_SWEEP_NS;
 		engine->records_since_sweep = 0;
