@@ -177,6 +177,16 @@ int cs_probes_add_port(struct cs_probes *probes, uint16_t port)
 				    sizeof(one), BPF_ANY);
 }
 
+int cs_probes_remove_tgid(struct cs_probes *probes, uint32_t tgid)
+{
+	return bpf_map__delete_elem(probes->skel->maps.target_tgids, &tgid, sizeof(tgid), 0);
+}
+
+int cs_probes_remove_port(struct cs_probes *probes, uint16_t port)
+{
+	return bpf_map__delete_elem(probes->skel->maps.target_ports, &port, sizeof(port), 0);
+}
+
 int cs_probes_poll(struct cs_probes *probes, int timeout_ms)
 {
 	int n = ring_buffer__poll(probes->ring, timeout_ms);
