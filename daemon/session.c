@@ -160,7 +160,7 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 					    "relative to /sys/fs/cgroup; see /proc/PID/cgroup)", opts->match.cgroups[i]);
 		char what[256];
 		cs_describe_match(&opts->match, what, sizeof(what));
-		return cs_fail(errmsg, errlen, "no process of %s listens on a TCP port (check with 'ss -ltnp')",
+		return cs_fail(errmsg, errlen, "no process matching %s listens on a TCP port (check with 'ss -ltnp')",
 			    what);
 	}
 

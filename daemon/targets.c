@@ -30,10 +30,6 @@ int cs_target_add_name(struct cs_target_match *match, const char *name, char *er
 
 int cs_cgroup_normalize(const char *path, char *out, size_t len)
 {
-	/* The mount point itself may be written out. */
-	size_t mount_len = strlen(CGROUP_MOUNT);
-	if (!strncmp(path, CGROUP_MOUNT, mount_len) && (path[mount_len] == '/' || !path[mount_len]))
-		path += mount_len;
 	if (!*path || len < 2)
 		return -EINVAL;
 	size_t used = 0;
@@ -57,6 +53,17 @@ int cs_cgroup_normalize(const char *path, char *out, size_t len)
 		used += part;
 		out[used] = '\0';
 		path += part;
+	}
+	/*
+	 * The mount point may be written out: strip it from the normal form
+	 * (so "/sys/fs//cgroup/a" is "/a"), as often as it is there, so that
+	 * normalizing a normal path changes nothing.
+	 */
+	size_t mount_len = strlen(CGROUP_MOUNT);
+	while (used >= mount_len && !strncmp(out, CGROUP_MOUNT, mount_len) &&
+	       (out[mount_len] == '/' || !out[mount_len])) {
+		memmove(out, out + mount_len, used - mount_len + 1);
+		used -= mount_len;
 	}
 	if (!used) {
 		out[0] = '/';
