@@ -364,12 +364,33 @@ static void add_cgroup_tree(int dirfd, struct pid_set *set, int depth)
 	closedir(dir);
 }
 
+const char *cs_cgroup2_mount(void)
+{
+	static char mount_point[CS_CGROUP_PATH_LEN];
+	static char text[65536];
+	if (mount_point[0])
+		return mount_point;
+	if (read_small_file(AT_FDCWD, "/proc/self/mountinfo", text, sizeof(text)) <= 0 ||
+	    cs_parse_cgroup2_mount(text, mount_point, sizeof(mount_point)))
+		return NULL;
+	return mount_point;
+}
+
+/* The directory of a normalized cgroup path; false without a v2 hierarchy. */
+static bool cgroup_dir(const char *path, char *out, size_t len)
+{
+	const char *mount_point = cs_cgroup2_mount();
+	if (!mount_point)
+		return false;
+	snprintf(out, len, "%s%s", mount_point, strcmp(path, "/") ? path : "");
+	return true;
+}
+
 bool cs_cgroup_exists(const char *path)
 {
-	char full[CS_CGROUP_PATH_LEN + 32];
+	char full[2 * CS_CGROUP_PATH_LEN];
 	struct stat st;
-	snprintf(full, sizeof(full), "/sys/fs/cgroup%s", path);
-	return stat(full, &st) == 0 && S_ISDIR(st.st_mode);
+	return cgroup_dir(path, full, sizeof(full)) && stat(full, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 int cs_pids_matching(const struct cs_target_match *match, pid_t *pids, size_t max, size_t *count)
@@ -378,8 +399,9 @@ int cs_pids_matching(const struct cs_target_match *match, pid_t *pids, size_t ma
 	if (match->name_count)
 		add_by_name(match, &set);
 	for (size_t i = 0; i < match->cgroup_count; i++) {
-		char full[CS_CGROUP_PATH_LEN + 32];
-		snprintf(full, sizeof(full), "/sys/fs/cgroup%s", match->cgroups[i]);
+		char full[2 * CS_CGROUP_PATH_LEN];
+		if (!cgroup_dir(match->cgroups[i], full, sizeof(full)))
+			break;
 		int fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
 			continue;

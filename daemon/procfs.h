@@ -46,13 +46,16 @@ int cs_pids_on_port(uint16_t port, const struct cs_listen_socket *listeners, siz
 /*
  * Processes (tgids, ascending, no kernel threads) that match a --name
  * (their comm or executable's basename) or live in a --cgroup (or one of
- * its descendants). A cgroup that does not exist (yet) holds nobody.
+ * its descendants, in the cgroup v2 hierarchy wherever it is mounted). A cgroup that does not exist (yet) holds nobody.
  * Returns 0, or -ENOSPC when more than max matched (the first max kept).
  */
 int cs_pids_matching(const struct cs_target_match *match, pid_t *pids, size_t max, size_t *count);
 
 /* Does the cgroup v2 directory of path (normalized) exist? */
 bool cs_cgroup_exists(const char *path);
+
+/* Where the cgroup v2 hierarchy is mounted (looked up once), or NULL. */
+const char *cs_cgroup2_mount(void);
 
 struct cs_tcp_counters {
 	uint64_t listen_overflows;

@@ -154,10 +154,13 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 	struct cs_watch watch = session_watch(s, NULL);
 	if (cs_watch_add_matching(&watch, &opts->match, listeners, listener_count) == 0 &&
 	    cs_target_match_any(&opts->match) && !opts->follow) {
+		if (opts->match.cgroup_count && !cs_cgroup2_mount())
+			return cs_fail(errmsg, errlen, "no cgroup v2 hierarchy is mounted (see /proc/self/mountinfo)");
 		for (size_t i = 0; i < opts->match.cgroup_count; i++)
 			if (!cs_cgroup_exists(opts->match.cgroups[i]))
-				return cs_fail(errmsg, errlen, "no cgroup /sys/fs/cgroup%s (cgroup v2 paths are "
-					    "relative to /sys/fs/cgroup; see /proc/PID/cgroup)", opts->match.cgroups[i]);
+				return cs_fail(errmsg, errlen, "no cgroup %s in the cgroup v2 hierarchy at %s (a "
+					    "process's is the '0::' line of /proc/PID/cgroup)", opts->match.cgroups[i],
+					    cs_cgroup2_mount());
 		char what[256];
 		cs_describe_match(&opts->match, what, sizeof(what));
 		return cs_fail(errmsg, errlen, "no process matching %s listens on a TCP port (check with 'ss -ltnp')",

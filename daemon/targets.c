@@ -59,11 +59,17 @@ int cs_cgroup_normalize(const char *path, char *out, size_t len)
 	 * (so "/sys/fs//cgroup/a" is "/a"), as often as it is there, so that
 	 * normalizing a normal path changes nothing.
 	 */
-	size_t mount_len = strlen(CGROUP_MOUNT);
-	while (used >= mount_len && !strncmp(out, CGROUP_MOUNT, mount_len) &&
-	       (out[mount_len] == '/' || !out[mount_len])) {
-		memmove(out, out + mount_len, used - mount_len + 1);
-		used -= mount_len;
+	static const char *const mounts[] = { CGROUP_MOUNT "/unified", CGROUP_MOUNT };
+	for (size_t i = 0; i < 2;) {
+		size_t mount_len = strlen(mounts[i]);
+		if (used >= mount_len && !strncmp(out, mounts[i], mount_len) &&
+		    (out[mount_len] == '/' || !out[mount_len])) {
+			memmove(out, out + mount_len, used - mount_len + 1);
+			used -= mount_len;
+			i = 0;
+		} else {
+			i++;
+		}
 	}
 	if (!used) {
 		out[0] = '/';
@@ -79,8 +85,8 @@ int cs_target_add_cgroup(struct cs_target_match *match, const char *path, char *
 	if (err == -ENAMETOOLONG)
 		return cs_fail(errmsg, errlen, "expects a cgroup path shorter than %d bytes", CS_CGROUP_PATH_LEN);
 	if (err)
-		return cs_fail(errmsg, errlen, "expects a cgroup v2 path under " CGROUP_MOUNT
-			       " (e.g. /system.slice/nginx.service; no '.' or '..'), not '%s'", path);
+		return cs_fail(errmsg, errlen, "expects a cgroup v2 path as /proc/PID/cgroup shows it (e.g. "
+			       "/system.slice/nginx.service; no '.' or '..'), not '%s'", path);
 	for (size_t i = 0; i < match->cgroup_count; i++)
 		if (!strcmp(match->cgroups[i], normal))
 			return 0;
@@ -88,6 +94,62 @@ int cs_target_add_cgroup(struct cs_target_match *match, const char *path, char *
 		return cs_fail(errmsg, errlen, "takes at most %d cgroups", CS_MAX_MATCH_TARGETS);
 	strcpy(match->cgroups[match->cgroup_count++], normal);
 	return 0;
+}
+
+/* Copy a mountinfo field, undoing its octal escapes (\040 for a space). */
+static int unescape_field(const char *field, size_t field_len, char *out, size_t len)
+{
+	size_t used = 0;
+	for (size_t i = 0; i < field_len; i++) {
+		char c = field[i];
+		if (c == '\\' && i + 3 < field_len && field[i + 1] >= '0' && field[i + 1] <= '3' &&
+		    field[i + 2] >= '0' && field[i + 2] <= '7' && field[i + 3] >= '0' && field[i + 3] <= '7') {
+			c = (char)((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 + (field[i + 3] - '0'));
+			i += 3;
+		}
+		if (used + 1 >= len)
+			return -ENAMETOOLONG;
+		out[used++] = c;
+	}
+	out[used] = '\0';
+	return 0;
+}
+
+int cs_parse_cgroup2_mount(const char *mountinfo, char *out, size_t len)
+{
+	int found = -ENOENT;
+	for (const char *line = mountinfo, *next; *line; line = next) {
+		size_t line_len = strcspn(line, "\n");
+		next = line + line_len + (line[line_len] == '\n');
+		/* id parent major:minor root mount-point options [optional...] - fstype source super */
+		const char *fields[5];
+		const char *p = line;
+		size_t n = 0;
+		while (n < 5 && p < line + line_len) {
+			fields[n++] = p;
+			p += strcspn(p, " \n");
+			while (*p == ' ')
+				p++;
+		}
+		const char *dash = strstr(line, " - ");
+		if (n < 5 || !dash || dash > line + line_len || strncmp(dash + 3, "cgroup2 ", 8))
+			continue;
+		if (strncmp(fields[3], "/ ", 2))
+			continue; /* a bind mount of a sub-tree, not the hierarchy's root */
+		char mount_point[CS_CGROUP_PATH_LEN];
+		if (unescape_field(fields[4], strcspn(fields[4], " "), mount_point, sizeof(mount_point)))
+			continue;
+		bool preferred = !strcmp(mount_point, CGROUP_MOUNT);
+		if (found == 0 && !preferred)
+			continue;
+		if (strlen(mount_point) >= len)
+			return -ENAMETOOLONG;
+		strcpy(out, mount_point);
+		found = 0;
+		if (preferred)
+			break;
+	}
+	return found;
 }
 
 /* Is every string of items (item_count of them, stride bytes apart) in set? */

@@ -34,14 +34,27 @@ struct cs_target_match {
 int cs_target_add_name(struct cs_target_match *match, const char *name, char *errmsg, size_t errlen);
 
 /*
- * Add a cgroup v2 path, relative to /sys/fs/cgroup ("/system.slice/x",
- * "system.slice/x" and "/sys/fs/cgroup/system.slice/x" are the same);
+ * Add a cgroup v2 path, relative to the hierarchy's root, as
+ * /proc/PID/cgroup shows it ("/system.slice/x", "system.slice/x" and
+ * "/sys/fs/cgroup/system.slice/x" are the same);
  * no "." or ".." components. Returns 0 or -1 as cs_target_add_name().
  */
 int cs_target_add_cgroup(struct cs_target_match *match, const char *path, char *errmsg, size_t errlen);
 
-/* Normalize a cgroup path into out (see cs_target_add_cgroup). 0 or -EINVAL/-ENAMETOOLONG. */
+/*
+ * Normalize a cgroup path into out (see cs_target_add_cgroup): the path as
+ * /proc/PID/cgroup's "0::" line shows it. A leading /sys/fs/cgroup (or
+ * /sys/fs/cgroup/unified, the v2 mount of hybrid systems) is dropped.
+ * 0, or -EINVAL / -ENAMETOOLONG.
+ */
 int cs_cgroup_normalize(const char *path, char *out, size_t len);
+
+/*
+ * The cgroup v2 hierarchy's mount point from the text of
+ * /proc/self/mountinfo (its root mount, /sys/fs/cgroup preferred).
+ * Returns 0, -ENOENT when none is mounted, -ENAMETOOLONG.
+ */
+int cs_parse_cgroup2_mount(const char *mountinfo, char *out, size_t len);
 
 /* Is the set the same (order aside)? */
 bool cs_target_match_equal(const struct cs_target_match *a, const struct cs_target_match *b);

@@ -55,6 +55,8 @@ Test(targets, cgroup_paths_are_normalized)
 		{ "/a/.hidden/..b", "/a/.hidden/..b" },
 		{ "/sys/fs///cgroup//a/", "/a" }, /* found by fuzz_config: normal forms are stable */
 		{ "/sys/fs/cgroup/sys/fs/cgroup/x", "/x" },
+		{ "/sys/fs/cgroup/unified/cs-test", "/cs-test" }, /* hybrid systems' v2 mount */
+		{ "/sys/fs/cgroup/unifiedx", "/unifiedx" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		cr_assert_eq(cs_cgroup_normalize(cases[i].in, out, sizeof(out)), 0, "%s", cases[i].in);
@@ -173,4 +175,33 @@ Test(targets, pid_lists)
 					   "4194305\n" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_expect_eq(cs_parse_pid_list(bad[i], pids, 4, &count), -EINVAL, "'%s'", bad[i]);
+}
+
+Test(targets, cgroup2_mount_from_mountinfo)
+{
+	char out[CS_CGROUP_PATH_LEN];
+	/* A hybrid system: v1 controllers, v2 at /sys/fs/cgroup/unified. */
+	const char *hybrid =
+		"22 1 0:21 / /sys rw,nosuid - sysfs sysfs rw\n"
+		"30 22 0:26 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+		"31 30 0:27 / /sys/fs/cgroup/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu\n"
+		"40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+	cr_assert_eq(cs_parse_cgroup2_mount(hybrid, out, sizeof(out)), 0);
+	cr_expect_str_eq(out, "/sys/fs/cgroup/unified");
+	/* /sys/fs/cgroup wins over another mount; a sub-tree bind mount never counts. */
+	const char *several =
+		"50 1 0:40 /sub /mnt/sub rw - cgroup2 cgroup2 rw\n"
+		"51 1 0:40 / /mnt/cg\040two rw shared:1 master:2 - cgroup2 none rw\n"
+		"52 1 0:40 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n";
+	cr_assert_eq(cs_parse_cgroup2_mount(several, out, sizeof(out)), 0);
+	cr_expect_str_eq(out, "/sys/fs/cgroup");
+	cr_assert_eq(cs_parse_cgroup2_mount(several + strlen("50 1 0:40 /sub /mnt/sub rw - cgroup2 cgroup2 rw\n"),
+					    out, 12),
+		     -ENAMETOOLONG);
+	const char *escaped = "51 1 0:40 / /mnt/cg\\040two rw - cgroup2 none rw";
+	cr_assert_eq(cs_parse_cgroup2_mount(escaped, out, sizeof(out)), 0);
+	cr_expect_str_eq(out, "/mnt/cg two");
+	cr_expect_eq(cs_parse_cgroup2_mount("22 1 0:21 / /sys rw - sysfs sysfs rw\n", out, sizeof(out)), -ENOENT);
+	cr_expect_eq(cs_parse_cgroup2_mount("", out, sizeof(out)), -ENOENT);
+	cr_expect_eq(cs_parse_cgroup2_mount("garbage - cgroup2 x\n", out, sizeof(out)), -ENOENT);
 }
