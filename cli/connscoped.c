@@ -254,8 +254,9 @@ int main(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	if (!cs_config_has_targets(&setup.running))
-		return usage_error("name a target with --port PORT, --pid PID, --name NAME or --cgroup PATH%s%s",
-				   setup.config_path ? " (or in " : "", setup.config_path ? setup.config_path : "");
+		return usage_error("name a target with --port PORT, --pid PID, --name NAME or --cgroup PATH%s%s%s",
+				   setup.config_path ? " (or in " : "", setup.config_path ? setup.config_path : "",
+				   setup.config_path ? ")" : "");
 	if (setup.config_path)
 		fprintf(stderr, "connscoped: settings from %s\n", setup.config_path);
 	apply_targets(&setup.running, &opts);
