@@ -77,8 +77,17 @@ cg_root=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
 cgroup=/cs-itest-$$
 cg_dir=$cg_root$cgroup
 mkdir "$cg_dir" "$cg_dir/sub"
-# Servers are killed by cs_cleanup first; the cgroups go once empty.
-trap 'cs_cleanup; for _ in $(seq 50); do rmdir "$cg_dir/sub" "$cg_dir" 2>/dev/null; [[ -d $cg_dir ]] || break; sleep 0.1; done' EXIT
+# Only this test's processes can be in them: any left is killed.
+cg_cleanup() {
+  cs_cleanup
+  for _ in $(seq 50); do
+    cat "$cg_dir/sub/cgroup.procs" "$cg_dir/cgroup.procs" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    rmdir "$cg_dir/sub" "$cg_dir" 2>/dev/null || true
+    [[ -d $cg_dir ]] || break
+    sleep 0.1
+  done
+}
+trap cg_cleanup EXIT
 echo "cgroup $cg_dir"
 # in_cgroup DIR CMD...: CMD run inside the cgroup DIR
 in_cgroup() { local dir=$1; shift; exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$dir" "$@"; }
