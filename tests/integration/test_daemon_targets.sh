@@ -10,7 +10,9 @@
 source "$(dirname "$0")/lib.sh"
 
 CS_DAEMON=$CS_BUILD/connscoped
-KEPT_CAPS=0000000000080004   # CAP_SYS_PTRACE | CAP_DAC_READ_SEARCH (README, connscoped(8))
+# The capabilities connscoped(8) documents it keeps: CAP_SYS_PTRACE | CAP_DAC_READ_SEARCH.
+KEPT_CAPS=$(sed -n 's/.*CapEff: \([0-9a-f]\{16\}\).*/\1/p' "$(dirname "$0")/../../man/connscoped.8")
+[[ $KEPT_CAPS == 0000000000080004 ]] || fail "connscoped.8 documents CapEff '$KEPT_CAPS', not CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH"
 
 # A copy of csserver under a name no other process has.
 server_name=cstgt$$
