@@ -155,7 +155,7 @@ static int reload(void *ctx, struct cs_session_options *next)
 			setup->config_path);
 		return -1;
 	}
-	if (strcmp(fresh.metrics, setup->running.metrics) || fresh.ring_mb != setup->running.ring_mb ||
+	if (strcmp(fresh.metrics, setup->running.metrics) != 0 || fresh.ring_mb != setup->running.ring_mb ||
 	    fresh.verbose != setup->running.verbose)
 		fprintf(stderr, "connscoped: reload: metrics, ring-mb and verbose changes take effect at "
 			"the next start\n");
@@ -240,6 +240,8 @@ int main(int argc, char **argv)
 			for (const struct option *o = longopts; o->name; o++)
 				if (o->val == c)
 					key = o->name;
+			if (!key)
+				return usage_error("unknown option '%s'", argv[optind - 1]);
 			if (cs_config_set(&setup.cli, key, optarg ? optarg : "yes", errmsg, sizeof(errmsg)))
 				return usage_error("--%s %s", key, errmsg);
 		}

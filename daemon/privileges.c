@@ -135,12 +135,9 @@ static int thread_caps(const char *tid, uint64_t *effective, uint64_t *permitted
 	if (!f)
 		return -errno;
 	int found = 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "CapEff: %" SCNx64, effective) == 1)
-			found++;
-		else if (sscanf(line, "CapPrm: %" SCNx64, permitted) == 1)
-			found++;
-	}
+	while (fgets(line, sizeof(line), f))
+		found += (sscanf(line, "CapEff: %" SCNx64, effective) == 1) +
+			 (sscanf(line, "CapPrm: %" SCNx64, permitted) == 1);
 	fclose(f);
 	return found == 2 ? 0 : -EINVAL;
 }

@@ -132,9 +132,9 @@ int cs_parse_cgroup2_mount(const char *mountinfo, char *out, size_t len)
 				p++;
 		}
 		const char *dash = strstr(line, " - ");
-		if (n < 5 || !dash || dash > line + line_len || strncmp(dash + 3, "cgroup2 ", 8))
+		if (n < 5 || !dash || dash > line + line_len || strncmp(dash + 3, "cgroup2 ", 8) != 0)
 			continue;
-		if (strncmp(fields[3], "/ ", 2))
+		if (strncmp(fields[3], "/ ", 2) != 0)
 			continue; /* a bind mount of a sub-tree, not the hierarchy's root */
 		char mount_point[CS_CGROUP_PATH_LEN];
 		if (unescape_field(fields[4], strcspn(fields[4], " "), mount_point, sizeof(mount_point)))
