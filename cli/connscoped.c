@@ -220,6 +220,7 @@ int main(int argc, char **argv)
 	int c, longindex;
 
 	cs_config_init(&setup.cli);
+	setup.cli.last_wins = true; /* as getopt users expect: --sample-hz 5 --sample-hz 6 is 6 */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":P:p:n:c:C:m:vh", longopts, &longindex)) != -1) {
 		switch (c) {

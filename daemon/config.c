@@ -44,9 +44,10 @@ static int invalid(char *errmsg, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static int set_once(bool *has, const char *key, char *errmsg, size_t errlen)
+static int set_once(const struct cs_daemon_config *config, bool *has, const char *key, char *errmsg,
+		    size_t errlen)
 {
-	if (*has)
+	if (*has && !config->last_wins)
 		return invalid(errmsg, errlen, "is set twice (%s takes one value)", key);
 	*has = true;
 	return 0;
@@ -89,7 +90,7 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		if (strlen(value) >= sizeof(config->metrics) || cs_parse_listen_address(value, &addr, &addr_len))
 			return invalid(errmsg, errlen, "expects ADDR:PORT, [ADDR6]:PORT or PORT, not '%s'",
 				       value);
-		if (set_once(&config->has_metrics, key, errmsg, errlen))
+		if (set_once(config, &config->has_metrics, key, errmsg, errlen))
 			return -EINVAL;
 		strcpy(config->metrics, value);
 		return 0;
@@ -97,7 +98,7 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 	if (!strcmp(key, "sample-hz")) {
 		if (!integer(value, 1, 1000, &number))
 			return invalid(errmsg, errlen, "expects 1-1000, not '%s'", value);
-		if (set_once(&config->has_sample_hz, key, errmsg, errlen))
+		if (set_once(config, &config->has_sample_hz, key, errmsg, errlen))
 			return -EINVAL;
 		config->sample_hz = (unsigned int)number;
 		return 0;
@@ -106,7 +107,7 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		if (!integer(value, 1, 1024, &number) || (number & (number - 1)))
 			return invalid(errmsg, errlen, "expects a power of two from 1 to 1024, not '%s'",
 				       value);
-		if (set_once(&config->has_ring_mb, key, errmsg, errlen))
+		if (set_once(config, &config->has_ring_mb, key, errmsg, errlen))
 			return -EINVAL;
 		config->ring_mb = (unsigned int)number;
 		return 0;
@@ -115,7 +116,7 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		bool yes = !strcmp(value, "yes"), no = !strcmp(value, "no");
 		if (!yes && !no)
 			return invalid(errmsg, errlen, "expects yes or no, not '%s'", value);
-		if (set_once(&config->has_verbose, key, errmsg, errlen))
+		if (set_once(config, &config->has_verbose, key, errmsg, errlen))
 			return -EINVAL;
 		config->verbose = yes;
 		return 0;

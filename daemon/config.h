@@ -44,6 +44,7 @@ struct cs_daemon_config {
 	bool verbose;
 	/* Set here (not defaults): a layer overrides only what it sets. */
 	bool has_metrics, has_sample_hz, has_ring_mb, has_verbose;
+	bool last_wins;                    /* a setting given again replaces (command lines) */
 };
 
 /* Defaults: no target, metrics off, 10 Hz, 8 MiB, not verbose. */

@@ -151,6 +151,19 @@ Test(config, the_command_line_overrides_the_file)
 	cr_expect_eq(file.pids[0], 42);
 }
 
+Test(config, command_lines_may_repeat_a_setting)
+{
+	struct cs_daemon_config config;
+	cs_config_init(&config);
+	config.last_wins = true;
+	char why[256];
+	cr_assert_eq(cs_config_set(&config, "sample-hz", "5", why, sizeof(why)), 0);
+	cr_assert_eq(cs_config_set(&config, "sample-hz", "6", why, sizeof(why)), 0);
+	cr_expect_eq(config.sample_hz, 6);
+	cr_assert_eq(cs_config_set(&config, "verbose", "yes", why, sizeof(why)), 0);
+	cr_assert_eq(cs_config_set(&config, "verbose", "yes", why, sizeof(why)), 0);
+}
+
 Test(config, set_reports_unknown_keys_apart)
 {
 	struct cs_daemon_config config;
