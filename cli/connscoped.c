@@ -26,6 +26,7 @@
 #include "engine.h"
 #include "metrics_server.h"
 #include "privileges.h"
+#include "procfs.h"
 #include "report.h"
 #include "session.h"
 
@@ -138,6 +139,16 @@ static int load_settings(struct daemon_setup *setup, struct cs_daemon_config *ou
 	return 0;
 }
 
+/* A cgroup target that is not there is waited for: say so, it may be a typo. */
+static void warn_missing_cgroups(const struct cs_daemon_config *config)
+{
+	for (size_t i = 0; i < config->match.cgroup_count; i++)
+		if (!cs_cgroup_exists(config->match.cgroups[i]))
+			fprintf(stderr, "connscoped: cgroup %s does not exist (yet) in the cgroup v2 hierarchy%s%s; "
+				"watching for it\n", config->match.cgroups[i], cs_cgroup2_mount() ? " at " : "",
+				cs_cgroup2_mount() ? cs_cgroup2_mount() : " (none is mounted)");
+}
+
 /* SIGHUP: the config file again; targets and sample-hz change now. */
 static int reload(void *ctx, struct cs_session_options *next)
 {
@@ -164,6 +175,7 @@ static int reload(void *ctx, struct cs_session_options *next)
 	memcpy(fresh.metrics, setup->running.metrics, sizeof(fresh.metrics));
 	setup->running = fresh;
 	apply_targets(&fresh, next);
+	warn_missing_cgroups(&fresh);
 	fprintf(stderr, "connscoped: reloaded %s\n", setup->config_path);
 	return 0;
 }
@@ -263,6 +275,7 @@ int main(int argc, char **argv)
 	if (setup.config_path)
 		fprintf(stderr, "connscoped: settings from %s\n", setup.config_path);
 	apply_targets(&setup.running, &opts);
+	warn_missing_cgroups(&setup.running);
 	opts.probe.ring_bytes = setup.running.ring_mb << 20;
 	opts.probe.wakeup_bytes = opts.probe.ring_bytes / 32;
 	opts.probe.verbose = setup.running.verbose;

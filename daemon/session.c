@@ -171,6 +171,12 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 	/* "pid 1234 (nginx) ports 80,443" */
 	char comm[32] = "?";
 	size_t used = 0;
+	if (s->live_count == 0 && *port_count == 0) {
+		char what[200];
+		cs_describe_match(&opts->match, what, sizeof(what));
+		snprintf(result->target, sizeof(result->target), "(waiting for %s)", what);
+		return 0;
+	}
 	if (s->live_count == 0) {
 		used = (size_t)snprintf(result->target, sizeof(result->target), "(waiting) port%s ",
 					*port_count > 1 ? "s" : "");
