@@ -12,7 +12,9 @@
  * Not needed after the start: map updates and deletes on the maps' fds,
  * new iterator instances from the iterator link, ring-buffer reads,
  * sock_diag dumps of listening sockets, cgroup.procs and /proc/PID/stat,
- * serving sockets already bound; detaching at the end.
+ * serving sockets (a Unix socket in a root-owned directory can even be
+ * created, chmod-ed and asked for its peers' credentials as uid 0 with no
+ * capability), the config file (root's) on SIGHUP; detaching at the end.
  */
 #ifndef CS_PRIVILEGES_H
 #define CS_PRIVILEGES_H
