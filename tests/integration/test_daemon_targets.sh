@@ -83,6 +83,17 @@ cs_wait_port "$other_port"
 load "$other_port" 3
 load "$port" 1
 accepts_reach "$mport" 9 "by name: another server's accepts not counted"
+
+# connscope attach takes the same target: the server by its name only.
+"$CS_BIN" attach --name "$server_name" --json >"$CS_TMP/attach.json" 2>"$CS_TMP/attach.err" &
+attach=$!
+cs_wait_attached "$CS_TMP/attach.err"
+grep -q "attached to pid $server ($server_name) port $port" "$CS_TMP/attach.err" || { cat "$CS_TMP/attach.err"; fail "attach --name found another target"; }
+load "$other_port" 2
+load "$port" 3
+sleep 0.3 # the last closes
+kill -INT "$attach"; wait "$attach" || fail "connscope attach --name failed"
+assert_cmp "$(json_get "$CS_TMP/attach.json" 'sum(l["accepts"] for l in j["listeners"])')" '==' 3 "connscope attach --name: the named server's accepts only"
 kill "$SRV" "$server"; wait "$SRV" "$server" 2>/dev/null || true
 stop_daemon "$daemon"
 
