@@ -265,6 +265,28 @@ int cs_probes_add_port(struct cs_probes *probes, uint16_t port)
 				    sizeof(bits), BPF_ANY);
 }
 
+int cs_probes_remove_tgid(struct cs_probes *probes, uint32_t tgid)
+{
+	return bpf_map__delete_elem(probes->skel->maps.target_tgids, &tgid, sizeof(tgid), 0);
+}
+
+int cs_probes_remove_port(struct cs_probes *probes, uint16_t port)
+{
+	/* As cs_probes_add_port: only we write the bitmap. */
+	uint32_t word = port / 64;
+	uint64_t bits = 0;
+	int err = bpf_map__lookup_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
+				       sizeof(bits), 0);
+	if (err)
+		return err;
+	if (!(bits & (1ull << (port % 64))))
+		return -ENOENT;
+	bits &= ~(1ull << (port % 64));
+	probes->port_bits[word] = bits;
+	return bpf_map__update_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
+				    sizeof(bits), BPF_ANY);
+}
+
 int cs_probes_poll(struct cs_probes *probes, int timeout_ms)
 {
 	int n = ring_buffer__poll(probes->ring, timeout_ms);
