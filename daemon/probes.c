@@ -123,7 +123,7 @@ static int check_privileges(char *errmsg, size_t errlen)
 		return 0;
 	return cs_fail(errmsg, errlen,
 		    "missing %s%s%s: run as root, or grant them with "
-		    "'sudo setcap cap_bpf,cap_perfmon,cap_net_admin,cap_sys_ptrace,cap_dac_read_search+ep connscope'",
+		    "'sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace,cap_dac_read_search+ep connscope'",
 		    bpf ? "" : "CAP_BPF", !bpf && !perfmon ? " and " : "", perfmon ? "" : "CAP_PERFMON");
 }
 
