@@ -122,6 +122,10 @@ daemon_rows=(
   "2|unknown option '--bogus' \(options: --port, --pid, --metrics|--port 80 --bogus"
   "2|unknown option '-x' \(options:|--port 80 -x"
   "2|unexpected argument 'extra'|--port 80 extra"
+  "2|--name expects a process name \(1-255 bytes\), not ''|--name="
+  "2|--cgroup expects a cgroup v2 path|--cgroup="
+  "2|option '--config' needs a value|--config"
+  "2|option '--name' needs a value|--port 80 --name"
 )
 for row in "${daemon_rows[@]}"; do
   IFS='|' read -r code pattern args <<<"$row"
@@ -157,6 +161,7 @@ check 1 "^connscope: cannot open $CS_TMP/none.cstrace: No such file" "$CS_BIN" r
 printf 'not a trace' >"$CS_TMP/junk.cstrace"
 check 1 "^connscope: $CS_TMP/junk.cstrace: " "$CS_BIN" report "$CS_TMP/junk.cstrace"
 
+check 1 "^connscoped: cannot read config $CS_TMP/none.conf: No such file" "$CS_DAEMON" --config "$CS_TMP/none.conf"
 check 1 "^connscoped: no such process: pid 4194304" "$CS_DAEMON" --pid 4194304
 check 1 "^connscoped: pid $not_a_server has no listening TCP socket" "$CS_DAEMON" --pid "$not_a_server"
 check 1 "^connscoped: pid $worker_tid is a thread of process $SERVER_PID" "$CS_DAEMON" --pid "$worker_tid"
