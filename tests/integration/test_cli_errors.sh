@@ -37,7 +37,10 @@ check() {
 # Options that attach and record share; each row runs for both commands
 # (record with -o, which it requires).
 shared_rows=(
-  "2|name a target with --pid PID or --port PORT|"
+  "2|name a target with --pid PID, --port PORT|"
+  "2|--name expects a process name \(1-255 bytes\), not ''|--name="
+  "2|--cgroup expects a cgroup v2 path|--cgroup="
+  "2|option '--name' needs a value|--port 80 --name"
   "2|--pid expects a process id \(1-4194304\), not 'abc'|--pid abc"
   "2|--pid expects a process id \(1-4194304\), not '0'|--pid 0"
   "2|--pid expects a process id \(1-4194304\), not '-5'|--pid -5"
@@ -70,7 +73,7 @@ shared_rows=(
   "2|option '--duration' needs a value|--port 80 --duration"
   "2|option '--no-handshakes' takes no value|--port 80 --no-handshakes=1"
   "2|option '--quiet' takes no value|--port 80 --quiet=yes"
-  "2|unknown option '--bogus' \(options: --pid, --port, --duration|--port 80 --bogus"
+  "2|unknown option '--bogus' \(options: --pid, --port, --name, --cgroup, --duration|--port 80 --bogus"
   "2|unknown option '-x' \(options: --pid, --port|--port 80 -x"
   "2|unknown option '-x' \(options:|--port 80 -qx"
   "2|unexpected argument 'extra'|--port 80 extra"
@@ -107,7 +110,7 @@ rc=0; "$CS_BIN" >"$CS_TMP/out" 2>"$CS_TMP/err" || rc=$?
 [[ $rc -eq 2 ]] && grep -q "^Usage: connscope COMMAND" "$CS_TMP/err" || fail "connscope without a command: exit $rc"
 
 daemon_rows=(
-  "2|name a target with --port PORT or --pid PID|"
+  "2|name a target with --port PORT, --pid PID, --name NAME or --cgroup PATH|"
   "2|--port expects a TCP port \(1-65535\), not '0'|--port 0"
   "2|--port expects a TCP port \(1-65535\), not '65536'|--port 65536"
   "2|--pid expects a process id \(1-4194304\), not 'x'|--pid x"
@@ -119,7 +122,7 @@ daemon_rows=(
   "2|--metrics expects ADDR:PORT, \[ADDR6\]:PORT or PORT, not 'localhost:9464'|--port 80 --metrics localhost:9464"
   "2|option '--metrics' needs a value|--port 80 --metrics"
   "2|option '--verbose' takes no value|--port 80 --verbose=2"
-  "2|unknown option '--bogus' \(options: --port, --pid, --metrics|--port 80 --bogus"
+  "2|unknown option '--bogus' \(options: --port, --pid, --name, --cgroup, --config, --metrics|--port 80 --bogus"
   "2|unknown option '-x' \(options:|--port 80 -x"
   "2|unexpected argument 'extra'|--port 80 extra"
   "2|--name expects a process name \(1-255 bytes\), not ''|--name="
@@ -152,6 +155,8 @@ for cmd in attach record; do
   check 1 "^connscope: pid $worker_tid is a thread of process $SERVER_PID: use --pid $SERVER_PID" \
     "$CS_BIN" $cmd "${out[@]}" --pid "$worker_tid" --duration 1
   check 1 "^connscope: nobody listens on TCP port $free_port" "$CS_BIN" $cmd "${out[@]}" --port "$free_port" --duration 1
+  check 1 "^connscope: no process matching name cs-no-such-name listens" "$CS_BIN" $cmd "${out[@]}" --name cs-no-such-name --duration 1
+  check 1 "^connscope: no cgroup /cs-no-such-cgroup" "$CS_BIN" $cmd "${out[@]}" --cgroup /cs-no-such-cgroup --duration 1
   # One good target does not excuse a bad one.
   check 1 "^connscope: nobody listens on TCP port $free_port" \
     "$CS_BIN" $cmd "${out[@]}" --pid "$SERVER_PID" --port "$free_port" --duration 1
