@@ -130,11 +130,16 @@ integration-test: $(PROGRAMS) $(BUILD)/bench/csidle
 # `make test-hygiene` alone repeats the last part.
 # Builds run in parallel unless make already has a job server (make -jN).
 BUILD_JOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(NPROC))
+# A failed step does not stop the next ones (one run shows every failure);
+# the last line names the failed steps and the exit status is theirs.
 test:
 	$(Q)$(MAKE) --no-print-directory $(BUILD_JOBS) $(PROGRAMS) $(BUILD)/unit-tests $(BUILD)/bench/csidle
-	$(Q)$(MAKE) --no-print-directory unit-test
-	$(Q)$(MAKE) --no-print-directory integration-test
-	$(Q)$(MAKE) --no-print-directory test-hygiene
+	$(Q)failed=""; start=$$(date +%s); \
+	for step in unit-test integration-test test-hygiene; do \
+		$(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed ($$(( $$(date +%s) - start )) s)"; exit 1; fi; \
+	echo "make test: all passed ($$(( $$(date +%s) - start )) s)"
 
 clean:
 	$(Q)rm -rf $(BUILD)
