@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "cmd_flamegraph.h"
 #include "engine.h"
 #include "report.h"
 #include "session.h"
@@ -420,6 +421,7 @@ static void main_help(FILE *out)
 		"  attach     attach to a running server (--pid or --port) and report\n"
 		"  record     the same, writing the raw event stream to a file\n"
 		"  report     replay a recorded file and report\n"
+		"  flamegraph where the tail requests' time went, as stacks (SVG or folded)\n"
 		"  version    print the version\n"
 		"  help       this help\n"
 		"\n"
@@ -439,6 +441,8 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(command, "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(command, "flamegraph"))
+		return cmd_flamegraph(argc - 1, argv + 1);
 	if (!strcmp(command, "version") || !strcmp(command, "--version")) {
 		printf("connscope 0.1 (wire format %d)\n", CS_WIRE_VERSION);
 		return 0;
