@@ -77,7 +77,8 @@ static void help(FILE *out)
 		"\n"
 		"Options:\n"
 		"  -o, --output FILE     OUT.svg: an interactive SVG (hover, click to zoom, search);\n"
-		"                        OUT.folded: folded stacks, weights in microseconds\n"
+		"                        OUT.folded: folded stacks, weights in microseconds;\n"
+		"                        repeatable (both from one run)\n"
 		"  -d, --duration SEC    stop after SEC seconds (default: until Ctrl-C or the target exits)\n"
 		"      --hz N            on-CPU samples per second per CPU (1-10000, default 99)\n"
 		"  -t, --tail P          the tail: requests at or above percentile P (50-99.999, default 99)\n"
@@ -92,11 +93,13 @@ static void help(FILE *out)
 }
 
 enum output_kind { OUT_SVG, OUT_FOLDED };
+#define MAX_OUTPUTS 4
 
 struct fg_args {
 	struct cs_session_options session;
-	const char *output;
-	enum output_kind kind;
+	const char *outputs[MAX_OUTPUTS];
+	enum output_kind kinds[MAX_OUTPUTS];
+	size_t output_count;
 	unsigned int hz;
 	uint64_t min_off_cpu_ns;
 	double tail_percentile;
@@ -157,7 +160,15 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 			opts->ports[opts->port_count++] = (uint16_t)value;
 			break;
 		case 'o':
-			args->output = optarg;
+			if (args->output_count == MAX_OUTPUTS)
+				return usage_error("at most %d -o options", MAX_OUTPUTS);
+			if (ends_with(optarg, ".svg"))
+				args->kinds[args->output_count] = OUT_SVG;
+			else if (ends_with(optarg, ".folded"))
+				args->kinds[args->output_count] = OUT_FOLDED;
+			else
+				return usage_error("-o expects a file name ending in .svg or .folded, not '%s'", optarg);
+			args->outputs[args->output_count++] = optarg;
 			break;
 		case 'd':
 			if (!parse_double(optarg, 0.1, 31536000.0, &opts->duration_s))
@@ -196,14 +207,8 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	if (opts->pid_count == 0 && opts->port_count == 0)
 		return usage_error("name a target with --pid PID or --port PORT");
-	if (!args->output)
+	if (!args->output_count)
 		return usage_error("name the output with -o OUT.svg or -o OUT.folded");
-	if (ends_with(args->output, ".svg"))
-		args->kind = OUT_SVG;
-	else if (ends_with(args->output, ".folded"))
-		args->kind = OUT_FOLDED;
-	else
-		return usage_error("-o expects a file name ending in .svg or .folded, not '%s'", args->output);
 
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGINT, &sa, NULL);
@@ -428,6 +433,26 @@ static FILE *create_output(const char *path)
 	return out;
 }
 
+/* Writes one output; a failure is reported on stderr. */
+static int write_output(const char *path, enum output_kind kind, const struct cs_flame_tree *tree,
+			const struct cs_flame_svg_options *svg)
+{
+	FILE *out = create_output(path);
+	if (!out) {
+		fprintf(stderr, "connscope: cannot create %s: %s%s\n", path, strerror(errno),
+			errno == ELOOP ? " (it is a symlink: connscope does not write through links)" : "");
+		return -1;
+	}
+	int err = kind == OUT_SVG ? cs_flame_write_svg(out, tree, svg) : cs_flame_write_folded(out, tree);
+	if (fclose(out) && !err)
+		err = -errno;
+	if (err) {
+		fprintf(stderr, "connscope: writing %s failed: %s\n", path, strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
 static void free_run(struct fg_run *run)
 {
 	for (size_t i = 0; run->stack_names && i < run->collector.stack_count; i++) {
@@ -518,7 +543,6 @@ int cmd_flamegraph(int argc, char **argv)
 	cs_format_duration(threshold, sizeof(threshold), tail.threshold_ns);
 	cs_format_duration(total, sizeof(total), stats.total_ns);
 	cs_format_duration(short_total, sizeof(short_total), counters[CS_STK_OFF_CPU_SHORT_NS]);
-	uint64_t tail_seen = tail.requests;
 	char title[512], subtitle[768];
 	snprintf(title, sizeof(title), "connscope: where the tail went, %s (p%g: %zu requests >= %s, %s)",
 		 result.target, args.tail_percentile, tail_count, threshold, total);
@@ -531,40 +555,30 @@ int cmd_flamegraph(int argc, char **argv)
 		 (unsigned long long)counters[CS_STK_OFF_CPU_LOST], (unsigned long long)counters[CS_STK_OFF_CPU_SHORT],
 		 short_total, stats.total_ns ? 100.0 * (double)stats.sampled_ns / (double)stats.total_ns : 0);
 
-	FILE *out = create_output(args.output);
-	if (!out) {
-		fprintf(stderr, "connscope: cannot create %s: %s%s\n", args.output, strerror(errno),
-			errno == ELOOP ? " (it is a symlink: connscope does not write through links)" : "");
-		free_run(&run);
-		return EXIT_RUNTIME;
-	}
-	int err;
-	if (args.kind == OUT_SVG) {
-		struct cs_flame_svg_options svg = { .title = title, .subtitle = subtitle, .context_depth = 4 };
-		err = cs_flame_write_svg(out, &run.tree, &svg);
-	} else {
-		err = cs_flame_write_folded(out, &run.tree);
-	}
-	if (fclose(out) && !err)
-		err = -errno;
-	if (err) {
-		fprintf(stderr, "connscope: writing %s failed: %s\n", args.output, strerror(-err));
-		free_run(&run);
-		return EXIT_RUNTIME;
+	for (size_t i = 0; i < args.output_count; i++) {
+		const struct cs_flame_svg_options svg = { .title = title, .subtitle = subtitle, .context_depth = 4 };
+		if (write_output(args.outputs[i], args.kinds[i], &run.tree, &svg)) {
+			free_run(&run);
+			return EXIT_RUNTIME;
+		}
 	}
 
 	if (!args.session.quiet) {
 		fprintf(stderr, "%s\n", title);
 		fprintf(stderr, "connscope: %s\n", subtitle);
 		fprintf(stderr,
-			"connscope: tail requests %llu, joined %zu (kept with windows: the %zu slowest of %llu); "
-			"total %llu us; events lost %llu; user stacks unreadable %llu; stack records dropped %llu; "
-			"wrote %s\n",
-			(unsigned long long)tail_seen, tail_count, run.collector.request_count,
+			"connscope: tail requests %llu, joined %zu (the %zu slowest of %llu kept with their phases); "
+			"total %llu us; events lost %llu; user stacks unreadable %llu; threads not followed %llu; "
+			"stack records dropped %llu; callers restored %llu\n",
+			(unsigned long long)tail.requests, tail_count, run.collector.request_count,
 			(unsigned long long)run.collector.requests_seen, (unsigned long long)((stats.total_ns + 500) / 1000),
 			(unsigned long long)result.meta.events_lost,
 			(unsigned long long)counters[CS_STK_USER_STACK_ERRORS],
-			(unsigned long long)(run.collector.records_dropped + run.collector.malformed), args.output);
+			(unsigned long long)counters[CS_STK_THREADS_FULL],
+			(unsigned long long)(run.collector.records_dropped + run.collector.malformed),
+			(unsigned long long)run.callers_restored);
+		for (size_t i = 0; i < args.output_count; i++)
+			fprintf(stderr, "connscope: wrote %s\n", args.outputs[i]);
 	}
 	free_run(&run);
 	return 0;

@@ -71,25 +71,27 @@ static int ends_with(const char *text, const char *suffix)
 
 /*
  * Colours: the context frames (the first context_depth above the root:
- * target, listener, cause, phase) in blues,
- * bracketed pseudo-frames ("[not sampled]") grey, kernel frames ("_[k]")
- * orange, user frames in the warm reds and yellows flame graphs use. A
- * name always gets the same colour.
+ * target, listener, cause, phase) in light blues, bracketed pseudo-frames
+ * ("[not sampled]") grey, kernel frames ("_[k]") light orange, user frames
+ * in light reds: the usual flame graph hues, kept pale so that black
+ * labels stay legible on every frame. A name always gets the same colour.
  */
 static void frame_colour(const char *name, size_t depth, size_t context_depth, char *buf, size_t len)
 {
 	uint32_t h = hash_name(name);
-	double a = (h & 0xff) / 255.0, b = ((h >> 8) & 0xff) / 255.0;
+	unsigned int a = h & 0xff, b = (h >> 8) & 0xff; /* 0-255 */
+	unsigned int r, g, bl;
 	if (depth == 0)
-		snprintf(buf, len, "rgb(200,200,200)");
+		r = g = bl = 215;
 	else if (name[0] == '[')
-		snprintf(buf, len, "rgb(%d,%d,%d)", 190 + (int)(20 * a), 190 + (int)(20 * a), 200 + (int)(20 * a));
+		r = g = 210 + a / 16, bl = 215 + a / 16;
 	else if (depth <= context_depth)
-		snprintf(buf, len, "rgb(%d,%d,%d)", 110 + (int)(40 * a), 160 + (int)(40 * b), 230);
+		r = 170 + a / 8, g = 200 + b / 10, bl = 245;
 	else if (ends_with(name, "_[k]"))
-		snprintf(buf, len, "rgb(%d,%d,%d)", 230, 140 + (int)(60 * a), 40 + (int)(40 * b));
+		r = 250, g = 195 + a / 8, bl = 120 + b / 8;
 	else
-		snprintf(buf, len, "rgb(%d,%d,%d)", 205 + (int)(50 * a), (int)(230 * b), (int)(55 * a));
+		r = 240 + a / 16, g = 140 + b / 4, bl = 125 + a / 8;
+	snprintf(buf, len, "rgb(%u,%u,%u)", r & 0xff, g & 0xff, bl & 0xff);
 }
 
 struct svg {
