@@ -165,7 +165,8 @@ for want in ("handleblock", "eventloop", "connscope"):
 print("ok: the screenshot shows handle_block, event_loop and the title")
 EOF
 # The graph as drawn, unzoomed: kept as an artifact (docs/flamegraph.png is one).
-"${chrome[@]}" --window-size=1200,640 --screenshot="$CS_BUILD/integration/flamegraph.png" "file://$svg" >/dev/null 2>&1 || true
+height=$(python3 -c 'import sys, xml.dom.minidom as m; print(m.parse(sys.argv[1]).documentElement.getAttribute("height"))' "$svg")
+"${chrome[@]}" --window-size="1200,$height" --screenshot="$CS_BUILD/integration/flamegraph.png" "file://$svg" >/dev/null 2>&1 || true
 
 note "3. nginx: frames with nginx's own function names"
 ngx=$CS_TMP/nginx
