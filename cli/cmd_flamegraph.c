@@ -575,7 +575,7 @@ int cmd_flamegraph(int argc, char **argv)
 			(unsigned long long)result.meta.events_lost,
 			(unsigned long long)counters[CS_STK_USER_STACK_ERRORS],
 			(unsigned long long)counters[CS_STK_THREADS_FULL],
-			(unsigned long long)(run.collector.records_dropped + run.collector.malformed),
+			(unsigned long long)run.collector.records_dropped + (unsigned long long)run.collector.malformed,
 			(unsigned long long)run.callers_restored);
 		for (size_t i = 0; i < args.output_count; i++)
 			fprintf(stderr, "connscope: wrote %s\n", args.outputs[i]);

@@ -75,7 +75,7 @@ static uint32_t intern(struct cs_flame_collector *c, uint32_t tgid, const struct
 	uint32_t *slot = cs_u64map_get(&c->stack_index, hash);
 	if (slot && same_stack(c->stacks[*slot - 1], tgid, s, nk, nu))
 		return *slot - 1;
-	if (!grow((void **)&c->stacks, &c->stack_cap, c->stack_count, sizeof(*c->stacks), CS_FLAME_MAX_STACKS))
+	if (!grow((void **)&c->stacks, &c->stack_cap, c->stack_count, sizeof(struct cs_flame_stack *), CS_FLAME_MAX_STACKS))
 		return CS_FLAME_NO_STACK;
 	struct cs_flame_stack *stack = malloc(sizeof(*stack) + (nk + nu) * sizeof(uint64_t));
 	if (!stack)

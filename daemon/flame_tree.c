@@ -105,12 +105,12 @@ static int cmp_node_name(const void *a, const void *b)
 static void sort_node(struct cs_flame_node *node)
 {
 	if (node->child_count > 1) {
-		struct cs_flame_node **children = malloc(node->child_count * sizeof(*children));
+		struct cs_flame_node **children = malloc(node->child_count * sizeof(struct cs_flame_node *));
 		if (children) { /* out of memory: the order stays as it was */
 			size_t n = 0;
 			for (struct cs_flame_node *c = node->first_child; c; c = c->next_sibling)
 				children[n++] = c;
-			qsort(children, n, sizeof(*children), cmp_node_name);
+			qsort(children, n, sizeof(struct cs_flame_node *), cmp_node_name);
 			for (size_t i = 0; i < n; i++)
 				children[i]->next_sibling = i + 1 < n ? children[i + 1] : NULL;
 			node->first_child = children[0];

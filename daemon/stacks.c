@@ -52,7 +52,7 @@ static int attach_samplers(struct cs_stack_probes *stacks, unsigned int hz, char
 {
 	bool software = false;
 	int first_err = 0;
-	stacks->perf_links = calloc((size_t)stacks->cpu_count, sizeof(*stacks->perf_links));
+	stacks->perf_links = calloc((size_t)stacks->cpu_count, sizeof(struct bpf_link *));
 	stacks->perf_fds = malloc((size_t)stacks->cpu_count * sizeof(*stacks->perf_fds));
 	if (!stacks->perf_links || !stacks->perf_fds)
 		return cs_fail(errmsg, errlen, "out of memory");

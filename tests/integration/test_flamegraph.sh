@@ -57,6 +57,23 @@ sys.exit(0 if lines and abs(total - want) <= 1 else 1)
 EOF
 }
 
+note "0. usage errors exit 2 and name the option"
+usage_exit() {
+  local rc=0
+  "$CS_BIN" flamegraph "$@" 2>"$CS_TMP/usage.err" || rc=$?
+  [[ $rc -eq 2 ]] || fail "flamegraph $* exited $rc, expected 2"
+  grep -q -- "$1" "$CS_TMP/usage.err" || grep -q "output" "$CS_TMP/usage.err" || fail "flamegraph $*: $(cat "$CS_TMP/usage.err")"
+}
+usage_exit --pid 1
+usage_exit -o "$CS_TMP/x.png" --pid 1
+usage_exit --hz 0 --pid 1 -o "$CS_TMP/x.svg"
+usage_exit --min-off-cpu-us 0 --pid 1 -o "$CS_TMP/x.svg"
+echo "ok: usage errors"
+rc=0; "$CS_BIN" flamegraph --pid 4194000 -o "$CS_TMP/x.svg" 2>"$CS_TMP/run.err" || rc=$?
+[[ $rc -eq 1 ]] && grep -q "no such process" "$CS_TMP/run.err" || fail "a missing process: exit $rc, $(cat "$CS_TMP/run.err")"
+[[ ! -e $CS_TMP/x.svg ]] || fail "a failed run left an output file"
+echo "ok: a missing process is a run-time error, no file written"
+
 note "1. csserver: 2 % of requests block worker 0 for 50 ms"
 cs_start_server --workers 2 --accept reuseport --block-worker 0
 folded=$CS_TMP/cs.folded svg=$CS_TMP/cs.svg
