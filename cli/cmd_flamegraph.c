@@ -242,6 +242,28 @@ static int collect_request(void *ctx, const void *record, size_t len)
 	return 0;
 }
 
+/* The target entry of tgid, or NULL when it is not known yet. */
+static const char *known_target(const struct fg_run *run, uint32_t tgid)
+{
+	for (size_t i = 0; i < run->target_count; i++)
+		if (run->targets[i].tgid == tgid)
+			return run->targets[i].name;
+	return NULL;
+}
+
+/* Read a target's mappings (again) and remember its name, while it runs. */
+static void snapshot_process(struct fg_run *run, uint32_t tgid)
+{
+	cs_symbolizer_add_process(run->symbols, (pid_t)tgid);
+	if (known_target(run, tgid) || run->target_count == MAX_TGIDS)
+		return;
+	char comm[64] = "?";
+	cs_proc_comm((pid_t)tgid, comm, sizeof(comm));
+	run->targets[run->target_count].tgid = tgid;
+	snprintf(run->targets[run->target_count].name, NAME_LEN, "%s (pid %u)", comm, tgid);
+	run->target_count++;
+}
+
 /*
  * A leaf without a frame pointer (libc's system call wrappers) leaves the
  * frame pointer on its caller's frame, so the walk skips that caller (the
@@ -276,6 +298,13 @@ static int collect_stack(void *ctx, const void *record, size_t len)
 {
 	struct fg_run *run = ctx;
 	const struct cs_event_header *hdr = record;
+	/* A worker forked since the start: its mappings, before its stacks are read. */
+	if (len >= sizeof(struct cs_ev_cpu_sample) && (hdr->type == CS_EV_CPU_SAMPLE || hdr->type == CS_EV_OFF_CPU)) {
+		uint32_t tgid = hdr->type == CS_EV_CPU_SAMPLE ? ((const struct cs_ev_cpu_sample *)record)->tgid
+							      : ((const struct cs_ev_off_cpu *)record)->tgid;
+		if (!known_target(run, tgid))
+			snapshot_process(run, tgid);
+	}
 	static union {
 		struct cs_ev_cpu_sample sample;
 		struct cs_ev_off_cpu off_cpu;
@@ -293,25 +322,14 @@ static int collect_stack(void *ctx, const void *record, size_t len)
 	return 0;
 }
 
-/* Read every target's mappings (and remember its name) while it runs. */
+/* Every process the probes follow now (the shared target map). */
 static void snapshot_targets(struct fg_run *run)
 {
 	uint32_t tgids[MAX_TGIDS];
 	size_t count = 0;
 	cs_stacks_targets(&run->stacks, tgids, MAX_TGIDS, &count);
-	for (size_t i = 0; i < count; i++) {
-		cs_symbolizer_add_process(run->symbols, (pid_t)tgids[i]);
-		bool known = false;
-		for (size_t j = 0; j < run->target_count; j++)
-			known |= run->targets[j].tgid == tgids[i];
-		if (known || run->target_count == MAX_TGIDS)
-			continue;
-		char comm[64] = "?";
-		cs_proc_comm((pid_t)tgids[i], comm, sizeof(comm));
-		run->targets[run->target_count].tgid = tgids[i];
-		snprintf(run->targets[run->target_count].name, NAME_LEN, "%s (pid %u)", comm, tgids[i]);
-		run->target_count++;
-	}
+	for (size_t i = 0; i < count; i++)
+		snapshot_process(run, tgids[i]);
 }
 
 static int start_stacks(void *ctx, struct cs_probes *probes, char *errmsg, size_t errlen)
@@ -385,9 +403,9 @@ static char **stack_frames(struct fg_run *run, uint32_t index, size_t *count)
 
 static const char *target_name(struct fg_run *run, uint32_t tgid, char *buf, size_t len)
 {
-	for (size_t i = 0; i < run->target_count; i++)
-		if (run->targets[i].tgid == tgid)
-			return run->targets[i].name;
+	const char *name = known_target(run, tgid);
+	if (name)
+		return name;
 	snprintf(buf, len, "pid %u", tgid);
 	return buf;
 }
