@@ -274,7 +274,10 @@ static void snapshot_process(struct fg_run *run, uint32_t tgid)
  */
 static void restore_skipped_callers(struct fg_run *run, uint32_t tgid, struct cs_stack *stack)
 {
-	if (!stack->user_frames || !stack->user_sp || stack->user_bp <= stack->user_sp)
+	if (stack->user_frames < 2 || !stack->user_sp || stack->user_bp <= stack->user_sp)
+		return;
+	/* A leaf with a frame of its own skipped nothing: the words are its locals. */
+	if (cs_symbolizer_leaf_has_frame(run->symbols, (pid_t)tgid, stack->user_ips[0]))
 		return;
 	/* The caller's return address sits just above the leaf's small frame. */
 	uint64_t found[8];

@@ -288,21 +288,19 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* Reads (or finds in the cache) the ELF file open on fd; path names it. */
-static struct elf_file *load_elf(struct cs_symbolizer *sym, int fd, const char *path)
+/*
+ * Reads (or finds in the cache) the symbols of an ELF image; path names
+ * it, st identifies it when it has no build-id. Ends elf.
+ */
+static struct elf_file *load_elf_image(struct cs_symbolizer *sym, Elf *elf, const char *path, const struct stat *st)
 {
-	struct stat st;
-	if (fstat(fd, &st))
-		return NULL;
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		if (elf)
-			elf_end(elf);
+	if (elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
 		return NULL;
 	}
 	unsigned char build_id[BUILD_ID_MAX];
 	size_t build_id_len = read_build_id(elf, build_id);
-	struct elf_file *file = find_cached(sym, build_id, build_id_len, &st);
+	struct elf_file *file = find_cached(sym, build_id, build_id_len, st);
 	if (file) {
 		sym->stats.elf_cache_hits++;
 		elf_end(elf);
@@ -316,8 +314,8 @@ static struct elf_file *load_elf(struct cs_symbolizer *sym, int fd, const char *
 	}
 	memcpy(file->build_id, build_id, build_id_len);
 	file->build_id_len = build_id_len;
-	file->dev = st.st_dev;
-	file->ino = st.st_ino;
+	file->dev = st->st_dev;
+	file->ino = st->st_ino;
 
 	size_t count = 0;
 	if (!elf_getphdrnum(elf, &count) && count)
@@ -343,6 +341,41 @@ static struct elf_file *load_elf(struct cs_symbolizer *sym, int fd, const char *
 	file->next = sym->files;
 	sym->files = file;
 	sym->stats.elf_files++;
+	return file;
+}
+
+/* The ELF file open on fd; path names it. */
+static struct elf_file *load_elf(struct cs_symbolizer *sym, int fd, const char *path)
+{
+	struct stat st;
+	if (fstat(fd, &st))
+		return NULL;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	return elf ? load_elf_image(sym, elf, path, &st) : NULL;
+}
+
+/* The vDSO: an ELF image the kernel maps into every process, read from its memory. */
+static struct elf_file *load_vdso(struct cs_symbolizer *sym, pid_t pid, uint64_t start, uint64_t end)
+{
+	if (end - start > (1u << 20))
+		return NULL;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	size_t len = end - start;
+	char *image = malloc(len);
+	struct elf_file *file = NULL;
+	if (image && pread(fd, image, len, (off_t)start) == (ssize_t)len) {
+		Elf *elf = elf_memory(image, len);
+		/* No build-id would leave this identity: one vDSO per kernel. */
+		struct stat st = { .st_dev = 0, .st_ino = 1 };
+		if (elf)
+			file = load_elf_image(sym, elf, "[vdso]", &st);
+	}
+	free(image);
+	close(fd);
 	return file;
 }
 
@@ -459,6 +492,8 @@ static int read_maps(struct cs_symbolizer *sym, struct process *p)
 				sym->stats.elf_failures++;
 		} else if (name[0]) {
 			m->path = strdup(name); /* [vdso], [vsyscall], ... */
+			if (!strcmp(name, "[vdso]"))
+				m->elf = load_vdso(sym, p->pid, start, end);
 		}
 		p->mapping_count++;
 	}
@@ -735,5 +770,34 @@ bool cs_symbolizer_is_return_address(struct cs_symbolizer *sym, pid_t pid, uint6
 	(void)pid;
 	(void)addr;
 	return false;
+#endif
+}
+
+
+bool cs_symbolizer_leaf_has_frame(struct cs_symbolizer *sym, pid_t pid, uint64_t addr)
+{
+#if defined(__x86_64__)
+	const struct process *p = find_process(sym, pid);
+	const struct mapping *m = p ? find_mapping(p, addr) : NULL;
+	if (!m || !m->elf || p->mem_fd < 0)
+		return false;
+	uint64_t vaddr = file_offset_to_vaddr(m->elf, addr - m->start + m->offset);
+	const struct symbol *s = find_symbol(m->elf, vaddr);
+	if (!s)
+		return false;
+	uint64_t start = addr - (vaddr - s->addr);
+	unsigned char code[8];
+	if (pread(p->mem_fd, code, sizeof(code), (off_t)start) != (ssize_t)sizeof(code))
+		return false;
+	/* endbr64, then push %rbp; mov %rsp,%rbp */
+	size_t at = !memcmp(code, "\xf3\x0f\x1e\xfa", 4) ? 4 : 0;
+	if (memcmp(code + at, "\x55\x48\x89\xe5", 4))
+		return false;
+	return addr >= start + at + 4;
+#else
+	(void)sym;
+	(void)pid;
+	(void)addr;
+	return true;
 #endif
 }

@@ -192,3 +192,22 @@ Test(symbols, kernel_addresses)
 	cs_symbolize_kernel(sym, 0x1000, false, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "[kernel]+0x1000", "below the kernel: no name");
 }
+
+/* Built with -fno-omit-frame-pointer (the Makefile's CFLAGS) and calling out: a frame of its own. */
+__attribute__((noinline)) int cs_symbols_with_frame(void)
+{
+	return (int)getpid() + 1;
+}
+
+Test(symbols, leaves_with_and_without_a_frame)
+{
+	cr_assert_eq(cs_symbolizer_add_process(sym, getpid()), 0);
+	cr_assert_gt(cs_symbols_with_frame(), 1);
+	/* Past its prologue: it has a frame. At its first instruction: not yet. */
+	uintptr_t fn = (uintptr_t)&cs_symbols_with_frame;
+	cr_assert(cs_symbolizer_leaf_has_frame(sym, getpid(), fn + 4));
+	cr_assert_not(cs_symbolizer_leaf_has_frame(sym, getpid(), fn));
+	/* A leaf function that calls nothing keeps no frame (gcc's default), nor does unknown code. */
+	cr_assert_not(cs_symbolizer_leaf_has_frame(sym, getpid(), (uintptr_t)&cs_symbols_test_target + 2));
+	cr_assert_not(cs_symbolizer_leaf_has_frame(sym, getpid(), 0x10));
+}
