@@ -790,8 +790,8 @@ bool cs_symbolizer_leaf_has_frame(struct cs_symbolizer *sym, pid_t pid, uint64_t
 	if (pread(p->mem_fd, code, sizeof(code), (off_t)start) != (ssize_t)sizeof(code))
 		return false;
 	/* endbr64, then push %rbp; mov %rsp,%rbp */
-	size_t at = !memcmp(code, "\xf3\x0f\x1e\xfa", 4) ? 4 : 0;
-	if (memcmp(code + at, "\x55\x48\x89\xe5", 4))
+	size_t at = memcmp(code, "\xf3\x0f\x1e\xfa", 4) == 0 ? 4 : 0;
+	if (memcmp(code + at, "\x55\x48\x89\xe5", 4) != 0)
 		return false;
 	return addr >= start + at + 4;
 #else
