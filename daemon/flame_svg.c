@@ -4,9 +4,10 @@
  * bottom, each as a group with a tooltip (<title>), a rectangle and its
  * label, readable without scripts. The embedded script adds the rest: the
  * hovered frame's name, time and share in the status line, click to zoom
- * into a frame (its ancestors stay, faded, below), "Reset zoom", and
- * "Search" (a regular expression; matches turn magenta and the status line
- * gives their share). No external resources.
+ * into a frame (its ancestors stay, faded, below), "Reset zoom", and a
+ * search box (an HTML input in a foreignObject; a regular expression,
+ * matched as one types: matches turn magenta and their share is shown;
+ * Ctrl-F goes to it, Escape clears it and the zoom). No external resources.
  */
 #include "flame_tree.h"
 
@@ -20,6 +21,7 @@
 #define HEADER 64
 #define FOOTER 32
 #define MIN_FRAME_PX 0.1              /* narrower frames are not drawn */
+#define SEARCH_WIDTH 220
 
 static void put_escaped(FILE *out, const char *text)
 {
@@ -163,11 +165,12 @@ static const char svg_style[] =
 	".button.off { display: none; }\n"
 	"#status, #matched { fill: #222; }\n"
 	"#matched { text-anchor: end; }\n"
+	"#search { width: 100%; box-sizing: border-box; font: 12px Verdana, 'DejaVu Sans', sans-serif; }\n"
 	"</style>\n";
 
 /*
- * Frames keep their drawn geometry in data-ox/data-ow (set on load);
- * zooming scales from those, so reset is exact.
+ * Each frame keeps its drawn geometry (g._x, g._w, read on load); zooming
+ * scales from those, so a reset is exact.
  */
 static const char svg_script[] =
 	"<script><![CDATA[\n"
@@ -175,7 +178,6 @@ static const char svg_script[] =
 	"  'use strict';\n"
 	"  var svg = document.getElementById('flamegraph');\n"
 	"  var W = +svg.getAttribute('data-width'), M = +svg.getAttribute('data-margin');\n"
-	"  var TOTAL = +svg.getAttribute('data-total');\n"
 	"  var CHAR = +svg.getAttribute('data-char');\n"
 	"  var frames = Array.prototype.slice.call(svg.querySelectorAll('g.f'));\n"
 	"  var status = document.getElementById('status'), matched = document.getElementById('matched');\n"
@@ -217,10 +219,9 @@ static const char svg_script[] =
 	"    reset.classList.add('off');\n"
 	"  }\n"
 	"  reset.addEventListener('click', unzoom);\n"
-	"  var searching = false;\n"
 	"  function clearSearch() {\n"
 	"    frames.forEach(function (g) { g.querySelector('rect').setAttribute('fill', g._fill); });\n"
-	"    matched.textContent = ''; search.textContent = 'Search'; searching = false;\n"
+	"    matched.textContent = '';\n"
 	"  }\n"
 	"  function find(pattern) {\n"
 	"    var re;\n"
@@ -240,19 +241,15 @@ static const char svg_script[] =
 	"    });\n"
 	"    var share = 100 * covered / (W - 2 * M);\n"
 	"    matched.textContent = 'Matched: ' + share.toFixed(2) + '% (' + spans.length + ' frames)';\n"
-	"    search.textContent = 'Clear search'; searching = true;\n"
 	"  }\n"
-	"  search.addEventListener('click', function () {\n"
-	"    if (searching) { clearSearch(); return; }\n"
-	"    var pattern = window.prompt('Search frames (regular expression)', '');\n"
-	"    if (pattern) find(pattern);\n"
+	"  if (search) search.addEventListener('input', function () {\n"
+	"    clearSearch();\n"
+	"    if (search.value) find(search.value);\n"
 	"  });\n"
 	"  window.addEventListener('keydown', function (e) {\n"
-	"    if ((e.ctrlKey || e.metaKey) && e.key === 'f') { e.preventDefault(); clearSearch();\n"
-	"      var p = window.prompt('Search frames (regular expression)', ''); if (p) find(p); }\n"
-	"    if (e.key === 'Escape') { clearSearch(); unzoom(); }\n"
+	"    if ((e.ctrlKey || e.metaKey) && e.key === 'f' && search) { e.preventDefault(); search.focus(); }\n"
+	"    if (e.key === 'Escape') { if (search) search.value = ''; clearSearch(); unzoom(); }\n"
 	"  });\n"
-	"  void TOTAL;\n"
 	"})();\n"
 	"]]></script>\n";
 
@@ -286,11 +283,16 @@ int cs_flame_write_svg(FILE *out, const struct cs_flame_tree *tree, const struct
 		fputs("</text>\n", out);
 	}
 	fprintf(out, "<text id=\"reset\" class=\"button off\" x=\"%d\" y=\"24\">Reset zoom</text>\n", MARGIN);
-	fprintf(out, "<text id=\"search\" class=\"button\" x=\"%u\" y=\"24\" text-anchor=\"end\">Search</text>\n",
-		s.width - MARGIN);
 	fprintf(out, "<text id=\"status\" x=\"%d\" y=\"%u\">total %s: hover a frame for its time, click to zoom</text>\n",
 		MARGIN, s.height - 12, total);
-	fprintf(out, "<text id=\"matched\" x=\"%u\" y=\"%u\"></text>\n", s.width - MARGIN, s.height - 12);
+	fprintf(out, "<text id=\"matched\" x=\"%u\" y=\"%u\"></text>\n", s.width - MARGIN - SEARCH_WIDTH - 10,
+		s.height - 12);
+	fprintf(out,
+		"<foreignObject x=\"%u\" y=\"%u\" width=\"%d\" height=\"24\">"
+		"<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"search\" type=\"search\" "
+		"placeholder=\"Search frames (regex)\" title=\"a regular expression; Ctrl-F, Escape\"/>"
+		"</foreignObject>\n",
+		s.width - MARGIN - SEARCH_WIDTH, s.height - 28, SEARCH_WIDTH);
 
 	if (s.total_ns) {
 		char root_name[64];

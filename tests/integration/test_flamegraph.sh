@@ -4,10 +4,11 @@
 # 1. csserver as in scenario 6 (two SO_REUSEPORT workers, 2 % of requests
 #    block worker 0 for 50 ms in handle_block): one run writes folded
 #    stacks and an SVG. The folded lines parse and add up to the total
-#    connscope reports; under event_loop, handle_block is the widest frame
-#    (its ancestors tie with it) and holds most of that cause's time.
-# 2. The SVG is well-formed XML; headless Chromium renders it, a click on
-#    handle_block zooms into it (the SVG's own script), and after layout
+#    connscope reports; under event_loop, the widest path runs through
+#    handle_block, which holds most of that cause's time.
+# 2. The SVG is well-formed XML; headless Chromium renders it; hovering
+#    handle_block names it with its time and share, the search box matches
+#    it, a click on it zooms into it (the SVG's own script), and after layout
 #    the frame labels handle_block and event_loop are drawn, non-empty and
 #    inside their frames; the screenshot of that, read by tesseract, shows
 #    handle_block.
@@ -85,29 +86,45 @@ total_us=$(reported_total_us "$CS_TMP/fg.err")
 [[ -n $total_us && $total_us -gt 0 ]] || fail "connscope reported no total"
 folded_check "$folded" "$total_us" || fail "folded weights do not add up to $total_us us"
 
+# Under event_loop, following the widest frame at each level (the graph's
+# hot path, as one reads it) leads through handle_block, and handle_block
+# holds most of event_loop's time; no other handler is as wide.
 python3 - "$folded" <<'EOF' || fail "handle_block is not the widest frame under event_loop"
 import sys
-phases = {"on-cpu", "off-cpu", "runnable", "[not sampled]"}
-width, event_loop = {}, 0
+tree, event_loop = {}, 0
+def node(parent, name):
+    return parent.setdefault(name, [0, {}])
 for line in open(sys.argv[1]):
     frames, weight = line.rsplit(" ", 1)
     frames, weight = frames.split(";"), int(weight)
     if len(frames) < 3 or frames[2] != "event_loop":
         continue
     event_loop += weight
-    for name in set(f for f in frames[3:] if f not in phases):
-        width[name] = width.get(name, 0) + weight
+    level = tree
+    for name in frames[3:]:
+        n = node(level, name)
+        n[0] += weight
+        level = n[1]
 if not event_loop:
     sys.exit("no event_loop time in the tail")
-widest = max(width.values()) if width else 0
-hb = width.get("handle_block", 0)
-top = sorted(width.items(), key=lambda kv: -kv[1])[:8]
-print("event_loop %d us; widest frames under it: %s" % (event_loop, top))
-if hb != widest:
-    sys.exit("handle_block %d us, the widest %d us" % (hb, widest))
-for other in ("handle_spin", "conn_step_write"):
-    if width.get(other, 0) >= hb:
-        sys.exit("%s as wide as handle_block" % other)
+path, level = [], tree
+while level:
+    name, (width, children) = max(level.items(), key=lambda kv: kv[1][0])
+    path.append((name, width))
+    level = children
+print("event_loop %d us; its widest path: %s" % (event_loop, path))
+widths = {}
+def walk(level):
+    for name, (width, children) in level.items():
+        widths[name] = widths.get(name, 0) + width
+        walk(children)
+walk(tree)
+hb = dict(path).get("handle_block", 0)
+if not hb:
+    sys.exit("handle_block is not on the widest path")
+for other in ("handle_spin", "conn_step_write", "cs_conn_respond_pattern"):
+    if widths.get(other, 0) >= hb:
+        sys.exit("%s is as wide as handle_block" % other)
 if hb * 2 < event_loop:
     sys.exit("handle_block holds only %d of %d us of event_loop" % (hb, event_loop))
 print("ok: handle_block is the widest frame under event_loop (%.0f%% of it)" % (100.0 * hb / event_loop))
@@ -136,14 +153,28 @@ probe = r"""
     var a = box(g), b = box(loop);
     return name(g) === 'handle_block' && a[0] >= b[0] - 0.01 && a[0] + a[1] <= b[0] + b[1] + 0.01;
   })[0];
-  if (target) target.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+  var hover = '', matched = '', fill = '';
+  if (target) {
+    /* hover: the status line names the frame, its time and share */
+    target.dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
+    hover = document.getElementById('status').textContent;
+    target.dispatchEvent(new MouseEvent('mouseout', { bubbles: true }));
+    /* search box: matches as one types, then cleared */
+    var box = document.getElementById('search');
+    box.value = 'handle_bl'; box.dispatchEvent(new Event('input'));
+    matched = document.getElementById('matched').textContent;
+    fill = target.querySelector('rect').getAttribute('fill');
+    box.value = ''; box.dispatchEvent(new Event('input'));
+    /* click: zoom into it */
+    target.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+  }
   var drawn = frames.filter(function (g) { return getComputedStyle(g).display !== 'none'; }).map(function (g) {
     var t = g.querySelector('text'), r = g.querySelector('rect'), tb = t.getBBox();
     return { name: name(g), label: t.textContent, text_x: tb.x, text_w: tb.width,
              rect_x: +r.getAttribute('x'), rect_w: +r.getAttribute('width') };
   });
   document.getElementById('result').textContent =
-    JSON.stringify({ clicked: !!target, frames: frames.length, drawn: drawn });
+    JSON.stringify({ clicked: !!target, frames: frames.length, drawn: drawn, hover: hover, matched: matched, fill: fill });
 })();
 </script>"""
 open(sys.argv[2], "w").write("<!DOCTYPE html><html><body style='margin:0'>" + svg + probe + "</body></html>")
@@ -160,6 +191,13 @@ r = json.loads(html.unescape(m.group(1)))
 if not r["clicked"]:
     sys.exit("no handle_block frame under event_loop to click")
 print("ok: %d frames, %d drawn after the click" % (r["frames"], len(r["drawn"])))
+if not re.fullmatch(r"handle_block \([0-9.]+ (s|ms|us|ns), [0-9.]+%\)", r["hover"]):
+    sys.exit("hovering handle_block shows %r" % r["hover"])
+print("ok: hover shows %r" % r["hover"])
+m = re.fullmatch(r"Matched: ([0-9.]+)% \(\d+ frames\)", r["matched"])
+if not m or float(m.group(1)) <= 0 or r["fill"] != "rgb(230,0,230)":
+    sys.exit("searching handle_bl: %r, fill %r" % (r["matched"], r["fill"]))
+print("ok: the search box matched handle_block: %s" % r["matched"])
 for want in ("handle_block", "event_loop"):
     shown = [d for d in r["drawn"] if d["name"] == want and d["label"] == want]
     if not shown:
