@@ -29,7 +29,7 @@ LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c
 # connscope flamegraph: its stack probes (BPF, connscope only) and the
 # symboliser (reads /proc and ELF files with libelf; unit-tested).
 FLAME_LOADER_SRCS := daemon/stacks.c
-SYMBOL_SRCS := daemon/symbols.c
+SYMBOL_SRCS := daemon/symbols.c daemon/elf_symbols.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$(wildcard daemon/*.c))
 # connscope's commands: cli/connscope.c dispatches, cli/cmd_*.c (one file per
 # command) implement; connscoped's main is apart.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Code addresses to names (see symbols.h). Reads /proc and ELF files. */
+/* Code addresses to names (see symbols.h): processes, JIT maps, the kernel, call sites. Reads /proc. */
 #include "symbols.h"
 
 #include <errno.h>
@@ -13,42 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf_symbols.h"
 #include "u64map.h"
-
-#define NT_GNU_BUILD_ID_TYPE 3
-#define BUILD_ID_MAX 64
-
-struct symbol {
-	uint64_t addr;
-	uint64_t size;
-	char *name;
-	int rank;           /* among aliases at one address, the higher is shown */
-};
-
-struct segment {
-	uint64_t offset;    /* p_offset */
-	uint64_t vaddr;     /* p_vaddr */
-	uint64_t filesz;
-};
-
-/* One ELF file's symbols; shared by every mapping of it (by build-id). */
-struct elf_file {
-	unsigned char build_id[BUILD_ID_MAX];
-	size_t build_id_len;
-	dev_t dev;            /* without a build-id: the file's identity */
-	ino_t ino;
-	char *module;         /* base name, for "module+0x..." */
-	struct segment *segments;
-	size_t segment_count;
-	struct symbol *symbols;   /* sorted by addr, aliases folded */
-	size_t symbol_count;
-	struct elf_file *next;
-};
 
 struct mapping {
 	uint64_t start, end, offset;
 	char *path;             /* NULL: anonymous */
-	struct elf_file *elf;   /* NULL: could not be read */
+	struct cs_elf_file *elf; /* NULL: could not be read */
 };
 
 struct jit_symbol {
@@ -74,7 +45,7 @@ struct kernel_symbol {
 
 struct cs_symbolizer {
 	struct process *processes;
-	struct elf_file *files;
+	struct cs_elf_cache elf_cache;
 	struct kernel_symbol *kernel;
 	size_t kernel_count;
 	bool kernel_loaded;
@@ -111,16 +82,7 @@ void cs_symbolizer_free(struct cs_symbolizer *sym)
 		free_process(sym->processes);
 		sym->processes = next;
 	}
-	while (sym->files) {
-		struct elf_file *next = sym->files->next;
-		for (size_t i = 0; i < sym->files->symbol_count; i++)
-			free(sym->files->symbols[i].name);
-		free(sym->files->symbols);
-		free(sym->files->segments);
-		free(sym->files->module);
-		free(sym->files);
-		sym->files = next;
-	}
+	cs_elf_cache_free(&sym->elf_cache);
 	for (size_t i = 0; i < sym->kernel_count; i++)
 		free(sym->kernel[i].name);
 	free(sym->kernel);
@@ -130,157 +92,11 @@ void cs_symbolizer_free(struct cs_symbolizer *sym)
 void cs_symbolizer_stats(const struct cs_symbolizer *sym, struct cs_symbolizer_stats *stats)
 {
 	*stats = sym->stats;
+	stats->elf_files = sym->elf_cache.files_read;
+	stats->elf_cache_hits = sym->elf_cache.hits;
 }
 
 /* ---- ELF files --------------------------------------------------------------- */
-
-static size_t read_build_id(Elf *elf, unsigned char *out)
-{
-	size_t count;
-	if (elf_getphdrnum(elf, &count))
-		return 0;
-	for (size_t i = 0; i < count; i++) {
-		GElf_Phdr phdr;
-		if (!gelf_getphdr(elf, (int)i, &phdr) || phdr.p_type != PT_NOTE)
-			continue;
-		Elf_Data *data = elf_getdata_rawchunk(elf, (int64_t)phdr.p_offset, phdr.p_filesz, ELF_T_NHDR);
-		if (!data)
-			continue;
-		size_t offset = 0, name_off, desc_off;
-		GElf_Nhdr note;
-		while ((offset = gelf_getnote(data, offset, &note, &name_off, &desc_off)) > 0) {
-			if (note.n_type == NT_GNU_BUILD_ID_TYPE && note.n_namesz == 4 &&
-			    !memcmp((char *)data->d_buf + name_off, "GNU", 4) && note.n_descsz <= BUILD_ID_MAX) {
-				memcpy(out, (char *)data->d_buf + desc_off, note.n_descsz);
-				return note.n_descsz;
-			}
-		}
-	}
-	return 0;
-}
-
-static int cmp_symbol(const void *a, const void *b)
-{
-	const struct symbol *x = a, *y = b;
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	return y->rank - x->rank; /* the preferred alias first */
-}
-
-/* Global beats weak beats local; a name without leading underscores beats one with. */
-static int symbol_rank(const GElf_Sym *s, const char *name)
-{
-	int bind = GELF_ST_BIND(s->st_info);
-	int rank = bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0;
-	if (name[0] != '_')
-		rank++;
-	return rank;
-}
-
-/* Adds the function symbols of one symbol table section. Returns how many. */
-static size_t read_symbols(Elf *elf, Elf_Scn *scn, struct elf_file *file)
-{
-	GElf_Shdr shdr;
-	if (!gelf_getshdr(scn, &shdr) || !shdr.sh_entsize)
-		return 0;
-	Elf_Data *data = elf_getdata(scn, NULL);
-	if (!data)
-		return 0;
-	size_t count = shdr.sh_size / shdr.sh_entsize, added = 0;
-	struct symbol *grown = realloc(file->symbols, (file->symbol_count + count) * sizeof(*grown));
-	if (!grown)
-		return 0;
-	file->symbols = grown;
-	for (size_t i = 0; i < count; i++) {
-		GElf_Sym s;
-		if (!gelf_getsym(data, (int)i, &s))
-			continue;
-		int type = GELF_ST_TYPE(s.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || !s.st_value)
-			continue;
-		const char *name = elf_strptr(elf, shdr.sh_link, s.st_name);
-		if (!name || !name[0])
-			continue;
-		/* "clock_nanosleep@GLIBC_2.2.5" (debug files): the version says nothing here. */
-		char *copy = strndup(name, strcspn(name, "@"));
-		if (!copy)
-			break;
-		file->symbols[file->symbol_count++] = (struct symbol){
-			.addr = s.st_value, .size = s.st_size, .name = copy, .rank = symbol_rank(&s, name),
-		};
-		added++;
-	}
-	return added;
-}
-
-/* The first section of type in elf, or NULL. */
-static Elf_Scn *find_section(Elf *elf, uint32_t type)
-{
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr shdr;
-		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == type)
-			return scn;
-	}
-	return NULL;
-}
-
-/* Debian's -dbgsym packages put the full symbol table here, by build-id. */
-static size_t read_debug_file_symbols(struct elf_file *file)
-{
-	if (file->build_id_len < 2)
-		return 0;
-	char path[64 + 2 * BUILD_ID_MAX];
-	int used = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", file->build_id[0]);
-	for (size_t i = 1; i < file->build_id_len; i++)
-		used += snprintf(path + used, sizeof(path) - (size_t)used, "%02x", file->build_id[i]);
-	snprintf(path + used, sizeof(path) - (size_t)used, ".debug");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	size_t added = 0;
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (elf) {
-		Elf_Scn *scn = find_section(elf, SHT_SYMTAB);
-		if (scn)
-			added = read_symbols(elf, scn, file);
-		elf_end(elf);
-	}
-	close(fd);
-	return added;
-}
-
-/* Sort, and keep one name per address (the best-ranked alias). */
-static void finish_symbols(struct elf_file *file)
-{
-	if (!file->symbol_count)
-		return;
-	qsort(file->symbols, file->symbol_count, sizeof(*file->symbols), cmp_symbol);
-	size_t kept = 0;
-	for (size_t i = 0; i < file->symbol_count; i++) {
-		if (kept && file->symbols[kept - 1].addr == file->symbols[i].addr) {
-			struct symbol *best = &file->symbols[kept - 1];
-			if (!best->size)
-				best->size = file->symbols[i].size;
-			free(file->symbols[i].name);
-			continue;
-		}
-		file->symbols[kept++] = file->symbols[i];
-	}
-	file->symbol_count = kept;
-}
-
-static struct elf_file *find_cached(struct cs_symbolizer *sym, const unsigned char *build_id, size_t len,
-				    const struct stat *st)
-{
-	for (struct elf_file *f = sym->files; f; f = f->next) {
-		if (len && f->build_id_len == len && !memcmp(f->build_id, build_id, len))
-			return f;
-		if (!len && !f->build_id_len && f->dev == st->st_dev && f->ino == st->st_ino)
-			return f;
-	}
-	return NULL;
-}
 
 static const char *base_name(const char *path)
 {
@@ -288,74 +104,18 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/*
- * Reads (or finds in the cache) the symbols of an ELF image; path names
- * it, st identifies it when it has no build-id. Ends elf.
- */
-static struct elf_file *load_elf_image(struct cs_symbolizer *sym, Elf *elf, const char *path, const struct stat *st)
-{
-	if (elf_kind(elf) != ELF_K_ELF) {
-		elf_end(elf);
-		return NULL;
-	}
-	unsigned char build_id[BUILD_ID_MAX];
-	size_t build_id_len = read_build_id(elf, build_id);
-	struct elf_file *file = find_cached(sym, build_id, build_id_len, st);
-	if (file) {
-		sym->stats.elf_cache_hits++;
-		elf_end(elf);
-		return file;
-	}
-	file = calloc(1, sizeof(*file));
-	if (!file || !(file->module = strdup(base_name(path)))) {
-		free(file);
-		elf_end(elf);
-		return NULL;
-	}
-	memcpy(file->build_id, build_id, build_id_len);
-	file->build_id_len = build_id_len;
-	file->dev = st->st_dev;
-	file->ino = st->st_ino;
-
-	size_t count = 0;
-	if (!elf_getphdrnum(elf, &count) && count)
-		file->segments = calloc(count, sizeof(*file->segments));
-	for (size_t i = 0; file->segments && i < count; i++) {
-		GElf_Phdr phdr;
-		if (gelf_getphdr(elf, (int)i, &phdr) && phdr.p_type == PT_LOAD)
-			file->segments[file->segment_count++] = (struct segment){
-				.offset = phdr.p_offset, .vaddr = phdr.p_vaddr, .filesz = phdr.p_filesz,
-			};
-	}
-	/* .symtab has every function; stripped files keep only .dynsym. */
-	Elf_Scn *symtab = find_section(elf, SHT_SYMTAB);
-	if (!symtab || !read_symbols(elf, symtab, file)) {
-		if (!read_debug_file_symbols(file)) {
-			Elf_Scn *dynsym = find_section(elf, SHT_DYNSYM);
-			if (dynsym)
-				read_symbols(elf, dynsym, file);
-		}
-	}
-	elf_end(elf);
-	finish_symbols(file);
-	file->next = sym->files;
-	sym->files = file;
-	sym->stats.elf_files++;
-	return file;
-}
-
 /* The ELF file open on fd; path names it. */
-static struct elf_file *load_elf(struct cs_symbolizer *sym, int fd, const char *path)
+static struct cs_elf_file *load_elf(struct cs_symbolizer *sym, int fd, const char *path)
 {
 	struct stat st;
 	if (fstat(fd, &st))
 		return NULL;
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	return elf ? load_elf_image(sym, elf, path, &st) : NULL;
+	return elf ? cs_elf_load(&sym->elf_cache, elf, path, &st) : NULL;
 }
 
 /* The vDSO: an ELF image the kernel maps into every process, read from its memory. */
-static struct elf_file *load_vdso(struct cs_symbolizer *sym, pid_t pid, uint64_t start, uint64_t end)
+static struct cs_elf_file *load_vdso(struct cs_symbolizer *sym, pid_t pid, uint64_t start, uint64_t end)
 {
 	if (end - start > (1u << 20))
 		return NULL;
@@ -366,13 +126,13 @@ static struct elf_file *load_vdso(struct cs_symbolizer *sym, pid_t pid, uint64_t
 		return NULL;
 	size_t len = end - start;
 	char *image = malloc(len);
-	struct elf_file *file = NULL;
+	struct cs_elf_file *file = NULL;
 	if (image && pread(fd, image, len, (off_t)start) == (ssize_t)len) {
 		Elf *elf = elf_memory(image, len);
 		/* No build-id would leave this identity: one vDSO per kernel. */
 		struct stat st = { .st_dev = 0, .st_ino = 1 };
 		if (elf)
-			file = load_elf_image(sym, elf, "[vdso]", &st);
+			file = cs_elf_load(&sym->elf_cache, elf, "[vdso]", &st);
 	}
 	free(image);
 	close(fd);
@@ -538,39 +298,6 @@ int cs_symbolizer_add_process(struct cs_symbolizer *sym, pid_t pid)
 
 /* ---- lookups -------------------------------------------------------------------- */
 
-/* The symbol containing vaddr, or NULL. */
-static const struct symbol *find_symbol(const struct elf_file *file, uint64_t vaddr)
-{
-	size_t lo = 0, hi = file->symbol_count;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (file->symbols[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
-		return NULL;
-	const struct symbol *s = &file->symbols[lo - 1];
-	if (s->size && vaddr >= s->addr + s->size)
-		return NULL;
-	/* Without a size, only up to the next symbol (and not past the file's last). */
-	if (!s->size && lo == file->symbol_count)
-		return NULL;
-	return s;
-}
-
-/* File offset to ELF virtual address, through the PT_LOAD that maps it. */
-static uint64_t file_offset_to_vaddr(const struct elf_file *file, uint64_t offset)
-{
-	for (size_t i = 0; i < file->segment_count; i++) {
-		const struct segment *seg = &file->segments[i];
-		if (offset >= seg->offset && offset < seg->offset + seg->filesz)
-			return offset - seg->offset + seg->vaddr;
-	}
-	return offset;
-}
-
 static const struct process *find_process(const struct cs_symbolizer *sym, pid_t pid)
 {
 	for (const struct process *p = sym->processes; p; p = p->next)
@@ -621,8 +348,8 @@ void cs_symbolize_user(struct cs_symbolizer *sym, pid_t pid, uint64_t addr, bool
 	}
 	const struct mapping *m = find_mapping(p, lookup);
 	if (m && m->elf) {
-		uint64_t vaddr = file_offset_to_vaddr(m->elf, lookup - m->start + m->offset);
-		const struct symbol *s = find_symbol(m->elf, vaddr);
+		uint64_t vaddr = cs_elf_offset_to_vaddr(m->elf, lookup - m->start + m->offset);
+		const struct cs_elf_symbol *s = cs_elf_find_symbol(m->elf, vaddr);
 		if (s)
 			snprintf(buf, len, "%s", s->name);
 		else
@@ -781,8 +508,8 @@ bool cs_symbolizer_leaf_has_frame(struct cs_symbolizer *sym, pid_t pid, uint64_t
 	const struct mapping *m = p ? find_mapping(p, addr) : NULL;
 	if (!m || !m->elf || p->mem_fd < 0)
 		return false;
-	uint64_t vaddr = file_offset_to_vaddr(m->elf, addr - m->start + m->offset);
-	const struct symbol *s = find_symbol(m->elf, vaddr);
+	uint64_t vaddr = cs_elf_offset_to_vaddr(m->elf, addr - m->start + m->offset);
+	const struct cs_elf_symbol *s = cs_elf_find_symbol(m->elf, vaddr);
 	if (!s)
 		return false;
 	uint64_t start = addr - (vaddr - s->addr);
