@@ -224,7 +224,6 @@ struct fg_run {
 	struct cs_flame_collector collector;
 	struct cs_stack_probes stacks;
 	struct cs_symbolizer *symbols;
-	bool stacks_started;
 	uint64_t callers_restored;    /* frames the frame-pointer walk had skipped */
 
 	/* Frame names, built once per stack and per process. */
@@ -345,7 +344,6 @@ static int start_stacks(void *ctx, struct cs_probes *probes, char *errmsg, size_
 	};
 	if (cs_stacks_start(&run->stacks, &options, probes, collect_stack, run, errmsg, errlen))
 		return -1;
-	run->stacks_started = true;
 	snapshot_targets(run);
 	return 0;
 }
