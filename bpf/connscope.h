@@ -325,6 +325,7 @@ enum cs_stack_counter {
 	CS_STK_OFF_CPU_SHORT_NS,   /* their total time */
 	CS_STK_USER_STACK_ERRORS,  /* user stacks that could not be read */
 	CS_STK_THREADS_FULL,       /* per-thread table full: a switch-out not followed */
+	CS_STK_USER_STACK_REUSED,  /* switch-outs whose user stack had not moved: not walked */
 	CS_STK_CTR_MAX,
 };
 

@@ -10,11 +10,13 @@
  *   perf_event (CPU clock, every CPU)   : on-CPU samples of target threads,
  *                                         kernel + user stack
  *   tp_btf/sched_switch (out)           : a target thread leaves its CPU:
- *                                         time and stack kept per thread
+ *                                         time and user stack kept per thread
+ *                                         (walked again only if it moved)
  *   tp_btf/sched_wakeup{,_new}          : it became runnable again
  *   tp_btf/sched_switch (in)            : back on a CPU: one record per
- *                                         interval >= min_off_cpu_ns, the
- *                                         shorter ones only counted
+ *                                         interval >= min_off_cpu_ns, with
+ *                                         its kernel stack; the shorter
+ *                                         ones only counted
  *
  * Every probe checks its target first: the tgid map for samples and
  * switch-outs; the per-thread table (target threads only) otherwise.
@@ -45,6 +47,7 @@ struct {
 struct off_cpu_state {
 	__u64 off_ns;   /* 0: on its CPU (or never seen off it) */
 	__u64 wake_ns;
+	__u64 first_return; /* the word at user bp + 8 when stack was walked */
 	__u32 tgid;
 	__u32 pad;
 	struct cs_stack stack;
@@ -91,16 +94,13 @@ static __always_inline bool is_target_tgid(__u32 tgid)
 }
 
 /*
- * The current task's stacks. A kernel stack is empty when the task was in
- * user mode: that is no error. A user stack that cannot be read (a kernel
- * thread has none; a fault) is counted.
+ * The current task's user stack, with the registers and words user space
+ * needs to put back callers a frameless leaf hides. A user stack that
+ * cannot be read (a fault) is counted.
  */
-static __always_inline void read_stacks(void *ctx, struct cs_stack *stack)
+static __always_inline void read_user_stack(void *ctx, struct cs_stack *stack)
 {
-	long len = bpf_get_stack(ctx, stack->kernel_ips, STACK_BYTES, 0);
-
-	stack->kernel_frames = len > 0 ? len / sizeof(__u64) : 0;
-	len = bpf_get_stack(ctx, stack->user_ips, STACK_BYTES, BPF_F_USER_STACK);
+	long len = bpf_get_stack(ctx, stack->user_ips, STACK_BYTES, BPF_F_USER_STACK);
 	if (len < 0)
 		add(CS_STK_USER_STACK_ERRORS, 1);
 	stack->user_frames = len > 0 ? len / sizeof(__u64) : 0;
@@ -116,6 +116,39 @@ static __always_inline void read_stacks(void *ctx, struct cs_stack *stack)
 		return;
 	stack->user_sp = sp;
 	stack->user_bp = bp;
+}
+
+/*
+ * The user stack at a switch-out, walked again only when it moved. An
+ * event loop leaves its CPU from the same epoll_wait() call again and
+ * again: same instruction, stack and frame pointers, same return address
+ * above, so the same stack. Walking it costs about 5 us here, a context
+ * switch's worth; comparing costs a 16-byte read.
+ */
+static __always_inline void read_user_stack_if_moved(void *ctx, struct off_cpu_state *state)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	__u64 first_return = 0;
+
+	if (!regs) {
+		read_user_stack(ctx, &state->stack);
+		return;
+	}
+	__u64 ip = regs->ip, sp = regs->sp, bp = regs->bp;
+	bpf_probe_read_user(&first_return, sizeof(first_return), (void *)(bp + 8));
+	if (state->stack.user_frames && state->stack.user_sp == sp && state->stack.user_bp == bp &&
+	    state->stack.user_ips[0] == ip && state->first_return == first_return) {
+		add(CS_STK_USER_STACK_REUSED, 1);
+		return;
+	}
+	read_user_stack(ctx, &state->stack);
+	state->first_return = first_return;
+}
+
+/* A kernel stack is empty when the task was in user mode: that is no error. */
+static __always_inline void set_kernel_frames(struct cs_stack *stack, long len)
+{
+	stack->kernel_frames = len > 0 ? len / sizeof(__u64) : 0;
 }
 
 static __always_inline void fill_header(struct cs_event_header *hdr, __u64 now, __u16 type, __u16 size)
@@ -142,7 +175,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	fill_header(&ev->hdr, bpf_ktime_get_ns(), CS_EV_CPU_SAMPLE, sizeof(*ev));
 	ev->tid = (__u32)pid_tgid;
 	ev->tgid = tgid;
-	read_stacks(ctx, &ev->stack);
+	set_kernel_frames(&ev->stack, bpf_get_stack(ctx, ev->stack.kernel_ips, STACK_BYTES, 0));
+	read_user_stack(ctx, &ev->stack);
 	/* No wake-up: the reader polls on a short timer. */
 	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 	add(CS_STK_SAMPLES, 1);
@@ -197,7 +231,13 @@ int BPF_PROG(on_stack_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	__u64 now = bpf_ktime_get_ns();
 
-	/* Out: runs in prev's context, so its user stack is the current one. */
+	/*
+	 * Out: runs in prev's context, so its user stack is the current one,
+	 * kept now (only the current task's can be read). Its kernel stack
+	 * stays as it is while it is off its CPU: read on the way back in,
+	 * and only for intervals that are kept (a kernel unwind per context
+	 * switch would cost more than everything else here).
+	 */
 	__u32 prev_tgid = prev->tgid;
 	if (prev_tgid && is_target_tgid(prev_tgid)) {
 		struct off_cpu_state *state = state_of(prev->pid, prev_tgid);
@@ -206,7 +246,7 @@ int BPF_PROG(on_stack_switch, bool preempt, struct task_struct *prev, struct tas
 			/* Preempted: runnable all along, no wake-up will come. */
 			state->wake_ns = preempt || prev_state == TASK_RUNNING ? now : 0;
 			state->tgid = prev_tgid;
-			read_stacks(ctx, &state->stack);
+			read_user_stack_if_moved(ctx, state);
 		}
 	}
 
@@ -236,6 +276,7 @@ int BPF_PROG(on_stack_switch, bool preempt, struct task_struct *prev, struct tas
 	ev->tid = tid;
 	ev->tgid = state->tgid;
 	bpf_probe_read_kernel(&ev->stack, sizeof(ev->stack), &state->stack);
+	set_kernel_frames(&ev->stack, bpf_get_task_stack(next, ev->stack.kernel_ips, STACK_BYTES, 0));
 	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 	add(CS_STK_OFF_CPU, 1);
 	return 0;

@@ -588,14 +588,15 @@ int cmd_flamegraph(int argc, char **argv)
 		fprintf(stderr,
 			"connscope: tail requests %llu, joined %zu (the %zu slowest of %llu kept with their phases); "
 			"total %llu us; events lost %llu; user stacks unreadable %llu; threads not followed %llu; "
-			"stack records dropped %llu; callers restored %llu\n",
+			"stack records dropped %llu; callers restored %llu; user stacks reused %llu\n",
 			(unsigned long long)tail.requests, tail_count, run.collector.request_count,
 			(unsigned long long)run.collector.requests_seen, (unsigned long long)((stats.total_ns + 500) / 1000),
 			(unsigned long long)result.meta.events_lost,
 			(unsigned long long)counters[CS_STK_USER_STACK_ERRORS],
 			(unsigned long long)counters[CS_STK_THREADS_FULL],
 			(unsigned long long)run.collector.records_dropped + (unsigned long long)run.collector.malformed,
-			(unsigned long long)run.callers_restored);
+			(unsigned long long)run.callers_restored,
+			(unsigned long long)counters[CS_STK_USER_STACK_REUSED]);
 		for (size_t i = 0; i < args.output_count; i++)
 			fprintf(stderr, "connscope: wrote %s\n", args.outputs[i]);
 	}

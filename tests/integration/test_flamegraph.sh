@@ -10,8 +10,8 @@
 #    handle_block names it with its time and share, the search box matches
 #    it, a click on it zooms into it (the SVG's own script), and after layout
 #    the frame labels handle_block and event_loop are drawn, non-empty and
-#    inside their frames; the screenshot of that, read by tesseract, shows
-#    handle_block.
+#    inside their frames; the screenshot of that (in grey, for tesseract),
+#    read by tesseract, shows handle_block.
 # 3. Debian's nginx (private config, free port): the graph names nginx's
 #    own functions (ngx_*, from its .dynsym).
 source "$(dirname "$0")/lib.sh"
@@ -137,7 +137,7 @@ echo "ok: well-formed XML"
 page=$CS_TMP/page.html
 # The SVG inline in a page whose script clicks handle_block under event_loop
 # (the SVG's own zoom), then reports every drawn label's box after layout.
-python3 - "$svg" "$page" <<'EOF'
+python3 - "$svg" "$page" "$CS_TMP/page-ocr.html" <<'EOF'
 import sys
 svg = open(sys.argv[1]).read()
 svg = svg[svg.index("<svg"):]
@@ -178,6 +178,10 @@ probe = r"""
 })();
 </script>"""
 open(sys.argv[2], "w").write("<!DOCTYPE html><html><body style='margin:0'>" + svg + probe + "</body></html>")
+# For tesseract, the same page in grey with more contrast: it misreads black
+# text on coloured bands, and this is the binarisation it lacks.
+ocr = "<style>svg { filter: grayscale(1) contrast(1.6) brightness(1.3); }</style>"
+open(sys.argv[3], "w").write("<!DOCTYPE html><html><head>" + ocr + "</head><body style='margin:0'>" + svg + probe + "</body></html>")
 EOF
 chrome=(timeout 60 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$CS_TMP/chrome")
 "${chrome[@]}" --virtual-time-budget=3000 --dump-dom "file://$page" 2>/dev/null >"$CS_TMP/dom.html" \
@@ -208,7 +212,7 @@ for want in ("handle_block", "event_loop"):
     print("ok: %s label drawn, %.0f px wide, inside its %.0f px frame" % (want, d["text_w"], d["rect_w"]))
 EOF
 "${chrome[@]}" --window-size=1200,700 --force-device-scale-factor=2 --virtual-time-budget=3000 \
-  --screenshot="$CS_TMP/zoomed.png" "file://$page" >/dev/null 2>&1 || fail "chromium screenshot failed"
+  --screenshot="$CS_TMP/zoomed.png" "file://$CS_TMP/page-ocr.html" >/dev/null 2>&1 || fail "chromium screenshot failed"
 cp "$CS_TMP/zoomed.png" "$CS_BUILD/integration/flamegraph-zoomed.png"
 tesseract "$CS_TMP/zoomed.png" - 2>/dev/null >"$CS_TMP/ocr.txt" || fail "tesseract failed"
 python3 - "$CS_TMP/ocr.txt" <<'EOF' || fail "the screenshot does not show handle_block"
