@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "args.h"
+#include "ctl_proto.h"
+#include "ctl_server.h"
 #include "engine.h"
 #include "metrics_server.h"
 #include "report.h"
@@ -73,6 +75,8 @@ static void help(FILE *out)
 		"Options:\n"
 		"  -m, --metrics ADDR:PORT  serve /metrics (Prometheus text format) there;\n"
 		"                         PORT alone means 127.0.0.1:PORT (default: off)\n"
+		"      --socket PATH      the control socket for connscope status, snapshot,\n"
+		"                         reset and top (default " CS_CTL_DEFAULT_SOCKET ")\n"
 		"      --sample-hz N      listener backlog walks per second (1-1000, default 10)\n"
 		"      --ring-mb N        ring buffer size in MiB, a power of two (default 8)\n"
 		"  -v, --verbose          show libbpf's log\n"
@@ -91,6 +95,7 @@ int main(int argc, char **argv)
 		{ "port", required_argument, NULL, 'P' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "metrics", required_argument, NULL, 'm' },
+		{ "socket", required_argument, NULL, 'C' },
 		{ "sample-hz", required_argument, NULL, 'S' },
 		{ "ring-mb", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -105,6 +110,7 @@ int main(int argc, char **argv)
 		.follow = true,
 	};
 	const char *metrics_address = NULL;
+	const char *socket_path = CS_CTL_DEFAULT_SOCKET;
 	long value;
 	int c;
 
@@ -127,6 +133,9 @@ int main(int argc, char **argv)
 			break;
 		case 'm':
 			metrics_address = optarg;
+			break;
+		case 'C':
+			socket_path = optarg;
 			break;
 		case 'S':
 			if (!parse_long(optarg, 1, 1000, &value))
@@ -195,6 +204,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "connscoped: serving metrics on http://%s/metrics\n", metrics_address);
 	}
 
+	/* 2b. the control socket (connscope status, snapshot, reset, top) */
+	static struct cs_ctl_server control;
+	if (cs_ctl_server_start(&control, socket_path, &engine_lock, engine, &live_meta, target_label,
+				errmsg, sizeof(errmsg))) {
+		fprintf(stderr, "connscoped: %s\n", errmsg);
+		cs_metrics_server_stop(&metrics);
+		cs_engine_free(engine);
+		return EXIT_RUNTIME;
+	}
+	fprintf(stderr, "connscoped: control socket %s\n", socket_path);
+
 	/* 3. the run: until SIGTERM */
 	struct cs_session_result result;
 	int rc = 0;
@@ -208,6 +228,7 @@ int main(int argc, char **argv)
 			(unsigned long long)engine->totals.records,
 			(unsigned long long)result.meta.events_lost, (unsigned long long)metrics.scrapes);
 	}
+	cs_ctl_server_stop(&control);
 	cs_metrics_server_stop(&metrics);
 	cs_engine_free(engine);
 	return rc;
