@@ -39,7 +39,7 @@ FUZZ_BUILD   := build-fuzz
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_TEST_SECONDS ?= 10
-FUZZ_TARGETS := fuzz_trace fuzz_engine fuzz_http_parse
+FUZZ_TARGETS := fuzz_trace fuzz_engine fuzz_http_parse fuzz_ctl_proto
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -MMD -MP -fno-omit-frame-pointer $(WARN) \
 		$(FUZZ_SAN) -fsanitize=fuzzer-no-link -Ibpf -Idaemon -Iserver -Itests/fuzz
@@ -48,6 +48,8 @@ FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -MMD -MP -fno-omit-frame-pointer
 FUZZ_MAX_LEN_fuzz_trace      := 16384
 FUZZ_MAX_LEN_fuzz_engine     := 16384
 FUZZ_MAX_LEN_fuzz_http_parse := 4096
+# A snapshot of a few threads and listeners, framed.
+FUZZ_MAX_LEN_fuzz_ctl_proto  := 32768
 FUZZ_DICT_fuzz_http_parse    := -dict=tests/fuzz/http.dict
 # -rss_limit_mb: a hostile trace must not make the engine take gigabytes;
 # -timeout: nor make it (or the reports) spin on one input.
@@ -62,7 +64,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
-$(FUZZ_BUILD)/fuzz_trace $(FUZZ_BUILD)/fuzz_engine: $(FUZZ_BUILD)/%: \
+$(FUZZ_BUILD)/fuzz_trace $(FUZZ_BUILD)/fuzz_engine $(FUZZ_BUILD)/fuzz_ctl_proto: $(FUZZ_BUILD)/%: \
 		$(FUZZ_BUILD)/obj/tests/fuzz/%.o $(FUZZ_ENGINE_OBJS)
 	$(msg) FUZZ-LD $@
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ -lm
