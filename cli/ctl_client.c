@@ -113,8 +113,12 @@ int cs_ctl_call(struct cs_ctl_conn *conn, uint16_t type, const void *payload, si
 		struct cs_ctl_header *hdr, const uint8_t **reply, char *errmsg, size_t errlen)
 {
 	int err = cs_ctl_send(conn, type, payload, len);
-	if (err)
+	if (err) {
+		/* Refused at once (not root, too many clients): its reason may be waiting. */
+		if (cs_ctl_recv(conn, 0, hdr, reply, errmsg, errlen) < 0)
+			return -1;
 		return cs_fail(errmsg, errlen, "cannot send to the daemon at %s: %s", conn->path, strerror(-err));
+	}
 	int got = cs_ctl_recv(conn, CS_CTL_TIMEOUT_MS, hdr, reply, errmsg, errlen);
 	if (got == 0)
 		return cs_fail(errmsg, errlen, "the daemon at %s did not answer within %d s", conn->path,

@@ -454,6 +454,10 @@ static void accept_client(struct cs_ctl_server *server, uint64_t now)
 		close(fd);
 		return;
 	}
+	/* A small send buffer: a stream reader that stops reading fills it in
+	 * seconds, not minutes, and is dropped (tick). */
+	int sndbuf = 64 * 1024;
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	c->fd = fd;
 	c->pid = cred.pid;
 	c->uid = cred.uid;
