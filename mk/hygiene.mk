@@ -131,6 +131,8 @@ ASAN_ENV     = ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/$(ASAN_LOGS)/asan 
 #                                 queue, non-persistent, send drain
 #   daemon_metrics                connscoped: its metrics thread, a target
 #                                 that restarts, SIGTERM
+#   daemon_control                connscoped's control thread under hostile
+#                                 and slow clients; status, snapshot, reset
 # Left out: scenarios 1, 3, 4, 6, 7 and the fairness and tcplife checks.
 # They assert timing and scheduling outcomes (run-queue waits, event-loop
 # stalls, 1 s SYN retransmits, accept fairness) that the sanitizers'
@@ -139,7 +141,7 @@ ASAN_ENV     = ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/$(ASAN_LOGS)/asan 
 # scenario's recorded trace (tests/fixtures/).
 ASAN_INTEGRATION := test_accept_wait test_listen_overflow test_attach_errors test_server \
 	test_csload test_scenario_2_accept_queue test_scenario_5_non_persistent \
-	test_scenario_8_send_drain test_daemon_metrics
+	test_scenario_8_send_drain test_daemon_metrics test_daemon_control
 
 asan-build: $(SKEL)
 	$(Q)mkdir -p $(ASAN_BUILD)
