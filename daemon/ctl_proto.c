@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* CS_CTL_MAGIC's bytes without its NUL: the wire has no terminator. */
+static const uint8_t magic[4] = { 'C', 'S', 'C', 'T' };
+
 static void put_u16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)v;
@@ -29,7 +32,7 @@ static uint32_t get_u32(const uint8_t *p)
 
 void cs_ctl_encode_header(uint8_t out[CS_CTL_HEADER_LEN], uint16_t type, uint32_t length)
 {
-	memcpy(out, CS_CTL_MAGIC, 4);
+	memcpy(out, magic, sizeof(magic));
 	put_u16(out + 4, CS_CTL_VERSION);
 	put_u16(out + 6, type);
 	put_u32(out + 8, length);
@@ -40,7 +43,7 @@ int cs_ctl_decode_header(const uint8_t *buf, size_t len, uint32_t max_payload, s
 {
 	/* A wrong magic is known from its first wrong byte: no need to wait for 16. */
 	size_t magic_have = len < 4 ? len : 4;
-	if (memcmp(buf, CS_CTL_MAGIC, magic_have) != 0)
+	if (memcmp(buf, magic, magic_have) != 0)
 		return -EPROTO;
 	if (len < CS_CTL_HEADER_LEN)
 		return -EAGAIN;
@@ -196,7 +199,8 @@ size_t cs_ctl_error_encode(uint8_t *out, size_t cap, enum cs_ctl_error code, con
 	size_t len = strlen(message);
 	if (len > cap - 4)
 		len = cap - 4;
-	memcpy(out + 4, message, len);
+	/* The text travels counted (the frame's length), not NUL-terminated. */
+	memcpy(out + 4, message, len); // NOLINT(bugprone-not-null-terminated-result)
 	return 4 + len;
 }
 
