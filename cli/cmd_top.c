@@ -371,6 +371,11 @@ int cmd_top(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (!once && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
+		fprintf(stderr, "connscope: top needs a terminal (use 'connscope top --once' in scripts)\n");
+		return 1;
+	}
+
 	/* 1. the source: the daemon if one answers, else the probes here */
 	char errmsg[CS_ERRMSG_LEN];
 	struct cs_ctl_conn conn = { .fd = -1 };
@@ -466,15 +471,6 @@ int cmd_top(int argc, char **argv)
 	}
 
 	/* 3. the screen */
-	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "connscope: top needs a terminal (use 'connscope top --once' in scripts)\n");
-		if (from_daemon)
-			cs_ctl_close(&conn);
-		else
-			local_stop(&local);
-		free(v.model);
-		return 1;
-	}
 	initscr();
 	cbreak();
 	noecho();
@@ -548,6 +544,11 @@ int cmd_top(int argc, char **argv)
 			if (next_frame_ns < now)
 				next_frame_ns = now + NS_PER_SEC;
 			if (__atomic_load_n(&local.done, __ATOMIC_ACQUIRE)) {
+				if (local.rc && local.meta.duration_s == 0) {
+					/* It never attached (no such target, no privilege): say so and go. */
+					rc = 1;
+					break;
+				}
 				if (!failed_shown)
 					snprintf(v.ui.status, sizeof(v.ui.status), "%s", local.rc ? local.errmsg :
 						 "the target exited; the figures are final");
@@ -565,6 +566,8 @@ int cmd_top(int argc, char **argv)
 			draw(&v);
 	}
 	endwin();
+	if (rc)
+		fprintf(stderr, "connscope: %s\n", local.errmsg);
 	if (from_daemon)
 		cs_ctl_close(&conn);
 	else
