@@ -20,7 +20,8 @@
  * Requests (one record per request, emitted when it is over):
  *   sk_data_ready                              : bytes arrived: a request starts
  *   sock_recv_length / sock_send_length        : first read, first and last send
- *   sched_wakeup / sched_switch                : target threads' run-queue waits
+ *   the kernel's sched_info.run_delay          : run-queue waits of the serving
+ *                                                thread, read where it runs
  *   inet_sock_set_state (leaving ESTABLISHED)  : who closed, after what idle gap
  *   tcp_send_reset / tcp_receive_reset         : resets, the keep-alive race
  * Per-connection state lives in socket-local storage; only target sockets
@@ -37,10 +38,9 @@
 #define AF_INET6 10
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
-#define TASK_RUNNING 0
-#define RUNQ_RECENT 8 /* run-queue waits remembered per thread */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
 
 /* Set by user space between open and load. */
 const volatile __u64 wakeup_bytes = 256 * 1024; /* wake the consumer past this much queued data */
@@ -54,12 +54,17 @@ struct {
 	__type(value, __u8);
 } target_tgids SEC(".maps");
 
-/* Target listening ports (host order). */
+/*
+ * Target listening ports (host order), one bit per port: word port / 64,
+ * bit port % 64. An array lookup is inlined by the verifier: the port test
+ * that every socket event starts with costs a few instructions, not a hash.
+ * Only user space writes it.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u16);
-	__type(value, __u8);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CS_PORT_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
 } target_ports SEC(".maps");
 
 /*
@@ -73,16 +78,20 @@ struct {
 	__type(value, __u64);
 } established_ns SEC(".maps");
 
-/* An accept() call in flight, by thread. */
+/*
+ * An accept() call in flight, in the calling thread's storage (created on
+ * its first accept of a target listener, reused after: no hash update and
+ * delete per call). enter_ns 0: no call in flight.
+ */
 struct accept_call {
 	__u64 listener_sk;
 	__u64 enter_ns;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct accept_call);
 } accept_calls SEC(".maps");
 
@@ -145,6 +154,11 @@ struct conn_state {
 	__u64 drain_end_ns;
 	__u64 pickup_runq_ns;
 	__u64 handler_runq_ns;
+	__u64 drain_runq_ns;
+	__u64 last_reader_task;   /* that thread's task_struct: read, never trusted (see below) */
+	__u64 start_run_delay_ns; /* the last reader's sched_info.run_delay when bytes came */
+	__u64 read_run_delay_ns; /* reader's sched_info.run_delay at the first read */
+	__u64 send_run_delay_ns; /* sender's at the first send; 0: not seen in its thread */
 	__u64 last_activity_ns;
 	__u64 handshake_extra_ns;
 	__u32 write_seq_at_read; /* tcp write_seq at the first read: moves once we answer */
@@ -153,6 +167,7 @@ struct conn_state {
 	__u32 tgid;
 	__u32 reader_tid;
 	__u32 sender_tid;
+	__u32 last_reader_tid; /* kept across requests: who will likely read the next */
 	__u32 requests;       /* requests started on this connection */
 	__u32 send_eagain;
 	__u16 phase;
@@ -161,7 +176,7 @@ struct conn_state {
 	__u8 partial;         /* connection older than the attach */
 	__u8 closed;          /* close record already emitted */
 	__u8 unread_at_close; /* it closed with a request the server never read */
-	__u8 pad[7];
+	__u8 pad[3];
 };
 
 struct {
@@ -171,24 +186,27 @@ struct {
 	__type(value, struct conn_state);
 } conns SEC(".maps");
 
-/* A target thread's run-queue waits: totals and the most recent few. */
-struct thread_sched {
-	__u64 runnable_since_ns;  /* 0: running or sleeping */
-	__u64 runq_total_ns;
-	__u64 runq_max_ns;
-	__u64 runq_waits;
-	__u64 recent_start_ns[RUNQ_RECENT];
-	__u64 recent_end_ns[RUNQ_RECENT];
-	__u32 recent_next;
-	__u32 tgid;
+/*
+ * Run-queue waits come from the kernel's own per-thread counter
+ * (task->sched_info.run_delay: time runnable but not running), read in
+ * the serving thread at the phase boundaries our socket probes already
+ * see. No scheduler hook: sched_switch/sched_wakeup fire for every
+ * context switch of every process and cost more than all the rest.
+ *
+ * For the wait before a request is read, the counter's value when a probe
+ * last ran in the thread is kept here (task storage, target threads only).
+ */
+struct thread_obs {
+	__u64 seen_ns;
+	__u64 run_delay_ns;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct thread_sched);
-} thread_scheds SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_obs);
+} thread_obs SEC(".maps");
 
 /*
  * Answers whose last send returned with bytes still held in the send queue
@@ -211,6 +229,31 @@ struct {
 /* Entries in draining: while 0, the per-packet probe returns at once. */
 __u64 draining_sockets = 0;
 
+/*
+ * Local clients' handshakes are followed only while a target listener
+ * drops connections: a connect to a healthy listener has nothing to tell,
+ * and following each costs two socket-storage operations and an LRU entry.
+ * Extended by every drop seen here (a SYN retransmitted to a target port,
+ * a third ACK dropped on a full queue) and by user space when a
+ * listener's drop counter moves. CLOCK_MONOTONIC ns.
+ */
+__u64 follow_handshakes_until_ns = 0;
+#define FOLLOW_HANDSHAKES_NS (30ull * 1000 * 1000 * 1000)
+
+static __always_inline void follow_handshakes_from(__u64 now)
+{
+	__u64 until = now + FOLLOW_HANDSHAKES_NS;
+
+	if (follow_handshakes_until_ns < until)
+		follow_handshakes_until_ns = until;
+}
+
+static __always_inline bool following_handshakes(void)
+{
+	/* Asked on connects to target ports only. (No coarse clock for tracing programs.) */
+	return trace_handshakes && bpf_ktime_get_ns() < follow_handshakes_until_ns;
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, CS_CTR_MAX);
@@ -231,8 +274,8 @@ static __always_inline void count(__u32 which)
 		*value += 1;
 }
 
-/* Reserve a record, or count it as lost. */
-static __always_inline void *reserve_event(__u32 size, __u16 type)
+/* Reserve a record stamped now_ns, or count it as lost. */
+static __always_inline void *reserve_event_at(__u32 size, __u16 type, __u64 now_ns)
 {
 	struct cs_event_header *hdr = bpf_ringbuf_reserve(&events, size, 0);
 
@@ -240,11 +283,17 @@ static __always_inline void *reserve_event(__u32 size, __u16 type)
 		count(CS_CTR_LOST);
 		return NULL;
 	}
-	hdr->ts_ns = bpf_ktime_get_ns();
+	hdr->ts_ns = now_ns;
 	hdr->type = type;
 	hdr->size = size;
 	hdr->cpu = bpf_get_smp_processor_id();
 	return hdr;
+}
+
+/* The same, stamped with the time now (a clock read costs: reuse one when held). */
+static __always_inline void *reserve_event(__u32 size, __u16 type)
+{
+	return reserve_event_at(size, type, bpf_ktime_get_ns());
 }
 
 /*
@@ -266,35 +315,45 @@ static __always_inline bool is_target_tgid(__u32 tgid)
 
 static __always_inline bool is_target_port(__u16 port)
 {
-	return bpf_map_lookup_elem(&target_ports, &port) != NULL;
+	__u32 word = port / 64;
+	__u64 *bits = bpf_map_lookup_elem(&target_ports, &word);
+
+	return bits && (*bits & (1ull << (port % 64)));
 }
 
-/* The TCP socket behind a file descriptor of the current task, or NULL. */
+/*
+ * A kernel address read from memory, as a typed pointer the verifier lets
+ * us load from directly (each load is fault-safe, like a probe read, at
+ * the cost of a plain load). The kfunc is a no-op the verifier inlines.
+ */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#define kernel_ptr(type, addr) ((type *)bpf_rdonly_cast((const void *)(addr), bpf_core_type_id_kernel(type)))
+
+/*
+ * The TCP socket behind a file descriptor of the current task, or NULL.
+ * On every accept() twice: direct loads, not a chain of probe reads.
+ */
 static __always_inline struct sock *tcp_sock_of_fd(int fd)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fd_array;
-	struct file *file = NULL;
-	struct socket *socket;
-	struct sock *sk;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = task->files->fdt;
+	struct file *file_addr = NULL;
 
-	if (fd < 0 || !fdt || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+	if (fd < 0 || !fdt || (unsigned int)fd >= fdt->max_fds)
 		return NULL;
-	fd_array = BPF_CORE_READ(fdt, fd);
-	/* file is a pointer: read the pointer stored in fd_array[fd] */
-	if (bpf_probe_read_kernel(&file, sizeof(file), &fd_array[fd]) || !file) // NOLINT(bugprone-sizeof-expression)
+	/* An array element at a variable index: that one takes a probe read. */
+	if (bpf_probe_read_kernel(&file_addr, sizeof(file_addr), &fdt->fd[fd]) || !file_addr) // NOLINT(bugprone-sizeof-expression)
 		return NULL;
+	struct file *file = kernel_ptr(struct file, file_addr);
 	/* Only a socket file's private_data is a struct socket. */
-	if ((BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+	if ((file->f_inode->i_mode & S_IFMT) != S_IFSOCK)
 		return NULL;
-	socket = BPF_CORE_READ(file, private_data);
-	sk = BPF_CORE_READ(socket, sk);
+	struct socket *socket = kernel_ptr(struct socket, file->private_data);
+	struct sock *sk = socket->sk;
 	if (!sk)
 		return NULL;
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	if ((family != AF_INET && family != AF_INET6) ||
-	    BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+	__u16 family = sk->__sk_common.skc_family;
+	if ((family != AF_INET && family != AF_INET6) || sk->sk_protocol != IPPROTO_TCP)
 		return NULL;
 	return sk;
 }
@@ -330,28 +389,38 @@ static __always_inline __u32 read_drops(const struct sock *sk)
 
 /* ---- requests ------------------------------------------------------------ */
 
-/* Time thread tid spent runnable but not running within [from_ns, to_ns]. */
-static __always_inline __u64 runq_overlap(__u32 tid, __u64 from_ns, __u64 to_ns)
+/* The current thread's run-queue time so far (kernel-kept, ns). */
+static __always_inline __u64 current_run_delay(void)
 {
-	struct thread_sched *ts = bpf_map_lookup_elem(&thread_scheds, &tid);
-	__u64 total = 0;
+	return bpf_get_current_task_btf()->sched_info.run_delay;
+}
 
-	if (!ts || !from_ns || to_ns <= from_ns)
+static __always_inline __u64 at_most(__u64 value, __u64 limit)
+{
+	return value < limit ? value : limit;
+}
+
+/*
+ * Run-queue time of the current thread within [from_ns, now]: what its
+ * counter grew by since a probe last ran in it, capped at the window (a
+ * wait between that look and from_ns would otherwise count; a thread that
+ * slept in epoll_wait since its last send had none). Notes this look.
+ */
+static __always_inline __u64 runq_since(__u64 from_ns, __u64 now, __u64 run_delay)
+{
+	struct thread_obs *obs = bpf_task_storage_get(&thread_obs, bpf_get_current_task_btf(), 0,
+						      BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u64 waited = 0;
+
+	if (!obs) {
+		count(CS_CTR_TABLE_FULL);
 		return 0;
-	for (int i = 0; i < RUNQ_RECENT; i++) {
-		__u64 start = ts->recent_start_ns[i], end = ts->recent_end_ns[i];
-		if (start < from_ns)
-			start = from_ns;
-		if (end > to_ns)
-			end = to_ns;
-		if (end > start)
-			total += end - start;
 	}
-	/* A wait still in progress counts up to to_ns; the calling thread is running. */
-	__u64 since = ts->runnable_since_ns;
-	if (since && since < to_ns && tid != (__u32)bpf_get_current_pid_tgid())
-		total += to_ns - (since > from_ns ? since : from_ns);
-	return total;
+	if (obs->seen_ns && from_ns && now > from_ns)
+		waited = at_most(run_delay - obs->run_delay_ns, now - from_ns);
+	obs->seen_ns = now;
+	obs->run_delay_ns = run_delay;
+	return waited;
 }
 
 /* Emit the request in progress on conn and reset it. */
@@ -371,7 +440,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 				__sync_fetch_and_add(&draining_sockets, -1);
 		}
 	}
-	ev = reserve_event(sizeof(*ev), CS_EV_REQUEST);
+	ev = reserve_event_at(sizeof(*ev), CS_EV_REQUEST, now);
 	if (ev) {
 		__u64 drain_end = conn->drain_end_ns ? conn->drain_end_ns : conn->last_send_ns;
 		ev->sk = (__u64)sk;
@@ -382,8 +451,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		ev->drain_end_ns = drain_end;
 		ev->pickup_runq_ns = conn->pickup_runq_ns;
 		ev->handler_runq_ns = conn->handler_runq_ns;
-		ev->drain_runq_ns = conn->first_send_ns ?
-			runq_overlap(conn->sender_tid, conn->first_send_ns, drain_end) : 0;
+		ev->drain_runq_ns = conn->drain_runq_ns;
 		ev->handshake_extra_ns = conn->requests == 1 ? conn->handshake_extra_ns : 0;
 		ev->bytes_in = conn->bytes_in;
 		ev->bytes_out = conn->bytes_out;
@@ -408,10 +476,31 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 	conn->phase = PHASE_IDLE;
 	conn->start_ns = conn->first_read_ns = conn->first_send_ns = 0;
 	conn->last_send_ns = conn->drain_end_ns = 0;
-	conn->pickup_runq_ns = conn->handler_runq_ns = 0;
+	conn->pickup_runq_ns = conn->handler_runq_ns = conn->drain_runq_ns = 0;
+	conn->start_run_delay_ns = conn->read_run_delay_ns = conn->send_run_delay_ns = 0;
 	conn->bytes_in = conn->bytes_out = conn->send_eagain = 0;
 	conn->reader_tid = conn->sender_tid = 0;
 	conn->flags = 0;
+}
+
+/*
+ * The run-queue counter, now, of the thread that read this connection's
+ * last request: the thread that will most likely read this one. With it,
+ * the first read can tell how long that thread was runnable but not
+ * running while these bytes waited. 0 when unknown.
+ *
+ * The task is remembered by address and read with probe reads, which never
+ * fault: if it exited and its memory was reused, its pid no longer matches
+ * and the value is ignored. (bpf_task_from_pid() is the safe lookup, but
+ * its pid hash walk and reference count cost ~200 ns per request here.)
+ */
+static __always_inline __u64 reader_run_delay(const struct conn_state *conn)
+{
+	const struct task_struct *reader = (const struct task_struct *)conn->last_reader_task;
+
+	if (!reader || (__u32)BPF_CORE_READ(reader, pid) != conn->last_reader_tid)
+		return 0;
+	return BPF_CORE_READ(reader, sched_info.run_delay);
 }
 
 static __always_inline void start_request(struct conn_state *conn, __u64 now)
@@ -422,14 +511,27 @@ static __always_inline void start_request(struct conn_state *conn, __u64 now)
 	conn->last_activity_ns = now;
 }
 
-/* The serving thread began to answer. */
-static __always_inline void mark_first_send(struct conn_state *conn, __u32 tid, __u64 now)
+/*
+ * The serving thread began to answer. in_thread: we run in that thread
+ * (the send probes) and can read its run-queue counter; otherwise (the
+ * answer seen from the client's side) its handler wait stays unknown: 0.
+ */
+static __always_inline void mark_first_send(struct conn_state *conn, __u32 tid, __u64 now,
+					    bool in_thread)
 {
 	conn->phase = PHASE_SENDING;
 	conn->first_send_ns = now;
 	conn->last_send_ns = now;
 	conn->sender_tid = tid;
-	conn->handler_runq_ns = runq_overlap(tid, conn->first_read_ns, now);
+	if (!in_thread)
+		return;
+	__u64 run_delay = current_run_delay();
+	conn->send_run_delay_ns = run_delay;
+	if (tid == conn->reader_tid && conn->read_run_delay_ns) /* exact: both looks in this thread */
+		conn->handler_runq_ns = at_most(run_delay - conn->read_run_delay_ns,
+						now - conn->first_read_ns);
+	else
+		conn->handler_runq_ns = runq_since(conn->first_read_ns, now, run_delay);
 }
 
 /*
@@ -445,7 +547,7 @@ static __always_inline void note_answer_in_flight(const struct sock *sk, struct 
 		return;
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
 	if (tp && tp->write_seq != conn->write_seq_at_read)
-		mark_first_send(conn, conn->reader_tid, now);
+		mark_first_send(conn, conn->reader_tid, now, false);
 }
 
 SEC("tp_btf/sk_data_ready")
@@ -475,17 +577,21 @@ int BPF_PROG(on_data_ready, const struct sock *sk)
 	note_answer_in_flight(sk, conn, now);
 	if (conn->phase == PHASE_SENDING)
 		finish_request(sk, conn, now);
-	if (conn->phase == PHASE_IDLE)
+	if (conn->phase == PHASE_IDLE) {
 		start_request(conn, now);
+		conn->start_run_delay_ns = reader_run_delay(conn);
+	}
 	return 0;
 }
 
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 {
+	/* Most reads of an event loop are the EAGAIN that ends a batch. */
+	if (ret <= 0 || (flags & 2 /* MSG_PEEK */))
+		return 0;
 	struct conn_state *conn = bpf_sk_storage_get(&conns, sk, 0, 0);
-
-	if (!conn || ret <= 0 || (flags & 2 /* MSG_PEEK */))
+	if (!conn)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -502,7 +608,22 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	conn->first_read_ns = now;
 	conn->reader_tid = (__u32)pid_tgid;
 	conn->tgid = pid_tgid >> 32;
-	conn->pickup_runq_ns = runq_overlap(conn->reader_tid, conn->start_ns, now);
+	__u64 run_delay = current_run_delay();
+	__u32 looked_at = conn->last_reader_tid;
+	conn->read_run_delay_ns = run_delay;
+	conn->last_reader_tid = conn->reader_tid;
+	conn->last_reader_task = (__u64)bpf_get_current_task();
+	/*
+	 * Read by the thread we looked at when the bytes came: exact, except
+	 * that a wait already under way then counts whole (capped at the
+	 * window). Another thread: what its counter grew since we last ran in it.
+	 */
+	if (conn->start_run_delay_ns && conn->reader_tid == looked_at) {
+		conn->pickup_runq_ns = at_most(run_delay - conn->start_run_delay_ns, now - conn->start_ns);
+		runq_since(now, now, run_delay);
+	} else {
+		conn->pickup_runq_ns = runq_since(conn->start_ns, now, run_delay);
+	}
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
 	if (tp)
 		conn->write_seq_at_read = tp->write_seq;
@@ -521,7 +642,7 @@ int BPF_PROG(on_tcp_sendmsg, const struct sock *sk, const struct msghdr *msg, co
 
 	if (!conn || conn->phase != PHASE_HANDLING)
 		return 0;
-	mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
+	mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), bpf_ktime_get_ns(), true);
 	return 0;
 }
 
@@ -540,8 +661,15 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (conn->phase == PHASE_HANDLING)
-		mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), now);
+		mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), now, true);
 	conn->last_send_ns = now;
+	/* Preempted between the first and the last send: the client waited on us. */
+	__u64 run_delay = current_run_delay();
+	if (conn->send_run_delay_ns)
+		conn->drain_runq_ns = at_most(run_delay - conn->send_run_delay_ns,
+					      now - conn->first_send_ns);
+	/* The thread's last look before it goes back to epoll_wait. */
+	runq_since(now, now, run_delay);
 	conn->last_activity_ns = now;
 	conn->bytes_out += ret;
 	/* Bytes the kernel holds back (Nagle, a closed window) reach the client later. */
@@ -619,7 +747,7 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	if (new_state != TCP_CLOSE_WAIT || conn->phase == PHASE_SENDING)
 		finish_request(sk, conn, now);
 	conn->closed = 1;
-	ev = reserve_event(sizeof(*ev), CS_EV_CONN_CLOSE);
+	ev = reserve_event_at(sizeof(*ev), CS_EV_CONN_CLOSE, now);
 	if (!ev)
 		return 0;
 	ev->sk = (__u64)sk;
@@ -721,6 +849,7 @@ int BPF_PROG(on_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_re
 	__u16 port = bpf_ntohs(th.dest);
 	if (!is_target_port(port))
 		return 0;
+	follow_handshakes_from(bpf_ktime_get_ns());
 	struct cs_ev_ack_overflow *ev = reserve_event(sizeof(*ev), CS_EV_ACK_OVERFLOW);
 	if (!ev)
 		return 0;
@@ -741,91 +870,6 @@ int BPF_PROG(on_receive_reset, struct sock *sk)
 		return 0;
 	read_tuple(sk, &tuple);
 	emit_reset(sk, &tuple, 0, CS_RESET_RECEIVED, 0);
-	return 0;
-}
-
-/* ---- run-queue waits of target threads ------------------------------------ */
-
-/* The thread's run-queue entry, created for a target thread if missing. */
-static __always_inline struct thread_sched *thread_sched_of(struct task_struct *task)
-{
-	__u32 tid = task->pid;
-	struct thread_sched *ts = bpf_map_lookup_elem(&thread_scheds, &tid);
-	if (ts)
-		return ts;
-	__u32 tgid = task->tgid;
-	if (!is_target_tgid(tgid))
-		return NULL;
-	struct thread_sched fresh = { .tgid = tgid };
-	if (bpf_map_update_elem(&thread_scheds, &tid, &fresh, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&thread_scheds, &tid)) {
-		count(CS_CTR_TABLE_FULL);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&thread_scheds, &tid);
-}
-
-/*
- * Woken: runnable from now until it gets a CPU. A wake-up of a thread
- * still on its CPU (it was about to sleep) is no wait at all.
- */
-static __always_inline void mark_runnable(struct task_struct *task, __u64 now)
-{
-	if (task->on_cpu)
-		return;
-	struct thread_sched *ts = thread_sched_of(task);
-	if (ts && !ts->runnable_since_ns)
-		ts->runnable_since_ns = now;
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(on_wakeup, struct task_struct *task)
-{
-	mark_runnable(task, bpf_ktime_get_ns());
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(on_wakeup_new, struct task_struct *task)
-{
-	mark_runnable(task, bpf_ktime_get_ns());
-	return 0;
-}
-
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
-{
-	__u64 now = bpf_ktime_get_ns();
-
-	/*
-	 * Switched out: preempted while runnable, its wait for a CPU starts
-	 * now; going to sleep, it waits for nothing until woken.
-	 */
-	if (prev_state == TASK_RUNNING) {
-		struct thread_sched *prev_ts = thread_sched_of(prev);
-		if (prev_ts)
-			prev_ts->runnable_since_ns = now;
-	} else {
-		__u32 prev_tid = prev->pid;
-		struct thread_sched *prev_ts = bpf_map_lookup_elem(&thread_scheds, &prev_tid);
-		if (prev_ts)
-			prev_ts->runnable_since_ns = 0;
-	}
-	__u32 tid = next->pid;
-	struct thread_sched *ts = bpf_map_lookup_elem(&thread_scheds, &tid);
-	if (!ts || !ts->runnable_since_ns)
-		return 0;
-	__u64 waited = now - ts->runnable_since_ns;
-	__u32 slot = ts->recent_next % RUNQ_RECENT;
-	ts->recent_start_ns[slot] = ts->runnable_since_ns;
-	ts->recent_end_ns[slot] = now;
-	ts->recent_next++;
-	ts->runq_total_ns += waited;
-	ts->runq_waits++;
-	if (waited > ts->runq_max_ns)
-		ts->runq_max_ns = waited;
-	ts->runnable_since_ns = 0;
 	return 0;
 }
 
@@ -965,7 +1009,7 @@ int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int
 	if (old_state == TCP_CLOSE && new_state == TCP_SYN_SENT) {
 		/* Client side: connect() to a target port sends its first SYN. */
 		__u16 port = bpf_ntohs(sk->__sk_common.skc_dport);
-		if (!is_target_port(port))
+		if (!is_target_port(port) || !following_handshakes())
 			return 0;
 		struct client_handshake *hs = bpf_sk_storage_get(
 			&client_handshakes, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
@@ -991,11 +1035,33 @@ int BPF_PROG(on_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb
 
 	if (!trace_handshakes || !sk || sk->__sk_common.skc_state != TCP_SYN_SENT)
 		return 0;
+	__u64 now = bpf_ktime_get_ns();
 	hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, 0);
-	if (!hs)
-		return 0;
+	if (!hs) {
+		/* A SYN to a target port retransmitted: a drop. Follow from here on. */
+		if (!is_target_port(bpf_ntohs(sk->__sk_common.skc_dport)))
+			return 0;
+		follow_handshakes_from(now);
+		hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (!hs) {
+			count(CS_CTR_TABLE_FULL);
+			return 0;
+		}
+		/*
+		 * Its first SYN went out before we followed: TCP noted when, in
+		 * retrans_stamp (ms of the same clock, 32 bits; us if the route
+		 * asks for microsecond timestamps).
+		 */
+		const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+		__u32 stamp = BPF_CORE_READ(tp, retrans_stamp);
+		__u64 unit_ns = BPF_CORE_READ_BITFIELD_PROBED(tp, tcp_usec_ts) ? 1000 : 1000000;
+		__u32 ago = (__u32)(now / unit_ns) - stamp;
+		hs->syn_sent_ns = now - (__u64)ago * unit_ns;
+		hs->syn_retransmits = BPF_CORE_READ(&tp->inet_conn, icsk_retransmits);
+		hs->tgid = 0; /* unknown: a timer retransmits, in no process of its own */
+	}
 	hs->syn_retransmits++;
-	hs->last_syn_ns = bpf_ktime_get_ns();
+	hs->last_syn_ns = now;
 	return 0;
 }
 
@@ -1010,15 +1076,16 @@ static __always_inline int on_accept_enter(int listen_fd)
 	struct sock *listener = tcp_sock_of_fd(listen_fd);
 	if (!listener)
 		return 0;
-	if (!is_target_port(BPF_CORE_READ(listener, __sk_common.skc_num)))
+	if (!is_target_port(listener->__sk_common.skc_num))
 		return 0;
-	__u32 tid = (__u32)pid_tgid;
-	struct accept_call call = {
-		.listener_sk = (__u64)listener,
-		.enter_ns = bpf_ktime_get_ns(),
-	};
-	if (bpf_map_update_elem(&accept_calls, &tid, &call, BPF_ANY))
+	struct accept_call *call = bpf_task_storage_get(&accept_calls, bpf_get_current_task_btf(), 0,
+							BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!call) {
 		count(CS_CTR_TABLE_FULL);
+		return 0;
+	}
+	call->listener_sk = (__u64)listener;
+	call->enter_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -1030,10 +1097,10 @@ static __always_inline int on_accept_exit(long ret)
 	struct cs_ev_accept *ev;
 
 	/* Only threads whose accept() entry was a target's listener are here. */
-	call = bpf_map_lookup_elem(&accept_calls, &tid);
-	if (!call)
+	call = bpf_task_storage_get(&accept_calls, bpf_get_current_task_btf(), 0, 0);
+	if (!call || !call->enter_ns)
 		return 0;
-	const struct sock *listener = (const struct sock *)call->listener_sk;
+	const struct sock *listener = kernel_ptr(struct sock, call->listener_sk);
 
 	ev = reserve_event(sizeof(*ev), CS_EV_ACCEPT);
 	if (!ev)
@@ -1043,10 +1110,10 @@ static __always_inline int on_accept_exit(long ret)
 	ev->ret = (__s32)ret;
 	ev->tgid = pid_tgid >> 32;
 	ev->tid = tid;
-	ev->backlog = BPF_CORE_READ(listener, sk_ack_backlog);
-	ev->backlog_limit = BPF_CORE_READ(listener, sk_max_ack_backlog);
+	ev->backlog = listener->sk_ack_backlog;
+	ev->backlog_limit = listener->sk_max_ack_backlog;
 	ev->listener_drops = read_drops(listener);
-	ev->listener_port = BPF_CORE_READ(listener, __sk_common.skc_num);
+	ev->listener_port = listener->__sk_common.skc_num;
 	ev->pad[0] = ev->pad[1] = ev->pad[2] = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 	ev->sk = 0;
@@ -1070,7 +1137,7 @@ static __always_inline int on_accept_exit(long ret)
 	}
 	submit_event(ev);
 out:
-	bpf_map_delete_elem(&accept_calls, &tid);
+	call->enter_ns = 0;
 	return 0;
 }
 
@@ -1129,6 +1196,28 @@ int sample_listeners(struct bpf_iter__tcp *ctx)
 	sample.drops = sk->sk_drops.counter;
 	sample.port = skc->skc_num;
 	sample.family = skc->skc_family;
+	bpf_seq_write(ctx->meta->seq, &sample, sizeof(sample));
+	return 0;
+}
+
+/* ---- target threads' run-queue totals: walked by user space at 1 Hz ------- */
+
+SEC("iter/task")
+int sample_threads(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct cs_thread_sched_sample sample = {};
+
+	if (!task || !is_target_tgid(task->tgid))
+		return 0;
+	sample.run_delay_ns = task->sched_info.run_delay;
+	if (bpf_core_field_exists(task->sched_info.max_run_delay)) /* 6.15 and later */
+		sample.max_run_delay_ns = task->sched_info.max_run_delay;
+	sample.run_count = task->sched_info.pcount;
+	sample.start_ns = task->start_time;
+	sample.tid = task->pid;
+	sample.tgid = task->tgid;
+	bpf_probe_read_kernel_str(sample.comm, sizeof(sample.comm), task->comm);
 	bpf_seq_write(ctx->meta->seq, &sample, sizeof(sample));
 	return 0;
 }

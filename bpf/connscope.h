@@ -230,6 +230,25 @@ struct cs_ev_thread_sample {
 	char comm[CS_COMM_LEN];
 };
 
+/* Target ports are a bitmap of 64-bit words (map target_ports). */
+#define CS_PORT_WORDS (65536 / 64)
+
+/*
+ * What the iter/task walk writes per target thread (read by user space,
+ * which turns it into CS_EV_THREAD_SAMPLE records; not a ring record). The
+ * run-queue figures are the kernel's own (struct sched_info), since the
+ * thread started: user space takes the difference from the first sample.
+ */
+struct cs_thread_sched_sample {
+	__u64 run_delay_ns;      /* time runnable but not running, in all */
+	__u64 max_run_delay_ns;  /* the longest single wait, thread lifetime */
+	__u64 run_count;         /* times it got a CPU (each after a wait) */
+	__u64 start_ns;          /* when the thread started (CLOCK_MONOTONIC) */
+	__u32 tid;
+	__u32 tgid;
+	char comm[CS_COMM_LEN];
+};
+
 /* Index of the per-CPU counters the probes keep beside the ring buffer. */
 enum cs_counter {
 	CS_CTR_LOST = 0,         /* records that could not be reserved */
@@ -251,6 +270,7 @@ _Static_assert(sizeof(struct cs_ev_conn_close) == 96, "wire: conn close size");
 _Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");
 _Static_assert(sizeof(struct cs_ev_thread_sample) == 64, "wire: thread sample size");
 _Static_assert(sizeof(struct cs_ev_ack_overflow) == 56, "wire: ack overflow size");
+_Static_assert(sizeof(struct cs_thread_sched_sample) == 56, "iter: thread sample size");
 #endif
 
 #endif /* CONNSCOPE_WIRE_H */

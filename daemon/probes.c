@@ -11,9 +11,79 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "connscope.skel.h"
+#include "procfs.h"
+#include "u64map.h"
+
+/* Threads whose run-queue baseline is kept; more are counted, not tracked. */
+#define THREAD_BASELINES_MAX 65536
+/* The socket walk that names new listeners runs at most this often. */
+#define LISTENER_WALK_MIN_GAP_NS 1000000000ull
+/* How long local handshakes are followed after a drop (as the BPF side). */
+#define FOLLOW_HANDSHAKES_NS 30000000000ull
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A thread's run-queue counters when this run first saw it: samples report
+ * what happened since. A thread born after the attach starts from zero.
+ */
+struct thread_baseline {
+	uint64_t run_delay_ns;
+	uint64_t max_run_delay_ns;
+	uint64_t run_count;
+};
+
+/* What the iterator walk taught us about a listener, by socket inode. */
+struct listener_identity {
+	uint64_t sk;          /* the kernel's socket address: the records' identity */
+	uint32_t syn_queue;   /* half-open connections at that walk */
+	uint32_t drops;       /* sk_drops at the last sample */
+};
+
+/* Run an iterator once, handing each whole record_size record to visit. */
+static int read_iterator(struct bpf_link *link, size_t record_size,
+			 void (*visit)(struct cs_probes *probes, const void *record, uint64_t now_ns),
+			 struct cs_probes *probes, uint64_t now_ns)
+{
+	int fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0)
+		return -errno;
+	/* The iterator writes whole records; read() may split them, so buffer. */
+	static char buf[16384];
+	size_t have = 0;
+	int err = 0;
+	for (;;) {
+		ssize_t len = read(fd, buf + have, sizeof(buf) - have);
+		if (len < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (len == 0)
+			break;
+		have += (size_t)len;
+		size_t used = 0;
+		while (have - used >= record_size) {
+			visit(probes, buf + used, now_ns);
+			used += record_size;
+		}
+		memmove(buf, buf + used, have - used);
+		have -= used;
+	}
+	close(fd);
+	return err;
+}
+
 
 #define CAP_PERFMON_BIT 38
 #define CAP_BPF_BIT 39
@@ -101,7 +171,8 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 	struct bpf_program *prog;
 
 	bpf_object__for_each_program(prog, probes->skel->obj) {
-		if (prog == probes->skel->progs.sample_listeners || !bpf_program__autoload(prog))
+		if (prog == probes->skel->progs.sample_listeners ||
+		    prog == probes->skel->progs.sample_threads || !bpf_program__autoload(prog))
 			continue; /* iterators are attached below; optional hooks may be off */
 		struct bpf_link *link = bpf_program__attach(prog);
 		if (!link) {
@@ -120,6 +191,10 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 	if (!probes->iter_link)
 		return cs_fail(errmsg, errlen, "cannot create the TCP socket iterator (iter/tcp): %s",
 			    strerror(errno));
+	probes->thread_iter_link = bpf_program__attach_iter(probes->skel->progs.sample_threads, NULL);
+	if (!probes->thread_iter_link)
+		return cs_fail(errmsg, errlen, "cannot create the task iterator (iter/task): %s",
+			    strerror(errno));
 	return 0;
 }
 
@@ -127,6 +202,11 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 		    cs_record_fn on_record, void *ctx, char *errmsg, size_t errlen)
 {
 	memset(probes, 0, sizeof(*probes));
+	if (cs_u64map_init(&probes->thread_baselines, sizeof(struct thread_baseline),
+			   THREAD_BASELINES_MAX) ||
+	    cs_u64map_init(&probes->listener_sks, sizeof(struct listener_identity), CS_MAX_LISTENERS))
+		return cs_fail(errmsg, errlen, "out of memory");
+	probes->attach_ns = monotonic_ns();
 	probes->on_record = on_record;
 	probes->ctx = ctx;
 	libbpf_verbose = opts->verbose;
@@ -172,9 +252,17 @@ int cs_probes_add_tgid(struct cs_probes *probes, uint32_t tgid)
 
 int cs_probes_add_port(struct cs_probes *probes, uint16_t port)
 {
-	uint8_t one = 1;
-	return bpf_map__update_elem(probes->skel->maps.target_ports, &port, sizeof(port), &one,
-				    sizeof(one), BPF_ANY);
+	/* Only we write the bitmap, so read-modify-write cannot race. */
+	uint32_t word = port / 64;
+	uint64_t bits = 0;
+	int err = bpf_map__lookup_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
+				       sizeof(bits), 0);
+	if (err)
+		return err;
+	bits |= 1ull << (port % 64);
+	probes->port_bits[word] = bits;
+	return bpf_map__update_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
+				    sizeof(bits), BPF_ANY);
 }
 
 int cs_probes_poll(struct cs_probes *probes, int timeout_ms)
@@ -187,83 +275,130 @@ int cs_probes_poll(struct cs_probes *probes, int timeout_ms)
 	return more < 0 ? more : n + more;
 }
 
-int cs_probes_sample_listeners(struct cs_probes *probes)
+static void visit_listener(struct cs_probes *probes, const void *record, uint64_t now_ns)
 {
-	int fd = bpf_iter_create(bpf_link__fd(probes->iter_link));
-	if (fd < 0)
-		return -errno;
-	/* The iterator writes whole records; read() may split them, so buffer. */
-	static char buf[64 * sizeof(struct cs_ev_listener_sample)];
-	size_t have = 0;
-	int err = 0;
-	for (;;) {
-		ssize_t len = read(fd, buf + have, sizeof(buf) - have);
-		if (len < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		if (len == 0)
-			break;
-		have += (size_t)len;
-		size_t used = 0;
-		const size_t record = sizeof(struct cs_ev_listener_sample);
-		while (have - used >= record) {
-			probes->on_record(probes->ctx, buf + used, record);
-			used += record;
-		}
-		memmove(buf, buf + used, have - used);
-		have -= used;
+	struct cs_ev_listener_sample sample;
+	(void)now_ns; /* the walk stamps its own records */
+	memcpy(&sample, record, sizeof(sample));
+	int created;
+	struct listener_identity *identity = cs_u64map_put(&probes->listener_sks, sample.inode, &created);
+	if (identity) {
+		identity->sk = sample.sk;
+		identity->syn_queue = sample.syn_queue;
+		identity->drops = sample.drops;
 	}
-	close(fd);
-	return err;
+	probes->on_record(probes->ctx, record, sizeof(struct cs_ev_listener_sample));
 }
 
-/* Mirrors the BPF side's struct thread_sched (kept beside it there). */
-struct thread_sched_value {
-	uint64_t runnable_since_ns;
-	uint64_t runq_total_ns;
-	uint64_t runq_max_ns;
-	uint64_t runq_waits;
-	uint64_t recent_start_ns[8];
-	uint64_t recent_end_ns[8];
-	uint32_t recent_next;
-	uint32_t tgid;
-};
-
-int cs_probes_sample_threads(struct cs_probes *probes, uint64_t now_ns)
+int cs_probes_walk_listeners(struct cs_probes *probes, uint64_t now_ns)
 {
-	const struct bpf_map *map = probes->skel->maps.thread_scheds;
-	if (bpf_map__value_size(map) != sizeof(struct thread_sched_value))
-		return -EINVAL;
-	uint32_t key, next;
-	uint32_t *prev = NULL;
-	while (bpf_map__get_next_key(map, prev, &next, sizeof(next)) == 0) {
-		key = next;
-		prev = &key;
-		struct thread_sched_value value;
-		if (bpf_map__lookup_elem(map, &key, sizeof(key), &value, sizeof(value), 0))
+	probes->listener_walks++;
+	probes->last_walk_ns = now_ns;
+	return read_iterator(probes->iter_link, sizeof(struct cs_ev_listener_sample), visit_listener,
+			     probes, 0);
+}
+
+static bool is_target_port(const struct cs_probes *probes, uint16_t port)
+{
+	return probes->port_bits[port / 64] & (1ull << (port % 64));
+}
+
+int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
+{
+	static struct cs_listen_socket listeners[CS_MAX_LISTENERS];
+	size_t count = 0;
+	int err = cs_list_listeners(listeners, CS_MAX_LISTENERS, &count);
+	if (err && err != -ENOSPC)
+		return err;
+	/*
+	 * sock_diag names a socket by inode; our records by its address, which
+	 * only the iterator sees. A listener not met yet: walk (at most once a
+	 * second: the walk visits every TCP socket, TIME_WAIT ones included).
+	 */
+	for (size_t i = 0; i < count; i++) {
+		if (!is_target_port(probes, listeners[i].port) ||
+		    cs_u64map_get(&probes->listener_sks, listeners[i].inode))
 			continue;
-		struct cs_ev_thread_sample sample = {
-			.hdr = { .ts_ns = now_ns, .type = CS_EV_THREAD_SAMPLE, .size = sizeof(sample) },
-			.runq_total_ns = value.runq_total_ns,
-			.runq_max_ns = value.runq_max_ns,
-			.runq_waits = value.runq_waits,
-			.tid = key,
-			.tgid = value.tgid,
-		};
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", value.tgid, key);
-		FILE *f = fopen(path, "re");
-		if (f) {
-			if (fgets(sample.comm, sizeof(sample.comm), f))
-				sample.comm[strcspn(sample.comm, "\n")] = '\0';
-			fclose(f);
+		if (now_ns - probes->last_walk_ns >= LISTENER_WALK_MIN_GAP_NS)
+			return cs_probes_walk_listeners(probes, now_ns);
+		break;
+	}
+	for (size_t i = 0; i < count; i++) {
+		const struct cs_listen_socket *listener = &listeners[i];
+		if (!is_target_port(probes, listener->port))
+			continue;
+		struct listener_identity *identity = cs_u64map_get(&probes->listener_sks, listener->inode);
+		if (!identity) {
+			probes->listener_samples_skipped++;
+			continue;
 		}
+		struct cs_ev_listener_sample sample = {
+			.hdr = { .ts_ns = now_ns, .type = CS_EV_LISTENER_SAMPLE, .size = sizeof(sample) },
+			.sk = identity->sk,
+			.inode = listener->inode,
+			.backlog = listener->backlog,
+			.backlog_limit = listener->backlog_limit,
+			.syn_queue = identity->syn_queue,
+			.drops = listener->drops,
+			.port = listener->port,
+			.family = listener->family,
+		};
+		/* Dropping: have the probes follow local clients' handshakes (see the BPF side). */
+		if (listener->drops != identity->drops)
+			probes->skel->bss->follow_handshakes_until_ns = now_ns + FOLLOW_HANDSHAKES_NS;
+		identity->drops = listener->drops;
 		probes->on_record(probes->ctx, &sample, sizeof(sample));
 	}
 	return 0;
+}
+
+/* One walk's thread record: the difference from its baseline, as a sample. */
+static void emit_thread_sample(struct cs_probes *probes, const struct cs_thread_sched_sample *now_seen,
+			       uint64_t now_ns)
+{
+	int created = 0;
+	struct thread_baseline *base = cs_u64map_put(&probes->thread_baselines, now_seen->tid, &created);
+	if (!base) {
+		probes->threads_untracked++;
+		return;
+	}
+	if (created && now_seen->start_ns < probes->attach_ns) {
+		base->run_delay_ns = now_seen->run_delay_ns;
+		base->max_run_delay_ns = now_seen->max_run_delay_ns;
+		base->run_count = now_seen->run_count;
+	}
+	struct cs_ev_thread_sample sample = {
+		.hdr = { .ts_ns = now_ns, .type = CS_EV_THREAD_SAMPLE, .size = sizeof(sample) },
+		.runq_total_ns = now_seen->run_delay_ns - base->run_delay_ns,
+		.runq_waits = now_seen->run_count - base->run_count,
+		.tid = now_seen->tid,
+		.tgid = now_seen->tgid,
+	};
+	/*
+	 * The kernel keeps one maximum per thread lifetime. If it moved during
+	 * the run, that wait happened since the attach; if not, the longest
+	 * since is unknown but at least the mean.
+	 */
+	if (now_seen->max_run_delay_ns > base->max_run_delay_ns)
+		sample.runq_max_ns = now_seen->max_run_delay_ns;
+	else if (sample.runq_waits)
+		sample.runq_max_ns = sample.runq_total_ns / sample.runq_waits;
+	memcpy(sample.comm, now_seen->comm, sizeof(sample.comm));
+	sample.comm[sizeof(sample.comm) - 1] = '\0';
+	probes->on_record(probes->ctx, &sample, sizeof(sample));
+}
+
+static void visit_thread(struct cs_probes *probes, const void *record, uint64_t now_ns)
+{
+	struct cs_thread_sched_sample seen;
+	memcpy(&seen, record, sizeof(seen));
+	emit_thread_sample(probes, &seen, now_ns);
+}
+
+int cs_probes_sample_threads(struct cs_probes *probes, uint64_t now_ns)
+{
+	return read_iterator(probes->thread_iter_link, sizeof(struct cs_thread_sched_sample),
+			     visit_thread, probes, now_ns);
 }
 
 int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX])
@@ -288,6 +423,9 @@ void cs_probes_stop(struct cs_probes *probes)
 {
 	ring_buffer__free(probes->ring);
 	bpf_link__destroy(probes->iter_link);
+	bpf_link__destroy(probes->thread_iter_link);
+	cs_u64map_free(&probes->thread_baselines);
+	cs_u64map_free(&probes->listener_sks);
 	connscope_bpf__destroy(probes->skel);
 	memset(probes, 0, sizeof(*probes));
 }

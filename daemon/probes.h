@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "connscope.h"
+#include "u64map.h"
 
 struct connscope_bpf;
 struct ring_buffer;
@@ -32,7 +33,16 @@ typedef int (*cs_record_fn)(void *ctx, const void *record, size_t len);
 struct cs_probes {
 	struct connscope_bpf *skel;
 	struct ring_buffer *ring;
-	struct bpf_link *iter_link;
+	struct bpf_link *iter_link;          /* iter/tcp: listeners */
+	struct bpf_link *thread_iter_link;   /* iter/task: target threads' run-queue counters */
+	struct cs_u64map thread_baselines;   /* tid -> struct thread_baseline */
+	uint64_t threads_untracked;          /* threads beyond the baseline table */
+	uint64_t attach_ns;                  /* CLOCK_MONOTONIC at start */
+	struct cs_u64map listener_sks;       /* socket inode -> its address (iter walk) */
+	uint64_t port_bits[CS_PORT_WORDS];   /* target ports, as the BPF side has them */
+	uint64_t last_walk_ns;               /* last iter/tcp walk */
+	uint64_t listener_walks;             /* iter/tcp walks made */
+	uint64_t listener_samples_skipped;   /* listeners sock_diag saw and no walk named yet */
 	cs_record_fn on_record;
 	void *ctx;
 };
@@ -52,8 +62,18 @@ int cs_probes_add_port(struct cs_probes *probes, uint16_t port);
 /* Wait up to timeout_ms for records, then take all that are queued. */
 int cs_probes_poll(struct cs_probes *probes, int timeout_ms);
 
-/* Walk the target's listening sockets once; each becomes a record. */
-int cs_probes_sample_listeners(struct cs_probes *probes);
+/*
+ * Walk every TCP socket once (iter/tcp); each target listener becomes a
+ * record, and its inode is tied to its identity for the samples below.
+ */
+int cs_probes_walk_listeners(struct cs_probes *probes, uint64_t now_ns);
+
+/*
+ * Sample the target listeners' queues through sock_diag (the listening
+ * hash only); each becomes a record stamped now_ns. Walks first when a
+ * listener is new.
+ */
+int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns);
 
 /*
  * Read every target thread's run-queue totals; each becomes a

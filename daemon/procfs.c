@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <stdbool.h>
@@ -39,6 +40,7 @@ static int dump_listeners(int family, struct cs_listen_socket *out, size_t max, 
 			.sdiag_family = (uint8_t)family,
 			.sdiag_protocol = IPPROTO_TCP,
 			.idiag_states = 1u << TCP_LISTEN_STATE,
+			.idiag_ext = 1u << (INET_DIAG_SKMEMINFO - 1),
 		},
 	};
 	if (send(fd, &request, sizeof(request), 0) < 0) {
@@ -76,9 +78,24 @@ static int dump_listeners(int family, struct cs_listen_socket *out, size_t max, 
 				err = -ENOSPC;
 				continue;
 			}
-			out[*count].inode = msg->idiag_inode;
-			out[*count].port = ntohs(msg->id.idiag_sport);
-			out[*count].family = msg->idiag_family;
+			struct cs_listen_socket *listener = &out[*count];
+			memset(listener, 0, sizeof(*listener));
+			listener->inode = msg->idiag_inode;
+			listener->port = ntohs(msg->id.idiag_sport);
+			listener->family = msg->idiag_family;
+			/* For a listener the queues are the accept queue and its limit. */
+			listener->backlog = msg->idiag_rqueue;
+			listener->backlog_limit = msg->idiag_wqueue;
+			int attrs_len = (int)(nlh->nlmsg_len - NLMSG_LENGTH(sizeof(*msg)));
+			for (struct rtattr *attr = (struct rtattr *)(msg + 1); RTA_OK(attr, attrs_len);
+			     attr = RTA_NEXT(attr, attrs_len)) {
+				if (attr->rta_type == INET_DIAG_SKMEMINFO &&
+				    RTA_PAYLOAD(attr) >= (SK_MEMINFO_DROPS + 1) * sizeof(uint32_t)) {
+					uint32_t meminfo[SK_MEMINFO_DROPS + 1];
+					memcpy(meminfo, RTA_DATA(attr), sizeof(meminfo));
+					listener->drops = meminfo[SK_MEMINFO_DROPS];
+				}
+			}
 			(*count)++;
 		}
 	}

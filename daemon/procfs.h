@@ -16,11 +16,18 @@
 /* A listening TCP socket of this network namespace. */
 struct cs_listen_socket {
 	uint64_t inode;
+	uint32_t backlog;        /* connections waiting for accept() (sk_ack_backlog) */
+	uint32_t backlog_limit;  /* listen()'s backlog (sk_max_ack_backlog) */
+	uint32_t drops;          /* sk_drops: SYNs and ACKs dropped on it */
 	uint16_t port;
 	uint16_t family;
 };
 
-/* Every listening TCP socket (IPv4 and IPv6), via NETLINK_SOCK_DIAG. */
+/*
+ * Every listening TCP socket (IPv4 and IPv6), via NETLINK_SOCK_DIAG. The
+ * kernel walks only its listening hash for this: cheap enough to ask many
+ * times a second, whatever the number of connections.
+ */
 int cs_list_listeners(struct cs_listen_socket *out, size_t max, size_t *count);
 
 /* Does the process exist (and is it not a zombie)? */

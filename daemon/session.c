@@ -3,6 +3,7 @@
 #include "errmsg.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,7 +254,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 
 	/* 3. a first walk of the listeners sets each one's drop baseline */
 	uint64_t start_ns = now_ns();
-	int err = cs_probes_sample_listeners(&probes);
+	int err = cs_probes_walk_listeners(&probes, start_ns);
 	if (err) {
 		cs_fail(errmsg, errlen, "cannot walk TCP sockets (iter/tcp): %s", strerror(-err));
 		goto out;
@@ -278,7 +279,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 		uint64_t now = now_ns();
 		if (now >= next_sample_ns) {
 			lock_engine(opts);
-			cs_probes_sample_listeners(&probes);
+			cs_probes_sample_listeners(&probes, now);
 			unlock_engine(opts);
 			next_sample_ns += sample_every_ns;
 			if (next_sample_ns < now) /* we fell behind: do not burst */
@@ -314,7 +315,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	/* 5. drain what is left, one last walk, kernel counters */
 	cs_probes_poll(&probes, 0);
 	if (!result->target_exited)
-		cs_probes_sample_listeners(&probes);
+		cs_probes_sample_listeners(&probes, now_ns());
 	cs_probes_sample_threads(&probes, now_ns());
 	update_meta(&probes, &s, start_ns, &result->meta);
 	if (have_counters && cs_proc_tcp_counters(netns_pid, &counters_after) == 0) {
@@ -325,6 +326,10 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	}
 	ret = 0;
 out:
+	if (opts->probe.verbose)
+		fprintf(stderr, "connscope: %" PRIu64 " socket walks, %" PRIu64 " listener samples skipped, "
+			"%" PRIu64 " threads untracked\n", probes.listener_walks,
+			probes.listener_samples_skipped, probes.threads_untracked);
 	cs_probes_stop(&probes);
 	return ret;
 }
