@@ -131,8 +131,11 @@ static void local_stop(struct local_source *src)
 	cs_engine_free(src->engine);
 }
 
-/* Tick the window and render the snapshot JSON. Returns malloc'd text or NULL. */
-static char *local_frame(struct local_source *src, double tail, size_t *len)
+/*
+ * Render the snapshot JSON, after ticking the window when a second has
+ * ended (tick: the caller's once-a-second beat). Returns malloc'd text or NULL.
+ */
+static char *local_frame(struct local_source *src, double tail, bool tick, size_t *len)
 {
 	char *text = NULL;
 	FILE *out = open_memstream(&text, len);
@@ -140,7 +143,8 @@ static char *local_frame(struct local_source *src, double tail, size_t *len)
 		return NULL;
 	uint64_t now = now_ns();
 	pthread_mutex_lock(&src->lock);
-	cs_window_tick(&src->window, src->engine, now);
+	if (tick)
+		cs_window_tick(&src->window, src->engine, now);
 	struct cs_report_meta meta = src->meta;
 	meta.target = src->target;
 	meta.duration_s = (double)(now - src->start_ns) / 1e9;
@@ -451,8 +455,9 @@ int cmd_top(int argc, char **argv)
 					next_ns += NS_PER_SEC;
 				}
 			}
+			/* The seconds are ticked above: a tick now would close a short one. */
 			size_t len = 0;
-			char *json = local_frame(&local, tail, &len);
+			char *json = local_frame(&local, tail, false, &len);
 			bool failed = __atomic_load_n(&local.done, __ATOMIC_ACQUIRE) && local.rc;
 			if (failed) {
 				fprintf(stderr, "connscope: %s\n", local.errmsg);
@@ -539,7 +544,8 @@ int cmd_top(int argc, char **argv)
 				redraw = true;
 			}
 		} else if (now >= next_frame_ns || tail_changed) {
-			if (now >= next_frame_ns)
+			bool tick = now >= next_frame_ns;
+			if (tick)
 				next_frame_ns += NS_PER_SEC;
 			if (next_frame_ns < now)
 				next_frame_ns = now + NS_PER_SEC;
@@ -555,7 +561,7 @@ int cmd_top(int argc, char **argv)
 				failed_shown = true;
 			} else {
 				size_t len = 0;
-				char *json = local_frame(&local, v.tail, &len);
+				char *json = local_frame(&local, v.tail, tick, &len);
 				if (json)
 					take_frame(&v, json, len);
 				free(json);
