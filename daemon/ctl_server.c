@@ -53,9 +53,25 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+/* At most this many log lines a second: a client looping on errors must not flood the log. */
+#define LOG_LINES_PER_SEC 20
+
 __attribute__((format(printf, 1, 2)))
 static void ctl_log(const char *fmt, ...)
 {
+	/* Only the control thread logs (and the start, before it runs). */
+	static uint64_t second, lines, suppressed;
+	uint64_t now = now_ns() / NS_PER_SEC;
+	if (now != second) {
+		if (suppressed)
+			fprintf(stderr, "connscoped: control: %" PRIu64 " more message(s) suppressed\n", suppressed);
+		second = now;
+		lines = suppressed = 0;
+	}
+	if (++lines > LOG_LINES_PER_SEC) {
+		suppressed++;
+		return;
+	}
 	va_list ap;
 	va_start(ap, fmt);
 	fputs("connscoped: control: ", stderr);
