@@ -108,6 +108,19 @@ int cmd_status(int argc, char **argv)
 		printf(" none seen yet");
 	for (int i = 0; i < cs_json_size(&doc, ports) && i < 64; i++)
 		printf(" :%.0f", cs_json_number(&doc, cs_json_at(&doc, ports, i), 0));
+	int processes = cs_json_get(&doc, 0, "processes");
+	printf("\n  processes ");
+	if (cs_json_size(&doc, processes) == 0)
+		printf(" none seen yet");
+	for (int i = 0; i < cs_json_size(&doc, processes) && i < 32; i++) {
+		int p = cs_json_at(&doc, processes, i);
+		char comm[64];
+		cs_json_string(&doc, cs_json_get(&doc, p, "comm"), comm, sizeof(comm));
+		for (char *ch = comm; *ch; ch++)
+			if ((unsigned char)*ch < 0x20 || *ch == 0x7f)
+				*ch = '?';
+		printf(" %.0f (%s)", cs_json_number(&doc, cs_json_get(&doc, p, "pid"), 0), comm);
+	}
 	printf("\n  uptime     %s (statistics since %s ago)\n", up, since);
 	printf("  events     %.0f taken in, %.0f lost; %.0f requests\n",
 	       cs_json_number(&doc, cs_json_get(&doc, 0, "events"), 0),

@@ -248,6 +248,53 @@ static void send_view(struct cs_ctl_server *server, struct cs_ctl_client *c, uin
 	free(text);
 }
 
+/* The processes the engine has seen serve or accept: pid and name, each once. */
+#define STATUS_PROCESSES 32
+struct process_list {
+	uint32_t pid[STATUS_PROCESSES];
+	char comm[STATUS_PROCESSES][CS_COMM_LEN];
+	size_t count;
+};
+
+static void add_process(struct process_list *list, uint32_t pid, const char *comm)
+{
+	for (size_t i = 0; i < list->count; i++)
+		if (list->pid[i] == pid)
+			return;
+	if (list->count == STATUS_PROCESSES)
+		return;
+	list->pid[list->count] = pid;
+	memcpy(list->comm[list->count], comm, CS_COMM_LEN);
+	list->comm[list->count++][CS_COMM_LEN - 1] = '\0';
+}
+
+static void add_thread_process(uint64_t key, void *value, void *ctx)
+{
+	(void)key;
+	const struct cs_thread_stats *t = value;
+	/* A thread's name is its own; the process's is its main thread's. */
+	if (t->tid == t->tgid)
+		add_process(ctx, t->tgid, t->comm);
+}
+
+static void status_processes(FILE *out, const struct cs_engine *engine)
+{
+	struct process_list list = { .count = 0 };
+	cs_u64map_each(&engine->threads, add_thread_process, &list);
+	for (size_t i = 0; i < engine->listener_count; i++)
+		for (size_t k = 0; k < engine->listeners[i].worker_count; k++) {
+			const struct cs_worker_stats *w = &engine->listeners[i].workers[k];
+			add_process(&list, w->pid, w->comm);
+		}
+	fputs(",\"processes\":[", out);
+	for (size_t i = 0; i < list.count; i++) {
+		fprintf(out, "%s{\"pid\":%u,\"comm\":", i ? "," : "", list.pid[i]);
+		cs_json_write_string(out, list.comm[i]);
+		fputc('}', out);
+	}
+	fputc(']', out);
+}
+
 static void send_status(struct cs_ctl_server *server, struct cs_ctl_client *c)
 {
 	char *text = NULL;
@@ -269,7 +316,9 @@ static void send_status(struct cs_ctl_server *server, struct cs_ctl_client *c)
 		server->engine->requests.requests);
 	for (size_t i = 0; i < server->engine->listener_count; i++)
 		fprintf(out, "%s%u", i ? "," : "", server->engine->listeners[i].port);
-	fprintf(out, "],\"control\":{\"connections\":%" PRIu64 ",\"refused\":%" PRIu64 ",\"rejected\":%" PRIu64
+	fputc(']', out);
+	status_processes(out, server->engine);
+	fprintf(out, ",\"control\":{\"connections\":%" PRIu64 ",\"refused\":%" PRIu64 ",\"rejected\":%" PRIu64
 		",\"streams_dropped\":%" PRIu64 ",\"busy\":%" PRIu64 "}}\n", server->connections, server->refused,
 		server->rejected, server->streams_dropped, server->busy);
 	pthread_mutex_unlock(server->engine_lock);

@@ -46,6 +46,8 @@ json_get "$CS_TMP/snap.json" 'j["live"]["source"]' | grep -qx daemon || fail "li
 grep -q "^requests    $requests " "$CS_TMP/snap.txt" || { cat "$CS_TMP/snap.txt"; fail "text snapshot: no requests line"; }
 grep -q "^listener :$SERVER_PORT" "$CS_TMP/snap.txt" || fail "text snapshot: no listener"
 echo "ok: snapshot (JSON and text) of the daemon's window"
+"$CS_BIN" status --socket "$sock" | grep -q "^  processes  $SERVER_PID (csserver)" || fail "status does not name the server process"
+echo "ok: status names the server process"
 
 # ---- a stream: one update a second (≥ 3), each a whole snapshot
 client "$sock" stream 3 >"$CS_TMP/stream.txt" || { cat "$CS_TMP/stream.txt"; fail "stream failed"; }
