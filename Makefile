@@ -25,7 +25,8 @@ endif
 # The loader (BPF skeleton and the run loop) is linked only into the tools.
 # Everything else in daemon/ (the pure engine, reports, /proc parsing) is
 # shared by the tools and the unit tests.
-LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c daemon/ctl_server.c
+LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c daemon/ctl_server.c \
+               daemon/ctl_socket.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(wildcard daemon/*.c))
 # connscope's commands: cli/connscope.c dispatches, cli/cmd_*.c (one file per
 # command) implement; connscoped's main is apart.

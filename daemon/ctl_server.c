@@ -2,21 +2,18 @@
 #include "ctl_server.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ctl_proto.h"
+#include "ctl_socket.h"
 #include "errmsg.h"
 #include "live.h"
 
@@ -78,77 +75,6 @@ static void ctl_log(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
-}
-
-/* ---- the socket file ---------------------------------------------------- */
-
-/* Is someone serving on the socket at path? */
-static bool socket_answers(const struct sockaddr_un *addr)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	bool answers = connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) == 0;
-	close(fd);
-	return answers;
-}
-
-static int open_socket(struct cs_ctl_server *server, const char *path, char *errmsg, size_t errlen)
-{
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	if (!path[0] || strlen(path) >= sizeof(addr.sun_path))
-		return cs_fail(errmsg, errlen, "--socket: the path must be 1 to %zu bytes long",
-			       sizeof(addr.sun_path) - 1);
-	strcpy(addr.sun_path, path);
-
-	/* The directory: made 0700 when missing; never a symlink. */
-	char dir_buf[sizeof(addr.sun_path)];
-	strcpy(dir_buf, path);
-	const char *dir = dirname(dir_buf);
-	struct stat st;
-	if (lstat(dir, &st) != 0) {
-		if (errno != ENOENT || mkdir(dir, 0700) != 0)
-			return cs_fail(errmsg, errlen, "cannot create the socket's directory %s: %s", dir,
-				       strerror(errno));
-		ctl_log("created %s (mode 0700)", dir);
-	} else if (!S_ISDIR(st.st_mode)) {
-		return cs_fail(errmsg, errlen, "%s is not a directory%s: the control socket goes there", dir,
-			       S_ISLNK(st.st_mode) ? " but a symlink (connscoped does not follow links)" : "");
-	}
-
-	/* What is at path: nothing, a stale socket (replaced), anything else (refused). */
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return cs_fail(errmsg, errlen, "%s exists and is not a socket%s; remove it or choose "
-				       "another --socket", path, S_ISLNK(st.st_mode) ? " (a symlink)" : "");
-		if (socket_answers(&addr))
-			return cs_fail(errmsg, errlen, "another connscoped already serves %s (stop it, or give "
-				       "this one another --socket)", path);
-		if (unlink(path) != 0)
-			return cs_fail(errmsg, errlen, "cannot remove the stale socket %s: %s", path, strerror(errno));
-		ctl_log("replaced the stale socket %s", path);
-	}
-
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return cs_fail(errmsg, errlen, "cannot create the control socket: %s", strerror(errno));
-	/* Born 0600: no moment when others could connect. */
-	mode_t old_mask = umask(0177);
-	int err = bind(fd, (struct sockaddr *)&addr, sizeof(addr)) ? errno : 0;
-	umask(old_mask);
-	if (!err && listen(fd, 16))
-		err = errno;
-	if (err) {
-		close(fd);
-		return cs_fail(errmsg, errlen, "cannot serve the control socket %s: %s", path, strerror(err));
-	}
-	if (lstat(path, &st) == 0) {
-		server->inode = st.st_ino;
-		server->device = st.st_dev;
-	}
-	server->listen_fd = fd;
-	strcpy(server->path, path);
-	return 0;
 }
 
 /* ---- clients ------------------------------------------------------------ */
@@ -479,7 +405,7 @@ static bool client_write(struct cs_ctl_client *c, uint64_t now)
 
 static void accept_client(struct cs_ctl_server *server, uint64_t now)
 {
-	int fd = accept4(server->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int fd = accept4(server->socket.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
 	server->connections++;
@@ -589,7 +515,7 @@ static void *serve_loop(void *arg)
 		struct pollfd pfds[1 + CS_CTL_MAX_CLIENTS];
 		int slots[1 + CS_CTL_MAX_CLIENTS];
 		nfds_t n = 0;
-		pfds[n] = (struct pollfd){ .fd = server->listen_fd, .events = POLLIN };
+		pfds[n] = (struct pollfd){ .fd = server->socket.fd, .events = POLLIN };
 		slots[n++] = -1;
 		for (int i = 0; i < CS_CTL_MAX_CLIENTS; i++) {
 			struct cs_ctl_client *c = server->clients[i];
@@ -638,10 +564,10 @@ int cs_ctl_server_start(struct cs_ctl_server *server, const char *path, pthread_
 			char *errmsg, size_t errlen)
 {
 	memset(server, 0, sizeof(*server));
-	server->listen_fd = -1;
+	server->socket.fd = -1;
 	if (cs_window_init(&server->window))
 		return cs_fail(errmsg, errlen, "out of memory");
-	if (open_socket(server, path, errmsg, errlen)) {
+	if (cs_ctl_socket_open(&server->socket, path, errmsg, errlen)) {
 		cs_window_free(&server->window);
 		return -1;
 	}
@@ -669,14 +595,6 @@ void cs_ctl_server_stop(struct cs_ctl_server *server)
 		pthread_join(server->thread, NULL);
 		server->running = false;
 	}
-	if (server->listen_fd >= 0) {
-		close(server->listen_fd);
-		/* Remove the socket only if it is still the one we made. */
-		struct stat st;
-		if (lstat(server->path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == server->inode &&
-		    st.st_dev == server->device)
-			unlink(server->path);
-	}
-	server->listen_fd = -1;
+	cs_ctl_socket_close(&server->socket);
 	cs_window_free(&server->window);
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ctl_socket.h"
 #include "engine.h"
 #include "report.h"
 #include "window.h"
@@ -28,11 +29,7 @@
 struct cs_ctl_client;
 
 struct cs_ctl_server {
-	int listen_fd;
-	char path[108];
-	ino_t inode;                   /* the socket we bound, to unlink only ours */
-	dev_t device;
-	pthread_t thread;
+	struct cs_ctl_socket socket;	pthread_t thread;
 	bool running;
 	volatile int stop;
 	pthread_mutex_t *engine_lock;  /* held for every engine access */
