@@ -158,10 +158,10 @@ static char *render_view(struct cs_ctl_server *server, const struct cs_ctl_view_
 	return text;
 }
 
-static void send_view(struct cs_ctl_server *server, struct cs_ctl_client *c, uint16_t type)
+/* Queue a rendered view for c (text: NULL when rendering failed). */
+static void queue_view(struct cs_ctl_server *server, struct cs_ctl_client *c, uint16_t type, const char *text,
+		       size_t len)
 {
-	size_t len = 0;
-	char *text = render_view(server, &c->view, &len);
 	if (!text || len > CS_CTL_RESPONSE_MAX) {
 		queue_error(c, CS_CTL_ERR_INTERNAL, text ? "the snapshot is too large" : "out of memory");
 	} else if (queue_frame(c, type, text, len)) {
@@ -171,6 +171,13 @@ static void send_view(struct cs_ctl_server *server, struct cs_ctl_client *c, uin
 		if (type == (CS_CTL_STREAM | CS_CTL_RESPONSE))
 			server->streams_dropped++;
 	}
+}
+
+static void send_view(struct cs_ctl_server *server, struct cs_ctl_client *c, uint16_t type)
+{
+	size_t len = 0;
+	char *text = render_view(server, &c->view, &len);
+	queue_view(server, c, type, text, len);
 	free(text);
 }
 
@@ -460,6 +467,12 @@ static void accept_client(struct cs_ctl_server *server, uint64_t now)
 /* Once a second: close the window's second, then feed the streams. */
 static void tick(struct cs_ctl_server *server, uint64_t now)
 {
+	struct {
+		struct cs_ctl_view_request view;
+		char *text;
+		size_t len;
+	} shared[CS_CTL_MAX_CLIENTS];
+	int shared_count = 0;
 	pthread_mutex_lock(server->engine_lock);
 	cs_window_tick(&server->window, server->engine, now);
 	pthread_mutex_unlock(server->engine_lock);
@@ -474,9 +487,22 @@ static void tick(struct cs_ctl_server *server, uint64_t now)
 			client_close(server, i);
 			continue;
 		}
-		send_view(server, c, CS_CTL_STREAM | CS_CTL_RESPONSE);
+		/* Readers asking for the same view share one rendering (and one hold of the lock). */
+		int same = -1;
+		for (int k = 0; k < shared_count && same < 0; k++)
+			if (shared[k].view.format == c->view.format && shared[k].view.tail_milli_pct == c->view.tail_milli_pct)
+				same = k;
+		if (same < 0 && shared_count < CS_CTL_MAX_CLIENTS) {
+			same = shared_count++;
+			shared[same].view = c->view;
+			shared[same].text = render_view(server, &c->view, &shared[same].len);
+		}
+		if (same >= 0)
+			queue_view(server, c, CS_CTL_STREAM | CS_CTL_RESPONSE, shared[same].text, shared[same].len);
 		c->last_activity_ns = now;
 	}
+	for (int k = 0; k < shared_count; k++)
+		free(shared[k].text);
 }
 
 /* Time since `since`, 0 when it is later than now (stamped after now was read). */
