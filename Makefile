@@ -28,6 +28,9 @@ endif
 LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c daemon/ctl_server.c \
                daemon/ctl_socket.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(wildcard daemon/*.c))
+# connscoped's: targets followed in a session, the config file, capabilities.
+LOADER_SRCS += daemon/session_targets.c daemon/config_file.c daemon/privileges.c
+ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
 # connscope's commands: cli/connscope.c dispatches, cli/cmd_*.c (one file per
 # command) implement; connscoped's main is apart.
 CLI_SRCS    := $(filter-out cli/connscoped.c,$(wildcard cli/*.c))

@@ -54,6 +54,9 @@ static const char target_options_help[] =
 	"Targets (at least one; each repeatable):\n"
 	"  -p, --pid PID        all threads of process PID and the TCP ports it listens on\n"
 	"  -P, --port PORT      every process listening on PORT, and workers they fork later\n"
+	"  -n, --name NAME      processes whose command or executable is NAME, that listen\n"
+	"  -c, --cgroup PATH    processes that listen, in cgroup v2 PATH (as\n"
+	"                       /proc/PID/cgroup shows it) or below it\n"
 	"\n"
 	"Options:\n"
 	"  -d, --duration SEC   stop after SEC seconds (default: until Ctrl-C or the target exits)\n"
@@ -68,7 +71,7 @@ static const char target_options_help[] =
 static void attach_help(FILE *out)
 {
 	fprintf(out,
-		"Usage: connscope attach (--pid PID | --port PORT)... [options]\n"
+		"Usage: connscope attach (--pid PID | --port PORT | --name NAME | --cgroup PATH)... [options]\n"
 		"\n"
 		"Attach to a running TCP server, without restarting it, follow every connection\n"
 		"and request, and report where the slowest requests' time went: accept queue,\n"
@@ -87,7 +90,8 @@ static void attach_help(FILE *out)
 static void record_help(FILE *out)
 {
 	fprintf(out,
-		"Usage: connscope record (--pid PID | --port PORT)... -o FILE [options]\n"
+		"Usage: connscope record (--pid PID | --port PORT | --name NAME | --cgroup PATH)... -o FILE\n"
+		"       [options]\n"
 		"\n"
 		"Like attach, but write the raw event stream to FILE (mode 0600) for\n"
 		"'connscope report FILE' to replay offline through the same engine.\n"
@@ -122,6 +126,8 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "port", required_argument, NULL, 'P' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "cgroup", required_argument, NULL, 'c' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
@@ -148,7 +154,7 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:P:d:jo:t:qvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:P:n:c:d:jo:t:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (!parse_long(optarg, 1, PID_MAX_LIMIT, &value))
@@ -165,6 +171,15 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 				return usage_error(command, "at most %d --port options", CS_MAX_TARGETS);
 			opts->ports[opts->port_count++] = (uint16_t)value;
 			break;
+		case 'n':
+		case 'c': {
+			char why[256];
+			int err = c == 'n' ? cs_target_add_name(&opts->match, optarg, why, sizeof(why))
+					   : cs_target_add_cgroup(&opts->match, optarg, why, sizeof(why));
+			if (err)
+				return usage_error(command, "--%s %s", c == 'n' ? "name" : "cgroup", why);
+			break;
+		}
 		case 'd':
 			if (!parse_double(optarg, 0.1, 31536000.0, &opts->duration_s))
 				return usage_error(command, "--duration expects seconds (0.1-31536000), not '%s'", optarg);
@@ -215,8 +230,8 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 	}
 	if (optind < argc)
 		return usage_error(command, "unexpected argument '%s'", argv[optind]);
-	if (opts->pid_count == 0 && opts->port_count == 0)
-		return usage_error(command, "name a target with --pid PID or --port PORT");
+	if (opts->pid_count == 0 && opts->port_count == 0 && !cs_target_match_any(&opts->match))
+		return usage_error(command, "name a target with --pid PID, --port PORT, --name NAME or --cgroup PATH");
 	if (recording && !args->output)
 		return usage_error(command, "name the trace file with -o FILE");
 
@@ -418,7 +433,7 @@ static void main_help(FILE *out)
 		"set-up, run-queue delay, a blocked event loop, slow handlers, send drain.\n"
 		"\n"
 		"Commands:\n"
-		"  attach     attach to a running server (--pid or --port) and report\n"
+		"  attach     attach to a running server (--pid, --port, --name, --cgroup) and report\n"
 		"  record     the same, writing the raw event stream to a file\n"
 		"  report     replay a recorded file and report\n"
 		"  status     is the daemon (connscoped) up, what does it watch\n"

@@ -51,6 +51,10 @@ FUZZ_MAX_LEN_fuzz_http_parse := 4096
 # A snapshot of a few threads and listeners, framed.
 FUZZ_MAX_LEN_fuzz_ctl_proto  := 32768
 FUZZ_DICT_fuzz_http_parse    := -dict=tests/fuzz/http.dict
+# A config file of a few dozen lines (and the 1024-byte line limit).
+FUZZ_TARGETS                 += fuzz_config
+FUZZ_MAX_LEN_fuzz_config     := 4096
+FUZZ_DICT_fuzz_config        := -dict=tests/fuzz/config.dict
 # -rss_limit_mb: a hostile trace must not make the engine take gigabytes;
 # -timeout: nor make it (or the reports) spin on one input.
 FUZZ_FLAGS = -timeout=10 -rss_limit_mb=1024 -max_len=$(FUZZ_MAX_LEN_$*) $(FUZZ_DICT_$*) \
@@ -72,6 +76,11 @@ $(FUZZ_BUILD)/fuzz_trace $(FUZZ_BUILD)/fuzz_engine $(FUZZ_BUILD)/fuzz_ctl_proto:
 $(FUZZ_BUILD)/fuzz_http_parse: $(call fuzz_obj,tests/fuzz/fuzz_http_parse.c server/http_parse.c)
 	$(msg) FUZZ-LD $@
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@
+
+# connscoped's config parser (daemon/config.c) with the engine's objects.
+$(FUZZ_BUILD)/fuzz_config: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_config.o $(FUZZ_ENGINE_OBJS)
+	$(msg) FUZZ-LD $@
+	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ -lm
 
 fuzz-build: $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
 
@@ -142,6 +151,10 @@ ASAN_ENV     = ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/$(ASAN_LOGS)/asan 
 ASAN_INTEGRATION := test_accept_wait test_listen_overflow test_attach_errors test_server \
 	test_csload test_scenario_2_accept_queue test_scenario_5_non_persistent \
 	test_scenario_8_send_drain test_daemon_metrics test_daemon_control
+
+# And test_daemon_targets: connscoped by name and cgroup, its config file
+# and SIGHUP reloads, the capability drop's signal to every thread.
+ASAN_INTEGRATION += test_daemon_targets
 
 asan-build: $(SKEL)
 	$(Q)mkdir -p $(ASAN_BUILD)
