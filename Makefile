@@ -25,7 +25,8 @@ endif
 # The loader (BPF skeleton and the run loop) is linked only into the tools.
 # Everything else in daemon/ (the pure engine, reports, /proc parsing) is
 # shared by the tools and the unit tests.
-LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c
+LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c daemon/ctl_server.c \
+               daemon/ctl_socket.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(wildcard daemon/*.c))
 # connscoped's: targets followed in a session, the config file, capabilities.
 LOADER_SRCS += daemon/session_targets.c daemon/config_file.c daemon/privileges.c
@@ -89,9 +90,10 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 # Loader and CLI objects include the skeleton.
 $(LOADER_OBJS) $(CLI_OBJS) $(DAEMON_OBJS): $(SKEL)
 
+# connscope top draws with ncurses (wide-character build: UTF-8 sparklines).
 $(BUILD)/connscope: $(CLI_OBJS) $(LOADER_OBJS) $(ENGINE_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) -lm
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) -lm -lncursesw -ltinfo
 
 $(BUILD)/connscoped: $(DAEMON_OBJS) $(LOADER_OBJS) $(ENGINE_OBJS)
 	$(msg) LINK $@

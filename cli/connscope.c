@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "ctl_commands.h"
 #include "engine.h"
 #include "report.h"
 #include "session.h"
@@ -435,6 +436,10 @@ static void main_help(FILE *out)
 		"  attach     attach to a running server (--pid, --port, --name, --cgroup) and report\n"
 		"  record     the same, writing the raw event stream to a file\n"
 		"  report     replay a recorded file and report\n"
+		"  status     is the daemon (connscoped) up, what does it watch\n"
+		"  snapshot   the daemon's report so far\n"
+		"  reset      clear the daemon's statistics\n"
+		"  top        live full-screen view (from the daemon, or attached in-process)\n"
 		"  version    print the version\n"
 		"  help       this help\n"
 		"\n"
@@ -454,6 +459,14 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(command, "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(command, "status"))
+		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(command, "snapshot"))
+		return cmd_snapshot(argc - 1, argv + 1);
+	if (!strcmp(command, "reset"))
+		return cmd_reset(argc - 1, argv + 1);
+	if (!strcmp(command, "top"))
+		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(command, "version") || !strcmp(command, "--version")) {
 		printf("connscope 0.1 (wire format %d)\n", CS_WIRE_VERSION);
 		return 0;
