@@ -25,12 +25,16 @@ endif
 # The loader (BPF skeleton and the run loop) is linked only into the tools.
 # Everything else in daemon/ (the pure engine, reports, /proc parsing) is
 # shared by the tools and the unit tests.
-LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c
+LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c daemon/ctl_server.c \
+               daemon/ctl_socket.c
 # connscope flamegraph: its stack probes (BPF, connscope only) and the
 # symboliser (reads /proc and ELF files with libelf; unit-tested).
 FLAME_LOADER_SRCS := daemon/stacks.c
 SYMBOL_SRCS := daemon/symbols.c daemon/elf_symbols.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$(wildcard daemon/*.c))
+# connscoped's: targets followed in a session, the config file, capabilities.
+LOADER_SRCS += daemon/session_targets.c daemon/config_file.c daemon/privileges.c
+ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
 # connscope's commands: cli/connscope.c dispatches, cli/cmd_*.c (one file per
 # command) implement; connscoped's main is apart.
 CLI_SRCS    := $(filter-out cli/connscoped.c,$(wildcard cli/*.c))
@@ -105,9 +109,10 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 $(LOADER_OBJS) $(CLI_OBJS) $(DAEMON_OBJS): $(SKEL)
 $(FLAME_LOADER_OBJS) $(CLI_OBJS): $(SKEL) $(STACKS_SKEL)
 
+# connscope top draws with ncurses (wide-character build: UTF-8 sparklines).
 $(BUILD)/connscope: $(CLI_OBJS) $(LOADER_OBJS) $(FLAME_LOADER_OBJS) $(SYMBOL_OBJS) $(ENGINE_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) -lm
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) -lm -lncursesw -ltinfo
 
 $(BUILD)/connscoped: $(DAEMON_OBJS) $(LOADER_OBJS) $(ENGINE_OBJS)
 	$(msg) LINK $@

@@ -32,6 +32,7 @@
 #include "session.h"
 #include "stacks.h"
 #include "symbols.h"
+#include "targets.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
@@ -62,7 +63,8 @@ static int usage_error(const char *fmt, ...)
 static void help(FILE *out)
 {
 	fprintf(out,
-		"Usage: connscope flamegraph (--pid PID | --port PORT)... -o OUT.svg|OUT.folded [options]\n"
+		"Usage: connscope flamegraph (--pid PID | --port PORT | --name NAME | --cgroup PATH)...\n"
+		"                            -o OUT.svg|OUT.folded [options]\n"
 		"\n"
 		"Where the tail requests' time went, as stacks. Follows every request as attach\n"
 		"does and samples the target threads on and off their CPUs; then each tail\n"
@@ -74,6 +76,8 @@ static void help(FILE *out)
 		"Targets (at least one; each repeatable):\n"
 		"  -p, --pid PID         all threads of process PID and the TCP ports it listens on\n"
 		"  -P, --port PORT       every process listening on PORT\n"
+		"  -n, --name NAME       processes whose command or executable is NAME, that listen\n"
+		"  -c, --cgroup PATH     processes that listen, in cgroup v2 PATH or below it\n"
 		"\n"
 		"Options:\n"
 		"  -o, --output FILE     OUT.svg: an interactive SVG (hover, click to zoom, search);\n"
@@ -117,6 +121,8 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "port", required_argument, NULL, 'P' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "cgroup", required_argument, NULL, 'c' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "hz", required_argument, NULL, 'Z' },
@@ -143,7 +149,7 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:P:o:d:t:qvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:P:n:c:o:d:t:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (!parse_long(optarg, 1, PID_MAX_LIMIT, &value))
@@ -159,6 +165,15 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 				return usage_error("at most %d --port options", CS_MAX_TARGETS);
 			opts->ports[opts->port_count++] = (uint16_t)value;
 			break;
+		case 'n':
+		case 'c': {
+			char why[256];
+			int err = c == 'n' ? cs_target_add_name(&opts->match, optarg, why, sizeof(why))
+					   : cs_target_add_cgroup(&opts->match, optarg, why, sizeof(why));
+			if (err)
+				return usage_error("--%s %s", c == 'n' ? "name" : "cgroup", why);
+			break;
+		}
 		case 'o':
 			if (args->output_count == MAX_OUTPUTS)
 				return usage_error("at most %d -o options", MAX_OUTPUTS);
@@ -205,8 +220,8 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
-	if (opts->pid_count == 0 && opts->port_count == 0)
-		return usage_error("name a target with --pid PID or --port PORT");
+	if (opts->pid_count == 0 && opts->port_count == 0 && !cs_target_match_any(&opts->match))
+		return usage_error("name a target with --pid PID, --port PORT, --name NAME or --cgroup PATH");
 	if (!args->output_count)
 		return usage_error("name the output with -o OUT.svg or -o OUT.folded");
 

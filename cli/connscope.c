@@ -21,6 +21,7 @@
 
 #include "args.h"
 #include "cmd_flamegraph.h"
+#include "ctl_commands.h"
 #include "engine.h"
 #include "report.h"
 #include "session.h"
@@ -54,6 +55,9 @@ static const char target_options_help[] =
 	"Targets (at least one; each repeatable):\n"
 	"  -p, --pid PID        all threads of process PID and the TCP ports it listens on\n"
 	"  -P, --port PORT      every process listening on PORT, and workers they fork later\n"
+	"  -n, --name NAME      processes whose command or executable is NAME, that listen\n"
+	"  -c, --cgroup PATH    processes that listen, in cgroup v2 PATH (as\n"
+	"                       /proc/PID/cgroup shows it) or below it\n"
 	"\n"
 	"Options:\n"
 	"  -d, --duration SEC   stop after SEC seconds (default: until Ctrl-C or the target exits)\n"
@@ -68,7 +72,7 @@ static const char target_options_help[] =
 static void attach_help(FILE *out)
 {
 	fprintf(out,
-		"Usage: connscope attach (--pid PID | --port PORT)... [options]\n"
+		"Usage: connscope attach (--pid PID | --port PORT | --name NAME | --cgroup PATH)... [options]\n"
 		"\n"
 		"Attach to a running TCP server, without restarting it, follow every connection\n"
 		"and request, and report where the slowest requests' time went: accept queue,\n"
@@ -87,7 +91,8 @@ static void attach_help(FILE *out)
 static void record_help(FILE *out)
 {
 	fprintf(out,
-		"Usage: connscope record (--pid PID | --port PORT)... -o FILE [options]\n"
+		"Usage: connscope record (--pid PID | --port PORT | --name NAME | --cgroup PATH)... -o FILE\n"
+		"       [options]\n"
 		"\n"
 		"Like attach, but write the raw event stream to FILE (mode 0600) for\n"
 		"'connscope report FILE' to replay offline through the same engine.\n"
@@ -122,6 +127,8 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "port", required_argument, NULL, 'P' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "cgroup", required_argument, NULL, 'c' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
@@ -148,7 +155,7 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:P:d:jo:t:qvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:P:n:c:d:jo:t:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (!parse_long(optarg, 1, PID_MAX_LIMIT, &value))
@@ -165,6 +172,15 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 				return usage_error(command, "at most %d --port options", CS_MAX_TARGETS);
 			opts->ports[opts->port_count++] = (uint16_t)value;
 			break;
+		case 'n':
+		case 'c': {
+			char why[256];
+			int err = c == 'n' ? cs_target_add_name(&opts->match, optarg, why, sizeof(why))
+					   : cs_target_add_cgroup(&opts->match, optarg, why, sizeof(why));
+			if (err)
+				return usage_error(command, "--%s %s", c == 'n' ? "name" : "cgroup", why);
+			break;
+		}
 		case 'd':
 			if (!parse_double(optarg, 0.1, 31536000.0, &opts->duration_s))
 				return usage_error(command, "--duration expects seconds (0.1-31536000), not '%s'", optarg);
@@ -215,8 +231,8 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 	}
 	if (optind < argc)
 		return usage_error(command, "unexpected argument '%s'", argv[optind]);
-	if (opts->pid_count == 0 && opts->port_count == 0)
-		return usage_error(command, "name a target with --pid PID or --port PORT");
+	if (opts->pid_count == 0 && opts->port_count == 0 && !cs_target_match_any(&opts->match))
+		return usage_error(command, "name a target with --pid PID, --port PORT, --name NAME or --cgroup PATH");
 	if (recording && !args->output)
 		return usage_error(command, "name the trace file with -o FILE");
 
@@ -418,10 +434,14 @@ static void main_help(FILE *out)
 		"set-up, run-queue delay, a blocked event loop, slow handlers, send drain.\n"
 		"\n"
 		"Commands:\n"
-		"  attach     attach to a running server (--pid or --port) and report\n"
+		"  attach     attach to a running server (--pid, --port, --name, --cgroup) and report\n"
 		"  record     the same, writing the raw event stream to a file\n"
 		"  report     replay a recorded file and report\n"
-		"  flamegraph where the tail requests' time went, as stacks (SVG or folded)\n"
+		"  flamegraph where the tail requests' time went, as stacks (SVG or folded stacks)\n"
+		"  status     is the daemon (connscoped) up, what does it watch\n"
+		"  snapshot   the daemon's report so far\n"
+		"  reset      clear the daemon's statistics\n"
+		"  top        live full-screen view (from the daemon, or attached in-process)\n"
 		"  version    print the version\n"
 		"  help       this help\n"
 		"\n"
@@ -443,6 +463,14 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(command, "flamegraph"))
 		return cmd_flamegraph(argc - 1, argv + 1);
+	if (!strcmp(command, "status"))
+		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(command, "snapshot"))
+		return cmd_snapshot(argc - 1, argv + 1);
+	if (!strcmp(command, "reset"))
+		return cmd_reset(argc - 1, argv + 1);
+	if (!strcmp(command, "top"))
+		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(command, "version") || !strcmp(command, "--version")) {
 		printf("connscope 0.1 (wire format %d)\n", CS_WIRE_VERSION);
 		return 0;

@@ -123,7 +123,7 @@ static int check_privileges(char *errmsg, size_t errlen)
 		return 0;
 	return cs_fail(errmsg, errlen,
 		    "missing %s%s%s: run as root, or grant them with "
-		    "'sudo setcap cap_bpf,cap_perfmon,cap_net_admin,cap_sys_ptrace,cap_dac_read_search+ep connscope'",
+		    "'sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace,cap_dac_read_search+ep connscope'",
 		    bpf ? "" : "CAP_BPF", !bpf && !perfmon ? " and " : "", perfmon ? "" : "CAP_PERFMON");
 }
 
@@ -260,6 +260,28 @@ int cs_probes_add_port(struct cs_probes *probes, uint16_t port)
 	if (err)
 		return err;
 	bits |= 1ull << (port % 64);
+	probes->port_bits[word] = bits;
+	return bpf_map__update_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
+				    sizeof(bits), BPF_ANY);
+}
+
+int cs_probes_remove_tgid(struct cs_probes *probes, uint32_t tgid)
+{
+	return bpf_map__delete_elem(probes->skel->maps.target_tgids, &tgid, sizeof(tgid), 0);
+}
+
+int cs_probes_remove_port(struct cs_probes *probes, uint16_t port)
+{
+	/* As cs_probes_add_port: only we write the bitmap. */
+	uint32_t word = port / 64;
+	uint64_t bits = 0;
+	int err = bpf_map__lookup_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
+				       sizeof(bits), 0);
+	if (err)
+		return err;
+	if (!(bits & (1ull << (port % 64))))
+		return -ENOENT;
+	bits &= ~(1ull << (port % 64));
 	probes->port_bits[word] = bits;
 	return bpf_map__update_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
 				    sizeof(bits), BPF_ANY);

@@ -58,6 +58,9 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 
 int cs_probes_add_tgid(struct cs_probes *probes, uint32_t tgid);
 int cs_probes_add_port(struct cs_probes *probes, uint16_t port);
+/* Stop watching (a reload dropped the target); -ENOENT if it was not watched. */
+int cs_probes_remove_tgid(struct cs_probes *probes, uint32_t tgid);
+int cs_probes_remove_port(struct cs_probes *probes, uint16_t port);
 
 /* Wait up to timeout_ms for records, then take all that are queued. */
 int cs_probes_poll(struct cs_probes *probes, int timeout_ms);

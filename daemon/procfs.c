@@ -258,6 +258,177 @@ int cs_pids_on_port(uint16_t port, const struct cs_listen_socket *listeners, siz
 	return err;
 }
 
+/* A pid set kept sorted and unique (sets are small: binary search is plenty). */
+struct pid_set {
+	pid_t *pids;
+	size_t max, count;
+	bool overflow;
+};
+
+static void pid_set_add(struct pid_set *set, pid_t pid)
+{
+	size_t lo = 0, hi = set->count;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (set->pids[mid] == pid)
+			return;
+		if (set->pids[mid] < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (set->count >= set->max) {
+		set->overflow = true;
+		return;
+	}
+	memmove(set->pids + lo + 1, set->pids + lo, (set->count - lo) * sizeof(pid_t));
+	set->pids[lo] = pid;
+	set->count++;
+}
+
+/* Read a small file whole (at most cap - 1 bytes), NUL-terminated. */
+static ssize_t read_small_file(int dirfd, const char *path, char *buf, size_t cap)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t have = 0;
+	while (have < cap - 1) {
+		ssize_t n = read(fd, buf + have, cap - 1 - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+	}
+	close(fd);
+	buf[have] = '\0';
+	return (ssize_t)have;
+}
+
+/* Every process of /proc whose comm or executable matches a name. */
+static void add_by_name(const struct cs_target_match *match, struct pid_set *set)
+{
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return;
+	struct dirent *entry;
+	while ((entry = readdir(proc))) {
+		char *end;
+		long pid = strtol(entry->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		char path[64], text[1024], comm[CS_COMM_LEN * 4];
+		unsigned long flags = 0;
+		snprintf(path, sizeof(path), "%ld/stat", pid);
+		/* Processes vanish while we look: skip them. */
+		if (read_small_file(dirfd(proc), path, text, sizeof(text)) <= 0 ||
+		    cs_parse_proc_stat(text, comm, sizeof(comm), &flags) || (flags & CS_PF_KTHREAD))
+			continue;
+		char exe_link[4096] = "", exe_base[CS_TARGET_NAME_LEN] = "";
+		if (!cs_match_name(match, comm, NULL)) {
+			snprintf(path, sizeof(path), "%ld/exe", pid);
+			ssize_t len = readlinkat(dirfd(proc), path, exe_link, sizeof(exe_link) - 1);
+			if (len <= 0)
+				continue;
+			exe_link[len] = '\0';
+			cs_exe_basename(exe_link, exe_base, sizeof(exe_base));
+			if (!cs_match_name(match, comm, exe_base))
+				continue;
+		}
+		pid_set_add(set, (pid_t)pid);
+	}
+	closedir(proc);
+}
+
+#define CGROUP_MAX_DEPTH 32
+
+/* cgroup.procs of dirfd's cgroup and of every cgroup below it. */
+static void add_cgroup_tree(int dirfd, struct pid_set *set, int depth)
+{
+	static char text[65536];
+	if (read_small_file(dirfd, "cgroup.procs", text, sizeof(text)) > 0) {
+		pid_t pids[1024];
+		size_t count = 0;
+		/* A list cut at the buffer's end may end in half a number: drop it. */
+		char *last = strrchr(text, '\n');
+		if (last)
+			last[1] = '\0';
+		if (cs_parse_pid_list(text, pids, 1024, &count) != -EINVAL)
+			for (size_t i = 0; i < count; i++)
+				pid_set_add(set, pids[i]);
+	}
+	if (depth >= CGROUP_MAX_DEPTH)
+		return;
+	int dup_fd = dup(dirfd);
+	if (dup_fd < 0)
+		return;
+	DIR *dir = fdopendir(dup_fd);
+	if (!dir) {
+		close(dup_fd);
+		return;
+	}
+	struct dirent *entry;
+	while ((entry = readdir(dir))) {
+		if (entry->d_type != DT_DIR || entry->d_name[0] == '.')
+			continue;
+		int child = openat(dirfd, entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (child < 0)
+			continue;
+		add_cgroup_tree(child, set, depth + 1);
+		close(child);
+	}
+	closedir(dir);
+}
+
+const char *cs_cgroup2_mount(void)
+{
+	static char mount_point[CS_CGROUP_PATH_LEN];
+	static char text[65536];
+	if (mount_point[0])
+		return mount_point;
+	if (read_small_file(AT_FDCWD, "/proc/self/mountinfo", text, sizeof(text)) <= 0 ||
+	    cs_parse_cgroup2_mount(text, mount_point, sizeof(mount_point)))
+		return NULL;
+	return mount_point;
+}
+
+/* The directory of a normalized cgroup path; false without a v2 hierarchy. */
+static bool cgroup_dir(const char *path, char *out, size_t len)
+{
+	const char *mount_point = cs_cgroup2_mount();
+	if (!mount_point)
+		return false;
+	snprintf(out, len, "%s%s", mount_point, strcmp(path, "/") ? path : "");
+	return true;
+}
+
+bool cs_cgroup_exists(const char *path)
+{
+	char full[2 * CS_CGROUP_PATH_LEN];
+	struct stat st;
+	return cgroup_dir(path, full, sizeof(full)) && stat(full, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int cs_pids_matching(const struct cs_target_match *match, pid_t *pids, size_t max, size_t *count)
+{
+	struct pid_set set = { .pids = pids, .max = max };
+	if (match->name_count)
+		add_by_name(match, &set);
+	for (size_t i = 0; i < match->cgroup_count; i++) {
+		char full[2 * CS_CGROUP_PATH_LEN];
+		if (!cgroup_dir(match->cgroups[i], full, sizeof(full)))
+			break;
+		int fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		add_cgroup_tree(fd, &set, 0);
+		close(fd);
+	}
+	*count = set.count;
+	return set.overflow ? -ENOSPC : 0;
+}
+
 int cs_parse_tcp_counters(const char *text, struct cs_tcp_counters *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -7,9 +7,12 @@
 #ifndef CS_PROCFS_H
 #define CS_PROCFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "targets.h"
 
 #define CS_MAX_LISTENERS 1024
 
@@ -46,6 +49,20 @@ int cs_proc_listen_ports(pid_t pid, const struct cs_listen_socket *listeners, si
 /* Processes (tgids) that hold a listening socket on port open. */
 int cs_pids_on_port(uint16_t port, const struct cs_listen_socket *listeners, size_t listener_count,
 		    pid_t *pids, size_t max, size_t *count);
+
+/*
+ * Processes (tgids, ascending, no kernel threads) that match a --name
+ * (their comm or executable's basename) or live in a --cgroup (or one of
+ * its descendants, in the cgroup v2 hierarchy wherever it is mounted). A cgroup that does not exist (yet) holds nobody.
+ * Returns 0, or -ENOSPC when more than max matched (the first max kept).
+ */
+int cs_pids_matching(const struct cs_target_match *match, pid_t *pids, size_t max, size_t *count);
+
+/* Does the cgroup v2 directory of path (normalized) exist? */
+bool cs_cgroup_exists(const char *path);
+
+/* Where the cgroup v2 hierarchy is mounted (looked up once), or NULL. */
+const char *cs_cgroup2_mount(void);
 
 struct cs_tcp_counters {
 	uint64_t listen_overflows;

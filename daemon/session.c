@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "procfs.h"
+#include "session_targets.h"
 
 #define POLL_INTERVAL_MS 20
 #define ALIVE_CHECK_NS 1000000000ull
@@ -24,8 +25,20 @@ struct session {
 	struct cs_engine *engine;
 	pid_t live[CS_MAX_TARGETS * 4];    /* target processes still running */
 	size_t live_count;
+	uint16_t ports[CS_MAX_TARGETS];    /* target ports */
+	size_t port_count;
 	uint64_t records;
 };
+
+/* The session's processes and ports, for session_targets.c. */
+static struct cs_watch session_watch(struct session *s, struct cs_probes *probes)
+{
+	return (struct cs_watch){
+		.pids = s->live, .pid_count = &s->live_count, .pid_max = sizeof(s->live) / sizeof(s->live[0]),
+		.ports = s->ports, .port_count = &s->port_count, .port_max = CS_MAX_TARGETS,
+		.probes = probes, .quiet = s->opts->quiet,
+	};
+}
 
 static uint64_t now_ns(void)
 {
@@ -138,10 +151,32 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 		if (!dup && *port_count < CS_MAX_TARGETS)
 			ports[(*port_count)++] = opts->ports[i];
 	}
+	/* --name, --cgroup: the processes that listen, with their ports */
+	struct cs_watch watch = session_watch(s, NULL);
+	if (cs_watch_add_matching(&watch, &opts->match, listeners, listener_count) == 0 &&
+	    cs_target_match_any(&opts->match) && !opts->follow) {
+		if (opts->match.cgroup_count && !cs_cgroup2_mount())
+			return cs_fail(errmsg, errlen, "no cgroup v2 hierarchy is mounted (see /proc/self/mountinfo)");
+		for (size_t i = 0; i < opts->match.cgroup_count; i++)
+			if (!cs_cgroup_exists(opts->match.cgroups[i]))
+				return cs_fail(errmsg, errlen, "no cgroup %s in the cgroup v2 hierarchy at %s (a "
+					    "process's is the '0::' line of /proc/PID/cgroup)", opts->match.cgroups[i],
+					    cs_cgroup2_mount());
+		char what[256];
+		cs_describe_match(&opts->match, what, sizeof(what));
+		return cs_fail(errmsg, errlen, "no process matching %s listens on a TCP port (check with 'ss -ltnp')",
+			    what);
+	}
 
 	/* "pid 1234 (nginx) ports 80,443" */
 	char comm[32] = "?";
 	size_t used = 0;
+	if (s->live_count == 0 && *port_count == 0) {
+		char what[200];
+		cs_describe_match(&opts->match, what, sizeof(what));
+		snprintf(result->target, sizeof(result->target), "(waiting for %s)", what);
+		return 0;
+	}
 	if (s->live_count == 0) {
 		used = (size_t)snprintf(result->target, sizeof(result->target), "(waiting) port%s ",
 					*port_count > 1 ? "s" : "");
@@ -191,7 +226,63 @@ static size_t rescan_ports(const struct cs_session_options *opts, struct session
 					opts->ports[i]);
 		}
 	}
-	return added;
+	struct cs_watch watch = session_watch(s, probes);
+	return added + cs_watch_add_matching(&watch, &opts->match, listeners, listener_count);
+}
+
+static bool same_targets(const struct cs_session_options *a, const struct cs_session_options *b)
+{
+	return a->pid_count == b->pid_count && a->port_count == b->port_count &&
+	       !memcmp(a->pids, b->pids, a->pid_count * sizeof(a->pids[0])) &&
+	       !memcmp(a->ports, b->ports, a->port_count * sizeof(a->ports[0])) &&
+	       cs_target_match_equal(&a->match, &b->match);
+}
+
+/*
+ * SIGHUP with a reload callback: new options. Changed targets replace the
+ * old ones: every target process and port is forgotten, then the new ones
+ * are looked for (the rescan that follows finds the processes behind ports,
+ * names and cgroups).
+ */
+static void reload_targets(struct cs_session_options *current, struct session *s, struct cs_probes *probes)
+{
+	static struct cs_session_options next;
+	next = *current;
+	if (current->reload(current->hooks_ctx, &next))
+		return;
+	current->sample_hz = next.sample_hz;
+	if (same_targets(current, &next))
+		return;
+	struct cs_watch watch = session_watch(s, probes);
+	cs_watch_clear(&watch);
+	memcpy(current->pids, next.pids, sizeof(next.pids));
+	current->pid_count = next.pid_count;
+	memcpy(current->ports, next.ports, sizeof(next.ports));
+	current->port_count = next.port_count;
+	current->match = next.match;
+
+	static struct cs_listen_socket listeners[CS_MAX_LISTENERS];
+	size_t listener_count = 0;
+	cs_list_listeners(listeners, CS_MAX_LISTENERS, &listener_count);
+	for (size_t i = 0; i < current->pid_count; i++) {
+		uint16_t found[CS_MAX_TARGETS];
+		size_t n = 0;
+		if (cs_proc_alive(current->pids[i]) == 0)
+			cs_proc_listen_ports(current->pids[i], listeners, listener_count, found, CS_MAX_TARGETS, &n);
+		if (n == 0) {
+			fprintf(stderr, "connscope: pid %d is not running or listens on no TCP port: left out\n",
+				(int)current->pids[i]);
+			continue;
+		}
+		live_add(s, current->pids[i]);
+		cs_probes_add_tgid(probes, (uint32_t)current->pids[i]);
+		for (size_t j = 0; j < n; j++)
+			cs_watch_add_port(&watch, found[j]);
+	}
+	for (size_t i = 0; i < current->port_count; i++)
+		cs_watch_add_port(&watch, current->ports[i]);
+	if (!current->quiet)
+		fprintf(stderr, "connscope: targets reloaded\n");
 }
 
 static void lock_engine(const struct cs_session_options *opts)
@@ -221,10 +312,13 @@ static void update_meta(struct cs_probes *probes, struct session *s, uint64_t st
 int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engine,
 		   struct cs_session_result *result, char *errmsg, size_t errlen)
 {
+	/* A copy: a reload changes the targets and sample rate. */
+	static struct cs_session_options current;
+	current = *opts;
+	opts = &current;
 	struct session s = { .opts = opts, .engine = engine };
 	struct cs_probes probes = {};
-	uint16_t ports[CS_MAX_TARGETS];
-	size_t port_count = 0;
+	uint16_t *ports = s.ports;
 	int ret = -1;
 
 	memset(result, 0, sizeof(*result));
@@ -232,7 +326,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 
 	/* 1. find the targets before loading anything */
 	if (cs_probes_preflight(errmsg, errlen) ||
-	    resolve_targets(opts, &s, ports, &port_count, result, errmsg, errlen))
+	    resolve_targets(opts, &s, ports, &s.port_count, result, errmsg, errlen))
 		return -1;
 	pid_t netns_pid = cs_netns_reader(s.live_count ? s.live[0] : getpid());
 	struct cs_tcp_counters counters_before = {}, counters_after = {};
@@ -246,7 +340,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 			cs_fail(errmsg, errlen, "cannot add pid %d to the target map", (int)s.live[i]);
 			goto out;
 		}
-	for (size_t i = 0; i < port_count; i++)
+	for (size_t i = 0; i < s.port_count; i++)
 		if (cs_probes_add_port(&probes, ports[i])) {
 			cs_fail(errmsg, errlen, "cannot add port %u to the target map", ports[i]);
 			goto out;
@@ -262,6 +356,8 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 		cs_fail(errmsg, errlen, "cannot walk TCP sockets (iter/tcp): %s", strerror(-err));
 		goto out;
 	}
+	if (opts->attached && opts->attached(opts->hooks_ctx, errmsg, errlen))
+		goto out;
 	if (!opts->quiet)
 		fprintf(stderr, "connscope: attached to %s; %s\n", result->target,
 			opts->duration_s > 0 ? "collecting" : "collecting until Ctrl-C");
@@ -271,6 +367,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	uint64_t sample_every_ns = 1000000000ull / (opts->sample_hz ? opts->sample_hz : 10);
 	uint64_t next_sample_ns = start_ns + sample_every_ns, next_alive_ns = start_ns + ALIVE_CHECK_NS;
 	uint64_t last_rescan_ns = start_ns;
+	size_t live_after_rescan = s.live_count;
 	for (;;) {
 		lock_engine(opts);
 		err = cs_probes_poll(&probes, POLL_INTERVAL_MS);
@@ -297,12 +394,19 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 			prune_dead(&s);
 			next_alive_ns = now + ALIVE_CHECK_NS;
 		}
-		/* Look again soon while no target runs (a restart), rarely otherwise. */
-		uint64_t rescan_every_ns = s.live_count ? RESCAN_BUSY_NS : RESCAN_IDLE_NS;
+		/* Look again soon while no target runs or since one exited (a restart), rarely otherwise. */
+		uint64_t rescan_every_ns = s.live_count && s.live_count >= live_after_rescan ? RESCAN_BUSY_NS
+											       : RESCAN_IDLE_NS;
 		if (opts->follow && (now - last_rescan_ns >= rescan_every_ns || (opts->rescan && *opts->rescan))) {
-			if (opts->rescan)
+			bool asked = opts->rescan && *opts->rescan;
+			if (asked)
 				*opts->rescan = 0;
+			if (asked && opts->reload) {
+				reload_targets(&current, &s, &probes);
+				sample_every_ns = 1000000000ull / (opts->sample_hz ? opts->sample_hz : 10);
+			}
 			rescan_ports(opts, &s, &probes);
+			live_after_rescan = s.live_count;
 			last_rescan_ns = now;
 		}
 		if (s.live_count == 0 && !opts->follow) {

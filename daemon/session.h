@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "probes.h"
 #include "report.h"
+#include "targets.h"
 
 #define CS_MAX_TARGETS 64
 
@@ -23,6 +24,7 @@ struct cs_session_options {
 	size_t pid_count;
 	uint16_t ports[CS_MAX_TARGETS];
 	size_t port_count;
+	struct cs_target_match match;      /* --name, --cgroup: processes that listen */
 	double duration_s;                 /* 0: until *stop is set */
 	unsigned int sample_hz;            /* listener walks per second */
 	struct cs_probe_options probe;
@@ -41,6 +43,20 @@ struct cs_session_options {
 	volatile sig_atomic_t *rescan;     /* set (SIGHUP): look for targets now; cleared here */
 	pthread_mutex_t *engine_lock;      /* held while the engine is fed */
 	struct cs_report_meta *live_meta;  /* kept current (under engine_lock) */
+	/*
+	 * Optional, with rescan: called when *rescan is set, with next a copy
+	 * of the options in force. Returns 0 after changing next's targets
+	 * (pids, ports, match) and sample_hz, which then replace the current
+	 * ones; -1 to keep them (it says why itself).
+	 */
+	int (*reload)(void *ctx, struct cs_session_options *next);
+	void *hooks_ctx;                   /* for reload and attached */
+	/*
+	 * Optional: called once the probes are attached and the targets in
+	 * (connscoped drops its capabilities there). Returns 0, or -1 with a
+	 * message in errmsg to end the run.
+	 */
+	int (*attached)(void *ctx, char *errmsg, size_t errlen);
 };
 
 /* What happened to the run, beyond the engine's statistics. */

@@ -39,7 +39,7 @@ FUZZ_BUILD   := build-fuzz
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_TEST_SECONDS ?= 10
-FUZZ_TARGETS := fuzz_trace fuzz_engine fuzz_http_parse
+FUZZ_TARGETS := fuzz_trace fuzz_engine fuzz_http_parse fuzz_ctl_proto
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -MMD -MP -fno-omit-frame-pointer $(WARN) \
 		$(FUZZ_SAN) -fsanitize=fuzzer-no-link -Ibpf -Idaemon -Iserver -Itests/fuzz
@@ -48,7 +48,13 @@ FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -MMD -MP -fno-omit-frame-pointer
 FUZZ_MAX_LEN_fuzz_trace      := 16384
 FUZZ_MAX_LEN_fuzz_engine     := 16384
 FUZZ_MAX_LEN_fuzz_http_parse := 4096
+# A snapshot of a few threads and listeners, framed.
+FUZZ_MAX_LEN_fuzz_ctl_proto  := 32768
 FUZZ_DICT_fuzz_http_parse    := -dict=tests/fuzz/http.dict
+# A config file of a few dozen lines (and the 1024-byte line limit).
+FUZZ_TARGETS                 += fuzz_config
+FUZZ_MAX_LEN_fuzz_config     := 4096
+FUZZ_DICT_fuzz_config        := -dict=tests/fuzz/config.dict
 # -rss_limit_mb: a hostile trace must not make the engine take gigabytes;
 # -timeout: nor make it (or the reports) spin on one input.
 FUZZ_FLAGS = -timeout=10 -rss_limit_mb=1024 -max_len=$(FUZZ_MAX_LEN_$*) $(FUZZ_DICT_$*) \
@@ -62,7 +68,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
-$(FUZZ_BUILD)/fuzz_trace $(FUZZ_BUILD)/fuzz_engine: $(FUZZ_BUILD)/%: \
+$(FUZZ_BUILD)/fuzz_trace $(FUZZ_BUILD)/fuzz_engine $(FUZZ_BUILD)/fuzz_ctl_proto: $(FUZZ_BUILD)/%: \
 		$(FUZZ_BUILD)/obj/tests/fuzz/%.o $(FUZZ_ENGINE_OBJS)
 	$(msg) FUZZ-LD $@
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ -lm
@@ -70,6 +76,11 @@ $(FUZZ_BUILD)/fuzz_trace $(FUZZ_BUILD)/fuzz_engine: $(FUZZ_BUILD)/%: \
 $(FUZZ_BUILD)/fuzz_http_parse: $(call fuzz_obj,tests/fuzz/fuzz_http_parse.c server/http_parse.c)
 	$(msg) FUZZ-LD $@
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@
+
+# connscoped's config parser (daemon/config.c) with the engine's objects.
+$(FUZZ_BUILD)/fuzz_config: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_config.o $(FUZZ_ENGINE_OBJS)
+	$(msg) FUZZ-LD $@
+	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ -lm
 
 fuzz-build: $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
 
@@ -129,6 +140,8 @@ ASAN_ENV     = ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/$(ASAN_LOGS)/asan 
 #                                 queue, non-persistent, send drain
 #   daemon_metrics                connscoped: its metrics thread, a target
 #                                 that restarts, SIGTERM
+#   daemon_control                connscoped's control thread under hostile
+#                                 and slow clients; status, snapshot, reset
 # Left out: scenarios 1, 3, 4, 6, 7 and the fairness and tcplife checks.
 # They assert timing and scheduling outcomes (run-queue waits, event-loop
 # stalls, 1 s SYN retransmits, accept fairness) that the sanitizers'
@@ -137,7 +150,11 @@ ASAN_ENV     = ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/$(ASAN_LOGS)/asan 
 # scenario's recorded trace (tests/fixtures/).
 ASAN_INTEGRATION := test_accept_wait test_listen_overflow test_attach_errors test_server \
 	test_csload test_scenario_2_accept_queue test_scenario_5_non_persistent \
-	test_scenario_8_send_drain test_daemon_metrics
+	test_scenario_8_send_drain test_daemon_metrics test_daemon_control
+
+# And test_daemon_targets: connscoped by name and cgroup, its config file
+# and SIGHUP reloads, the capability drop's signal to every thread.
+ASAN_INTEGRATION += test_daemon_targets
 
 asan-build: $(SKEL)
 	$(Q)mkdir -p $(ASAN_BUILD)

@@ -13,6 +13,7 @@ packages=(
   prometheus curl
   bpftrace time
   chromium tesseract-ocr
+  groff-base
 )
 
 missing=()

@@ -41,6 +41,22 @@ cp "$CS_BIN" "$CS_TMP/connscope"; chmod 755 "$CS_TMP" "$CS_TMP/connscope"
 expect 1 "missing CAP_BPF and CAP_PERFMON: run as root, or grant them with 'sudo setcap" \
   setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$CS_TMP/connscope" attach --port 80 --duration 1
 
+# connscoped: the capabilities it needs to start, named with how to grant them
+cp "$CS_BUILD/connscoped" "$CS_TMP/connscoped"; chmod 755 "$CS_TMP/connscoped"
+expect 1 "^connscoped: missing CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH .*AmbientCapabilities=CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH.*setcap cap_bpf,cap_perfmon,cap_sys_ptrace,cap_dac_read_search\+ep $CS_TMP/connscoped" \
+  setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$CS_TMP/connscoped" --port 80
+expect 1 "^connscoped: missing CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH \(" \
+  setpriv --bounding-set -all,+bpf,+perfmon --inh-caps=-all "$CS_BUILD/connscoped" --port 80
+expect 2 "^connscoped: name a target with --port PORT, --pid PID, --name NAME or --cgroup PATH" "$CS_BUILD/connscoped"
+expect 2 "^connscoped: --name expects a process name .*not 'a/b'" "$CS_BUILD/connscoped" --name a/b
+expect 2 "^connscoped: --cgroup expects a cgroup v2 path .*not '/a/../b'" "$CS_BUILD/connscoped" --cgroup /a/../b
+expect 2 "^connscoped: --port expects a TCP port \(1-65535\), not '0'" "$CS_BUILD/connscoped" --port 0
+expect 2 "^connscoped: unknown option '--bogus'" "$CS_BUILD/connscoped" --bogus
+# connscope attach by name and cgroup: nothing there
+expect 1 "no process matching name cs-no-such-server listens on a TCP port" "$CS_BIN" attach --name cs-no-such-server --duration 1
+expect 1 "no cgroup /cs-no-such-cgroup in the cgroup v2 hierarchy" "$CS_BIN" attach --cgroup /cs-no-such-cgroup --duration 1
+expect 2 "--name expects a process name" "$CS_BIN" attach --name ""
+
 cs_start_server --workers 1
 # no BTF: hide /sys/kernel/btf in a private mount namespace
 expect 1 "this kernel has no BTF" \

@@ -14,7 +14,8 @@ prom_port=$(cs_free_port)
 scrape() { curl -sf "http://127.0.0.1:$metrics_port/metrics"; }
 metric() { scrape | awk -v m="$1" 'index($0, m "{") == 1 { s += $NF } END { print s + 0 }'; }
 
-cs_bg "$CS_DAEMON" --port "$port" --metrics "$metrics_port"
+cs_bg "$CS_DAEMON" --port "$port" --metrics "$metrics_port" --socket "$CS_TMP/run/connscoped.sock" \
+  2>"$CS_TMP/daemon.log"
 daemon=$BG_PID
 for _ in $(seq 50); do scrape >/dev/null && break; sleep 0.1; done
 scrape >/dev/null || fail "no metrics endpoint on 127.0.0.1:$metrics_port"
@@ -26,9 +27,12 @@ for run in 1 2; do
   "$CS_SERVER" --port "$port" --workers 2 --quiet >/dev/null 2>&1 &
   server=$!; cs_pids+=("$server")
   cs_wait_port "$port"
-  sleep 1.5   # the daemon looks for new processes every second while it has none
+  # The daemon looks for new processes every second while it has none.
+  for _ in $(seq 300); do grep -q "now watching pid $server on port $port" "$CS_TMP/daemon.log" && break; sleep 0.1; done
+  grep -q "now watching pid $server on port $port" "$CS_TMP/daemon.log" || { cat "$CS_TMP/daemon.log"; fail "server run $run not picked up in 30 s"; }
   "$CS_LOAD" --port "$port" --connections 4 --requests 2000 --quiet --json /dev/null || fail "load $run failed"
-  accepts=$(metric connscope_accepts_total)
+  # The daemon may take a moment to drain its ring buffer on a busy machine.
+  for _ in $(seq 300); do accepts=$(metric connscope_accepts_total); [[ $accepts -ge $((4 * run)) ]] && break; sleep 0.1; done
   assert_cmp "$accepts" '==' "$((4 * run))" "accepts counted after server run $run"
   kill "$server"; wait "$server" 2>/dev/null || true
 done

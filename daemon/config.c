@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "config.h"
+#include "errmsg.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "metrics.h"
+
+#define PID_MAX_LIMIT 4194304 /* the kernel's upper bound for pid_max */
+
+void cs_config_init(struct cs_daemon_config *config)
+{
+	memset(config, 0, sizeof(*config));
+	config->sample_hz = 10;
+	config->ring_mb = 8;
+}
+
+/* The whole string is an integer within [min, max]. */
+static bool integer(const char *text, long min, long max, long *out)
+{
+	char *end;
+	errno = 0;
+	long value = strtol(text, &end, 10);
+	if (errno || end == text || *end || value < min || value > max)
+		return false;
+	*out = value;
+	return true;
+}
+
+/* An invalid value: the message in errmsg, -EINVAL. */
+__attribute__((format(printf, 3, 4)))
+static int invalid(char *errmsg, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(errmsg, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int set_once(const struct cs_daemon_config *config, bool *has, const char *key, char *errmsg,
+		    size_t errlen)
+{
+	if (*has && !config->last_wins)
+		return invalid(errmsg, errlen, "is set twice (%s takes one value)", key);
+	*has = true;
+	return 0;
+}
+
+int cs_config_set(struct cs_daemon_config *config, const char *key, const char *value,
+		  char *errmsg, size_t errlen)
+{
+	long number;
+	if (!strcmp(key, "port")) {
+		if (!integer(value, 1, 65535, &number))
+			return invalid(errmsg, errlen, "expects a TCP port (1-65535), not '%s'", value);
+		for (size_t i = 0; i < config->port_count; i++)
+			if (config->ports[i] == number)
+				return 0;
+		if (config->port_count >= CS_CONFIG_MAX_TARGETS)
+			return invalid(errmsg, errlen, "takes at most %d ports", CS_CONFIG_MAX_TARGETS);
+		config->ports[config->port_count++] = (uint16_t)number;
+		return 0;
+	}
+	if (!strcmp(key, "pid")) {
+		if (!integer(value, 1, PID_MAX_LIMIT, &number))
+			return invalid(errmsg, errlen, "expects a process id (1-%d), not '%s'", PID_MAX_LIMIT,
+				       value);
+		for (size_t i = 0; i < config->pid_count; i++)
+			if (config->pids[i] == number)
+				return 0;
+		if (config->pid_count >= CS_CONFIG_MAX_TARGETS)
+			return invalid(errmsg, errlen, "takes at most %d pids", CS_CONFIG_MAX_TARGETS);
+		config->pids[config->pid_count++] = (pid_t)number;
+		return 0;
+	}
+	if (!strcmp(key, "name"))
+		return cs_target_add_name(&config->match, value, errmsg, errlen) ? -EINVAL : 0;
+	if (!strcmp(key, "cgroup"))
+		return cs_target_add_cgroup(&config->match, value, errmsg, errlen) ? -EINVAL : 0;
+	if (!strcmp(key, "metrics")) {
+		struct sockaddr_storage addr;
+		unsigned int addr_len;
+		if (strlen(value) >= sizeof(config->metrics) || cs_parse_listen_address(value, &addr, &addr_len))
+			return invalid(errmsg, errlen, "expects ADDR:PORT, [ADDR6]:PORT or PORT, not '%s'",
+				       value);
+		if (set_once(config, &config->has_metrics, key, errmsg, errlen))
+			return -EINVAL;
+		strcpy(config->metrics, value);
+		return 0;
+	}
+	if (!strcmp(key, "sample-hz")) {
+		if (!integer(value, 1, 1000, &number))
+			return invalid(errmsg, errlen, "expects 1-1000, not '%s'", value);
+		if (set_once(config, &config->has_sample_hz, key, errmsg, errlen))
+			return -EINVAL;
+		config->sample_hz = (unsigned int)number;
+		return 0;
+	}
+	if (!strcmp(key, "ring-mb")) {
+		if (!integer(value, 1, 1024, &number) || (number & (number - 1)))
+			return invalid(errmsg, errlen, "expects a power of two from 1 to 1024, not '%s'",
+				       value);
+		if (set_once(config, &config->has_ring_mb, key, errmsg, errlen))
+			return -EINVAL;
+		config->ring_mb = (unsigned int)number;
+		return 0;
+	}
+	if (!strcmp(key, "verbose")) {
+		bool yes = !strcmp(value, "yes"), no = !strcmp(value, "no");
+		if (!yes && !no)
+			return invalid(errmsg, errlen, "expects yes or no, not '%s'", value);
+		if (set_once(config, &config->has_verbose, key, errmsg, errlen))
+			return -EINVAL;
+		config->verbose = yes;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static bool blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* Trim blanks at both ends, in place. */
+static char *trim(char *start, char *end)
+{
+	while (start < end && blank(*start))
+		start++;
+	while (end > start && blank(end[-1]))
+		end--;
+	*end = '\0';
+	return start;
+}
+
+int cs_config_parse(const char *text, size_t len, const char *filename, struct cs_daemon_config *config,
+		    char *errmsg, size_t errlen)
+{
+	char line[CS_CONFIG_LINE_MAX + 1];
+	unsigned int number = 0;
+	for (size_t pos = 0; pos < len;) {
+		number++;
+		const char *newline = memchr(text + pos, '\n', len - pos);
+		size_t line_len = (newline ? (size_t)(newline - text) : len) - pos;
+		if (memchr(text + pos, '\0', line_len))
+			return cs_fail(errmsg, errlen, "%s:%u: a NUL byte (expected text: 'key = value' lines)",
+				       filename, number);
+		if (line_len > CS_CONFIG_LINE_MAX)
+			return cs_fail(errmsg, errlen, "%s:%u: line longer than %d bytes", filename, number,
+				       CS_CONFIG_LINE_MAX);
+		memcpy(line, text + pos, line_len);
+		pos += line_len + 1;
+		char *content = trim(line, line + line_len);
+		if (!*content || *content == '#')
+			continue;
+		char *equals = strchr(content, '=');
+		if (!equals)
+			return cs_fail(errmsg, errlen, "%s:%u: expected 'key = value' or a '#' comment, not '%s'",
+				       filename, number, content);
+		char *key = trim(content, equals);
+		char *value = trim(equals + 1, equals + 1 + strlen(equals + 1));
+		char why[512];
+		int err = cs_config_set(config, key, value, why, sizeof(why));
+		if (err == -ENOENT)
+			return cs_fail(errmsg, errlen, "%s:%u: unknown key '%s' (expected one of: " CS_CONFIG_KEYS ")",
+				       filename, number, key);
+		if (err)
+			return cs_fail(errmsg, errlen, "%s:%u: %s %s", filename, number, key, why);
+	}
+	return 0;
+}
+
+bool cs_config_has_targets(const struct cs_daemon_config *config)
+{
+	return config->port_count || config->pid_count || cs_target_match_any(&config->match);
+}
+
+void cs_config_merge(struct cs_daemon_config *base, const struct cs_daemon_config *over)
+{
+	if (cs_config_has_targets(over)) {
+		memcpy(base->ports, over->ports, sizeof(base->ports));
+		base->port_count = over->port_count;
+		memcpy(base->pids, over->pids, sizeof(base->pids));
+		base->pid_count = over->pid_count;
+		base->match = over->match;
+	}
+	if (over->has_metrics) {
+		memcpy(base->metrics, over->metrics, sizeof(base->metrics));
+		base->has_metrics = true;
+	}
+	if (over->has_sample_hz) {
+		base->sample_hz = over->sample_hz;
+		base->has_sample_hz = true;
+	}
+	if (over->has_ring_mb) {
+		base->ring_mb = over->ring_mb;
+		base->has_ring_mb = true;
+	}
+	if (over->has_verbose) {
+		base->verbose = over->verbose;
+		base->has_verbose = true;
+	}
+}
+
+const char *cs_config_untrusted(uid_t owner, mode_t mode, bool is_dir, uid_t euid)
+{
+	if (owner != 0 && owner != euid)
+		return "it is owned by another user than root";
+	if (is_dir && (mode & S_ISVTX))
+		return NULL;
+	if (mode & S_IWOTH)
+		return "others may write it";
+	if (mode & S_IWGRP)
+		return "its group may write it";
+	return NULL;
+}

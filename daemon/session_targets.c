@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "session_targets.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "session.h"
+
+bool cs_watch_add_port(struct cs_watch *watch, uint16_t port)
+{
+	for (size_t i = 0; i < *watch->port_count; i++)
+		if (watch->ports[i] == port)
+			return false;
+	if (*watch->port_count >= watch->port_max)
+		return false;
+	watch->ports[(*watch->port_count)++] = port;
+	if (watch->probes)
+		cs_probes_add_port(watch->probes, port);
+	return true;
+}
+
+static bool watched(const struct cs_watch *watch, pid_t pid)
+{
+	for (size_t i = 0; i < *watch->pid_count; i++)
+		if (watch->pids[i] == pid)
+			return true;
+	return false;
+}
+
+size_t cs_watch_add_matching(struct cs_watch *watch, const struct cs_target_match *match,
+			     const struct cs_listen_socket *listeners, size_t listener_count)
+{
+	static pid_t pids[4096];
+	size_t count = 0, added = 0;
+	if (!cs_target_match_any(match))
+		return 0;
+	/* Too many matches: the first 4096 pids are looked at; the next scan may see others. */
+	cs_pids_matching(match, pids, sizeof(pids) / sizeof(pids[0]), &count);
+	for (size_t i = 0; i < count && *watch->pid_count < watch->pid_max; i++) {
+		pid_t pid = pids[i];
+		if (watched(watch, pid))
+			continue;
+		uint16_t ports[CS_MAX_TARGETS];
+		size_t port_count = 0;
+		/* Only servers: a process that listens on nothing (a shell, a client) is left out. */
+		cs_proc_listen_ports(pid, listeners, listener_count, ports, CS_MAX_TARGETS, &port_count);
+		if (port_count == 0)
+			continue;
+		watch->pids[(*watch->pid_count)++] = pid;
+		if (watch->probes)
+			cs_probes_add_tgid(watch->probes, (uint32_t)pid);
+		char port_list[128] = "";
+		size_t used = 0;
+		for (size_t j = 0; j < port_count; j++) {
+			cs_watch_add_port(watch, ports[j]);
+			if (used < sizeof(port_list))
+				used += (size_t)snprintf(port_list + used, sizeof(port_list) - used, "%s%u",
+							 j ? "," : "", ports[j]);
+		}
+		added++;
+		if (watch->probes && !watch->quiet) {
+			char comm[CS_COMM_LEN] = "?";
+			cs_proc_comm(pid, comm, sizeof(comm));
+			fprintf(stderr, "connscope: now watching pid %d (%s) on port%s %s\n", (int)pid, comm,
+				port_count > 1 ? "s" : "", port_list);
+		}
+	}
+	return added;
+}
+
+void cs_watch_clear(struct cs_watch *watch)
+{
+	if (watch->probes) {
+		for (size_t i = 0; i < *watch->pid_count; i++)
+			cs_probes_remove_tgid(watch->probes, (uint32_t)watch->pids[i]);
+		for (size_t i = 0; i < *watch->port_count; i++)
+			cs_probes_remove_port(watch->probes, watch->ports[i]);
+	}
+	*watch->pid_count = 0;
+	*watch->port_count = 0;
+}
+
+void cs_describe_match(const struct cs_target_match *match, char *out, size_t len)
+{
+	size_t used = 0;
+	if (len)
+		out[0] = '\0';
+	for (size_t i = 0; i < match->name_count && used < len; i++)
+		used += (size_t)snprintf(out + used, len - used, "%sname %s", used ? ", " : "", match->names[i]);
+	for (size_t i = 0; i < match->cgroup_count && used < len; i++)
+		used += (size_t)snprintf(out + used, len - used, "%scgroup %s", used ? ", " : "",
+					 match->cgroups[i]);
+}

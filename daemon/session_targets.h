@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The session's target bookkeeping beyond --pid and --port: processes found
+ * by name or cgroup (at the start and at each rescan while following), and
+ * forgetting every target when a reload changes them. Works on the
+ * session's own arrays through a cs_watch view.
+ */
+#ifndef CS_SESSION_TARGETS_H
+#define CS_SESSION_TARGETS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "probes.h"
+#include "procfs.h"
+#include "targets.h"
+
+/* What the session watches: its processes and ports, and the probes' maps. */
+struct cs_watch {
+	pid_t *pids;
+	size_t *pid_count, pid_max;
+	uint16_t *ports;
+	size_t *port_count, port_max;
+	struct cs_probes *probes;  /* NULL before the probes start */
+	bool quiet;                /* no "now watching" lines */
+};
+
+/* Add port to the watched ports (and the probes' map); false if it was there. */
+bool cs_watch_add_port(struct cs_watch *watch, uint16_t port);
+
+/*
+ * Processes matching match that hold listening sockets among listeners and
+ * are not watched yet become targets, with their listening ports. Returns
+ * how many were added.
+ */
+size_t cs_watch_add_matching(struct cs_watch *watch, const struct cs_target_match *match,
+			     const struct cs_listen_socket *listeners, size_t listener_count);
+
+/* Forget every process and port (and take them out of the probes' maps). */
+void cs_watch_clear(struct cs_watch *watch);
+
+/* "name nginx, cgroup /system.slice/x" for messages; "" when match is empty. */
+void cs_describe_match(const struct cs_target_match *match, char *out, size_t len);
+
+#endif /* CS_SESSION_TARGETS_H */
