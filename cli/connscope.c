@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "cmd_flamegraph.h"
 #include "ctl_commands.h"
 #include "engine.h"
 #include "report.h"
@@ -436,6 +437,7 @@ static void main_help(FILE *out)
 		"  attach     attach to a running server (--pid, --port, --name, --cgroup) and report\n"
 		"  record     the same, writing the raw event stream to a file\n"
 		"  report     replay a recorded file and report\n"
+		"  flamegraph where the tail requests' time went, as stacks (SVG or folded stacks)\n"
 		"  status     is the daemon (connscoped) up, what does it watch\n"
 		"  snapshot   the daemon's report so far\n"
 		"  reset      clear the daemon's statistics\n"
@@ -459,6 +461,8 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(command, "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(command, "flamegraph"))
+		return cmd_flamegraph(argc - 1, argv + 1);
 	if (!strcmp(command, "status"))
 		return cmd_status(argc - 1, argv + 1);
 	if (!strcmp(command, "snapshot"))
