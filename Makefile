@@ -25,8 +25,13 @@ endif
 # The loader (BPF skeleton and the run loop) is linked only into the tools.
 # Everything else in daemon/ (the pure engine, reports, /proc parsing) is
 # shared by the tools and the unit tests.
-LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c
-ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(wildcard daemon/*.c))
+LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c daemon/ctl_server.c \
+               daemon/ctl_socket.c
+# connscope flamegraph: its stack probes (BPF, connscope only) and the
+# symboliser (reads /proc and ELF files with libelf; unit-tested).
+FLAME_LOADER_SRCS := daemon/stacks.c
+SYMBOL_SRCS := daemon/symbols.c daemon/elf_symbols.c
+ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$(wildcard daemon/*.c))
 # connscoped's: targets followed in a session, the config file, capabilities.
 LOADER_SRCS += daemon/session_targets.c daemon/config_file.c daemon/privileges.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
@@ -42,6 +47,8 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 ENGINE_OBJS := $(call obj,$(ENGINE_SRCS))
 LOADER_OBJS := $(call obj,$(filter $(wildcard daemon/*.c),$(LOADER_SRCS)))
+FLAME_LOADER_OBJS := $(call obj,$(FLAME_LOADER_SRCS))
+SYMBOL_OBJS := $(call obj,$(SYMBOL_SRCS))
 CLI_OBJS    := $(call obj,$(CLI_SRCS))
 DAEMON_OBJS := $(call obj,$(DAEMON_MAIN))
 SERVER_OBJS := $(call obj,$(SERVER_SRCS))
@@ -80,6 +87,18 @@ $(SKEL): $(BUILD)/connscope.bpf.o
 	$(msg) SKEL $@
 	$(Q)$(BPFTOOL) gen skeleton $< name connscope_bpf > $@
 
+# connscope flamegraph's stack probes: an object and skeleton of their own.
+STACKS_SKEL := $(BUILD)/stacks.skel.h
+
+$(BUILD)/stacks.bpf.o: bpf/stacks.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
+	$(msg) BPF $@
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ \
+		-I$(BUILD) -Ibpf -Wall -Werror -c $< -o $@
+
+$(STACKS_SKEL): $(BUILD)/stacks.bpf.o
+	$(msg) SKEL $@
+	$(Q)$(BPFTOOL) gen skeleton $< name stacks_bpf > $@
+
 # ---- user space
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	$(msg) CC $<
@@ -88,10 +107,12 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 
 # Loader and CLI objects include the skeleton.
 $(LOADER_OBJS) $(CLI_OBJS) $(DAEMON_OBJS): $(SKEL)
+$(FLAME_LOADER_OBJS) $(CLI_OBJS): $(SKEL) $(STACKS_SKEL)
 
-$(BUILD)/connscope: $(CLI_OBJS) $(LOADER_OBJS) $(ENGINE_OBJS)
+# connscope top draws with ncurses (wide-character build: UTF-8 sparklines).
+$(BUILD)/connscope: $(CLI_OBJS) $(LOADER_OBJS) $(FLAME_LOADER_OBJS) $(SYMBOL_OBJS) $(ENGINE_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) -lm
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) -lm -lncursesw -ltinfo
 
 $(BUILD)/connscoped: $(DAEMON_OBJS) $(LOADER_OBJS) $(ENGINE_OBJS)
 	$(msg) LINK $@
@@ -107,9 +128,9 @@ $(BUILD)/csload: $(LOADGEN_OBJS)
 	$(msg) LINK $@
 	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ -lm
 
-$(BUILD)/unit-tests: $(UNIT_OBJS) $(ENGINE_OBJS)
+$(BUILD)/unit-tests: $(UNIT_OBJS) $(ENGINE_OBJS) $(SYMBOL_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lcriterion -lm
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lcriterion -lelf -lm
 
 # ---- the two commands of the README
 demo: $(PROGRAMS)

@@ -258,6 +258,77 @@ enum cs_counter {
 	CS_CTR_MAX,
 };
 
+
+/*
+ * ==== Stacks: `connscope flamegraph` (bpf/stacks.bpf.c, its own object and
+ * ring buffer). These records never enter the engine or a trace file: their
+ * type tags live apart from enum cs_event_type and do not change the wire
+ * version above.
+ */
+
+#define CS_STACK_DEPTH 64  /* frames kept per stack, kernel and user each */
+
+enum cs_stack_event_type {
+	CS_EV_CPU_SAMPLE = 0x100,  /* a target thread was on a CPU at a sampling tick */
+	CS_EV_OFF_CPU = 0x101,     /* a target thread was off its CPU this long */
+};
+
+#define CS_STACK_SCAN_WORDS 32  /* user stack words kept from the stack pointer up */
+
+/*
+ * Return addresses, leaf first, as bpf_get_stack() writes them (frame
+ * pointers), and the first words of the user stack with the user stack
+ * and frame pointers: a leaf without a frame pointer of its own (libc's
+ * system call wrappers) hides its caller from the frame-pointer walk, and
+ * user space finds that caller's return address among these words.
+ */
+struct cs_stack {
+	__u32 kernel_frames;       /* valid entries of kernel_ips */
+	__u32 user_frames;         /* valid entries of user_ips */
+	__u64 kernel_ips[CS_STACK_DEPTH];
+	__u64 user_ips[CS_STACK_DEPTH];
+	__u64 user_sp;             /* 0: no user stack (kernel thread, unreadable) */
+	__u64 user_bp;
+	__u64 user_words[CS_STACK_SCAN_WORDS]; /* from user_sp up */
+};
+
+/* An on-CPU sample. hdr.ts_ns is the sampling tick. */
+struct cs_ev_cpu_sample {
+	struct cs_event_header hdr;
+	__u32 tid;
+	__u32 tgid;
+	struct cs_stack stack;
+};
+
+/*
+ * A target thread's time off its CPU: switched out at off_ns, woken at
+ * wake_ns (== off_ns when it was preempted, still runnable), switched back
+ * in at hdr.ts_ns. [off_ns, wake_ns) it was blocked, [wake_ns, hdr.ts_ns)
+ * it waited for a CPU. stack: where it was switched out.
+ */
+struct cs_ev_off_cpu {
+	struct cs_event_header hdr;
+	__u64 off_ns;
+	__u64 wake_ns;             /* 0: the wake-up was not seen (count it blocked) */
+	__u32 tid;
+	__u32 tgid;
+	struct cs_stack stack;
+};
+
+/* Per-CPU counters of the stacks object. */
+enum cs_stack_counter {
+	CS_STK_SAMPLES = 0,        /* on-CPU samples of target threads sent */
+	CS_STK_SAMPLES_LOST,       /* ... that could not be reserved in the ring */
+	CS_STK_OFF_CPU,            /* off-CPU intervals sent */
+	CS_STK_OFF_CPU_LOST,       /* ... that could not be reserved */
+	CS_STK_OFF_CPU_SHORT,      /* intervals under the threshold: counted only */
+	CS_STK_OFF_CPU_SHORT_NS,   /* their total time */
+	CS_STK_USER_STACK_ERRORS,  /* user stacks that could not be read */
+	CS_STK_THREADS_FULL,       /* per-thread table full: a switch-out not followed */
+	CS_STK_USER_STACK_REUSED,  /* switch-outs whose user stack had not moved: not walked */
+	CS_STK_CTR_MAX,
+};
+
 #ifndef __BPF__
 _Static_assert(sizeof(struct cs_event_header) == 16, "wire: header size");
 _Static_assert(sizeof(struct cs_tuple) == 40, "wire: tuple size");
@@ -270,6 +341,9 @@ _Static_assert(sizeof(struct cs_ev_conn_close) == 96, "wire: conn close size");
 _Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");
 _Static_assert(sizeof(struct cs_ev_thread_sample) == 64, "wire: thread sample size");
 _Static_assert(sizeof(struct cs_ev_ack_overflow) == 56, "wire: ack overflow size");
+_Static_assert(sizeof(struct cs_stack) == 24 + 16 * CS_STACK_DEPTH + 8 * CS_STACK_SCAN_WORDS, "wire: stack size");
+_Static_assert(sizeof(struct cs_ev_cpu_sample) == 24 + sizeof(struct cs_stack), "wire: cpu sample size");
+_Static_assert(sizeof(struct cs_ev_off_cpu) == 40 + sizeof(struct cs_stack), "wire: off-cpu size");
 _Static_assert(sizeof(struct cs_thread_sched_sample) == 56, "iter: thread sample size");
 #endif
 

@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "cmd_flamegraph.h"
+#include "ctl_commands.h"
 #include "engine.h"
 #include "report.h"
 #include "session.h"
@@ -437,6 +439,11 @@ static void main_help(FILE *out)
 		"  attach     attach to a running server (--pid, --port, --name, --cgroup) and report\n"
 		"  record     the same, writing the raw event stream to a file\n"
 		"  report     replay a recorded file and report\n"
+		"  flamegraph where the tail requests' time went, as stacks (SVG or folded stacks)\n"
+		"  status     is the daemon (connscoped) up, what does it watch\n"
+		"  snapshot   the daemon's report so far\n"
+		"  reset      clear the daemon's statistics\n"
+		"  top        live full-screen view (from the daemon, or attached in-process)\n"
 		"  version    print the version\n"
 		"  help       this help\n"
 		"\n"
@@ -456,6 +463,16 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(command, "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(command, "flamegraph"))
+		return cmd_flamegraph(argc - 1, argv + 1);
+	if (!strcmp(command, "status"))
+		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(command, "snapshot"))
+		return cmd_snapshot(argc - 1, argv + 1);
+	if (!strcmp(command, "reset"))
+		return cmd_reset(argc - 1, argv + 1);
+	if (!strcmp(command, "top"))
+		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(command, "version") || !strcmp(command, "--version")) {
 		if (argc > 2) {
 			fprintf(stderr, "connscope version: unexpected argument '%s' (it takes none)\n"

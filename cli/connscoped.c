@@ -24,6 +24,8 @@
 
 #include "args.h"
 #include "config_file.h"
+#include "ctl_proto.h"
+#include "ctl_server.h"
 #include "engine.h"
 #include "metrics_server.h"
 #include "privileges.h"
@@ -87,6 +89,8 @@ static void help(FILE *out)
 		"                         targets given here replace its targets\n"
 		"  -m, --metrics ADDR:PORT  serve /metrics (Prometheus text format) there;\n"
 		"                         PORT alone means 127.0.0.1:PORT (default: off)\n"
+		"      --socket PATH      the control socket for connscope status, snapshot,\n"
+		"                         reset and top (default " CS_CTL_DEFAULT_SOCKET ")\n"
 		"      --sample-hz N      listener backlog walks per second (1-1000, default 10)\n"
 		"      --ring-mb N        ring buffer size in MiB, a power of two (default 8)\n"
 		"  -v, --verbose          show libbpf's log\n"
@@ -215,6 +219,7 @@ int main(int argc, char **argv)
 		{ "cgroup", required_argument, NULL, 'c' },
 		{ "config", required_argument, NULL, 'C' },
 		{ "metrics", required_argument, NULL, 'm' },
+		{ "socket", required_argument, NULL, 'K' },
 		{ "sample-hz", required_argument, NULL, 'S' },
 		{ "ring-mb", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -230,6 +235,7 @@ int main(int argc, char **argv)
 	static struct daemon_setup setup;
 	char errmsg[CS_ERRMSG_LEN];
 	bool config_given = false;
+	const char *socket_path = CS_CTL_DEFAULT_SOCKET;
 	int c, longindex;
 
 	cs_config_init(&setup.cli);
@@ -240,6 +246,9 @@ int main(int argc, char **argv)
 		case 'C':
 			setup.config_path = optarg;
 			config_given = true;
+			break;
+		case 'K':
+			socket_path = optarg;
 			break;
 		case 'h':
 			help(stdout);
@@ -329,6 +338,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "connscoped: serving metrics on http://%s/metrics\n", metrics_address);
 	}
 
+	/* 2b. the control socket (connscope status, snapshot, reset, top) */
+	static struct cs_ctl_server control;
+	if (cs_ctl_server_start(&control, socket_path, &engine_lock, engine, &live_meta, label, errmsg,
+				sizeof(errmsg))) {
+		fprintf(stderr, "connscoped: %s\n", errmsg);
+		cs_metrics_server_stop(&metrics);
+		cs_engine_free(engine);
+		return EXIT_RUNTIME;
+	}
+	fprintf(stderr, "connscoped: control socket %s\n", socket_path);
+
 	/* 3. the run: until SIGTERM */
 	struct cs_session_result result;
 	int rc = 0;
@@ -342,6 +362,7 @@ int main(int argc, char **argv)
 			(unsigned long long)engine->totals.records,
 			(unsigned long long)result.meta.events_lost, (unsigned long long)metrics.scrapes);
 	}
+	cs_ctl_server_stop(&control);
 	cs_metrics_server_stop(&metrics);
 	cs_engine_free(engine);
 	return rc;

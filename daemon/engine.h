@@ -62,6 +62,7 @@ struct cs_thread_stats {
 	uint64_t runq_total_ns;    /* from its samples: all its run-queue waits */
 	uint64_t runq_max_ns;
 	uint64_t runq_waits;
+	uint32_t runq_per_request[CS_COARSE_BUCKETS]; /* each request's run-queue time (ns) */
 };
 
 /* A connection the engine follows from accept() to close. */
@@ -228,6 +229,12 @@ struct cs_engine {
 
 struct cs_engine *cs_engine_new(void);
 void cs_engine_free(struct cs_engine *engine);
+
+/*
+ * Clear the statistics, keep following open connections (engine_reset.c).
+ * Returns 0, or -ENOMEM with the engine unchanged.
+ */
+int cs_engine_reset(struct cs_engine *engine);
 
 /*
  * Feed one raw wire record of len bytes. Returns 0, or -EINVAL when the

@@ -120,3 +120,48 @@ uint64_t cs_hist_count_at_or_below(const struct cs_hist *hist, uint64_t limit)
 		total += hist->buckets[i];
 	return total;
 }
+
+/* Bucket 2k holds [2^k, 1.5 * 2^k), bucket 2k+1 [1.5 * 2^k, 2^(k+1)); 0 and 1 their own. */
+static size_t coarse_index(uint64_t value)
+{
+	if (value < 2)
+		return (size_t)value;
+	unsigned int top = highest_bit(value);
+	size_t index = 2 * (size_t)top + ((value >> (top - 1)) & 1);
+	return index < CS_COARSE_BUCKETS ? index : CS_COARSE_BUCKETS - 1;
+}
+
+void cs_coarse_record(uint32_t *buckets, uint64_t value)
+{
+	size_t index = coarse_index(value);
+	if (buckets[index] < UINT32_MAX)
+		buckets[index]++;
+}
+
+uint64_t cs_coarse_percentile(const uint32_t *buckets, double pct)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < CS_COARSE_BUCKETS; i++)
+		total += buckets[i];
+	if (total == 0)
+		return 0;
+	uint64_t rank = (uint64_t)(pct / 100.0 * (double)total + 0.999999);
+	if (rank == 0)
+		rank = 1;
+	if (rank > total)
+		rank = total;
+	uint64_t seen = 0;
+	for (size_t i = 0; i < CS_COARSE_BUCKETS; i++) {
+		seen += buckets[i];
+		if (seen < rank)
+			continue;
+		if (i < 2)
+			return i; /* 0 and 1 are exact */
+		uint64_t low = 1ull << (i / 2);
+		if (i & 1)
+			low += low / 2;
+		uint64_t width = (1ull << (i / 2)) / 2;
+		return low + width / 2;
+	}
+	return 0;
+}

@@ -48,4 +48,14 @@ size_t cs_hist_bucket_index(uint64_t value);
 uint64_t cs_hist_bucket_lowest(size_t index);  /* smallest value in bucket */
 uint64_t cs_hist_bucket_highest(size_t index); /* largest value in bucket */
 
+/*
+ * A coarse histogram small enough to keep per thread: two buckets per power
+ * of two (a percentile within ~20 %), 32-bit counts, values up to 2^47.
+ * The caller owns the array of CS_COARSE_BUCKETS counts.
+ */
+#define CS_COARSE_BUCKETS 96
+void cs_coarse_record(uint32_t *buckets, uint64_t value);
+/* Nearest-rank percentile as its bucket's midpoint; 0 when empty. */
+uint64_t cs_coarse_percentile(const uint32_t *buckets, double pct);
+
 #endif /* CS_HIST_H */

@@ -292,7 +292,7 @@ static size_t utf8_sequence(const unsigned char *s)
  * A JSON string: control characters escaped, valid UTF-8 kept as it is,
  * invalid bytes (a name cut mid-character) replaced by U+FFFD.
  */
-static void json_string(FILE *out, const char *text)
+void cs_json_write_string(FILE *out, const char *text)
 {
 	const unsigned char *s = (const unsigned char *)text;
 	fputc('"', out);
@@ -361,7 +361,7 @@ static void json_listener(FILE *out, const struct cs_listener_stats *l, const st
 	for (size_t i = 0; i < l->worker_count; i++) {
 		const struct cs_worker_stats *w = &l->workers[i];
 		fprintf(out, "%s{\"pid\":%u,\"tid\":%u,\"comm\":", i ? "," : "", w->pid, w->tid);
-		json_string(out, w->comm);
+		cs_json_write_string(out, w->comm);
 		fprintf(out, ",\"accepts\":%" PRIu64 ",\"eagain\":%" PRIu64 ",\"errors\":%" PRIu64 "}",
 			w->accepts, w->eagain, w->errors);
 	}
@@ -374,7 +374,7 @@ static void json_thread(uint64_t key, void *value, void *ctx_ptr)
 	struct thread_json_ctx *ctx = ctx_ptr;
 	const struct cs_thread_stats *t = value;
 	fprintf(ctx->out, "%s{\"tid\":%u,\"pid\":%u,\"comm\":", ctx->count++ ? "," : "", t->tid, t->tgid);
-	json_string(ctx->out, t->comm);
+	cs_json_write_string(ctx->out, t->comm);
 	fprintf(ctx->out, ",\"requests\":%" PRIu64 ",\"runq_total_us\":%.3f,\"runq_max_us\":%.3f",
 		t->requests, (double)t->runq_total_ns / 1e3, (double)t->runq_max_ns / 1e3);
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
@@ -404,7 +404,7 @@ static void json_requests(FILE *out, const struct cs_engine *engine, const struc
 		fprintf(out, "%s{\"cause\":\"%s\",\"share\":%.4f,\"time_us\":%.3f,\"requests\":%" PRIu64
 			",\"evidence\":", shown++ ? "," : "", cs_cause_names[cause->cause], cause->share,
 			(double)cause->ns / 1e3, cause->requests);
-		json_string(out, cause->evidence);
+		cs_json_write_string(out, cause->evidence);
 		fputc('}', out);
 	}
 	fprintf(out, "]},\"conditions\":{");
@@ -428,7 +428,7 @@ static void json_requests(FILE *out, const struct cs_engine *engine, const struc
 	fprintf(out, "\"cpu_saturation\":{\"flagged\":%s,\"runq_total_us\":%.3f,\"top_tid\":%u,\"top_comm\":",
 		c.cpu_saturation.flagged ? "true" : "false", (double)c.cpu_saturation.runq_total_ns / 1e3,
 		c.cpu_saturation.top_tid);
-	json_string(out, c.cpu_saturation.top_comm);
+	cs_json_write_string(out, c.cpu_saturation.top_comm);
 	fprintf(out, ",\"top_runq_us\":%.3f,\"top_runq_share\":%.4f,\"runq_max_us\":%.3f}},",
 		(double)c.cpu_saturation.top_runq_ns / 1e3, c.cpu_saturation.top_runq_share,
 		(double)c.cpu_saturation.runq_max_ns / 1e3);
@@ -449,7 +449,7 @@ static void json_requests(FILE *out, const struct cs_engine *engine, const struc
 void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
 	fputs("{\"target\":", out);
-	json_string(out, meta->target);
+	cs_json_write_string(out, meta->target);
 	struct cs_conn_partial partial = cs_engine_partial(engine);
 	fprintf(out, ",\"duration_s\":%.3f,\"events\":{\"received\":%" PRIu64 ",\"lost\":%" PRIu64
 		",\"malformed\":%" PRIu64 ",\"table_full\":%" PRIu64 ",\"partial\":%" PRIu64
@@ -475,11 +475,11 @@ void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_r
 	size_t n = cs_diagnose(engine, meta, findings, MAX_FINDINGS);
 	for (size_t i = 0; i < n; i++) {
 		fprintf(out, "%s{\"code\":", i ? "," : "");
-		json_string(out, findings[i].code);
+		cs_json_write_string(out, findings[i].code);
 		fprintf(out, ",\"port\":%u,\"text\":", findings[i].port);
-		json_string(out, findings[i].text);
+		cs_json_write_string(out, findings[i].text);
 		fputs(",\"advice\":", out);
-		json_string(out, findings[i].advice);
+		cs_json_write_string(out, findings[i].advice);
 		fputc('}', out);
 	}
 	fputs("]}\n", out);

@@ -48,6 +48,9 @@ size_t cs_diagnose(const struct cs_engine *engine, const struct cs_report_meta *
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
 void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
 
+/* text as a JSON string: escaped, invalid UTF-8 replaced by U+FFFD. */
+void cs_json_write_string(FILE *out, const char *text);
+
 /* "850 us", "12.3 ms", "3.00 s": a duration in ns made readable. */
 void cs_format_duration(char *buf, size_t len, uint64_t ns);
 

@@ -325,6 +325,7 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 		thread->requests++;
 		for (int c = 0; c < CS_CAUSE_COUNT; c++)
 			thread->cause_ns[c] += split.cause_ns[c];
+		cs_coarse_record(thread->runq_per_request, split.cause_ns[CS_CAUSE_RUN_QUEUE]);
 	}
 
 	struct cs_exemplar exemplar = {

@@ -350,6 +350,9 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 			goto out;
 		}
 
+	if (opts->on_attached && opts->on_attached(opts->on_attached_ctx, &probes, errmsg, errlen))
+		goto out;
+
 	/* 3. a first walk of the listeners sets each one's drop baseline */
 	uint64_t start_ns = now_ns();
 	int err = cs_probes_walk_listeners(&probes, start_ns);

@@ -31,6 +31,10 @@ struct cs_session_options {
 	const volatile sig_atomic_t *stop; /* set by a signal handler */
 	cs_record_fn tee;                  /* optional: also gets every record */
 	void *tee_ctx;
+	/* optional: called once the probes run and know their targets, before
+	   collecting starts (connscope flamegraph adds its stack probes) */
+	int (*on_attached)(void *ctx, struct cs_probes *probes, char *errmsg, size_t errlen);
+	void *on_attached_ctx;
 	bool quiet;                        /* no progress lines on stderr */
 
 	/* The daemon's needs: */

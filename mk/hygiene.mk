@@ -47,7 +47,7 @@ FUZZ_SECONDS ?= 60
 # fuzz-short, in `make test`: each target this long (the committed corpora
 # are replayed whole first, whatever the time).
 FUZZ_TEST_SECONDS ?= 8
-FUZZ_TARGETS := fuzz_trace fuzz_engine fuzz_http_parse
+FUZZ_TARGETS := fuzz_trace fuzz_engine fuzz_http_parse fuzz_ctl_proto
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -MMD -MP -fno-omit-frame-pointer $(WARN) \
 		$(FUZZ_SAN) -fsanitize=fuzzer-no-link -Ibpf -Idaemon -Iserver -Itests/fuzz
@@ -56,6 +56,8 @@ FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -MMD -MP -fno-omit-frame-pointer
 FUZZ_MAX_LEN_fuzz_trace      := 16384
 FUZZ_MAX_LEN_fuzz_engine     := 16384
 FUZZ_MAX_LEN_fuzz_http_parse := 4096
+# A snapshot of a few threads and listeners, framed.
+FUZZ_MAX_LEN_fuzz_ctl_proto  := 32768
 FUZZ_DICT_fuzz_http_parse    := -dict=tests/fuzz/http.dict
 # A config file of a few dozen lines (and the 1024-byte line limit).
 FUZZ_TARGETS                 += fuzz_config
@@ -74,7 +76,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
-$(FUZZ_BUILD)/fuzz_trace $(FUZZ_BUILD)/fuzz_engine: $(FUZZ_BUILD)/%: \
+$(FUZZ_BUILD)/fuzz_trace $(FUZZ_BUILD)/fuzz_engine $(FUZZ_BUILD)/fuzz_ctl_proto: $(FUZZ_BUILD)/%: \
 		$(FUZZ_BUILD)/obj/tests/fuzz/%.o $(FUZZ_ENGINE_OBJS)
 	$(msg) FUZZ-LD $@
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ -lm
@@ -146,16 +148,20 @@ ASAN_ENV     = ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/$(ASAN_LOGS)/asan 
 #                                 replayed), requests and lifecycles
 #   daemon_metrics                connscoped: its metrics thread, a target
 #                                 that restarts, SIGTERM
+#   daemon_control                connscoped's control thread under hostile
+#                                 and slow clients; status, snapshot, reset
 # Left out: scenarios 1, 3-8, fairness, tcplife, faults, scale, csload. The
 # scenarios and fairness assert timing and scheduling outcomes (p99
 # agreement with the client, run-queue waits, 1 s SYN retransmits) that the
-# sanitizers' slowdown distorts (5 and 8 failed that way when they were in); the engine
-# paths they reach run sanitized in the unit tests, which replay every
-# scenario's recorded trace (tests/fixtures/). faults and scale (a minute;
-# kills, stops, floods) reach little that the tests above do not; csload
-# (40 s, the load generator, not connscope) was left out for time.
+# sanitizers' slowdown distorts (5 and 8 failed that way when they were
+# in); the engine paths they reach run sanitized in the unit tests, which
+# replay every scenario's recorded trace (tests/fixtures/). faults and
+# scale (a minute; kills, stops, floods) reach little that the tests above
+# do not; csload (40 s, the load generator, not connscope) was left out for
+# time.
 ASAN_INTEGRATION := test_accept_wait test_listen_overflow test_attach_errors test_cli_errors \
-	test_before_attach test_server test_scenario_2_accept_queue test_daemon_metrics
+	test_before_attach test_server test_scenario_2_accept_queue test_daemon_metrics \
+	test_daemon_control
 
 # And test_daemon_targets: connscoped by name and cgroup, its config file
 # and SIGHUP reloads, the capability drop's signal to every thread.

@@ -54,7 +54,7 @@ caps_of() { cat /proc/"$1"/task/*/status | awk '/^Cap(Eff|Prm):/ { print $2 }' |
 
 note "by name: $server_name"
 port=$(cs_free_port); other_port=$(cs_free_port); mport=$(cs_free_port)
-cs_bg "$CS_DAEMON" --name "$server_name" --metrics "$mport" 2>"$CS_TMP/name.log"
+cs_bg "$CS_DAEMON" --name "$server_name" --metrics "$mport" --socket "$CS_TMP/run/name.sock" 2>"$CS_TMP/name.log"
 daemon=$BG_PID
 wait_metrics "$mport"
 wait_log "$CS_TMP/name.log" "capabilities dropped"
@@ -119,7 +119,7 @@ echo "cgroup $cg_dir"
 in_cgroup() { local dir=$1; shift; exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$dir" "$@"; }
 
 port=$(cs_free_port); mport=$(cs_free_port)
-cs_bg "$CS_DAEMON" --cgroup "$cgroup" --metrics "$mport" 2>"$CS_TMP/cgroup.log"
+cs_bg "$CS_DAEMON" --cgroup "$cgroup" --metrics "$mport" --socket "$CS_TMP/run/cgroup.sock" 2>"$CS_TMP/cgroup.log"
 daemon=$BG_PID
 wait_metrics "$mport"
 wait_log "$CS_TMP/cgroup.log" "capabilities dropped"
@@ -168,7 +168,7 @@ expect_start 2 "^connscoped: name a target with --port PORT, --pid PID, --name N
 
 # Good: port A, then SIGHUP with port B instead.
 printf '# connscoped test\nport = %s\n\nmetrics = 127.0.0.1:%s\nsample-hz = 20\n' "$port_a" "$mport" >"$conf"
-cs_bg "$CS_DAEMON" --config "$conf" 2>"$CS_TMP/conf.log"
+cs_bg "$CS_DAEMON" --config "$conf" --socket "$CS_TMP/run/conf.sock" 2>"$CS_TMP/conf.log"
 daemon=$BG_PID
 wait_metrics "$mport"
 wait_log "$CS_TMP/conf.log" "attached to"
