@@ -167,8 +167,21 @@ printf 'not a trace' >"$CS_TMP/junk.cstrace"
 check 1 "^connscope: $CS_TMP/junk.cstrace: " "$CS_BIN" report "$CS_TMP/junk.cstrace"
 
 check 1 "^connscoped: cannot read config $CS_TMP/none.conf: No such file" "$CS_DAEMON" --config "$CS_TMP/none.conf"
-check 1 "^connscoped: no such process: pid 4194304" "$CS_DAEMON" --pid 4194304
-check 1 "^connscoped: pid $not_a_server has no listening TCP socket" "$CS_DAEMON" --pid "$not_a_server"
-check 1 "^connscoped: pid $worker_tid is a thread of process $SERVER_PID" "$CS_DAEMON" --pid "$worker_tid"
+# A daemon that fails on its targets has said where its control socket is
+# first: the error is its last line, and its only error.
+check_daemon_target() {
+  local pattern=$1; shift
+  local rc=0
+  timeout 10 "$CS_DAEMON" --socket "$CS_TMP/ctl/cs.sock" "$@" >"$CS_TMP/out" 2>"$CS_TMP/err" </dev/null || rc=$?
+  [[ $rc -eq 1 ]] || { cat "$CS_TMP/err"; fail "connscoped $* exited $rc, want 1"; }
+  tail -n 1 "$CS_TMP/err" | grep -Eq -- "$pattern" || { cat "$CS_TMP/err"; fail "connscoped $*: last line lacks /$pattern/"; }
+  [[ $(grep -Evc "^connscoped: control socket " "$CS_TMP/err") -eq 1 ]] || { cat "$CS_TMP/err"; fail "connscoped $*: more than the error"; }
+  checked=$((checked + 1))
+  echo "ok: exit $rc: $(tail -n 1 "$CS_TMP/err")"
+}
+mkdir -m 0700 "$CS_TMP/ctl"
+check_daemon_target "^connscoped: no such process: pid 4194304" --pid 4194304
+check_daemon_target "^connscoped: pid $not_a_server has no listening TCP socket" --pid "$not_a_server"
+check_daemon_target "^connscoped: pid $worker_tid is a thread of process $SERVER_PID" --pid "$worker_tid"
 
 echo "ok: $checked command lines checked"
