@@ -22,6 +22,8 @@
 #define THREAD_BASELINES_MAX 65536
 /* The socket walk that names new listeners runs at most this often. */
 #define LISTENER_WALK_MIN_GAP_NS 1000000000ull
+/* The per-packet probe stays attached this long after the last drain. */
+#define XMIT_LINGER_NS 1000000000ull
 /* How long local handshakes are followed after a drop (as the BPF side). */
 #define FOLLOW_HANDSHAKES_NS 30000000000ull
 
@@ -172,7 +174,8 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 
 	bpf_object__for_each_program(prog, probes->skel->obj) {
 		if (prog == probes->skel->progs.sample_listeners ||
-		    prog == probes->skel->progs.sample_threads || !bpf_program__autoload(prog))
+		    prog == probes->skel->progs.sample_threads ||
+		    prog == probes->skel->progs.on_xmit || !bpf_program__autoload(prog))
 			continue; /* iterators are attached below; optional hooks may be off */
 		struct bpf_link *link = bpf_program__attach(prog);
 		if (!link) {
@@ -287,8 +290,34 @@ int cs_probes_remove_port(struct cs_probes *probes, uint16_t port)
 				    sizeof(bits), BPF_ANY);
 }
 
+/*
+ * The per-packet probe (net_dev_start_xmit: every packet of the machine,
+ * both ways on loopback) is attached only while some answer has bytes held
+ * back, and detached a second after the last one went out. Until it is
+ * attached (one poll interval at most), a held-back answer counts as out
+ * at the connection's next event, as when the probe is missing.
+ */
+static void attach_xmit_when_draining(struct cs_probes *probes)
+{
+	uint64_t now = monotonic_ns();
+	if (probes->skel->bss->draining_sockets > 0) {
+		probes->xmit_wanted_ns = now;
+		if (!probes->xmit_link && !probes->xmit_failed) {
+			probes->xmit_link = bpf_program__attach(probes->skel->progs.on_xmit);
+			if (!probes->xmit_link)
+				probes->xmit_failed = true; /* not again: drains end at the next event */
+			else
+				probes->xmit_attaches++;
+		}
+	} else if (probes->xmit_link && now - probes->xmit_wanted_ns >= XMIT_LINGER_NS) {
+		bpf_link__destroy(probes->xmit_link);
+		probes->xmit_link = NULL;
+	}
+}
+
 int cs_probes_poll(struct cs_probes *probes, int timeout_ms)
 {
+	attach_xmit_when_draining(probes);
 	int n = ring_buffer__poll(probes->ring, timeout_ms);
 	if (n < 0)
 		return n;
@@ -446,6 +475,7 @@ void cs_probes_stop(struct cs_probes *probes)
 	ring_buffer__free(probes->ring);
 	bpf_link__destroy(probes->iter_link);
 	bpf_link__destroy(probes->thread_iter_link);
+	bpf_link__destroy(probes->xmit_link);
 	cs_u64map_free(&probes->thread_baselines);
 	cs_u64map_free(&probes->listener_sks);
 	connscope_bpf__destroy(probes->skel);

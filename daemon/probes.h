@@ -35,6 +35,10 @@ struct cs_probes {
 	struct ring_buffer *ring;
 	struct bpf_link *iter_link;          /* iter/tcp: listeners */
 	struct bpf_link *thread_iter_link;   /* iter/task: target threads' run-queue counters */
+	struct bpf_link *xmit_link;          /* on_xmit, attached only while answers drain */
+	uint64_t xmit_wanted_ns;             /* last poll that found an answer draining */
+	uint64_t xmit_attaches;              /* times it was attached */
+	bool xmit_failed;                    /* attaching it failed: not tried again */
 	struct cs_u64map thread_baselines;   /* tid -> struct thread_baseline */
 	uint64_t threads_untracked;          /* threads beyond the baseline table */
 	uint64_t attach_ns;                  /* CLOCK_MONOTONIC at start */

@@ -447,8 +447,9 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 out:
 	if (opts->probe.verbose)
 		fprintf(stderr, "connscope: %" PRIu64 " socket walks, %" PRIu64 " listener samples skipped, "
-			"%" PRIu64 " threads untracked\n", probes.listener_walks,
-			probes.listener_samples_skipped, probes.threads_untracked);
+			"%" PRIu64 " threads untracked, per-packet probe attached %" PRIu64 " time(s)%s\n",
+			probes.listener_walks, probes.listener_samples_skipped, probes.threads_untracked,
+			probes.xmit_attaches, probes.xmit_failed ? " (attaching it failed)" : "");
 	cs_probes_stop(&probes);
 	return ret;
 }

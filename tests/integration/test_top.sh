@@ -162,7 +162,8 @@ NGINX
 cs_bg nginx -c "$NG/nginx.conf" -e "$NG/error.log"
 cs_wait_port "$NG_PORT"
 sock2=$CS_TMP/run2/connscoped.sock
-"$CS_DAEMON" --port "$NG_PORT" --socket "$sock2" 2>"$CS_TMP/daemon-nginx.log" &
+NG_METRICS=$(cs_free_port)
+"$CS_DAEMON" --port "$NG_PORT" --socket "$sock2" --metrics "$NG_METRICS" 2>"$CS_TMP/daemon-nginx.log" &
 daemon2=$!; cs_pids+=("$daemon2")
 cs_wait_attached "$CS_TMP/daemon-nginx.log"
 "$CS_LOAD" --port "$NG_PORT" --connections 4 --requests 3000 --quiet --json /dev/null || fail "load on nginx failed"
@@ -175,4 +176,9 @@ cat "$CS_TMP/nginx-top.txt"
 grep -q "^:$NG_PORT " "$CS_TMP/nginx-top.txt" || fail "top: no nginx listener"
 grep -qE "^ +[0-9]+ +nginx +[0-9]+ +4 " "$CS_TMP/nginx-top.txt" || fail "top: no nginx worker with its 4 accepts"
 echo "ok: nginx seen by top and snapshot"
+# The same daemon's Prometheus text for nginx: valid, and it counts the requests.
+curl -sf "http://127.0.0.1:$NG_METRICS/metrics" >"$CS_TMP/nginx-metrics.txt" || fail "no /metrics from the nginx daemon"
+promtool check metrics <"$CS_TMP/nginx-metrics.txt" || fail "promtool rejects the nginx metrics"
+ng_requests=$(awk -v p="port=\"$NG_PORT\"" '/^connscope_requests_total\{/ && index($0, p) {print $NF}' "$CS_TMP/nginx-metrics.txt")
+assert_cmp "${ng_requests:-0}" '>=' 2990 "nginx requests in connscope_requests_total (3000 sent)"
 kill -TERM "$daemon" "$daemon2"; wait "$daemon" "$daemon2" || fail "a daemon did not exit cleanly"
