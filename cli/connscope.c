@@ -192,8 +192,10 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 			break;
 		case 'o':
 			if (!recording)
-				return usage_error(command, "unknown option '%s' (use 'connscope record -o FILE')",
-						   argv[optind - 1]);
+				return usage_error(command, "-o/--output is for 'connscope record -o FILE', not %s",
+						   command);
+			if (!*optarg)
+				return usage_error(command, "-o/--output expects a file name, not ''");
 			args->output = optarg;
 			break;
 		case 't':
@@ -223,10 +225,10 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 		case 'h':
 			help(stdout);
 			return 0;
-		case ':':
-			return usage_error(command, "option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error(command, "unknown option '%s'", argv[optind - 1]);
+		default: {
+			char msg[512];
+			return usage_error(command, "%s", cli_refused_option(c, argv, longopts, msg, sizeof(msg)));
+		}
 		}
 	}
 	if (optind < argc)
@@ -376,13 +378,13 @@ static int cmd_report(int argc, char **argv)
 			if (!parse_tail("report", optarg, &tail))
 				return EXIT_USAGE;
 			break;
-		case ':':
-			return usage_error("report", "option '%s' needs a value", argv[optind - 1]);
 		case 'h':
 			report_help(stdout);
 			return 0;
-		default:
-			return usage_error("report", "unknown option '%s'", argv[optind - 1]);
+		default: {
+			char msg[512];
+			return usage_error("report", "%s", cli_refused_option(c, argv, longopts, msg, sizeof(msg)));
+		}
 		}
 	}
 	if (optind != argc - 1)
@@ -472,6 +474,11 @@ int main(int argc, char **argv)
 	if (!strcmp(command, "top"))
 		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(command, "version") || !strcmp(command, "--version")) {
+		if (argc > 2) {
+			fprintf(stderr, "connscope version: unexpected argument '%s' (it takes none)\n"
+				"Try 'connscope --help'.\n", argv[2]);
+			return EXIT_USAGE;
+		}
 		printf("connscope 0.1 (wire format %d)\n", CS_WIRE_VERSION);
 		return 0;
 	}

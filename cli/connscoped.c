@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "config_file.h"
 #include "ctl_proto.h"
 #include "ctl_server.h"
@@ -253,17 +254,20 @@ int main(int argc, char **argv)
 			help(stdout);
 			return 0;
 		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		case '?':
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+		case '?': {
+			char msg[512];
+			return usage_error("%s", cli_refused_option(c, argv, longopts, msg, sizeof(msg)));
+		}
 		default: {
 			/* Every other option is a config key of the same name. */
 			const char *key = NULL;
 			for (const struct option *o = longopts; o->name; o++)
 				if (o->val == c)
 					key = o->name;
-			if (!key)
-				return usage_error("unknown option '%s'", argv[optind - 1]);
+			if (!key) {
+				char msg[512];
+				return usage_error("%s", cli_refused_option('?', argv, longopts, msg, sizeof(msg)));
+			}
 			if (cs_config_set(&setup.cli, key, optarg ? optarg : "yes", errmsg, sizeof(errmsg)))
 				return usage_error("--%s %s", key, errmsg);
 		}
@@ -325,9 +329,11 @@ int main(int argc, char **argv)
 		int err = cs_metrics_server_start(&metrics, metrics_address, &engine_lock, engine,
 						  &live_meta, label, errmsg, sizeof(errmsg));
 		if (err) {
-			fprintf(stderr, "connscoped: %s\n", errmsg);
 			cs_engine_free(engine);
-			return err == -EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+			if (err == -EINVAL) /* the address's form: a usage error */
+				return usage_error("%s", errmsg);
+			fprintf(stderr, "connscoped: %s\n", errmsg);
+			return EXIT_RUNTIME;
 		}
 		fprintf(stderr, "connscoped: serving metrics on http://%s/metrics\n", metrics_address);
 	}

@@ -338,11 +338,35 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 	}
 	engine->totals.records++;
 	engine->totals.by_type[hdr.type]++;
+	/*
+	 * Forget connections not heard of for a while. A sweep walks the whole
+	 * table, so it waits for CS_CONN_SWEEP_NS of record time and for as
+	 * many records as 1/64 of the slots it walks: a hostile trace of ever
+	 * later timestamps cannot make every record pay a walk.
+	 */
+	engine->records_since_sweep++;
+	if (hdr.ts_ns >= engine->next_sweep_ns &&
+	    engine->records_since_sweep >= (engine->conns.capacity + engine->idle_closed_from.capacity) / 64) {
+		cs_conns_sweep(engine, hdr.ts_ns);
+		engine->next_sweep_ns = hdr.ts_ns + CS_CONN_SWEEP_NS;
+		engine->records_since_sweep = 0;
+	}
 	if (!engine->totals.first_ts_ns || hdr.ts_ns < engine->totals.first_ts_ns)
 		engine->totals.first_ts_ns = hdr.ts_ns;
 	if (hdr.ts_ns > engine->totals.last_ts_ns)
 		engine->totals.last_ts_ns = hdr.ts_ns;
 	return 0;
+}
+
+struct cs_conn_partial cs_engine_partial(const struct cs_engine *engine)
+{
+	struct cs_conn_partial partial = {
+		.requests = engine->requests.partial,
+		.closes = engine->lifecycle.closed_partial,
+	};
+	for (size_t i = 0; i < engine->listener_count; i++)
+		partial.accepts += engine->listeners[i].accepts_unmatched;
+	return partial;
 }
 
 uint64_t cs_listener_drops(const struct cs_listener_stats *listener)

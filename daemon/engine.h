@@ -69,6 +69,7 @@ struct cs_thread_stats {
 struct cs_conn {
 	uint64_t established_ns;
 	uint64_t accept_ns;
+	uint64_t last_seen_ns;   /* its latest record: the accept or a request */
 	uint32_t accept_tid;
 	uint16_t port;
 	uint16_t remote_port;
@@ -192,6 +193,23 @@ struct cs_engine_totals {
 };
 
 #define CS_MAX_CONNS (1u << 20)  /* connections followed at once */
+/*
+ * A followed connection with no record for this long is forgotten (its
+ * close was lost with a full ring buffer, or it idles): what the engine
+ * keeps of it only serves its first request, which cannot have waited in
+ * the accept queue that long. Checked every CS_CONN_SWEEP_NS of record time.
+ */
+#define CS_CONN_TIMEOUT_NS (300ull * 1000000000ull)
+#define CS_CONN_SWEEP_NS (10ull * 1000000000ull)
+/* A full table forgets the least recently seen of this many connections. */
+#define CS_CONN_EVICT_SAMPLE 32
+
+/* Records about connections the engine could not follow whole. */
+struct cs_conn_partial {
+	uint64_t accepts;        /* accepted, never seen entering the queue */
+	uint64_t requests;       /* begun before attach: no timeline */
+	uint64_t closes;         /* closed, never seen established */
+};
 
 struct cs_engine {
 	struct cs_listener_stats *listeners;
@@ -202,7 +220,11 @@ struct cs_engine {
 	struct cs_u64map conns;            /* sk -> struct cs_conn */
 	struct cs_u64map threads;          /* tid -> struct cs_thread_stats */
 	struct cs_u64map idle_closed_from; /* remote address -> struct cs_idle_closes */
-	uint64_t conns_evicted;            /* table full: connections not followed */
+	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
+	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
+	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */
+	uint64_t records_since_sweep;
+	size_t evict_cursor;               /* where the next eviction sample starts */
 };
 
 struct cs_engine *cs_engine_new(void);
@@ -224,6 +246,9 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len);
 
 /* Expected size of a record type, 0 if unknown. */
 size_t cs_record_size(uint16_t type);
+
+/* Partial connections, summed over listeners: never split, never in a latency. */
+struct cs_conn_partial cs_engine_partial(const struct cs_engine *engine);
 
 /* Listener of a port, or NULL. */
 const struct cs_listener_stats *cs_engine_listener(const struct cs_engine *engine, uint16_t port);

@@ -152,6 +152,16 @@ void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct c
 	header(out, "connscope_events_lost_total", "counter",
 	       "Events the probes could not hand over (ring buffer full): figures are a lower bound.");
 	sample(out, "connscope_events_lost_total", target, NULL, meta->events_lost);
+	struct cs_conn_partial partial = cs_engine_partial(engine);
+	header(out, "connscope_partial_total", "counter",
+	       "Connections older than the attach, seen only in part (never in a latency), by what was seen.");
+	sample(out, "connscope_partial_total", target, "seen=\"accept\"", partial.accepts);
+	sample(out, "connscope_partial_total", target, "seen=\"request\"", partial.requests);
+	sample(out, "connscope_partial_total", target, "seen=\"close\"", partial.closes);
+	header(out, "connscope_connections_forgotten_total", "counter",
+	       "Connections the engine stopped following: evicted from a full table, or timed out without events.");
+	sample(out, "connscope_connections_forgotten_total", target, "why=\"evicted\"", engine->conns_evicted);
+	sample(out, "connscope_connections_forgotten_total", target, "why=\"timed_out\"", engine->conns_timed_out);
 	header(out, "connscope_events_total", "counter", "Events the engine took in.");
 	sample(out, "connscope_events_total", target, NULL, engine->totals.records);
 }

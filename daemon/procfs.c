@@ -130,6 +130,26 @@ int cs_proc_alive(pid_t pid)
 	return (state == 'Z' || state == 'X' || state == 0) ? -ESRCH : 0;
 }
 
+int cs_proc_tgid(pid_t pid, pid_t *tgid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	int err = -ENODATA;
+	while (fgets(line, sizeof(line), f)) {
+		int value;
+		if (sscanf(line, "Tgid: %d", &value) == 1) {
+			*tgid = (pid_t)value;
+			err = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return err;
+}
+
 int cs_proc_comm(pid_t pid, char *buf, size_t len)
 {
 	char path[64];

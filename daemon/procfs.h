@@ -36,6 +36,9 @@ int cs_list_listeners(struct cs_listen_socket *out, size_t max, size_t *count);
 /* Does the process exist (and is it not a zombie)? */
 int cs_proc_alive(pid_t pid);
 
+/* The process (thread group) pid belongs to: pid itself unless it names a thread. */
+int cs_proc_tgid(pid_t pid, pid_t *tgid);
+
 /* The process's name from /proc/PID/comm. */
 int cs_proc_comm(pid_t pid, char *buf, size_t len);
 

@@ -223,8 +223,18 @@ static void text_conditions(FILE *out, const struct cs_engine *engine, const str
 
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
-	fprintf(out, "connscope: %s, %.1f s, %" PRIu64 " events, %" PRIu64 " lost\n\n", meta->target,
+	fprintf(out, "connscope: %s, %.1f s, %" PRIu64 " events, %" PRIu64 " lost", meta->target,
 		meta->duration_s, engine->totals.records, meta->events_lost);
+	/* What could not be followed whole: counted, kept out of every latency. */
+	struct cs_conn_partial partial = cs_engine_partial(engine);
+	if (partial.accepts || partial.requests || partial.closes)
+		fprintf(out, ", partial (older than the attach): %" PRIu64 " accept(s), %" PRIu64
+			" request(s), %" PRIu64 " close(s)", partial.accepts, partial.requests, partial.closes);
+	if (engine->conns_evicted || engine->conns_timed_out)
+		fprintf(out, ", connections forgotten: %" PRIu64 " evicted (table full), %" PRIu64
+			" timed out (no event for %llu s)", engine->conns_evicted, engine->conns_timed_out,
+			CS_CONN_TIMEOUT_NS / 1000000000ull);
+	fputs("\n\n", out);
 	text_requests(out, engine, meta);
 	text_conditions(out, engine, meta);
 	if (engine->listener_count == 0)
@@ -440,9 +450,14 @@ void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_r
 {
 	fputs("{\"target\":", out);
 	cs_json_write_string(out, meta->target);
+	struct cs_conn_partial partial = cs_engine_partial(engine);
 	fprintf(out, ",\"duration_s\":%.3f,\"events\":{\"received\":%" PRIu64 ",\"lost\":%" PRIu64
-		",\"malformed\":%" PRIu64 ",\"table_full\":%" PRIu64 "},", meta->duration_s,
-		engine->totals.records, meta->events_lost, engine->totals.malformed, meta->table_full);
+		",\"malformed\":%" PRIu64 ",\"table_full\":%" PRIu64 ",\"partial\":%" PRIu64
+		",\"partial_accepts\":%" PRIu64 ",\"partial_requests\":%" PRIu64 ",\"partial_closes\":%" PRIu64
+		",\"evicted\":%" PRIu64 ",\"timed_out\":%" PRIu64 ",\"followed\":%zu},", meta->duration_s,
+		engine->totals.records, meta->events_lost, engine->totals.malformed, meta->table_full,
+		partial.accepts + partial.requests + partial.closes, partial.accepts, partial.requests,
+		partial.closes, engine->conns_evicted, engine->conns_timed_out, engine->conns.count);
 	if (meta->netstat.valid)
 		fprintf(out, "\"kernel\":{\"listen_overflows\":%" PRIu64 ",\"listen_drops\":%" PRIu64
 			",\"syncookies_sent\":%" PRIu64 "},", meta->netstat.listen_overflows,

@@ -101,12 +101,76 @@ struct cs_thread_stats *cs_get_thread(struct cs_engine *engine, uint32_t tid, ui
 
 /* ---- the accept side: connections the engine follows ---------------------- */
 
+struct sweep_ctx {
+	uint64_t now_ns;
+};
+
+static int conn_timed_out(uint64_t key, const void *value, void *ctx_ptr)
+{
+	(void)key;
+	const struct cs_conn *conn = value;
+	const struct sweep_ctx *ctx = ctx_ptr;
+	return ctx->now_ns > conn->last_seen_ns && ctx->now_ns - conn->last_seen_ns >= CS_CONN_TIMEOUT_NS;
+}
+
+static int idle_closes_expired(uint64_t key, const void *value, void *ctx_ptr)
+{
+	(void)key;
+	const struct cs_idle_closes *closes = value;
+	const struct sweep_ctx *ctx = ctx_ptr;
+	return ctx->now_ns > closes->last_close_ns && ctx->now_ns - closes->last_close_ns > RECONNECT_WINDOW_NS;
+}
+
+/*
+ * Forget connections without a record for CS_CONN_TIMEOUT_NS, and idle
+ * closes that no reconnect can answer any more: neither table grows with
+ * lost close records or client addresses that never come back.
+ */
+void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns)
+{
+	struct sweep_ctx ctx = { .now_ns = now_ns };
+	engine->conns_timed_out += cs_u64map_remove_if(&engine->conns, conn_timed_out, &ctx);
+	cs_u64map_remove_if(&engine->idle_closed_from, idle_closes_expired, &ctx);
+}
+
+/*
+ * The table is full: forget the least recently seen of CS_CONN_EVICT_SAMPLE
+ * connections from a cursor that moves on each time (an approximate LRU at
+ * a fixed cost per eviction). Returns 1 when one went.
+ */
+static int evict_one(struct cs_engine *engine)
+{
+	struct cs_u64map *conns = &engine->conns;
+	uint64_t oldest_key = 0, oldest_seen_ns = UINT64_MAX, key;
+	size_t seen = 0;
+	for (size_t step = 0; step < conns->capacity && seen < CS_CONN_EVICT_SAMPLE; step++) {
+		size_t slot = (engine->evict_cursor + step) & (conns->capacity - 1);
+		const struct cs_conn *conn = cs_u64map_slot(conns, slot, &key);
+		if (!conn)
+			continue;
+		seen++;
+		if (conn->last_seen_ns <= oldest_seen_ns) {
+			oldest_seen_ns = conn->last_seen_ns;
+			oldest_key = key;
+		}
+		engine->evict_cursor = slot + 1;
+	}
+	if (!oldest_key)
+		return 0;
+	cs_u64map_remove(conns, oldest_key);
+	engine->conns_evicted++;
+	return 1;
+}
+
 void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev)
 {
 	if (!ev->sk)
 		return;
 	int created;
 	struct cs_conn *conn = cs_u64map_put(&engine->conns, ev->sk, &created);
+	if (!conn && engine->conns.max_count && engine->conns.count >= engine->conns.max_count &&
+	    evict_one(engine))
+		conn = cs_u64map_put(&engine->conns, ev->sk, &created);
 	if (!conn) {
 		engine->conns_evicted++;
 		return;
@@ -115,6 +179,7 @@ void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	memset(conn, 0, sizeof(*conn));
 	conn->established_ns = ev->established_ns;
 	conn->accept_ns = ev->hdr.ts_ns;
+	conn->last_seen_ns = ev->hdr.ts_ns;
 	conn->accept_tid = ev->tid;
 	conn->port = ev->listener_port;
 	conn->remote_port = ev->tuple.remote_port;
@@ -220,6 +285,9 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	struct cs_request_stats *stats = &engine->requests;
 	struct cs_request_split split;
 
+	struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
+	if (conn && req->hdr.ts_ns > conn->last_seen_ns)
+		conn->last_seen_ns = req->hdr.ts_ns;
 	if (req->flags & CS_REQ_HELD_BACK)
 		stats->held_back++;
 	stats->send_eagain += req->send_eagain;

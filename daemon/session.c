@@ -116,6 +116,10 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 		if (cs_proc_alive(pid))
 			return cs_fail(errmsg, errlen, "no such process: pid %d (check the pid with 'ps -p %d')",
 				    (int)pid, (int)pid);
+		pid_t tgid = pid;
+		if (cs_proc_tgid(pid, &tgid) == 0 && tgid != pid)
+			return cs_fail(errmsg, errlen, "pid %d is a thread of process %d: use --pid %d",
+				    (int)pid, (int)tgid, (int)tgid);
 		uint16_t found[CS_MAX_TARGETS];
 		size_t n = 0;
 		err = cs_proc_listen_ports(pid, listeners, listener_count, found, CS_MAX_TARGETS, &n);
@@ -367,6 +371,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	uint64_t sample_every_ns = 1000000000ull / (opts->sample_hz ? opts->sample_hz : 10);
 	uint64_t next_sample_ns = start_ns + sample_every_ns, next_alive_ns = start_ns + ALIVE_CHECK_NS;
 	uint64_t last_rescan_ns = start_ns;
+	bool targets_running = s.live_count > 0;
 	size_t live_after_rescan = s.live_count;
 	for (;;) {
 		lock_engine(opts);
@@ -409,6 +414,13 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 			live_after_rescan = s.live_count;
 			last_rescan_ns = now;
 		}
+		/* Following: say once each time the last target goes, and keep going. */
+		if (opts->follow && s.live_count == 0 && targets_running && !opts->quiet) {
+			fprintf(stderr, "connscope: no target process is running any more; keeping what was seen "
+				"(%llu records) and watching for a process to listen on the target port(s) again\n",
+				(unsigned long long)s.records);
+		}
+		targets_running = s.live_count > 0;
 		if (s.live_count == 0 && !opts->follow) {
 			result->target_exited = true;
 			if (!opts->quiet)

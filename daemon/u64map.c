@@ -140,3 +140,34 @@ void cs_u64map_each(const struct cs_u64map *map, void (*visit)(uint64_t key, voi
 		if (map->keys[i])
 			visit(map->keys[i], map->values + i * map->value_size, ctx);
 }
+
+size_t cs_u64map_remove_if(struct cs_u64map *map, int (*stale)(uint64_t key, const void *value, void *ctx),
+			   void *ctx)
+{
+	size_t removed = 0;
+	/*
+	 * After a removal the slot is checked again: the backward shift may
+	 * have pulled a later entry into it. An entry only moves towards its
+	 * home, into the hole, so no entry at or after the cursor can move
+	 * behind it unseen; entries that wrap around from the table's start
+	 * were seen already and are merely checked twice.
+	 */
+	for (size_t slot = 0; map->keys && slot < map->capacity;) {
+		uint64_t key = map->keys[slot];
+		if (key && stale(key, map->values + slot * map->value_size, ctx)) {
+			cs_u64map_remove(map, key);
+			removed++;
+			continue;
+		}
+		slot++;
+	}
+	return removed;
+}
+
+void *cs_u64map_slot(const struct cs_u64map *map, size_t slot, uint64_t *key)
+{
+	if (!map->keys || slot >= map->capacity || !map->keys[slot])
+		return NULL;
+	*key = map->keys[slot];
+	return map->values + slot * map->value_size;
+}

@@ -35,6 +35,16 @@ void *cs_u64map_put(struct cs_u64map *map, uint64_t key, int *created);
 /* Remove key; returns 1 if it was there. */
 int cs_u64map_remove(struct cs_u64map *map, uint64_t key);
 
+/*
+ * Remove every entry for which stale(key, value, ctx) is true, in one pass
+ * over the table; returns how many went.
+ */
+size_t cs_u64map_remove_if(struct cs_u64map *map, int (*stale)(uint64_t key, const void *value, void *ctx),
+			   void *ctx);
+
+/* The entry in slot (0 <= slot < capacity): its value and *key, or NULL when empty. */
+void *cs_u64map_slot(const struct cs_u64map *map, size_t slot, uint64_t *key);
+
 /* Visit every entry; the callback must not modify the table. */
 void cs_u64map_each(const struct cs_u64map *map, void (*visit)(uint64_t key, void *value, void *ctx),
 		    void *ctx);

@@ -34,6 +34,7 @@ $(BENCH_BUILD)/floor: $(BUILD)/obj/bench/floor.o | $(BENCH_BUILD)/floor.bpf.o
 # ---- load helpers
 $(BENCH_BUILD)/csidle: $(BUILD)/obj/bench/csidle.o
 	$(msg) LINK $@
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@
 
 $(BENCH_BUILD)/trace_amplify: $(BUILD)/obj/bench/trace_amplify.o $(ENGINE_OBJS)

@@ -1,18 +1,19 @@
 # Hygiene (issue 6): fuzzing, sanitizers, valgrind, linters.
 #
 #   make fuzz           every libFuzzer target for FUZZ_SECONDS (60) each
-#   make fuzz-short     every target for FUZZ_TEST_SECONDS (10) each, after
+#   make fuzz-short     every target for FUZZ_TEST_SECONDS (8) each, after
 #                       replaying its committed corpus (regressions included)
 #   make test-asan      unit tests and a subset of the integration tests,
 #                       built with ASan + UBSan (+ LeakSanitizer) in build-asan/
 #   make test-valgrind  the unit tests under valgrind memcheck
+#   make test-valgrind-short  only the suites of VALGRIND_TEST_SUITES
 #   make lint           clang-tidy (.clang-tidy; the BPF program too) and cppcheck
 #   make test-hygiene   all of these but the long fuzz run: what `make test` adds
 #
 # Included by the Makefile, so $(BUILD), $(SKEL), $(ENGINE_SRCS), $(Q) and
 # $(msg) are the Makefile's.
 
-.PHONY: fuzz fuzz-short fuzz-build test-asan asan-build test-valgrind \
+.PHONY: fuzz fuzz-short fuzz-build test-asan asan-build test-valgrind test-valgrind-short \
 	lint lint-tidy lint-tidy-bpf lint-cppcheck test-hygiene clean-hygiene
 
 # `make clean` removes these builds too.
@@ -20,11 +21,16 @@ clean: clean-hygiene
 clean-hygiene:
 	$(Q)rm -rf $(FUZZ_BUILD) $(ASAN_BUILD)
 
+# One step after the other, each with its time: `make test` runs them and
+# must stay under 15 minutes on two cores. There, valgrind runs only
+# VALGRIND_TEST_SUITES (below) and each fuzz target FUZZ_TEST_SECONDS.
+HYGIENE_STEPS := lint fuzz-short test-valgrind-short test-asan
 test-hygiene:
-	$(Q)$(MAKE) --no-print-directory lint
-	$(Q)$(MAKE) --no-print-directory fuzz-short
-	$(Q)$(MAKE) --no-print-directory test-valgrind
-	$(Q)$(MAKE) --no-print-directory test-asan
+	$(Q)for step in $(HYGIENE_STEPS); do \
+		start=$$(date +%s); \
+		$(MAKE) --no-print-directory $(BUILD_JOBS) $$step || exit 1; \
+		echo "  HYGIENE   $$step passed in $$(( $$(date +%s) - start )) s"; \
+	done
 
 # ---- fuzzing ---------------------------------------------------------------
 #
@@ -38,7 +44,9 @@ test-hygiene:
 FUZZ_BUILD   := build-fuzz
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TEST_SECONDS ?= 10
+# fuzz-short, in `make test`: each target this long (the committed corpora
+# are replayed whole first, whatever the time).
+FUZZ_TEST_SECONDS ?= 8
 FUZZ_TARGETS := fuzz_trace fuzz_engine fuzz_http_parse fuzz_ctl_proto
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -MMD -MP -fno-omit-frame-pointer $(WARN) \
@@ -125,32 +133,35 @@ ASAN_ENV     = ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/$(ASAN_LOGS)/asan 
 	       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/$(ASAN_LOGS)/ubsan
 
 # The integration tests under ASan: a subset, to keep `make test` under 15
-# minutes on two cores (the whole suite takes 3 minutes at full speed, and
+# minutes on two cores (the whole suite takes 4-5 minutes at full speed, and
 # the sanitized programs run 2-3x slower). Chosen so that each program, and
 # each way of running it, goes through the sanitizers:
 #   accept_wait, listen_overflow  connscope attach: probes, run loop, the
 #                                 accept-path engine, backlog, SYN drops
-#   attach_errors                 connscope's usage and run-time error paths,
-#                                 a target exiting mid-run
+#   attach_errors, cli_errors     every usage and run-time error path of
+#                                 connscope and connscoped, a target exiting
+#   before_attach                 connections older than the attach: partial
+#                                 accepts, requests and closes
 #   server                        csserver alone: accept modes, routes, 400/
 #                                 408/413, timeouts, pipelining, resets, EMFILE
-#   csload                        csload against nginx and a scripted server
-#   scenario 2, 5, 8              record + report (trace files written and
-#                                 replayed), requests and lifecycles: accept
-#                                 queue, non-persistent, send drain
+#   scenario 2                    record + report (a trace written and
+#                                 replayed), requests and lifecycles
 #   daemon_metrics                connscoped: its metrics thread, a target
 #                                 that restarts, SIGTERM
 #   daemon_control                connscoped's control thread under hostile
 #                                 and slow clients; status, snapshot, reset
-# Left out: scenarios 1, 3, 4, 6, 7 and the fairness and tcplife checks.
-# They assert timing and scheduling outcomes (run-queue waits, event-loop
-# stalls, 1 s SYN retransmits, accept fairness) that the sanitizers'
-# slowdown distorts; the engine paths they reach (idle closes, reconnects,
-# run-queue samples) run sanitized in the unit tests, which replay every
-# scenario's recorded trace (tests/fixtures/).
-ASAN_INTEGRATION := test_accept_wait test_listen_overflow test_attach_errors test_server \
-	test_csload test_scenario_2_accept_queue test_scenario_5_non_persistent \
-	test_scenario_8_send_drain test_daemon_metrics test_daemon_control
+# Left out: scenarios 1, 3-8, fairness, tcplife, faults, scale, csload. The
+# scenarios and fairness assert timing and scheduling outcomes (p99
+# agreement with the client, run-queue waits, 1 s SYN retransmits) that the
+# sanitizers' slowdown distorts (5 and 8 failed that way when they were
+# in); the engine paths they reach run sanitized in the unit tests, which
+# replay every scenario's recorded trace (tests/fixtures/). faults and
+# scale (a minute; kills, stops, floods) reach little that the tests above
+# do not; csload (40 s, the load generator, not connscope) was left out for
+# time.
+ASAN_INTEGRATION := test_accept_wait test_listen_overflow test_attach_errors test_cli_errors \
+	test_before_attach test_server test_scenario_2_accept_queue test_daemon_metrics \
+	test_daemon_control
 
 # And test_daemon_targets: connscoped by name and cgroup, its config file
 # and SIGHUP reloads, the capability drop's signal to every thread.
@@ -159,7 +170,7 @@ ASAN_INTEGRATION += test_daemon_targets
 asan-build: $(SKEL)
 	$(Q)mkdir -p $(ASAN_BUILD)
 	$(Q)cp -p $(BUILD)/vmlinux.h $(BUILD)/connscope.bpf.o $(SKEL) $(DEPS_OK) $(ASAN_BUILD)/
-	$(Q)CFLAGS='$(ASAN_CFLAGS)' $(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) \
+	$(Q)CFLAGS='$(ASAN_CFLAGS)' $(MAKE) --no-print-directory $(BUILD_JOBS) BUILD=$(ASAN_BUILD) \
 		all $(ASAN_BUILD)/unit-tests
 
 test-asan: asan-build
@@ -184,6 +195,20 @@ VALGRIND_LOG := $(BUILD)/valgrind
 test-valgrind: $(BUILD)/unit-tests
 	$(Q)echo "  VALGRIND  unit tests"
 	$(Q)bash scripts/valgrind-unit-tests.sh $(BUILD)/unit-tests $(VALGRIND_LOG) $(NPROC)
+
+# In `make test`, valgrind (about a second per test process: three to six
+# minutes for every suite) runs the suites where an uninitialised read could
+# hide: wire records through the engine, the recorded traces replayed,
+# hostile traces, trace files, every report and the metrics. The others
+# (pure arithmetic and algorithms: request splits, tails, the hash table,
+# histograms, the HTTP and /proc parsers, the diagnosis rules) run under
+# ASan + UBSan in test-asan, and the parsers under the fuzzers too.
+VALGRIND_TEST_SUITES := engine join partial forget fixtures hostile trace \
+	report_json report_text requests_json metrics
+test-valgrind-short: $(BUILD)/unit-tests
+	$(Q)echo "  VALGRIND  unit test suites: $(VALGRIND_TEST_SUITES)"
+	$(Q)bash scripts/valgrind-unit-tests.sh $(BUILD)/unit-tests $(VALGRIND_LOG) $(NPROC) \
+		"$(VALGRIND_TEST_SUITES)"
 
 # ---- linters -------------------------------------------------------------------
 #

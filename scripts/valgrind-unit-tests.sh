@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the Criterion unit tests under valgrind memcheck, in parallel.
-#   usage: valgrind-unit-tests.sh UNIT_TESTS LOG_DIR JOBS
+#   usage: valgrind-unit-tests.sh UNIT_TESTS LOG_DIR JOBS ["SUITE ..."]
+# With a list of suites, only those run (`make test` runs a subset).
 #
 # Criterion runs each test in a child it starts by re-executing the test
 # binary, so valgrind follows exec'd children (--trace-children=yes). Under
@@ -19,13 +20,18 @@ set -uo pipefail
 tests=${1:?usage: valgrind-unit-tests.sh UNIT_TESTS LOG_DIR JOBS}
 logs=${2:?log directory}
 jobs=${3:-2}
+only=" ${4:-} "
 
 rm -rf "$logs" && mkdir -p "$logs"
 
 # "suite: N tests" lines -> JOBS extglob patterns, largest suites first,
 # each to the group with the fewest tests so far.
-mapfile -t patterns < <("$tests" --list | awk -v n="$jobs" '
-	/^[^ ]+: [0-9]+ tests?$/ { sub(":", "", $1); suite[$1] = $2 }
+mapfile -t patterns < <("$tests" --list | awk -v n="$jobs" -v only="$only" '
+	/^[^ ]+: [0-9]+ tests?$/ {
+		sub(":", "", $1)
+		if (only == "  " || index(only, " " $1 " "))
+			suite[$1] = $2
+	}
 	END {
 		for (i = 0; i < n; i++) { load[i] = 0; group[i] = "" }
 		while (length(suite)) {

@@ -8,17 +8,40 @@ CS_LOAD=$CS_BUILD/csload
 CS_TMP=$(mktemp -d /tmp/cs-itest.XXXXXX)
 cs_pids=()
 
+# Every process below PID, children first found, recursively (by parent pid).
+cs_descendants() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do
+    echo "$child"
+    cs_descendants "$child"
+  done
+}
+
+# On any exit, passed or failed: stop what the test started. The recorded
+# pids and everything else below this shell (a connscope started with a
+# bare '&', a server forked by a wrapper, nginx's workers) get SIGTERM,
+# which lets connscope detach its probes and print; whatever still runs
+# 2 s later gets SIGKILL.
 cs_cleanup() {
-  local p
-  for p in "${cs_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  sleep 0.2
-  for p in "${cs_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  local p left
+  local -a all=("${cs_pids[@]}")
+  all+=($(cs_descendants $$))
+  for p in "${all[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for _ in $(seq 20); do
+    left=0
+    for p in "${all[@]}"; do kill -0 "$p" 2>/dev/null && left=1; done
+    [[ $left -eq 0 ]] && break
+    sleep 0.1
+  done
+  for p in "${all[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   rm -rf "$CS_TMP"
 }
 trap cs_cleanup EXIT
 
 # Debian's interpreter: a pyenv shim, where there is one, costs 0.7 s a call.
-if [[ -x /usr/bin/python3 ]]; then python3() { /usr/bin/python3 "$@"; }; fi
+CS_PYTHON=$(command -v python3)
+if [[ -x /usr/bin/python3 ]]; then CS_PYTHON=/usr/bin/python3; fi
+python3() { "$CS_PYTHON" "$@"; }
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "== $*"; }
@@ -53,8 +76,21 @@ cs_start_server() {
   cs_wait_port "$SERVER_PORT"
 }
 
-# Run a command in the background, remembered for cleanup. Sets BG_PID.
-cs_bg() { "$@" & BG_PID=$!; cs_pids+=("$BG_PID"); }
+# Run a command in the background, remembered for cleanup. Sets BG_PID to
+# the program's own pid: a shell function would run in a subshell whose pid
+# is not the program's (killing it left test_csload's python servers
+# running), so python3 is resolved to the interpreter and other functions
+# are refused.
+cs_bg() {
+  if [[ $1 == python3 ]]; then
+    set -- "$CS_PYTHON" "${@:2}"
+  elif [[ $(type -t "$1") == function ]]; then
+    fail "cs_bg: '$1' is a shell function: give it a program"
+  fi
+  "$@" &
+  BG_PID=$!
+  cs_pids+=("$BG_PID")
+}
 
 # jq-free JSON reading: python3 is on every Debian image we use.
 # json_get FILE EXPR: prints the value of the Python expression EXPR over `j`.
@@ -89,6 +125,7 @@ cs_profile() {
   "$CS_BIN" record --pid "$SERVER_PID" --duration 120 -o "$trace" ${CS_ATTACH_OPTS:-} \
     2>"$CS_TMP/$name.err" &
   local cs=$!
+  cs_pids+=("$cs")
   cs_wait_attached "$CS_TMP/$name.err"
   "$@" || { kill -INT "$cs"; fail "client failed: $*"; }
   sleep 0.3 # let the last closes arrive

@@ -102,7 +102,7 @@ Test(flame_tree, folded_lines_in_microseconds)
 Test(flame_tree, rounding_is_cumulative_so_the_lines_add_up)
 {
 	/* 7 paths of 400 ns: 2.8 us in all; rounded one by one every line would be 0 */
-	char names[7][8];
+	char names[7][16]; /* room for any int: gcc -O1 (the ASan build) checks */
 	for (int i = 0; i < 7; i++) {
 		snprintf(names[i], sizeof(names[i]), "f%d", i);
 		ADD(400, "root", names[i]);

@@ -424,3 +424,66 @@ Test(u64map, each_visits_the_first_and_the_last_slot)
 	cr_assert_eq(log.n, 3);
 	cr_assert_not(log.bad_value);
 }
+
+static int data_is_odd(uint64_t key, const void *value, void *ctx)
+{
+	const struct value *v = value;
+	(*(size_t *)ctx)++;
+	cr_assert_eq(v->key, key, "value moved apart from its key");
+	return v->data & 1;
+}
+
+/* remove_if at half load, with runs across the wrap-around: every stale entry
+ * goes, every other stays findable, whatever the backward shifts move. */
+Test(u64map, remove_if_removes_exactly_the_stale_entries)
+{
+	for (int round = 0; round < 20; round++) {
+		size_t n = 16 + rng() % 4000, asked = 0, want_removed = 0;
+		uint64_t *keys = calloc(n, sizeof(*keys));
+		cr_assert_not_null(keys);
+		for (size_t i = 0; i < n; i++) {
+			do
+				keys[i] = rng();
+			while (!keys[i] || cs_u64map_get(&map, keys[i]));
+			struct value *v = cs_u64map_put(&map, keys[i], NULL);
+			cr_assert_not_null(v);
+			v->key = keys[i];
+			v->data = rng();
+			want_removed += v->data & 1;
+		}
+		size_t removed = cs_u64map_remove_if(&map, data_is_odd, &asked);
+		cr_assert_eq(removed, want_removed);
+		cr_assert_geq(asked, n, "every entry asked about");
+		cr_assert_eq(map.count, n - want_removed);
+		for (size_t i = 0; i < n; i++) {
+			const struct value *v = cs_u64map_get(&map, keys[i]);
+			if (v) {
+				cr_assert_eq(v->key, keys[i]);
+				cr_assert_eq(v->data & 1, 0, "a stale entry stayed");
+			}
+		}
+		/* Empty the table for the next round. */
+		for (size_t i = 0; i < n; i++)
+			cs_u64map_remove(&map, keys[i]);
+		cr_assert_eq(map.count, 0);
+		free(keys);
+	}
+}
+
+Test(u64map, slot_reads_entries_and_empty_slots)
+{
+	struct value *v = cs_u64map_put(&map, 77, NULL);
+	v->key = 77;
+	size_t found = 0;
+	uint64_t key = 0;
+	for (size_t slot = 0; slot < map.capacity; slot++) {
+		struct value *at = cs_u64map_slot(&map, slot, &key);
+		if (at) {
+			found++;
+			cr_assert_eq(key, 77);
+			cr_assert_eq(at, v);
+		}
+	}
+	cr_assert_eq(found, 1);
+	cr_assert_null(cs_u64map_slot(&map, map.capacity, &key), "past the end");
+}
