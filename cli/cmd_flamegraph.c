@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "target_args.h"
 #include "attrib.h"
 #include "engine.h"
 #include "flame_collect.h"
@@ -36,7 +37,6 @@
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
-#define PID_MAX_LIMIT 4194304
 #define MAX_TGIDS 4096
 #define NAME_LEN 256
 
@@ -141,39 +141,21 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 	args->hz = 99;
 	args->min_off_cpu_ns = 100 * 1000;
 	args->tail_percentile = 99;
-	opts->sample_hz = 10;
-	opts->probe.ring_bytes = 8u << 20;
-	opts->probe.wakeup_bytes = 256u << 10;
-	opts->probe.trace_handshakes = true;
-	opts->stop = &stop_requested;
+	cs_session_defaults(opts, &stop_requested);
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:P:n:c:o:d:t:qvh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (!parse_long(optarg, 1, PID_MAX_LIMIT, &value))
-				return usage_error("--pid expects a process id (1-%d), not '%s'", PID_MAX_LIMIT, optarg);
-			if (opts->pid_count >= CS_MAX_TARGETS)
-				return usage_error("at most %d --pid options", CS_MAX_TARGETS);
-			opts->pids[opts->pid_count++] = (pid_t)value;
-			break;
-		case 'P':
-			if (!parse_long(optarg, 1, 65535, &value))
-				return usage_error("--port expects a TCP port (1-65535), not '%s'", optarg);
-			if (opts->port_count >= CS_MAX_TARGETS)
-				return usage_error("at most %d --port options", CS_MAX_TARGETS);
-			opts->ports[opts->port_count++] = (uint16_t)value;
-			break;
-		case 'n':
-		case 'c': {
-			char why[256];
-			int err = c == 'n' ? cs_target_add_name(&opts->match, optarg, why, sizeof(why))
-					   : cs_target_add_cgroup(&opts->match, optarg, why, sizeof(why));
-			if (err)
-				return usage_error("--%s %s", c == 'n' ? "name" : "cgroup", why);
+		char why[320];
+		switch (cs_target_arg(c, optarg, opts, why, sizeof(why))) {
+		case CS_TARGET_ARG_TAKEN:
+			continue;
+		case CS_TARGET_ARG_BAD:
+			return usage_error("%s", why);
+		case CS_TARGET_ARG_NOT_MINE:
 			break;
 		}
+		switch (c) {
 		case 'o':
 			if (args->output_count == MAX_OUTPUTS)
 				return usage_error("at most %d -o options", MAX_OUTPUTS);
@@ -184,10 +166,6 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 			else
 				return usage_error("-o expects a file name ending in .svg or .folded, not '%s'", optarg);
 			args->outputs[args->output_count++] = optarg;
-			break;
-		case 'd':
-			if (!parse_double(optarg, 0.1, 31536000.0, &opts->duration_s))
-				return usage_error("--duration expects seconds (0.1-31536000), not '%s'", optarg);
 			break;
 		case 'Z':
 			if (!parse_long(optarg, 1, 10000, &value))

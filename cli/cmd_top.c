@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "target_args.h"
 #include "ctl_client.h"
 #include "ctl_commands.h"
 #include "live.h"
@@ -35,7 +36,6 @@
 #include "top_render.h"
 #include "window.h"
 
-#define PID_MAX_LIMIT 4194304
 #define NS_PER_SEC 1000000000ull
 
 static volatile sig_atomic_t top_stop;
@@ -322,13 +322,9 @@ int cmd_top(int argc, char **argv)
 	const char *path = CS_CTL_DEFAULT_SOCKET;
 	bool once = false;
 	double tail = 99.0;
-	long value;
 	int c;
 	memset(&local, 0, sizeof(local));
-	local.opts.sample_hz = 10;
-	local.opts.probe.ring_bytes = 8u << 20;
-	local.opts.probe.wakeup_bytes = 256u << 10;
-	local.opts.probe.trace_handshakes = true;
+	cs_session_defaults(&local.opts, NULL);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":s:P:p:1t:h", longopts, NULL)) != -1) {
@@ -337,20 +333,12 @@ int cmd_top(int argc, char **argv)
 			path = optarg;
 			break;
 		case 'P':
-			if (!parse_long(optarg, 1, 65535, &value))
-				return cs_cli_usage("top", "--port expects a TCP port (1-65535), not '%s'", optarg);
-			if (local.opts.port_count >= CS_MAX_TARGETS)
-				return cs_cli_usage("top", "at most %d --port options", CS_MAX_TARGETS);
-			local.opts.ports[local.opts.port_count++] = (uint16_t)value;
+		case 'p': {
+			char why[320];
+			if (cs_target_arg(c, optarg, &local.opts, why, sizeof(why)) == CS_TARGET_ARG_BAD)
+				return cs_cli_usage("top", "%s", why);
 			break;
-		case 'p':
-			if (!parse_long(optarg, 1, PID_MAX_LIMIT, &value))
-				return cs_cli_usage("top", "--pid expects a process id (1-%d), not '%s'", PID_MAX_LIMIT,
-						    optarg);
-			if (local.opts.pid_count >= CS_MAX_TARGETS)
-				return cs_cli_usage("top", "at most %d --pid options", CS_MAX_TARGETS);
-			local.opts.pids[local.opts.pid_count++] = (pid_t)value;
-			break;
+		}
 		case '1':
 			once = true;
 			break;

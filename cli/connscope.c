@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "target_args.h"
 #include "cmd_flamegraph.h"
 #include "ctl_commands.h"
 #include "engine.h"
@@ -29,7 +30,6 @@
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
-#define PID_MAX_LIMIT 4194304 /* the kernel's upper bound for pid_max */
 
 static volatile sig_atomic_t stop_requested;
 
@@ -147,44 +147,21 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 	int c;
 
 	memset(args, 0, sizeof(*args));
-	opts->sample_hz = 10;
-	opts->probe.ring_bytes = 8u << 20;
-	opts->probe.wakeup_bytes = 256u << 10;
-	opts->probe.trace_handshakes = true;
-	opts->stop = &stop_requested;
+	cs_session_defaults(opts, &stop_requested);
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:P:n:c:d:jo:t:qvh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (!parse_long(optarg, 1, PID_MAX_LIMIT, &value))
-				return usage_error(command, "--pid expects a process id (1-%d), not '%s'",
-						   PID_MAX_LIMIT, optarg);
-			if (opts->pid_count >= CS_MAX_TARGETS)
-				return usage_error(command, "at most %d --pid options", CS_MAX_TARGETS);
-			opts->pids[opts->pid_count++] = (pid_t)value;
-			break;
-		case 'P':
-			if (!parse_long(optarg, 1, 65535, &value))
-				return usage_error(command, "--port expects a TCP port (1-65535), not '%s'", optarg);
-			if (opts->port_count >= CS_MAX_TARGETS)
-				return usage_error(command, "at most %d --port options", CS_MAX_TARGETS);
-			opts->ports[opts->port_count++] = (uint16_t)value;
-			break;
-		case 'n':
-		case 'c': {
-			char why[256];
-			int err = c == 'n' ? cs_target_add_name(&opts->match, optarg, why, sizeof(why))
-					   : cs_target_add_cgroup(&opts->match, optarg, why, sizeof(why));
-			if (err)
-				return usage_error(command, "--%s %s", c == 'n' ? "name" : "cgroup", why);
+		char why[320];
+		switch (cs_target_arg(c, optarg, opts, why, sizeof(why))) {
+		case CS_TARGET_ARG_TAKEN:
+			continue;
+		case CS_TARGET_ARG_BAD:
+			return usage_error(command, "%s", why);
+		case CS_TARGET_ARG_NOT_MINE:
 			break;
 		}
-		case 'd':
-			if (!parse_double(optarg, 0.1, 31536000.0, &opts->duration_s))
-				return usage_error(command, "--duration expects seconds (0.1-31536000), not '%s'", optarg);
-			break;
+		switch (c) {
 		case 'j':
 			if (recording)
 				return usage_error(command, "unknown option '--json' (use 'connscope report --json')");
