@@ -617,13 +617,13 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	 * Read by the thread we looked at when the bytes came: exact, except
 	 * that a wait already under way then counts whole (capped at the
 	 * window). Another thread: what its counter grew since we last ran in it.
+	 * (The exact case leaves the thread's last look alone: every send
+	 * notes one, the last before the thread goes back to epoll_wait.)
 	 */
-	if (conn->start_run_delay_ns && conn->reader_tid == looked_at) {
+	if (conn->start_run_delay_ns && conn->reader_tid == looked_at)
 		conn->pickup_runq_ns = at_most(run_delay - conn->start_run_delay_ns, now - conn->start_ns);
-		runq_since(now, now, run_delay);
-	} else {
+	else
 		conn->pickup_runq_ns = runq_since(conn->start_ns, now, run_delay);
-	}
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
 	if (tp)
 		conn->write_seq_at_read = tp->write_seq;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "ctl_client.h"
 #include "target_args.h"
 #include "attrib.h"
 #include "engine.h"
@@ -46,18 +47,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
-}
-
-__attribute__((format(printf, 1, 2)))
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "connscope flamegraph: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'connscope flamegraph --help'.\n");
-	return EXIT_USAGE;
 }
 
 static void help(FILE *out)
@@ -151,34 +140,34 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 		case CS_TARGET_ARG_TAKEN:
 			continue;
 		case CS_TARGET_ARG_BAD:
-			return usage_error("%s", why);
+			return cs_cli_usage("flamegraph", "%s", why);
 		case CS_TARGET_ARG_NOT_MINE:
 			break;
 		}
 		switch (c) {
 		case 'o':
 			if (args->output_count == MAX_OUTPUTS)
-				return usage_error("at most %d -o options", MAX_OUTPUTS);
+				return cs_cli_usage("flamegraph", "at most %d -o options", MAX_OUTPUTS);
 			if (ends_with(optarg, ".svg"))
 				args->kinds[args->output_count] = OUT_SVG;
 			else if (ends_with(optarg, ".folded"))
 				args->kinds[args->output_count] = OUT_FOLDED;
 			else
-				return usage_error("-o expects a file name ending in .svg or .folded, not '%s'", optarg);
+				return cs_cli_usage("flamegraph", "-o expects a file name ending in .svg or .folded, not '%s'", optarg);
 			args->outputs[args->output_count++] = optarg;
 			break;
 		case 'Z':
 			if (!parse_long(optarg, 1, 10000, &value))
-				return usage_error("--hz expects samples per second, 1-10000, not '%s'", optarg);
+				return cs_cli_usage("flamegraph", "--hz expects samples per second, 1-10000, not '%s'", optarg);
 			args->hz = (unsigned int)value;
 			break;
 		case 't':
 			if (!parse_double(optarg, 50.0, 99.999, &args->tail_percentile))
-				return usage_error("--tail expects a percentile from 50 to 99.999, not '%s'", optarg);
+				return cs_cli_usage("flamegraph", "--tail expects a percentile from 50 to 99.999, not '%s'", optarg);
 			break;
 		case 'M':
 			if (!parse_long(optarg, 1, 1000000, &value))
-				return usage_error("--min-off-cpu-us expects microseconds, 1-1000000, not '%s'", optarg);
+				return cs_cli_usage("flamegraph", "--min-off-cpu-us expects microseconds, 1-1000000, not '%s'", optarg);
 			args->min_off_cpu_ns = (uint64_t)value * 1000;
 			break;
 		case 'q':
@@ -191,17 +180,17 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 			help(stdout);
 			return 0;
 		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
+			return cs_cli_usage("flamegraph", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+			return cs_cli_usage("flamegraph", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
+		return cs_cli_usage("flamegraph", "unexpected argument '%s'", argv[optind]);
 	if (opts->pid_count == 0 && opts->port_count == 0 && !cs_target_match_any(&opts->match))
-		return usage_error("name a target with --pid PID, --port PORT, --name NAME or --cgroup PATH");
+		return cs_cli_usage("flamegraph", "name a target with --pid PID, --port PORT, --name NAME or --cgroup PATH");
 	if (!args->output_count)
-		return usage_error("name the output with -o OUT.svg or -o OUT.folded");
+		return cs_cli_usage("flamegraph", "name the output with -o OUT.svg or -o OUT.folded");
 
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGINT, &sa, NULL);

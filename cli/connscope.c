@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "ctl_client.h"
 #include "target_args.h"
 #include "cmd_flamegraph.h"
 #include "ctl_commands.h"
@@ -37,18 +38,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
-}
-
-__attribute__((format(printf, 2, 3)))
-static int usage_error(const char *command, const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "connscope %s: ", command);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'connscope %s --help'.\n", command);
-	return EXIT_USAGE;
 }
 
 static const char target_options_help[] =
@@ -116,7 +105,7 @@ static bool parse_tail(const char *command, const char *text, double *out)
 {
 	if (parse_double(text, 50.0, 99.999, out))
 		return true;
-	usage_error(command, "--tail expects a percentile from 50 to 99.999, not '%s'", text);
+	cs_cli_usage(command, "--tail expects a percentile from 50 to 99.999, not '%s'", text);
 	return false;
 }
 
@@ -157,22 +146,22 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 		case CS_TARGET_ARG_TAKEN:
 			continue;
 		case CS_TARGET_ARG_BAD:
-			return usage_error(command, "%s", why);
+			return cs_cli_usage(command, "%s", why);
 		case CS_TARGET_ARG_NOT_MINE:
 			break;
 		}
 		switch (c) {
 		case 'j':
 			if (recording)
-				return usage_error(command, "unknown option '--json' (use 'connscope report --json')");
+				return cs_cli_usage(command, "unknown option '--json' (use 'connscope report --json')");
 			args->json = true;
 			break;
 		case 'o':
 			if (!recording)
-				return usage_error(command, "-o/--output is for 'connscope record -o FILE', not %s",
+				return cs_cli_usage(command, "-o/--output is for 'connscope record -o FILE', not %s",
 						   command);
 			if (!*optarg)
-				return usage_error(command, "-o/--output expects a file name, not ''");
+				return cs_cli_usage(command, "-o/--output expects a file name, not ''");
 			args->output = optarg;
 			break;
 		case 't':
@@ -181,12 +170,12 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 			break;
 		case 'S':
 			if (!parse_long(optarg, 1, 1000, &value))
-				return usage_error(command, "--sample-hz expects 1-1000, not '%s'", optarg);
+				return cs_cli_usage(command, "--sample-hz expects 1-1000, not '%s'", optarg);
 			opts->sample_hz = (unsigned int)value;
 			break;
 		case 'R':
 			if (!parse_long(optarg, 1, 1024, &value) || (value & (value - 1)))
-				return usage_error(command, "--ring-mb expects a power of two from 1 to 1024, not '%s'", optarg);
+				return cs_cli_usage(command, "--ring-mb expects a power of two from 1 to 1024, not '%s'", optarg);
 			opts->probe.ring_bytes = (uint32_t)value << 20;
 			opts->probe.wakeup_bytes = opts->probe.ring_bytes / 32;
 			break;
@@ -204,16 +193,16 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 			return 0;
 		default: {
 			char msg[512];
-			return usage_error(command, "%s", cli_refused_option(c, argv, longopts, msg, sizeof(msg)));
+			return cs_cli_usage(command, "%s", cli_refused_option(c, argv, longopts, msg, sizeof(msg)));
 		}
 		}
 	}
 	if (optind < argc)
-		return usage_error(command, "unexpected argument '%s'", argv[optind]);
+		return cs_cli_usage(command, "unexpected argument '%s'", argv[optind]);
 	if (opts->pid_count == 0 && opts->port_count == 0 && !cs_target_match_any(&opts->match))
-		return usage_error(command, "name a target with --pid PID, --port PORT, --name NAME or --cgroup PATH");
+		return cs_cli_usage(command, "name a target with --pid PID, --port PORT, --name NAME or --cgroup PATH");
 	if (recording && !args->output)
-		return usage_error(command, "name the trace file with -o FILE");
+		return cs_cli_usage(command, "name the trace file with -o FILE");
 
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGINT, &sa, NULL);
@@ -360,12 +349,12 @@ static int cmd_report(int argc, char **argv)
 			return 0;
 		default: {
 			char msg[512];
-			return usage_error("report", "%s", cli_refused_option(c, argv, longopts, msg, sizeof(msg)));
+			return cs_cli_usage("report", "%s", cli_refused_option(c, argv, longopts, msg, sizeof(msg)));
 		}
 		}
 	}
 	if (optind != argc - 1)
-		return usage_error("report", "name one trace file");
+		return cs_cli_usage("report", "name one trace file");
 	const char *path = argv[optind];
 	FILE *file = fopen(path, "rb");
 	if (!file) {
