@@ -24,8 +24,6 @@
 #define LISTENER_WALK_MIN_GAP_NS 1000000000ull
 /* The per-packet probe stays attached this long after the last drain. */
 #define XMIT_LINGER_NS 1000000000ull
-/* How long local handshakes are followed after a drop (as the BPF side). */
-#define FOLLOW_HANDSHAKES_NS 30000000000ull
 
 static uint64_t monotonic_ns(void)
 {
@@ -48,7 +46,6 @@ struct thread_baseline {
 struct listener_identity {
 	uint64_t sk;          /* the kernel's socket address: the records' identity */
 	uint32_t syn_queue;   /* half-open connections at that walk */
-	uint32_t drops;       /* sk_drops at the last sample */
 };
 
 /* Run an iterator once, handing each whole record_size record to visit. */
@@ -336,7 +333,6 @@ static void visit_listener(struct cs_probes *probes, const void *record, uint64_
 	if (identity) {
 		identity->sk = sample.sk;
 		identity->syn_queue = sample.syn_queue;
-		identity->drops = sample.drops;
 	}
 	probes->on_record(probes->ctx, record, sizeof(struct cs_ev_listener_sample));
 }
@@ -378,7 +374,7 @@ int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
 		const struct cs_listen_socket *listener = &listeners[i];
 		if (!is_target_port(probes, listener->port))
 			continue;
-		struct listener_identity *identity = cs_u64map_get(&probes->listener_sks, listener->inode);
+		const struct listener_identity *identity = cs_u64map_get(&probes->listener_sks, listener->inode);
 		if (!identity) {
 			probes->listener_samples_skipped++;
 			continue;
@@ -394,10 +390,6 @@ int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
 			.port = listener->port,
 			.family = listener->family,
 		};
-		/* Dropping: have the probes follow local clients' handshakes (see the BPF side). */
-		if (listener->drops != identity->drops)
-			probes->skel->bss->follow_handshakes_until_ns = now_ns + FOLLOW_HANDSHAKES_NS;
-		identity->drops = listener->drops;
 		probes->on_record(probes->ctx, &sample, sizeof(sample));
 	}
 	return 0;
