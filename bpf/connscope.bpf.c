@@ -526,6 +526,29 @@ static __always_inline void note_answer_in_flight(const struct sock *sk, struct 
 		mark_first_send(conn, conn->reader_tid, now, false);
 }
 
+/*
+ * A connection older than the attach, seen for the first time (no
+ * storage): followed from here as partial if it is on a target port.
+ * NULL if it is not ours (or the storage is full: counted).
+ */
+static __always_inline struct conn_state *adopt_older_connection(const struct sock *sk)
+{
+	struct conn_state *conn;
+
+	if (sk->__sk_common.skc_state != TCP_ESTABLISHED ||
+	    sk->__sk_common.skc_family == 1 /* AF_UNIX */ ||
+	    !is_target_port(sk->__sk_common.skc_num))
+		return NULL;
+	conn = bpf_sk_storage_get(&conns, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!conn) {
+		count(CS_CTR_SOCKET_STORAGE);
+		return NULL;
+	}
+	conn->partial = 1;
+	conn->port = sk->__sk_common.skc_num;
+	return conn;
+}
+
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(on_data_ready, const struct sock *sk)
 {
@@ -534,18 +557,9 @@ int BPF_PROG(on_data_ready, const struct sock *sk)
 	__u64 now;
 
 	if (!conn) {
-		/* A connection older than the attach: adopt it if it is ours. */
-		if (sk->__sk_common.skc_state != TCP_ESTABLISHED ||
-		    sk->__sk_common.skc_family == 1 /* AF_UNIX */ ||
-		    !is_target_port(sk->__sk_common.skc_num))
+		conn = adopt_older_connection(sk);
+		if (!conn)
 			return 0;
-		conn = bpf_sk_storage_get(&conns, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-		if (!conn) {
-			count(CS_CTR_SOCKET_STORAGE);
-			return 0;
-		}
-		conn->partial = 1;
-		conn->port = sk->__sk_common.skc_num;
 	}
 	if (conn->closed)
 		return 0;
@@ -567,8 +581,16 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	if (ret <= 0 || (flags & 2 /* MSG_PEEK */))
 		return 0;
 	struct conn_state *conn = bpf_sk_storage_get(&conns, sk, 0, 0);
-	if (!conn)
-		return 0;
+	/*
+	 * No storage: not ours, or older than the attach with its bytes
+	 * queued before it (they raised no data_ready we saw: a connection
+	 * still in the accept queue at the attach, say). Adopted as partial.
+	 */
+	if (!conn) {
+		conn = adopt_older_connection(sk);
+		if (!conn)
+			return 0;
+	}
 	__u64 now = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	conn->last_activity_ns = now;

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Four workers sharing one listener (no EPOLLEXCLUSIVE) wake together for
-# each connection: the losers' accept4() returns EAGAIN, and epoll's LIFO
-# wake-up order skews who wins. One SO_REUSEPORT listener per worker spreads
-# connections by hash instead, with no wasted wake-ups. One client at a time
-# keeps the workers idle in epoll_wait, so that every connection wakes them all.
+# each connection: the losers' accept4() returns EAGAIN. One SO_REUSEPORT
+# listener per worker spreads connections by hash instead, with no wasted
+# wake-ups. One client at a time keeps the workers idle in epoll_wait, so
+# that every connection wakes them all. Who wins a shared listener's race
+# is the scheduler's choice (on 2 CPUs the busiest worker took 0.26-0.45
+# of the accepts over runs): the test asserts what connscope reports of
+# it (every accept given to one worker, the busiest share its true ratio),
+# not how skewed it came out.
 source "$(dirname "$0")/lib.sh"
 
 run_mode() {
@@ -34,4 +38,16 @@ note "shared: EAGAIN $s_eagain, busiest share $s_share over $s_workers workers; 
 assert_cmp "$s_eagain" ">" 0 "shared listener: EAGAIN counted"
 assert_cmp "$r_eagain" '==' 0 "reuseport: no wasted wake-ups"
 assert_cmp "$r_sockets" '==' 4 "reuseport: one listening socket per worker"
-assert_cmp "$(python3 -c "print(abs($s_share - $r_share))")" '>=' 0.05 "busiest worker share differs between modes"
+
+# Every connection accepted once, by one of the workers, and the busiest
+# share is what the per-worker counts say.
+for report in "$shared" "$reuse"; do
+  mode=$(basename "$report" .json); mode=${mode#report.}
+  assert_cmp "$(json_get "$report" 'sum(l["accepts"] for l in j["listeners"])')" == 4000 "$mode: accepts (ab -n 4000, no keep-alive)"
+  assert_cmp "$(json_get "$report" 'sum(w["accepts"] for l in j["listeners"] for w in l["workers"])')" == 4000 "$mode: accepts over the workers"
+  assert_cmp "$(json_get "$report" 'abs(j["listeners"][0]["busiest_worker_share"] - max(w["accepts"] for w in j["listeners"][0]["workers"]) / sum(w["accepts"] for w in j["listeners"][0]["workers"]))')" '<' 0.001 "$mode: busiest share is max/sum of the worker counts"
+done
+assert_cmp "$s_workers" '>=' 2 "shared listener: accepts won by more than one worker"
+# Four listeners of one SO_REUSEPORT group, 4000 connections hashed over
+# them: about 1000 each (0.35 is over ten standard deviations away).
+assert_cmp "$r_share" '<' 0.35 "reuseport: busiest worker share"
