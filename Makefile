@@ -143,24 +143,17 @@ unit-test: $(BUILD)/unit-tests
 integration-test: $(PROGRAMS) $(BUILD)/bench/csidle
 	$(Q)bash tests/integration/run.sh $(BUILD)
 
-# The whole check: the build on every core, then one step after the other
-# (the integration tests time real servers: they must not share the two
-# CPUs with fuzzers or sanitizers): unit tests, integration tests, then the
-# hygiene checks of mk/hygiene.mk (linters, short fuzzing, valgrind,
-# ASan/UBSan). Under 15 minutes on two cores from a clean clone;
-# `make test-hygiene` alone repeats the last part.
+# The whole check: the builds on every core (plain, then ASan + UBSan),
+# then scripts/test-all.sh: unit tests, integration tests (every one, plain
+# and sanitized), linters, short fuzzing, valgrind, arranged so that
+# nothing that times a server shares the CPUs with work that would distort
+# it. Under 15 minutes on two cores from a clean clone.
 # Builds run in parallel unless make already has a job server (make -jN).
 BUILD_JOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(NPROC))
-# A failed step does not stop the next ones (one run shows every failure);
-# the last line names the failed steps and the exit status is theirs.
 test:
 	$(Q)$(MAKE) --no-print-directory $(BUILD_JOBS) $(PROGRAMS) $(BUILD)/unit-tests $(BUILD)/bench/csidle
-	$(Q)failed=""; start=$$(date +%s); \
-	for step in unit-test integration-test test-hygiene; do \
-		$(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
-	done; \
-	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed ($$(( $$(date +%s) - start )) s)"; exit 1; fi; \
-	echo "make test: all passed ($$(( $$(date +%s) - start )) s)"
+	$(Q)$(MAKE) --no-print-directory asan-build
+	$(Q)bash scripts/test-all.sh $(BUILD)
 
 clean:
 	$(Q)rm -rf $(BUILD)

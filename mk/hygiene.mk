@@ -3,17 +3,19 @@
 #   make fuzz           every libFuzzer target for FUZZ_SECONDS (60) each
 #   make fuzz-short     every target for FUZZ_TEST_SECONDS (8) each, after
 #                       replaying its committed corpus (regressions included)
-#   make test-asan      unit tests and a subset of the integration tests,
-#                       built with ASan + UBSan (+ LeakSanitizer) in build-asan/
-#   make test-valgrind  the unit tests under valgrind memcheck
-#   make test-valgrind-short  only the suites of VALGRIND_TEST_SUITES
+#   make test-asan      the unit tests and every integration test, built with
+#                       ASan + UBSan (+ LeakSanitizer) in build-asan/
+#   make test-valgrind  every unit test under valgrind memcheck
 #   make lint           clang-tidy (.clang-tidy; the BPF program too) and cppcheck
-#   make test-hygiene   all of these but the long fuzz run: what `make test` adds
+#   make test-hygiene   all of these but the long fuzz run, one after the
+#                       other (`make test` runs the same, interleaved with
+#                       the integration tests: scripts/test-all.sh)
 #
 # Included by the Makefile, so $(BUILD), $(SKEL), $(ENGINE_SRCS), $(Q) and
 # $(msg) are the Makefile's.
 
-.PHONY: fuzz fuzz-short fuzz-build test-asan asan-build test-valgrind test-valgrind-short \
+.PHONY: fuzz fuzz-short fuzz-build test-asan test-asan-unit test-asan-integration asan-reports \
+	integration-both asan-build test-valgrind test-hygiene-cpu \
 	lint lint-tidy lint-tidy-bpf lint-cppcheck test-hygiene clean-hygiene
 
 # `make clean` removes these builds too.
@@ -21,12 +23,20 @@ clean: clean-hygiene
 clean-hygiene:
 	$(Q)rm -rf $(FUZZ_BUILD) $(ASAN_BUILD)
 
-# One step after the other, each with its time: `make test` runs them and
-# must stay under 15 minutes on two cores. There, valgrind runs only
-# VALGRIND_TEST_SUITES (below) and each fuzz target FUZZ_TEST_SECONDS.
-HYGIENE_STEPS := lint fuzz-short test-valgrind-short test-asan
+# One step after the other, each with its time.
+HYGIENE_STEPS := lint fuzz-short test-valgrind test-asan
 test-hygiene:
 	$(Q)for step in $(HYGIENE_STEPS); do \
+		start=$$(date +%s); \
+		$(MAKE) --no-print-directory $(BUILD_JOBS) $$step || exit 1; \
+		echo "  HYGIENE   $$step passed in $$(( $$(date +%s) - start )) s"; \
+	done
+
+# The steps that only use CPU (no test times anything): `make test` runs
+# them at idle priority beside the integration tests that share the machine.
+HYGIENE_CPU_STEPS := lint fuzz-short test-valgrind
+test-hygiene-cpu:
+	$(Q)for step in $(HYGIENE_CPU_STEPS); do \
 		start=$$(date +%s); \
 		$(MAKE) --no-print-directory $(BUILD_JOBS) $$step || exit 1; \
 		echo "  HYGIENE   $$step passed in $$(( $$(date +%s) - start )) s"; \
@@ -132,55 +142,43 @@ ASAN_LOGS   := $(ASAN_BUILD)/sanitizer
 ASAN_ENV     = ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/$(ASAN_LOGS)/asan \
 	       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/$(ASAN_LOGS)/ubsan
 
-# The integration tests under ASan: a subset, to keep `make test` under 15
-# minutes on two cores (the whole suite takes 4-5 minutes at full speed, and
-# the sanitized programs run 2-3x slower). Chosen so that each program, and
-# each way of running it, goes through the sanitizers:
-#   accept_wait, listen_overflow  connscope attach: probes, run loop, the
-#                                 accept-path engine, backlog, SYN drops
-#   attach_errors, cli_errors     every usage and run-time error path of
-#                                 connscope and connscoped, a target exiting
-#   before_attach                 connections older than the attach: partial
-#                                 accepts, requests and closes
-#   server                        csserver alone: accept modes, routes, 400/
-#                                 408/413, timeouts, pipelining, resets, EMFILE
-#   scenario 2                    record + report (a trace written and
-#                                 replayed), requests and lifecycles
-#   daemon_metrics                connscoped: its metrics thread, a target
-#                                 that restarts, SIGTERM
-#   daemon_control                connscoped's control thread under hostile
-#                                 and slow clients; status, snapshot, reset
-# Left out: scenarios 1, 3-8, fairness, tcplife, faults, scale, csload. The
-# scenarios and fairness assert timing and scheduling outcomes (p99
-# agreement with the client, run-queue waits, 1 s SYN retransmits) that the
-# sanitizers' slowdown distorts (5 and 8 failed that way when they were
-# in); the engine paths they reach run sanitized in the unit tests, which
-# replay every scenario's recorded trace (tests/fixtures/). faults and
-# scale (a minute; kills, stops, floods) reach little that the tests above
-# do not; csload (40 s, the load generator, not connscope) was left out for
-# time.
-ASAN_INTEGRATION := test_accept_wait test_listen_overflow test_attach_errors test_cli_errors \
-	test_before_attach test_server test_scenario_2_accept_queue test_daemon_metrics \
-	test_daemon_control
-
-# And test_daemon_targets: connscoped by name and cgroup, its config file
-# and SIGHUP reloads, the capability drop's signal to every thread.
-ASAN_INTEGRATION += test_daemon_targets
-
+# Every integration test runs under ASan too, with every program of
+# build-asan/ (connscope, connscoped, and the test bed: csserver, csload,
+# csidle) sanitized; two at a time, but for the exclusive ones
+# (tests/integration/run.sh says which, and why).
 asan-build: $(SKEL)
 	$(Q)mkdir -p $(ASAN_BUILD)
 	$(Q)cp -p $(BUILD)/vmlinux.h $(BUILD)/connscope.bpf.o $(SKEL) $(DEPS_OK) $(ASAN_BUILD)/
 	$(Q)CFLAGS='$(ASAN_CFLAGS)' $(MAKE) --no-print-directory $(BUILD_JOBS) BUILD=$(ASAN_BUILD) \
-		all $(ASAN_BUILD)/unit-tests
+		all $(ASAN_BUILD)/unit-tests $(ASAN_BUILD)/bench/csidle
 
-test-asan: asan-build
+# In this order (not as prerequisites, which -j would run side by side).
+test-asan:
+	$(Q)$(MAKE) --no-print-directory test-asan-unit
+	$(Q)$(MAKE) --no-print-directory test-asan-integration
+	$(Q)$(MAKE) --no-print-directory asan-reports
+
+# The first sanitized step starts from an empty report directory.
+test-asan-unit: asan-build
 	$(Q)rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS)
 	$(Q)echo "  ASAN      unit tests"
 	$(Q)$(ASAN_ENV) $(ASAN_BUILD)/unit-tests --jobs $(NPROC)
-	$(Q)echo "  ASAN      integration tests: $(ASAN_INTEGRATION)"
-	$(Q)$(ASAN_ENV) bash tests/integration/run.sh $(ASAN_BUILD) \
-		$(patsubst %,tests/integration/%.sh,$(ASAN_INTEGRATION))
-	$(Q)if [ -n "$$(ls -A $(ASAN_LOGS))" ]; then \
+
+test-asan-integration: asan-build
+	$(Q)mkdir -p $(ASAN_LOGS)
+	$(Q)echo "  ASAN      integration tests"
+	$(Q)$(ASAN_ENV) bash tests/integration/run.sh --build $(ASAN_BUILD) --lanes 2
+
+# `make test`: both builds' integration tests in one run, ONLY=exclusive or
+# ONLY=shared (the group; see tests/integration/run.sh).
+integration-both: $(PROGRAMS) $(BUILD)/bench/csidle asan-build
+	$(Q)mkdir -p $(ASAN_LOGS)
+	$(Q)$(ASAN_ENV) bash tests/integration/run.sh --build $(BUILD) --build $(ASAN_BUILD) \
+		--lanes 2 $(if $(ONLY),--only $(ONLY))
+
+# Any report fails the run, whoever wrote it.
+asan-reports:
+	$(Q)if [ -n "$$(ls -A $(ASAN_LOGS) 2>/dev/null)" ]; then \
 		for f in $(ASAN_LOGS)/*; do echo "== $$f"; cat "$$f"; done; \
 		echo "test-asan: sanitizer reports above (in $(ASAN_LOGS)/)"; exit 1; fi
 	$(Q)echo "test-asan: no sanitizer report, no leak"
@@ -195,20 +193,6 @@ VALGRIND_LOG := $(BUILD)/valgrind
 test-valgrind: $(BUILD)/unit-tests
 	$(Q)echo "  VALGRIND  unit tests"
 	$(Q)bash scripts/valgrind-unit-tests.sh $(BUILD)/unit-tests $(VALGRIND_LOG) $(NPROC)
-
-# In `make test`, valgrind (about a second per test process: three to six
-# minutes for every suite) runs the suites where an uninitialised read could
-# hide: wire records through the engine, the recorded traces replayed,
-# hostile traces, trace files, every report and the metrics. The others
-# (pure arithmetic and algorithms: request splits, tails, the hash table,
-# histograms, the HTTP and /proc parsers, the diagnosis rules) run under
-# ASan + UBSan in test-asan, and the parsers under the fuzzers too.
-VALGRIND_TEST_SUITES := engine join partial forget fixtures hostile trace \
-	report_json report_text requests_json metrics
-test-valgrind-short: $(BUILD)/unit-tests
-	$(Q)echo "  VALGRIND  unit test suites: $(VALGRIND_TEST_SUITES)"
-	$(Q)bash scripts/valgrind-unit-tests.sh $(BUILD)/unit-tests $(VALGRIND_LOG) $(NPROC) \
-		"$(VALGRIND_TEST_SUITES)"
 
 # ---- linters -------------------------------------------------------------------
 #

@@ -1,29 +1,100 @@
 #!/usr/bin/env bash
-# Runs every tests/integration/test_*.sh (or those named as arguments) and
-# prints one line per test, then "N passed, N failed". Each test runs as
-# root against real probes, a real server and real clients on 127.0.0.1.
+# Runs the integration tests and prints one line per test, then "N passed,
+# N failed". Each test runs as root against real probes, a real server and
+# real clients on 127.0.0.1.
+#
+#   run.sh BUILD [TEST ...]          every tests/integration/test_*.sh (or
+#                                    the TESTs), one after the other
+#   run.sh [--build BUILD]... [--lanes N] [--only exclusive|shared] [TEST ...]
+#                                    each test once per BUILD (e.g. build/
+#                                    and build-asan/), N at a time
+#
+# Most tests wait far more than they compute (40 % of two CPUs on average),
+# so two of them can share the machine. Not those whose header says
+#   # integration: exclusive (WHY)
+# they read machine-wide counters another test would move, or time what
+# another test's load would distort: they run alone, before the others.
+# --only picks one of the two groups (`make test` runs the background
+# hygiene work only beside the shared group).
 set -u
-build=$(cd "${1:?usage: run.sh BUILD_DIR [test ...]}" && pwd)
-shift
 here=$(cd "$(dirname "$0")" && pwd)
-export CS_BUILD=$build
-out=$build/integration
-mkdir -p "$out"
+builds=() lanes=1 only=
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --build) builds+=("$(cd "${2:?--build needs a directory}" && pwd)") || exit 2; shift 2 ;;
+    --lanes) lanes=${2:-}; shift 2 ;;
+    --only) only=${2:-}; shift 2 ;;
+    -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+if [[ ${#builds[@]} -eq 0 ]]; then
+  builds=("$(cd "${1:?usage: run.sh BUILD_DIR [test ...]}" && pwd)") || exit 2
+  shift
+fi
+[[ $lanes =~ ^[1-9]$ ]] || { echo "run.sh: --lanes takes 1 to 9, not '$lanes'" >&2; exit 2; }
+[[ -z $only || $only == exclusive || $only == shared ]] ||
+  { echo "run.sh: --only takes exclusive or shared, not '$only'" >&2; exit 2; }
 
 if [[ $# -gt 0 ]]; then tests=("$@"); else tests=("$here"/test_*.sh); fi
 
-passed=0 failed=0 failed_names=()
-for t in "${tests[@]}"; do
-  name=$(basename "$t" .sh)
-  log=$out/$name.log
-  start=$(date +%s)
-  if timeout 600 bash "$t" >"$log" 2>&1; then
-    passed=$((passed + 1)); verdict=PASS
-  else
-    failed=$((failed + 1)); verdict=FAIL; failed_names+=("$name")
-  fi
-  printf '%-4s %-40s %4ss\n' "$verdict" "$name" "$(( $(date +%s) - start ))"
-  if [[ $verdict == FAIL ]]; then sed 's/^/    | /' "$log" | tail -n 40; fi
+is_exclusive() { grep -q '^# integration: exclusive' "$1"; }
+
+# The jobs, "BUILD TEST": the exclusive ones first, each build in turn.
+exclusive_jobs=() shared_jobs=()
+for b in "${builds[@]}"; do
+  mkdir -p "$b/integration"
+  for t in "${tests[@]}"; do
+    if is_exclusive "$t"; then exclusive_jobs+=("$b $t"); else shared_jobs+=("$b $t"); fi
+  done
 done
+[[ $only == shared ]] && exclusive_jobs=()
+[[ $only == exclusive ]] && shared_jobs=()
+
+# A label for a build in the result lines, when there are several.
+label() { [[ ${#builds[@]} -gt 1 ]] && echo " [$(basename "$1")]"; }
+
+passed=0 failed=0
+declare -A job_of=() started_at=()
+
+start_job() { # start_job "BUILD TEST"
+  local b=${1%% *} t=${1#* }
+  local log=$b/integration/$(basename "$t" .sh).log
+  CS_BUILD=$b timeout 600 bash "$t" >"$log" 2>&1 &
+  job_of[$!]=$1
+  started_at[$!]=$(date +%s)
+}
+
+finish_job() { # finish_job PID STATUS
+  local b=${job_of[$1]%% *} t=${job_of[$1]#* } verdict=PASS
+  local name; name=$(basename "$t" .sh)
+  if [[ $2 -eq 0 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); verdict=FAIL; fi
+  printf '%-4s %-40s %4ss\n' "$verdict" "$name$(label "$b")" "$(( $(date +%s) - started_at[$1] ))"
+  [[ $verdict == FAIL ]] && sed 's/^/    | /' "$b/integration/$name.log" | tail -n 40
+  unset "job_of[$1]" "started_at[$1]"
+}
+
+# Run JOBS at most N at a time, each result printed as it ends.
+run_jobs() { # run_jobs N JOB...
+  local n=$1 pid status
+  shift
+  for job in "$@"; do
+    while [[ ${#job_of[@]} -ge $n ]]; do
+      status=0; wait -n -p pid || status=$?
+      finish_job "$pid" "$status"
+    done
+    start_job "$job"
+  done
+  while [[ ${#job_of[@]} -gt 0 ]]; do
+    status=0; wait -n -p pid || status=$?
+    finish_job "$pid" "$status"
+  done
+}
+
+run_jobs 1 "${exclusive_jobs[@]}"
+run_jobs "$lanes" "${shared_jobs[@]}"
 echo "integration: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+# Every job accounted for: a runner bug must not pass as "0 failed".
+jobs=$(( ${#exclusive_jobs[@]} + ${#shared_jobs[@]} ))
+[[ $((passed + failed)) -eq $jobs ]] || { echo "integration: $jobs tests to run, $((passed + failed)) ran" >&2; exit 1; }
+[[ $jobs -gt 0 && $failed -eq 0 ]]

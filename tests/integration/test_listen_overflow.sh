@@ -6,6 +6,9 @@
 # they retransmit until the server lets the connection in. connscope's
 # drops must equal the kernel counter's delta, and it must find the slow
 # connects behind the >= 1 s requests the clients measured.
+# integration: exclusive
+# Runs alone: drops are compared with the machine-wide ListenOverflows
+# counter.
 source "$(dirname "$0")/lib.sh"
 
 netstat_counter() {  # netstat_counter NAME: TcpExt value from /proc/net/netstat

@@ -4,6 +4,9 @@
 # (drops equal the kernel's ListenOverflows delta), local clients wait 1 s
 # and more for their retransmitted SYNs, and that is the tail's top cause:
 # connscope's p99 agrees with the clients', who time their connects.
+# integration: exclusive
+# Runs alone: drops are compared with the machine-wide ListenOverflows
+# counter.
 source "$(dirname "$0")/lib.sh"
 
 netstat_counter() {  # TcpExt NAME from /proc/net/netstat

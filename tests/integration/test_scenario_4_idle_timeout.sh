@@ -6,6 +6,9 @@
 # on a connection the server has just closed (or is closing), and the
 # kernel answers with a reset: the keep-alive race. Each such reset is a
 # request the client lost (it reads EOF or a reset).
+# integration: exclusive
+# Runs alone: connscope's p99 is compared with the client's: another
+# test's load moves the client's own wake-ups by milliseconds.
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2 --idle-timeout-ms 200

@@ -2,6 +2,9 @@
 # Scenario 5: the same request rate with and without keep-alive. Without
 # it, every request pays a handshake and an accept: non_persistent is
 # flagged with 1 request per connection. With it, it is not.
+# integration: exclusive
+# Runs alone: connscope's p99 is compared with the client's: another
+# test's load moves the client's own wake-ups by milliseconds.
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2 --no-keepalive

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# `make test` after the builds: every check, arranged to fit 15 minutes on
+# two CPUs. usage: test-all.sh BUILD_DIR
+#
+#   1. the unit tests, plain and under ASan + UBSan
+#   2. the exclusive integration tests (tests/integration/run.sh), plain
+#      and sanitized, each alone on a quiet machine
+#   3. the other integration tests, plain and sanitized, two at a time;
+#      beside them, at idle priority (SCHED_IDLE: it runs only on a CPU
+#      nothing else wants), the steps that time nothing: linters, short
+#      fuzzing, every unit test under valgrind
+#   4. whatever of those is left, then the sanitizer reports of every step
+#
+# A failed step does not stop the next ones (one run shows every failure);
+# the last line names the failed steps, and the exit status is theirs.
+set -u
+build=${1:?usage: test-all.sh BUILD_DIR}
+make=(make --no-print-directory)
+failed=()
+start_all=$(date +%s)
+
+step() { # step NAME COMMAND...
+  local name=$1 start
+  shift
+  start=$(date +%s)
+  if "$@"; then
+    echo "  STEP      $name passed in $(( $(date +%s) - start )) s"
+  else
+    echo "  STEP      $name FAILED after $(( $(date +%s) - start )) s"
+    failed+=("$name")
+  fi
+}
+
+step unit-test "${make[@]}" unit-test
+step asan-unit-test "${make[@]}" test-asan-unit
+step integration-exclusive "${make[@]}" integration-both ONLY=exclusive
+
+# Idle priority where the kernel has it (it always has since 2.6.23), else
+# the lowest nice level.
+idle=(nice -n 19)
+chrt --idle 0 true 2>/dev/null && idle=(chrt --idle 0)
+hygiene_log=$build/hygiene-cpu.log
+hygiene_start=$(date +%s)
+"${idle[@]}" "${make[@]}" test-hygiene-cpu >"$hygiene_log" 2>&1 &
+hygiene=$!
+
+step integration-shared "${make[@]}" integration-both ONLY=shared
+
+echo "  STEP      waiting for the hygiene steps (at idle priority since $(( $(date +%s) - hygiene_start )) s)"
+if wait "$hygiene"; then
+  cat "$hygiene_log"
+  echo "  STEP      hygiene (lint, fuzz-short, test-valgrind) passed in $(( $(date +%s) - hygiene_start )) s"
+else
+  tail -n 80 "$hygiene_log"
+  echo "  STEP      hygiene (lint, fuzz-short, test-valgrind) FAILED (log: $hygiene_log)"
+  failed+=(hygiene)
+fi
+step asan-reports "${make[@]}" asan-reports
+
+took=$(( $(date +%s) - start_all ))
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "make test: FAILED: ${failed[*]} ($took s)"
+  exit 1
+fi
+echo "make test: all passed ($took s)"
