@@ -15,6 +15,7 @@
 # $(msg) are the Makefile's.
 
 .PHONY: fuzz fuzz-short fuzz-build test-asan test-asan-unit test-asan-integration asan-reports \
+	asan-reports-clean \
 	integration-both asan-build test-valgrind test-hygiene-cpu \
 	lint lint-tidy lint-tidy-bpf lint-cppcheck test-hygiene clean-hygiene
 
@@ -33,8 +34,8 @@ test-hygiene:
 	done
 
 # The steps that only use CPU (no test times anything): `make test` runs
-# them at idle priority beside the integration tests that share the machine.
-HYGIENE_CPU_STEPS := lint fuzz-short test-valgrind
+# them at idle priority beside the integration tests (all but the quiet).
+HYGIENE_CPU_STEPS := test-asan-unit lint fuzz-short test-valgrind
 test-hygiene-cpu:
 	$(Q)for step in $(HYGIENE_CPU_STEPS); do \
 		start=$$(date +%s); \
@@ -151,16 +152,21 @@ asan-build: $(SKEL)
 	$(Q)cp -p $(BUILD)/vmlinux.h $(BUILD)/connscope.bpf.o $(SKEL) $(DEPS_OK) $(ASAN_BUILD)/
 	$(Q)CFLAGS='$(ASAN_CFLAGS)' $(MAKE) --no-print-directory $(BUILD_JOBS) BUILD=$(ASAN_BUILD) \
 		all $(ASAN_BUILD)/unit-tests $(ASAN_BUILD)/bench/csidle
+	$(Q)echo '$(ASAN_CFLAGS)' >$(ASAN_BUILD)/SANITIZED
 
 # In this order (not as prerequisites, which -j would run side by side).
 test-asan:
+	$(Q)$(MAKE) --no-print-directory asan-reports-clean
 	$(Q)$(MAKE) --no-print-directory test-asan-unit
 	$(Q)$(MAKE) --no-print-directory test-asan-integration
 	$(Q)$(MAKE) --no-print-directory asan-reports
 
-# The first sanitized step starts from an empty report directory.
-test-asan-unit: asan-build
+# A run starts from an empty report directory.
+asan-reports-clean:
 	$(Q)rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS)
+
+test-asan-unit: asan-build
+	$(Q)mkdir -p $(ASAN_LOGS)
 	$(Q)echo "  ASAN      unit tests"
 	$(Q)$(ASAN_ENV) $(ASAN_BUILD)/unit-tests --jobs $(NPROC)
 

@@ -2,14 +2,16 @@
 # `make test` after the builds: every check, arranged to fit 15 minutes on
 # two CPUs. usage: test-all.sh BUILD_DIR
 #
-#   1. the unit tests, plain and under ASan + UBSan
-#   2. the exclusive integration tests (tests/integration/run.sh), plain
-#      and sanitized, each alone on a quiet machine
-#   3. the other integration tests, plain and sanitized, two at a time;
-#      beside them, at idle priority (SCHED_IDLE: it runs only on a CPU
-#      nothing else wants), the steps that time nothing: linters, short
-#      fuzzing, every unit test under valgrind
-#   4. whatever of those is left, then the sanitizer reports of every step
+#   1. the unit tests
+#   2. the quiet integration tests (tests/integration/run.sh), plain and
+#      built with ASan + UBSan, alone on the machine
+#   3. in the background at idle priority (SCHED_IDLE: it runs only on a
+#      CPU nothing else wants), the steps that time nothing: the unit tests
+#      under ASan + UBSan, linters, short fuzzing, every unit test under
+#      valgrind
+#   4. beside them, the exclusive integration tests, plain and sanitized,
+#      one at a time; then the others, two at a time
+#   5. whatever of 3 is left, then the sanitizer reports of every step
 #
 # A failed step does not stop the next ones (one run shows every failure);
 # the last line names the failed steps, and the exit status is theirs.
@@ -31,9 +33,9 @@ step() { # step NAME COMMAND...
   fi
 }
 
+"${make[@]}" asan-reports-clean
 step unit-test "${make[@]}" unit-test
-step asan-unit-test "${make[@]}" test-asan-unit
-step integration-exclusive "${make[@]}" integration-both ONLY=exclusive
+step integration-quiet "${make[@]}" integration-both ONLY=quiet
 
 # Idle priority where the kernel has it (it always has since 2.6.23), else
 # the lowest nice level.
@@ -44,15 +46,16 @@ hygiene_start=$(date +%s)
 "${idle[@]}" "${make[@]}" test-hygiene-cpu >"$hygiene_log" 2>&1 &
 hygiene=$!
 
+step integration-exclusive "${make[@]}" integration-both ONLY=exclusive
 step integration-shared "${make[@]}" integration-both ONLY=shared
 
 echo "  STEP      waiting for the hygiene steps (at idle priority since $(( $(date +%s) - hygiene_start )) s)"
 if wait "$hygiene"; then
   cat "$hygiene_log"
-  echo "  STEP      hygiene (lint, fuzz-short, test-valgrind) passed in $(( $(date +%s) - hygiene_start )) s"
+  echo "  STEP      hygiene (asan unit tests, lint, fuzz-short, test-valgrind) passed in $(( $(date +%s) - hygiene_start )) s"
 else
   tail -n 80 "$hygiene_log"
-  echo "  STEP      hygiene (lint, fuzz-short, test-valgrind) FAILED (log: $hygiene_log)"
+  echo "  STEP      hygiene (asan unit tests, lint, fuzz-short, test-valgrind) FAILED (log: $hygiene_log)"
   failed+=(hygiene)
 fi
 step asan-reports "${make[@]}" asan-reports

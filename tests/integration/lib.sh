@@ -6,6 +6,9 @@ CS_BIN=$CS_BUILD/connscope
 CS_SERVER=$CS_BUILD/csserver
 CS_LOAD=$CS_BUILD/csload
 CS_TMP=$(mktemp -d /tmp/cs-itest.XXXXXX)
+# 1 for a build with sanitizers (mk/hygiene.mk's asan-build marks it).
+CS_SANITIZED=0
+[[ -e $CS_BUILD/SANITIZED ]] && CS_SANITIZED=1
 cs_pids=()
 
 # Every process below PID, children first found, recursively (by parent pid).

@@ -5,17 +5,20 @@
 #
 #   run.sh BUILD [TEST ...]          every tests/integration/test_*.sh (or
 #                                    the TESTs), one after the other
-#   run.sh [--build BUILD]... [--lanes N] [--only exclusive|shared] [TEST ...]
+#   run.sh [--build BUILD]... [--lanes N] [--only quiet|exclusive|shared] [TEST ...]
 #                                    each test once per BUILD (e.g. build/
 #                                    and build-asan/), N at a time
 #
 # Most tests wait far more than they compute (40 % of two CPUs on average),
 # so two of them can share the machine. Not those whose header says
-#   # integration: exclusive (WHY)
+#   # integration: exclusive     (and why, below it)
 # they read machine-wide counters another test would move, or time what
 # another test's load would distort: they run alone, before the others.
-# --only picks one of the two groups (`make test` runs the background
-# hygiene work only beside the shared group).
+# Nor those that say
+#   # integration: quiet
+# which must have the machine to themselves, not even sharing it with work
+# at idle priority: they run first. --only picks one of the three groups
+# (`make test` runs its CPU-only hygiene work beside the last two).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 builds=() lanes=1 only=
@@ -33,23 +36,32 @@ if [[ ${#builds[@]} -eq 0 ]]; then
   shift
 fi
 [[ $lanes =~ ^[1-9]$ ]] || { echo "run.sh: --lanes takes 1 to 9, not '$lanes'" >&2; exit 2; }
-[[ -z $only || $only == exclusive || $only == shared ]] ||
-  { echo "run.sh: --only takes exclusive or shared, not '$only'" >&2; exit 2; }
+[[ -z $only || $only == quiet || $only == exclusive || $only == shared ]] ||
+  { echo "run.sh: --only takes quiet, exclusive or shared, not '$only'" >&2; exit 2; }
 
 if [[ $# -gt 0 ]]; then tests=("$@"); else tests=("$here"/test_*.sh); fi
 
-is_exclusive() { grep -q '^# integration: exclusive' "$1"; }
+group_of() { # group_of TEST: quiet, exclusive or shared
+  local marker
+  marker=$(grep -m1 -o '^# integration: [a-z]*' "$1")
+  echo "${marker#\# integration: }" | grep -E '^(quiet|exclusive)$' || echo shared
+}
 
-# The jobs, "BUILD TEST": the exclusive ones first, each build in turn.
-exclusive_jobs=() shared_jobs=()
+# The jobs, "BUILD TEST", by group; in each, one build after the other.
+quiet_jobs=() exclusive_jobs=() shared_jobs=()
 for b in "${builds[@]}"; do
   mkdir -p "$b/integration"
   for t in "${tests[@]}"; do
-    if is_exclusive "$t"; then exclusive_jobs+=("$b $t"); else shared_jobs+=("$b $t"); fi
+    case $(group_of "$t") in
+      quiet) quiet_jobs+=("$b $t") ;;
+      exclusive) exclusive_jobs+=("$b $t") ;;
+      *) shared_jobs+=("$b $t") ;;
+    esac
   done
 done
-[[ $only == shared ]] && exclusive_jobs=()
-[[ $only == exclusive ]] && shared_jobs=()
+[[ -n $only && $only != quiet ]] && quiet_jobs=()
+[[ -n $only && $only != exclusive ]] && exclusive_jobs=()
+[[ -n $only && $only != shared ]] && shared_jobs=()
 
 # A label for a build in the result lines, when there are several.
 label() { [[ ${#builds[@]} -gt 1 ]] && echo " [$(basename "$1")]"; }
@@ -91,10 +103,12 @@ run_jobs() { # run_jobs N JOB...
   done
 }
 
+run_jobs 1 "${quiet_jobs[@]}"
 run_jobs 1 "${exclusive_jobs[@]}"
 run_jobs "$lanes" "${shared_jobs[@]}"
 echo "integration: $passed passed, $failed failed"
 # Every job accounted for: a runner bug must not pass as "0 failed".
-jobs=$(( ${#exclusive_jobs[@]} + ${#shared_jobs[@]} ))
+jobs=$(( ${#quiet_jobs[@]} + ${#exclusive_jobs[@]} + ${#shared_jobs[@]} ))
 [[ $((passed + failed)) -eq $jobs ]] || { echo "integration: $jobs tests to run, $((passed + failed)) ran" >&2; exit 1; }
-[[ $jobs -gt 0 && $failed -eq 0 ]]
+[[ $jobs -gt 0 || -n $only ]] || { echo "integration: no test to run" >&2; exit 1; }
+[[ $failed -eq 0 ]]

@@ -3,10 +3,11 @@
 # whose requests wait 5 ms on a (simulated) backend. The tail is the
 # handler's own time, no condition is flagged, and connscope's p99 agrees
 # with the client's.
-# integration: exclusive
-# Runs alone: its client busy-polls a CPU: beside another test, or even
-# idle-priority work, the server's threads wait for the other CPU and the
-# tail turns to run-queue time.
+# integration: quiet
+# Runs with the machine to itself: its client busy-polls a CPU, and beside
+# another test, or even beside work at idle priority (SCHED_IDLE), the
+# server's threads wait milliseconds for the other CPU: the tail turns to
+# run-queue time.
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2
