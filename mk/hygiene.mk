@@ -8,15 +8,15 @@
 #   make test-valgrind  every unit test under valgrind memcheck
 #   make lint           clang-tidy (.clang-tidy; the BPF program too) and cppcheck
 #   make test-hygiene   all of these but the long fuzz run, one after the
-#                       other (`make test` runs the same, interleaved with
-#                       the integration tests: scripts/test-all.sh)
+#                       other (`make test` runs the same steps: see
+#                       scripts/test-all.sh)
 #
 # Included by the Makefile, so $(BUILD), $(SKEL), $(ENGINE_SRCS), $(Q) and
 # $(msg) are the Makefile's.
 
 .PHONY: fuzz fuzz-short fuzz-build test-asan test-asan-unit test-asan-integration asan-reports \
 	asan-reports-clean \
-	integration-both asan-build test-valgrind test-hygiene-cpu \
+	integration-both asan-build test-valgrind \
 	lint lint-tidy lint-tidy-bpf lint-cppcheck test-hygiene clean-hygiene
 
 # `make clean` removes these builds too.
@@ -28,16 +28,6 @@ clean-hygiene:
 HYGIENE_STEPS := lint fuzz-short test-valgrind test-asan
 test-hygiene:
 	$(Q)for step in $(HYGIENE_STEPS); do \
-		start=$$(date +%s); \
-		$(MAKE) --no-print-directory $(BUILD_JOBS) $$step || exit 1; \
-		echo "  HYGIENE   $$step passed in $$(( $$(date +%s) - start )) s"; \
-	done
-
-# The steps that only use CPU (no test times anything): `make test` runs
-# them at idle priority beside the integration tests (all but the quiet).
-HYGIENE_CPU_STEPS := test-asan-unit lint fuzz-short test-valgrind
-test-hygiene-cpu:
-	$(Q)for step in $(HYGIENE_CPU_STEPS); do \
 		start=$$(date +%s); \
 		$(MAKE) --no-print-directory $(BUILD_JOBS) $$step || exit 1; \
 		echo "  HYGIENE   $$step passed in $$(( $$(date +%s) - start )) s"; \
@@ -191,14 +181,21 @@ asan-reports:
 
 # ---- valgrind ------------------------------------------------------------------
 #
-# The unit tests under memcheck: scripts/valgrind-unit-tests.sh says how
-# (every test process followed, suites split over one runner per core, the
-# per-process logs as the verdict: any error or definite/indirect leak).
+# Every unit test under memcheck, in one process: build/unit-tests-inproc
+# is the same test sources built against tests/unit/inproc/ (Criterion's
+# assertions, run one after the other; its header says why: 7 CPU minutes
+# of valgrind start-ups for Criterion's process per test, 7 seconds so).
+# Any memcheck error, or a definite or indirect leak, fails the run.
 
-VALGRIND_LOG := $(BUILD)/valgrind
-test-valgrind: $(BUILD)/unit-tests
+VALGRIND_LOG := $(BUILD)/valgrind.log
+test-valgrind: $(BUILD)/unit-tests-inproc
 	$(Q)echo "  VALGRIND  unit tests"
-	$(Q)bash scripts/valgrind-unit-tests.sh $(BUILD)/unit-tests $(VALGRIND_LOG) $(NPROC)
+	$(Q)valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
+		--show-leak-kinds=definite,indirect --error-exitcode=99 --vgdb=no \
+		--log-file=$(VALGRIND_LOG) $(BUILD)/unit-tests-inproc \
+		|| { cat $(VALGRIND_LOG); echo "test-valgrind: FAILED (log: $(VALGRIND_LOG))"; exit 1; }
+	$(Q)if [ -s $(VALGRIND_LOG) ]; then cat $(VALGRIND_LOG); echo "test-valgrind: reports above"; exit 1; fi
+	$(Q)echo "test-valgrind: no error, no leak"
 
 # ---- linters -------------------------------------------------------------------
 #

@@ -97,6 +97,12 @@ cs_bg() {
 
 # jq-free JSON reading: python3 is on every Debian image we use.
 # json_get FILE EXPR: prints the value of the Python expression EXPR over `j`.
+# netstat_counter NAME: the machine-wide TcpExt counter NAME (e.g.
+# ListenOverflows) from /proc/net/netstat.
+netstat_counter() {
+  awk -v name="$1" '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) col[$i] = i; h = 1 } else print $col[name] }' /proc/net/netstat
+}
+
 json_get() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 
 # assert_cmp A OP B [what]: numeric comparison with floats, OP one of < <= > >= ==.

@@ -11,9 +11,6 @@
 # counter.
 source "$(dirname "$0")/lib.sh"
 
-netstat_counter() {  # netstat_counter NAME: TcpExt value from /proc/net/netstat
-  awk -v name="$1" '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) col[$i] = i; h = 1 } else print $col[name] }' /proc/net/netstat
-}
 
 cs_start_server --accept acceptor --workers 2 --accept-delay-us 10000 --backlog 4 --no-keepalive
 overflows_before=$(netstat_counter ListenOverflows)

@@ -9,9 +9,6 @@
 # counter.
 source "$(dirname "$0")/lib.sh"
 
-netstat_counter() {  # TcpExt NAME from /proc/net/netstat
-  awk -v name="$1" '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) col[$i] = i; h = 1 } else print $col[name] }' /proc/net/netstat
-}
 
 cs_start_server --accept acceptor --workers 2 --accept-delay-us 10000 --backlog 4
 before=$(netstat_counter ListenOverflows)
