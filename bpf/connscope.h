@@ -254,7 +254,7 @@ enum cs_counter {
 	CS_CTR_LOST = 0,         /* records that could not be reserved */
 	CS_CTR_ACCEPT_UNMATCHED, /* accepts of sockets never seen established */
 	CS_CTR_TABLE_FULL,       /* in-kernel tables full: entries not stored */
-	CS_CTR_SOCKET_STORAGE,   /* socket storage could not be created */
+	CS_CTR_SOCKET_STORAGE,   /* socket storage could not be created (reported in table_full) */
 	CS_CTR_MAX,
 };
 

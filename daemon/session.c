@@ -309,7 +309,8 @@ static void update_meta(struct cs_probes *probes, struct session *s, uint64_t st
 	cs_probes_counters(probes, counters);
 	meta->duration_s = (double)(now_ns() - start_ns) / 1e9;
 	meta->events_lost = counters[CS_CTR_LOST];
-	meta->table_full = counters[CS_CTR_TABLE_FULL];
+	/* A socket's storage not created is an in-kernel table insert that failed too. */
+	meta->table_full = counters[CS_CTR_TABLE_FULL] + counters[CS_CTR_SOCKET_STORAGE];
 	meta->records_read = s->records;
 }
 

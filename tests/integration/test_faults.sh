@@ -21,7 +21,8 @@ CS_DAEMON=$CS_BUILD/connscoped
 bpf_ids() {
   local f
   for f in /proc/"$1"/fdinfo/*; do
-    awk '/^prog_id:/ {print "prog", $2} /^map_id:/ {print "map", $2} /^link_id:/ {print "link", $2}' "$f" 2>/dev/null
+    # || true: an fd may close between the glob and the read.
+    awk '/^prog_id:/ {print "prog", $2} /^map_id:/ {print "map", $2} /^link_id:/ {print "link", $2}' "$f" 2>/dev/null || true
   done | sort -u
 }
 

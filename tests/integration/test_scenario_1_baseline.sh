@@ -19,6 +19,12 @@ note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get
 assert_cmp "$(json_get "$r" 'j["requests"]')" '>=' 1150 "requests seen (1200 sent)"
 [[ $(top_cause "$r") == handler ]] || fail "top tail cause is $(top_cause "$r"), expected handler"
 echo "ok: top cause handler"
-[[ -z $(flagged "$r") ]] || fail "conditions flagged on a healthy server: $(flagged "$r")"
+# Sanitized (make test-asan), the server and connscope cost several times
+# their CPU beside a client that busy-polls one of the two CPUs: the server's
+# threads do wait for a CPU (a fifth of the tail in one run of four), and
+# connscope is right to say cpu_saturation then. Nothing else may be flagged.
+flags=$(flagged "$r")
+if [[ $CS_SANITIZED == 1 ]]; then flags=" $flags "; flags=${flags// cpu_saturation / }; flags=$(xargs <<<"$flags"); fi
+[[ -z $flags ]] || fail "conditions flagged on a healthy server: $flags"
 echo "ok: no condition flagged"
 assert_p99_agrees "$r" "$CS_TMP/client.json"
