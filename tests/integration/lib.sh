@@ -9,6 +9,12 @@ CS_TMP=$(mktemp -d /tmp/cs-itest.XXXXXX)
 # 1 for a build with sanitizers (mk/hygiene.mk's asan-build marks it).
 CS_SANITIZED=0
 [[ -e $CS_BUILD/SANITIZED ]] && CS_SANITIZED=1
+# The scenarios compare connscope's p99 with what their client measured: a
+# sanitized client adds its own slowness (a millisecond at p99) to what it
+# measures. In a sanitized run the client is the plain build's when there
+# is one (CS_PLAIN_BUILD, set by mk/hygiene.mk); test_csload tests the
+# sanitized client itself.
+if [[ $CS_SANITIZED == 1 && -x ${CS_PLAIN_BUILD:-}/csload ]]; then CS_LOAD=$CS_PLAIN_BUILD/csload; fi
 cs_pids=()
 
 # Every process below PID, children first found, recursively (by parent pid).

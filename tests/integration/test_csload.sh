@@ -4,6 +4,7 @@
 # access log) and a small python server (fixed delays, drops, resets, idle
 # closes), plus a listener whose accept queue stays full (SYN retransmits).
 source "$(dirname "$0")/lib.sh"
+CS_LOAD=$CS_BUILD/csload # the client under test, sanitized or not
 [[ -x $CS_LOAD ]] || fail "$CS_LOAD is missing: run 'make $CS_LOAD' first"
 
 # ---- helpers
