@@ -168,7 +168,7 @@ test:
 	$(Q)$(MAKE) --no-print-directory $(BUILD_JOBS) $(PROGRAMS) $(BUILD)/unit-tests \
 		$(BUILD)/unit-tests-inproc $(BUILD)/bench/csidle
 	$(Q)$(MAKE) --no-print-directory asan-build
-	$(Q)bash scripts/test-all.sh $(BUILD)
+	$(Q)bash scripts/test-all.sh
 
 clean:
 	$(Q)rm -rf $(BUILD)

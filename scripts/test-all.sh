@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test` after the builds: every check, arranged to fit 15 minutes on
-# two CPUs. usage: test-all.sh BUILD_DIR
+# two CPUs. usage: test-all.sh (from the top of the tree)
 #
 #   1. the unit tests
 #   2. the integration tests (tests/integration/run.sh), plain and built
@@ -18,7 +18,6 @@
 # A failed step does not stop the next ones (one run shows every failure);
 # the last line names the failed steps, and the exit status is theirs.
 set -u
-build=${1:?usage: test-all.sh BUILD_DIR}
 make=(make --no-print-directory)
 makej=(make --no-print-directory -j"$(nproc 2>/dev/null || echo 2)")
 failed=()
