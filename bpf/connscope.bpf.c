@@ -726,8 +726,13 @@ int BPF_PROG(on_xmit, const struct sk_buff *skb, const struct net_device *dev)
 	return 0;
 }
 
-/* The connection leaves ESTABLISHED: close its request and say who closed. */
-static __always_inline int on_leave_established(const struct sock *sk, int new_state)
+/*
+ * The connection leaves ESTABLISHED: close its request and say who closed.
+ * late: seen only at a later state change (the kernel skipped our run at
+ * the exit itself), so the closer is not the current task: the record is
+ * stamped now and carries the connection's own process.
+ */
+static __always_inline int on_leave_established(const struct sock *sk, int new_state, bool late)
 {
 	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
 	struct cs_ev_conn_close *ev;
@@ -758,7 +763,7 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	ev->pad = 0;
 	if (new_state == TCP_FIN_WAIT1) {
 		ev->closed_by = CS_CLOSED_BY_SERVER;
-		ev->tgid = bpf_get_current_pid_tgid() >> 32;
+		ev->tgid = late ? conn->tgid : bpf_get_current_pid_tgid() >> 32;
 	} else {
 		ev->closed_by = new_state == TCP_CLOSE_WAIT ? CS_CLOSED_BY_CLIENT : CS_CLOSED_BY_ABORT;
 		ev->tgid = conn->tgid;
@@ -993,11 +998,26 @@ int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int
 		return 0;
 	}
 	if (old_state == TCP_ESTABLISHED)
-		return on_leave_established(sk, new_state);
-	if (old_state == TCP_CLOSE_WAIT) {
-		/* The server closed its half: whatever it answered is done. */
+		return on_leave_established(sk, new_state, false);
+	/*
+	 * The kernel does not re-enter a program on a CPU where it is running:
+	 * a softirq's state change that lands while this probe runs in a task
+	 * is skipped (counted in the program's recursion_misses). A connection
+	 * whose exit from ESTABLISHED was skipped is closed here, at its next
+	 * state change, rather than lost with its request.
+	 */
+	if (old_state == TCP_FIN_WAIT1 || old_state == TCP_FIN_WAIT2 || old_state == TCP_CLOSING ||
+	    old_state == TCP_CLOSE_WAIT || old_state == TCP_LAST_ACK) {
 		struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
-		if (conn)
+		if (!conn)
+			return 0;
+		bool server_first = old_state != TCP_CLOSE_WAIT && old_state != TCP_LAST_ACK;
+		if (!conn->closed) {
+			count(CS_CTR_CLOSE_LATE);
+			on_leave_established(sk, server_first ? TCP_FIN_WAIT1 : TCP_CLOSE_WAIT, true);
+		}
+		/* The server closed its half after the client's: whatever it answered is done. */
+		if (!server_first)
 			finish_request(sk, conn, bpf_ktime_get_ns());
 		return 0;
 	}

@@ -126,6 +126,9 @@ static void current_meta(const struct cs_ctl_server *server, const struct cs_ctl
 	meta->target = server->target;
 	meta->duration_s = (double)(now_ns() - server->reset_ns) / 1e9;
 	meta->events_lost = meta->events_lost > server->lost_at_reset ? meta->events_lost - server->lost_at_reset : 0;
+	meta->probe_runs_skipped = meta->probe_runs_skipped > server->skipped_at_reset
+					   ? meta->probe_runs_skipped - server->skipped_at_reset
+					   : 0;
 	/* The kernel's counters are taken at the end of a run: none mid-run. */
 	meta->netstat.valid = false;
 	meta->tail_percentile = view && view->tail_milli_pct ? view->tail_milli_pct / 1000.0 : 0;
@@ -270,6 +273,7 @@ static void do_reset(struct cs_ctl_server *server, struct cs_ctl_client *c)
 		cs_window_tick(&server->window, server->engine, now);
 		server->reset_ns = now;
 		server->lost_at_reset = server->meta->events_lost;
+		server->skipped_at_reset = server->meta->probe_runs_skipped;
 	}
 	pthread_mutex_unlock(server->engine_lock);
 	if (err) {

@@ -39,6 +39,7 @@ struct cs_ctl_server {
 	struct cs_window window;       /* guarded by engine_lock too */
 	uint64_t start_ns, reset_ns;
 	uint64_t lost_at_reset;
+	uint64_t skipped_at_reset;   /* probe_runs_skipped at the last reset */
 	struct cs_ctl_client *clients[CS_CTL_MAX_CLIENTS];
 	/* counters, for the log and STATUS */
 	uint64_t connections;

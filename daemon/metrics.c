@@ -152,6 +152,10 @@ void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct c
 	header(out, "connscope_events_lost_total", "counter",
 	       "Events the probes could not hand over (ring buffer full): figures are a lower bound.");
 	sample(out, "connscope_events_lost_total", target, NULL, meta->events_lost);
+	header(out, "connscope_probe_runs_skipped_total", "counter",
+	       "Probe runs the kernel skipped (a probe interrupted on its own CPU by the same hook): "
+	       "each may be an event lost; most concern other sockets.");
+	sample(out, "connscope_probe_runs_skipped_total", target, NULL, meta->probe_runs_skipped);
 	struct cs_conn_partial partial = cs_engine_partial(engine);
 	header(out, "connscope_partial_total", "counter",
 	       "Connections older than the attach, seen only in part (never in a latency), by what was seen.");

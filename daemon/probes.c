@@ -297,6 +297,8 @@ int cs_probes_remove_port(struct cs_probes *probes, uint16_t port)
 static void attach_xmit_when_draining(struct cs_probes *probes)
 {
 	uint64_t now = monotonic_ns();
+	if (probes->detached)
+		return;
 	if (probes->skel->bss->draining_sockets > 0) {
 		probes->xmit_wanted_ns = now;
 		if (!probes->xmit_link && !probes->xmit_failed) {
@@ -449,6 +451,8 @@ int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX])
 	int cpus = libbpf_num_possible_cpus();
 	if (cpus <= 0)
 		return cpus ? cpus : -EINVAL;
+	if (!probes->skel)
+		return -ENODEV; /* not loaded (a failed start) */
 	uint64_t values[cpus];
 	for (uint32_t key = 0; key < CS_CTR_MAX; key++) {
 		int err = bpf_map__lookup_elem(probes->skel->maps.counters, &key, sizeof(key), values,
@@ -460,6 +464,60 @@ int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX])
 			counters[key] += values[cpu];
 	}
 	return 0;
+}
+
+/* An empty ring this many times in a row, this far apart, is drained. */
+#define DRAIN_QUIET_PASSES 3
+#define DRAIN_PASS_US 2000
+
+uint64_t cs_probes_skipped_runs(struct cs_probes *probes, FILE *by_probe)
+{
+	struct bpf_program *prog;
+	uint64_t skipped = 0;
+
+	if (!probes->skel)
+		return 0;
+	bpf_object__for_each_program(prog, probes->skel->obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+		memset(&info, 0, sizeof(info));
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) || !info.recursion_misses)
+			continue;
+		skipped += info.recursion_misses;
+		if (by_probe)
+			fprintf(by_probe, "connscope: probe %s: %llu runs skipped by the kernel\n",
+				bpf_program__name(prog), (unsigned long long)info.recursion_misses);
+	}
+	return skipped;
+}
+
+int cs_probes_detach_and_drain(struct cs_probes *probes)
+{
+	if (!probes->skel || !probes->ring)
+		return 0;
+	/* The skeleton holds every event probe's link (attach_all puts them there). */
+	connscope_bpf__detach(probes->skel);
+	bpf_link__destroy(probes->xmit_link);
+	probes->xmit_link = NULL;
+	probes->detached = true;
+	/*
+	 * A program that was running at the detach may still be writing its
+	 * record; reading stops at a record not yet committed. Read until the
+	 * ring has stayed empty for a few passes (a few ms at the end of a run).
+	 */
+	int total = 0;
+	for (int quiet = 0; quiet < DRAIN_QUIET_PASSES;) {
+		int n = ring_buffer__consume(probes->ring);
+		if (n < 0)
+			return n;
+		total += n;
+		quiet = n ? 0 : quiet + 1;
+		if (quiet)
+			usleep(DRAIN_PASS_US);
+	}
+	probes->records_after_detach += (uint64_t)total;
+	return total;
 }
 
 void cs_probes_stop(struct cs_probes *probes)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "connscope.h"
@@ -39,6 +40,8 @@ struct cs_probes {
 	uint64_t xmit_wanted_ns;             /* last poll that found an answer draining */
 	uint64_t xmit_attaches;              /* times it was attached */
 	bool xmit_failed;                    /* attaching it failed: not tried again */
+	bool detached;                       /* event probes gone: the run is ending */
+	uint64_t records_after_detach;       /* read by the last drain */
 	struct cs_u64map thread_baselines;   /* tid -> struct thread_baseline */
 	uint64_t threads_untracked;          /* threads beyond the baseline table */
 	uint64_t attach_ns;                  /* CLOCK_MONOTONIC at start */
@@ -88,8 +91,25 @@ int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns);
  */
 int cs_probes_sample_threads(struct cs_probes *probes, uint64_t now_ns);
 
+/*
+ * Probe runs the kernel skipped: a program is not re-entered on a CPU
+ * where it is already running (an interrupt's softirq hitting the same
+ * hook), and that run's event is gone. Summed over every program
+ * (bpf_prog_info.recursion_misses), since the load.
+ */
+/* by_probe: if not NULL, a line there for each probe that skipped some. */
+uint64_t cs_probes_skipped_runs(struct cs_probes *probes, FILE *by_probe);
+
 /* Sum the per-CPU counters (enum cs_counter). */
 int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX]);
+
+/*
+ * The end of a run: detach every event probe, then read the ring until it
+ * stays empty, so that every record the probes emitted before the detach
+ * is read (in-flight programs finish their records after it). The
+ * iterators stay usable for a last sample. Returns the records read here.
+ */
+int cs_probes_detach_and_drain(struct cs_probes *probes);
 
 /* Detach and free everything; safe on a partly started or zeroed struct. */
 void cs_probes_stop(struct cs_probes *probes);

@@ -225,6 +225,8 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 {
 	fprintf(out, "connscope: %s, %.1f s, %" PRIu64 " events, %" PRIu64 " lost", meta->target,
 		meta->duration_s, engine->totals.records, meta->events_lost);
+	if (meta->probe_runs_skipped)
+		fprintf(out, ", %" PRIu64 " probe runs skipped by the kernel", meta->probe_runs_skipped);
 	/* What could not be followed whole: counted, kept out of every latency. */
 	struct cs_conn_partial partial = cs_engine_partial(engine);
 	if (partial.accepts || partial.requests || partial.closes)
@@ -454,10 +456,11 @@ void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_r
 	fprintf(out, ",\"duration_s\":%.3f,\"events\":{\"received\":%" PRIu64 ",\"lost\":%" PRIu64
 		",\"malformed\":%" PRIu64 ",\"table_full\":%" PRIu64 ",\"partial\":%" PRIu64
 		",\"partial_accepts\":%" PRIu64 ",\"partial_requests\":%" PRIu64 ",\"partial_closes\":%" PRIu64
-		",\"evicted\":%" PRIu64 ",\"timed_out\":%" PRIu64 ",\"followed\":%zu},", meta->duration_s,
-		engine->totals.records, meta->events_lost, engine->totals.malformed, meta->table_full,
-		partial.accepts + partial.requests + partial.closes, partial.accepts, partial.requests,
-		partial.closes, engine->conns_evicted, engine->conns_timed_out, engine->conns.count);
+		",\"evicted\":%" PRIu64 ",\"timed_out\":%" PRIu64 ",\"followed\":%zu,\"skipped\":%" PRIu64 "},",
+		meta->duration_s, engine->totals.records, meta->events_lost, engine->totals.malformed,
+		meta->table_full, partial.accepts + partial.requests + partial.closes, partial.accepts,
+		partial.requests, partial.closes, engine->conns_evicted, engine->conns_timed_out,
+		engine->conns.count, meta->probe_runs_skipped);
 	if (meta->netstat.valid)
 		fprintf(out, "\"kernel\":{\"listen_overflows\":%" PRIu64 ",\"listen_drops\":%" PRIu64
 			",\"syncookies_sent\":%" PRIu64 "},", meta->netstat.listen_overflows,

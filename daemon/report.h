@@ -26,6 +26,7 @@ struct cs_report_meta {
 	double duration_s;
 	uint64_t events_lost;      /* ring-buffer records that could not be reserved */
 	uint64_t table_full;       /* in-kernel table inserts that failed */
+	uint64_t probe_runs_skipped; /* probe runs the kernel skipped (recursion): each may be an event lost */
 	uint64_t records_read;     /* records taken off the ring buffer */
 	double tail_percentile;    /* the tail: requests at or above it (0: 99) */
 	struct cs_netstat_delta netstat;

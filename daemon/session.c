@@ -309,6 +309,7 @@ static void update_meta(struct cs_probes *probes, struct session *s, uint64_t st
 	cs_probes_counters(probes, counters);
 	meta->duration_s = (double)(now_ns() - start_ns) / 1e9;
 	meta->events_lost = counters[CS_CTR_LOST];
+	meta->probe_runs_skipped = cs_probes_skipped_runs(probes, NULL);
 	/* A socket's storage not created is an in-kernel table insert that failed too. */
 	meta->table_full = counters[CS_CTR_TABLE_FULL] + counters[CS_CTR_SOCKET_STORAGE];
 	meta->records_read = s->records;
@@ -432,8 +433,17 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 			break;
 	}
 
-	/* 5. drain what is left, one last walk, kernel counters */
-	cs_probes_poll(&probes, 0);
+	/*
+	 * 5. detach the probes and read all they emitted (what the last poll
+	 * left, and what came before the detach); one last walk; kernel counters
+	 */
+	lock_engine(opts);
+	err = cs_probes_detach_and_drain(&probes);
+	unlock_engine(opts);
+	if (err < 0) {
+		cs_fail(errmsg, errlen, "reading the ring buffer failed: %s", strerror(-err));
+		goto out;
+	}
 	if (!result->target_exited)
 		cs_probes_sample_listeners(&probes, now_ns());
 	cs_probes_sample_threads(&probes, now_ns());
@@ -446,11 +456,18 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	}
 	ret = 0;
 out:
-	if (opts->probe.verbose)
+	if (opts->probe.verbose) {
+		uint64_t counters[CS_CTR_MAX] = {};
+		cs_probes_counters(&probes, counters);
+		uint64_t skipped = cs_probes_skipped_runs(&probes, stderr);
 		fprintf(stderr, "connscope: %" PRIu64 " socket walks, %" PRIu64 " listener samples skipped, "
-			"%" PRIu64 " threads untracked, per-packet probe attached %" PRIu64 " time(s)%s\n",
+			"%" PRIu64 " threads untracked, per-packet probe attached %" PRIu64 " time(s)%s, "
+			"%" PRIu64 " records read at the end, %" PRIu64 " probe runs skipped by the kernel, "
+			"%" PRIu64 " closes seen late\n",
 			probes.listener_walks, probes.listener_samples_skipped, probes.threads_untracked,
-			probes.xmit_attaches, probes.xmit_failed ? " (attaching it failed)" : "");
+			probes.xmit_attaches, probes.xmit_failed ? " (attaching it failed)" : "",
+			probes.records_after_detach, skipped, counters[CS_CTR_CLOSE_LATE]);
+	}
 	cs_probes_stop(&probes);
 	return ret;
 }

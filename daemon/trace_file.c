@@ -77,6 +77,8 @@ int cs_trace_finish(struct cs_trace_writer *writer, const struct cs_report_meta 
 		.listen_drops = meta->netstat.listen_drops,
 		.syncookies_sent = meta->netstat.syncookies_sent,
 		.netstat_valid = meta->netstat.valid,
+		.probe_runs_skipped = meta->probe_runs_skipped > UINT32_MAX ? UINT32_MAX
+									     : (uint32_t)meta->probe_runs_skipped,
 	};
 	cs_trace_write(writer, &summary, sizeof(summary));
 	/* The target is named once the run has found it: fill it in now. */
@@ -120,6 +122,7 @@ static void apply_summary(struct cs_trace_info *info, const struct cs_trace_summ
 	info->meta.duration_s = (double)summary->duration_ns / 1e9;
 	info->meta.events_lost = summary->events_lost;
 	info->meta.table_full = summary->table_full;
+	info->meta.probe_runs_skipped = summary->probe_runs_skipped;
 	info->meta.netstat.valid = summary->netstat_valid != 0;
 	info->meta.netstat.listen_overflows = summary->listen_overflows;
 	info->meta.netstat.listen_drops = summary->listen_drops;

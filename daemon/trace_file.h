@@ -43,7 +43,7 @@ struct cs_trace_summary {
 	__u64 listen_drops;
 	__u64 syncookies_sent;
 	__u32 netstat_valid;
-	__u32 pad;
+	__u32 probe_runs_skipped; /* saturates at 2^32 - 1 */
 };
 
 _Static_assert(sizeof(struct cs_trace_header) == 288, "trace header size");

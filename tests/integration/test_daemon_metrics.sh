@@ -45,7 +45,8 @@ echo "ok: promtool check metrics"
 for name in connscope_request_duration_seconds_bucket connscope_accept_wait_seconds_bucket \
             connscope_request_cause_seconds_bucket connscope_listen_drops_total \
             connscope_accept_eagain_total connscope_idle_closes_total \
-            connscope_keepalive_race_resets_total connscope_events_lost_total; do
+            connscope_keepalive_race_resets_total connscope_events_lost_total \
+            connscope_probe_runs_skipped_total; do
   grep -q "^$name" "$CS_TMP/metrics.txt" || fail "no $name series"
 done
 echo "ok: histograms and counters present"

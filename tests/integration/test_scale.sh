@@ -60,7 +60,8 @@ churn_port=$(cs_free_port)
 cs_bg "$CS_SERVER" --port "$churn_port" --accept reuseport --workers 2 --quiet
 cs_wait_port "$churn_port"
 
-"$CS_BIN" attach --port "$SERVER_PORT" --port "$churn_port" --json --ring-mb 32 ${CS_ATTACH_OPTS:-} >"$CS_TMP/report.json" 2>"$CS_TMP/cs.err" &
+# --verbose: its last line says how many closes were seen late (below).
+"$CS_BIN" attach --port "$SERVER_PORT" --port "$churn_port" --json --ring-mb 32 --verbose ${CS_ATTACH_OPTS:-} >"$CS_TMP/report.json" 2>"$CS_TMP/cs.err" &
 cs=$!; cs_pids+=("$cs")
 cs_wait_attached "$CS_TMP/cs.err"
 
@@ -95,11 +96,16 @@ for p in "${holders[@]}"; do wait "$p" 2>/dev/null || true; done
 # The last closes reach the probes: every server socket out of ESTABLISHED,
 # and out of CLOSE_WAIT (a request still unanswered at the client's FIN is
 # reported when the server closes its half).
+# (ss takes states as arguments: inside the filter expression it fails, and
+# an empty count would end this wait at once.)
+drained=0
 for _ in $(seq 100); do
-  [[ $(ss -Htn "( state established or state close-wait ) and ( sport = :$SERVER_PORT or sport = :$churn_port )" |
-    wc -l) -eq 0 ]] && break
+  open_sockets=$(ss -Htn state established state close-wait "( sport = :$SERVER_PORT or sport = :$churn_port )") ||
+    fail "ss failed"
+  [[ -z $open_sockets ]] && { drained=1; break; }
   sleep 0.1
 done
+[[ $drained == 1 ]] || note "server sockets still open after 10 s: $(wc -l <<<"$open_sockets")"
 sleep 0.5
 kill -INT "$cs"
 rc=0; wait "$cs" || rc=$?
@@ -118,13 +124,12 @@ assert_cmp "$rss_kib" '<' "$((max_rss_mib * 1024))" "connscope's VmHWM (KiB)"
 assert_cmp "$accepts" '<=' "$total" "accepts reported ($total connections)"
 assert_cmp "$accepts" '>=' "$((total - lost - churn_errors))" "accepts reported, less lost records and client errors"
 assert_cmp "$requests" '<=' "$total" "requests reported (one per connection)"
-# Known miscount, not yet explained (issue 6 stays open for it): in 2 of 7
-# full-size runs one request of about 600 000 was missing (no record lost,
-# no table full, every close seen). Up to one per 100 000 is tolerated so
-# that make test does not flake on it; anything more fails.
-miscount=$(( total / 100000 ))
-assert_cmp "$requests" '>=' "$((total - lost - table_full - churn_errors - miscount))" \
-  "requests reported, less lost records, table inserts failed, client errors and $miscount (known miscount)"
+# Exact, with no allowance for probe runs the kernel skipped: a connection
+# whose exit from ESTABLISHED was skipped is closed at its next state change
+# (before that, one request in about 600 000 went missing here).
+assert_cmp "$requests" '>=' "$((total - lost - table_full - churn_errors))" \
+  "requests reported, less lost records, table inserts failed and client errors"
 assert_cmp "$followed" '<=' "$lost" "connections still followed once all closed (only those whose close was lost)"
 assert_cmp "$(json_get "$r" 'j["events"]["malformed"]')" == 0 "malformed records"
-note "churn rate $rate/s (not asserted), $churn_errors client errors"
+note "$(grep -Eo "[0-9]+ probe runs skipped by the kernel, [0-9]+ closes seen late" "$CS_TMP/cs.err" || echo "no verbose summary")"
+note "churn rate $rate/s (not asserted), $churn_errors client errors, $(json_get "$r" 'j["events"]["skipped"]') probe runs skipped by the kernel"

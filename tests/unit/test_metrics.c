@@ -17,7 +17,8 @@ static char *render(struct cs_engine *engine, const char *target)
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
 	cr_assert_not_null(out);
-	struct cs_report_meta meta = { .target = target, .duration_s = 1.0, .events_lost = 7 };
+	struct cs_report_meta meta = { .target = target, .duration_s = 1.0, .events_lost = 7,
+				       .probe_runs_skipped = 9 };
 	cs_metrics_render(out, engine, &meta, target);
 	fclose(out);
 	return text;
@@ -61,6 +62,7 @@ Test(metrics, histogram_buckets_are_cumulative_and_end_in_count)
 			   3.00205, 1e-4);
 	cr_expect_eq(series(text, "connscope_accepts_total{target=\"web\",port=\"8080\"}"), 3);
 	cr_expect_eq(series(text, "connscope_events_lost_total{target=\"web\"}"), 7);
+	cr_expect_eq(series(text, "connscope_probe_runs_skipped_total{target=\"web\"}"), 9);
 	cr_expect(strstr(text, "# TYPE connscope_accept_wait_seconds histogram\n") != NULL);
 	cr_expect(strstr(text, "# TYPE connscope_accepts_total counter\n") != NULL);
 	free(text);

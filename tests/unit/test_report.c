@@ -497,6 +497,7 @@ Test(report_text, listener_percentiles_and_findings)
 	char *text = render(cs_report_text);
 
 	expect_text(text, "connscope: pid 1234 (csserver), 10.0 s, 110 events, 0 lost");
+	cr_expect(strstr(text, "skipped") == NULL, "no skipped probe runs, no mention");
 	expect_text(text, "listener :8080  (1 socket, backlog limit 128)");
 	expect_text(text, "accepts     100 (10.0/s)   EAGAIN 0   errors 0\n");
 	expect_text(text, "p50 2.0 ms  p90 2.0 ms  p99 ");
@@ -535,6 +536,19 @@ Test(report_text, empty_engine)
 	char *text = render(cs_report_text);
 	expect_text(text, "no accept activity seen");
 	expect_text(text, "no accept-path problem found");
+	free(text);
+}
+
+Test(report_text, probe_runs_skipped_on_the_first_line)
+{
+	scenario_healthy();
+	meta.events_lost = 2;
+	meta.probe_runs_skipped = 17;
+	char *text = render(cs_report_text);
+	char *first_line_end = strchr(text, '\n');
+	cr_assert_not_null(first_line_end);
+	*first_line_end = '\0';
+	expect_text(text, ", 2 lost, 17 probe runs skipped by the kernel");
 	free(text);
 }
 
@@ -605,6 +619,7 @@ Test(report_json, keys_and_values)
 	feed_accept(engine, (struct accept_spec){ .port = 9090, .tgid = 300, .tid = 301, .ts_ns = clock_ns += MS,
 						  .established_ns = clock_ns - 250 * US, .comm = "other" });
 	meta.duration_s = 2.5;
+	meta.probe_runs_skipped = 6;
 	char *text = render(cs_report_json);
 	struct json *root = json_parse(text);
 
@@ -613,6 +628,7 @@ Test(report_json, keys_and_values)
 	const struct json *events = member(root, "events", J_OBJECT);
 	cr_assert_eq(number(events, "received"), (double)engine->totals.records);
 	cr_assert_eq(number(events, "lost"), 12);
+	cr_assert_eq(number(events, "skipped"), 6);
 	const struct json *kernel = member(root, "kernel", J_OBJECT);
 	cr_assert_eq(number(kernel, "syncookies_sent"), 4);
 

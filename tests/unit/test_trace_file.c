@@ -97,6 +97,7 @@ static const struct cs_report_meta sample_meta = {
 	.duration_s = 12.5,
 	.events_lost = 3,
 	.table_full = 4,
+	.probe_runs_skipped = 5,
 	.netstat = { .valid = true, .listen_overflows = 11, .listen_drops = 12, .syncookies_sent = 13 },
 };
 
@@ -198,6 +199,7 @@ Test(trace, round_trip)
 	cr_assert_float_eq(info.meta.duration_s, 12.5, 1e-9);
 	cr_assert_eq(info.meta.events_lost, 3);
 	cr_assert_eq(info.meta.table_full, 4);
+	cr_assert_eq(info.meta.probe_runs_skipped, 5);
 	cr_assert(info.meta.netstat.valid);
 	cr_assert_eq(info.meta.netstat.listen_overflows, 11);
 	cr_assert_eq(info.meta.netstat.listen_drops, 12);
