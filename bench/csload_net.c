@@ -752,8 +752,17 @@ static int worker_loop(struct csl_worker *w)
 	for (;;) {
 		uint64_t now = csl_now_ns();
 		if (!w->stopping) {
-			if (now >= run->time_limit_ns)
+			if (now >= run->time_limit_ns) {
+				/*
+				 * Woken late at the end (descheduled, say): what fell
+				 * due before it still goes out, late, its latency
+				 * counted from when it was due. Only requests that find
+				 * every connection busy are unsent.
+				 */
+				if (w->open)
+					dispatch(w, now);
 				begin_stop(w, now, CSL_DRAIN_NS);
+			}
 			else if (atomic_load(&run->stop))
 				begin_stop(w, now, SIGNAL_DRAIN_NS);
 		}
