@@ -163,6 +163,7 @@ int main(int argc, char **argv)
 	meta.duration_s = (double)(copies * period) / 1e9;
 	meta.events_lost *= copies;
 	meta.table_full *= copies;
+	meta.probe_runs_skipped *= copies;
 	err = cs_trace_finish(&writer, &meta);
 	if (err) {
 		fprintf(stderr, "trace_amplify: writing %s failed: %s\n", argv[2], strerror(-err));
