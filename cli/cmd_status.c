@@ -20,7 +20,8 @@ static void help(FILE *out)
 		"Usage: connscope status [--socket PATH] [--json]\n"
 		"\n"
 		"Ask the connscope daemon (connscoped) whether it is up, what it watches, since\n"
-		"when, and how many events it has taken in and lost.\n"
+		"when, how many events it has taken in and lost, and how many probe runs the\n"
+		"kernel skipped.\n"
 		"\n"
 		"  -s, --socket PATH  the daemon's control socket (default " CS_CTL_DEFAULT_SOCKET ")\n"
 		"  -j, --json         print the daemon's answer as it is (one JSON object)\n"
@@ -122,9 +123,10 @@ int cmd_status(int argc, char **argv)
 		printf(" %.0f (%s)", cs_json_number(&doc, cs_json_get(&doc, p, "pid"), 0), comm);
 	}
 	printf("\n  uptime     %s (statistics since %s ago)\n", up, since);
-	printf("  events     %.0f taken in, %.0f lost; %.0f requests\n",
+	printf("  events     %.0f taken in, %.0f lost, %.0f probe runs skipped by the kernel; %.0f requests\n",
 	       cs_json_number(&doc, cs_json_get(&doc, 0, "events"), 0),
 	       cs_json_number(&doc, cs_json_get(&doc, 0, "lost"), 0),
+	       cs_json_number(&doc, cs_json_get(&doc, 0, "skipped"), 0),
 	       cs_json_number(&doc, cs_json_get(&doc, 0, "requests"), 0));
 	int control = cs_json_get(&doc, 0, "control");
 	printf("  control    %.0f connection(s), %.0f refused, %.0f request(s) rejected, %.0f stream(s) dropped\n",

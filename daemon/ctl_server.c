@@ -247,9 +247,9 @@ static void send_status(struct cs_ctl_server *server, struct cs_ctl_client *c)
 	fprintf(out, "{\"daemon_pid\":%d,\"protocol\":%d,\"target\":", (int)getpid(), CS_CTL_VERSION);
 	cs_json_write_string(out, server->target ? server->target : "");
 	fprintf(out, ",\"uptime_s\":%.3f,\"since_reset_s\":%.3f,\"events\":%" PRIu64 ",\"lost\":%" PRIu64
-		",\"requests\":%" PRIu64 ",\"ports\":[", (double)(now - server->start_ns) / 1e9,
+		",\"skipped\":%" PRIu64 ",\"requests\":%" PRIu64 ",\"ports\":[", (double)(now - server->start_ns) / 1e9,
 		(double)(now - server->reset_ns) / 1e9, server->engine->totals.records, meta.events_lost,
-		server->engine->requests.requests);
+		meta.probe_runs_skipped, server->engine->requests.requests);
 	for (size_t i = 0; i < server->engine->listener_count; i++)
 		fprintf(out, "%s%u", i ? "," : "", server->engine->listeners[i].port);
 	fputc(']', out);

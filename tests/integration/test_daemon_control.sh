@@ -31,6 +31,8 @@ echo "ok: directory 0700, socket 0600"
 cat "$CS_TMP/status.txt"
 grep -q "connscoped is up (pid $daemon" "$CS_TMP/status.txt" || fail "status does not name the daemon"
 grep -q "target     port $SERVER_PORT" "$CS_TMP/status.txt" || fail "status does not name the target"
+grep -Eq "^  events     [0-9]+ taken in, [0-9]+ lost, [0-9]+ probe runs skipped by the kernel; [0-9]+ requests" \
+  "$CS_TMP/status.txt" || fail "status lacks the events line with lost and skipped"
 
 "$CS_LOAD" --port "$SERVER_PORT" --connections 4 --requests 2000 --quiet --json /dev/null || fail "load failed"
 sleep 1.3 # a tick (once a second) after the last request: the windows hold them all
