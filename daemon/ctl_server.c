@@ -118,6 +118,12 @@ static void queue_error(struct cs_ctl_client *c, enum cs_ctl_error code, const c
 	queue_frame(c, CS_CTL_ERROR, payload, len);
 }
 
+/* A counter's growth since the last reset, never below 0. */
+static uint64_t since_reset(uint64_t total, uint64_t at_reset)
+{
+	return total > at_reset ? total - at_reset : 0;
+}
+
 /* The run's figures as a report needs them: since the last reset. Under the lock. */
 static void current_meta(const struct cs_ctl_server *server, const struct cs_ctl_view_request *view,
 			 struct cs_report_meta *meta)
@@ -125,10 +131,8 @@ static void current_meta(const struct cs_ctl_server *server, const struct cs_ctl
 	*meta = *server->meta;
 	meta->target = server->target;
 	meta->duration_s = (double)(now_ns() - server->reset_ns) / 1e9;
-	meta->events_lost = meta->events_lost > server->lost_at_reset ? meta->events_lost - server->lost_at_reset : 0;
-	meta->probe_runs_skipped = meta->probe_runs_skipped > server->skipped_at_reset
-					   ? meta->probe_runs_skipped - server->skipped_at_reset
-					   : 0;
+	meta->events_lost = since_reset(meta->events_lost, server->lost_at_reset);
+	meta->probe_runs_skipped = since_reset(meta->probe_runs_skipped, server->skipped_at_reset);
 	/* The kernel's counters are taken at the end of a run: none mid-run. */
 	meta->netstat.valid = false;
 	meta->tail_percentile = view && view->tail_milli_pct ? view->tail_milli_pct / 1000.0 : 0;

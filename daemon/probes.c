@@ -466,10 +466,6 @@ int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX])
 	return 0;
 }
 
-/* An empty ring this many times in a row, this far apart, is drained. */
-#define DRAIN_QUIET_PASSES 3
-#define DRAIN_PASS_US 2000
-
 uint64_t cs_probes_skipped_runs(struct cs_probes *probes, FILE *by_probe)
 {
 	struct bpf_program *prog;
@@ -491,6 +487,10 @@ uint64_t cs_probes_skipped_runs(struct cs_probes *probes, FILE *by_probe)
 	}
 	return skipped;
 }
+
+/* An empty ring this many times in a row, this far apart, is drained. */
+#define DRAIN_QUIET_PASSES 3
+#define DRAIN_PASS_US 2000
 
 int cs_probes_detach_and_drain(struct cs_probes *probes)
 {

@@ -95,9 +95,9 @@ int cs_probes_sample_threads(struct cs_probes *probes, uint64_t now_ns);
  * Probe runs the kernel skipped: a program is not re-entered on a CPU
  * where it is already running (an interrupt's softirq hitting the same
  * hook), and that run's event is gone. Summed over every program
- * (bpf_prog_info.recursion_misses), since the load.
+ * (bpf_prog_info.recursion_misses), since the load. by_probe: if not
+ * NULL, a line there for each probe that skipped some.
  */
-/* by_probe: if not NULL, a line there for each probe that skipped some. */
 uint64_t cs_probes_skipped_runs(struct cs_probes *probes, FILE *by_probe);
 
 /* Sum the per-CPU counters (enum cs_counter). */
