@@ -310,7 +310,7 @@ static void complete_response(struct csl_worker *w, struct slot *s, uint64_t now
 {
 	csl_timers_cancel(&w->timers, s->id);
 	csl_stats_response(&w->stats, s->path, now - s->intended_ns, s->resp.status);
-	csl_stats_service(&w->stats, now - s->began_ns);
+	csl_stats_service(&w->stats, now - s->began_ns, now - s->sent_ns);
 	log_request(w, s, now);
 	w->last_done_ns = now;
 	if (extra) {

@@ -114,6 +114,12 @@ static void put_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+static void put_span_json(FILE *out, const char *name, const struct csl_span_us *span)
+{
+	fprintf(out, ",\n \"%s\": {\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"p999\": %.3f, \"max\": %.3f}",
+		name, span->p50, span->p90, span->p99, span->p999, span->max);
+}
+
 void csl_report_json(FILE *out, const struct csl_config *cfg, const struct csl_stats *st)
 {
 	struct csl_summary sum;
@@ -146,9 +152,8 @@ void csl_report_json(FILE *out, const struct csl_config *cfg, const struct csl_s
 		sum.connect_us.p50, sum.connect_us.p99, sum.connect_us.max, sum.connect_us.count);
 	fprintf(out, ",\n \"send_lag_us\": {\"p50\": %.3f, \"p99\": %.3f, \"max\": %.3f}",
 		sum.send_lag_us.p50, sum.send_lag_us.p99, sum.send_lag_us.max);
-	fprintf(out, ",\n \"service_us\": {\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"p999\": %.3f, \"max\": %.3f}",
-		sum.service_us.p50, sum.service_us.p90, sum.service_us.p99, sum.service_us.p999,
-		sum.service_us.max);
+	put_span_json(out, "service_us", &sum.service_us);
+	put_span_json(out, "from_send_us", &sum.from_send_us);
 	fprintf(out, ",\n \"connects_over_1s\": %" PRIu64 ", \"reconnects\": %" PRIu64
 		", \"idle_closes\": %" PRIu64 ", \"unsent\": %" PRIu64
 		", \"unexpected_bytes\": %" PRIu64,

@@ -314,8 +314,11 @@ static void test_stats(FILE *out)
 		CHECK(0, "stats: out of memory");
 		return;
 	}
-	for (uint64_t i = 1; i <= 1000; i++)
+	for (uint64_t i = 1; i <= 1000; i++) {
 		csl_stats_response(i % 2 ? &a : &b, i % 2, i * 1000, i == 7 ? 500 : 200);
+		/* began 100 us before the send: a connect */
+		csl_stats_service(i % 2 ? &a : &b, i * 1000 + 100000, i * 1000);
+	}
 	csl_stats_error(&a, 1, CSL_ERR_EOF_BEFORE);
 	csl_stats_connect(&b, 1500000000ull);
 	csl_stats_connect(&b, 50000);
@@ -333,6 +336,10 @@ static void test_stats(FILE *out)
 	CHECK(s.latency_us.p99 >= 990 * 0.996 && s.latency_us.p99 <= 990 * 1.004,
 	      "stats: p99 %.3f us, want 990", s.latency_us.p99);
 	CHECK(s.latency_us.max == 1000 && s.latency_us.mean == 500.5, "stats: max/mean");
+	CHECK(s.from_send_us.p99 >= 990 * 0.996 && s.from_send_us.p99 <= 990 * 1.004 &&
+		      s.service_us.p99 >= 1090 * 0.996 && s.service_us.p99 <= 1090 * 1.004,
+	      "stats: p99 from the send %.3f us (want 990), from the start %.3f us (want 1090)",
+	      s.from_send_us.p99, s.service_us.p99);
 	CHECK(a.path_errors[1] == 1 && a.path_errors[0] == 0, "stats: errors per path");
 	CHECK(a.connects == 2 && a.connects_over_1s == 1, "stats: slow connects");
 	CHECK(s.duration_s == 2.0 && s.rate_rps == 500.0, "stats: rate %.3f", s.rate_rps);

@@ -39,7 +39,8 @@ int csl_stats_init(struct csl_stats *st, unsigned int npaths)
 	st->connect = hist_new();
 	st->send_lag = hist_new();
 	st->service = hist_new();
-	bool ok = st->latency && st->connect && st->send_lag && st->service;
+	st->from_send = hist_new();
+	bool ok = st->latency && st->connect && st->send_lag && st->service && st->from_send;
 	for (unsigned int i = 0; i < npaths; i++) {
 		st->path_latency[i] = hist_new();
 		ok = ok && st->path_latency[i];
@@ -57,6 +58,7 @@ void csl_stats_free(struct csl_stats *st)
 	free(st->connect);
 	free(st->send_lag);
 	free(st->service);
+	free(st->from_send);
 	for (unsigned int i = 0; i < CSL_MAX_PATHS; i++)
 		free(st->path_latency[i]);
 	memset(st, 0, sizeof(*st));
@@ -68,6 +70,7 @@ void csl_stats_merge(struct csl_stats *into, const struct csl_stats *from)
 	cs_hist_merge(into->connect, from->connect);
 	cs_hist_merge(into->send_lag, from->send_lag);
 	cs_hist_merge(into->service, from->service);
+	cs_hist_merge(into->from_send, from->from_send);
 	for (unsigned int i = 0; i < into->npaths && i < from->npaths; i++) {
 		cs_hist_merge(into->path_latency[i], from->path_latency[i]);
 		into->path_requests[i] += from->path_requests[i];
@@ -126,9 +129,10 @@ void csl_stats_sent(struct csl_stats *st, uint64_t lag_ns)
 	cs_hist_record(st->send_lag, lag_ns);
 }
 
-void csl_stats_service(struct csl_stats *st, uint64_t service_ns)
+void csl_stats_service(struct csl_stats *st, uint64_t service_ns, uint64_t from_send_ns)
 {
 	cs_hist_record(st->service, service_ns);
+	cs_hist_record(st->from_send, from_send_ns);
 }
 
 void csl_stats_span(struct csl_stats *st, uint64_t start_ns, uint64_t end_ns)
@@ -142,6 +146,15 @@ void csl_stats_span(struct csl_stats *st, uint64_t start_ns, uint64_t end_ns)
 static double us(uint64_t ns)
 {
 	return (double)ns / 1000.0;
+}
+
+static void summarize_span(const struct cs_hist *h, struct csl_span_us *out)
+{
+	out->p50 = us(cs_hist_percentile(h, 50));
+	out->p90 = us(cs_hist_percentile(h, 90));
+	out->p99 = us(cs_hist_percentile(h, 99));
+	out->p999 = us(cs_hist_percentile(h, 99.9));
+	out->max = us(h->max);
 }
 
 void csl_stats_summarize(const struct csl_stats *st, struct csl_summary *out)
@@ -175,11 +188,8 @@ void csl_stats_summarize(const struct csl_stats *st, struct csl_summary *out)
 	out->send_lag_us.p99 = us(cs_hist_percentile(st->send_lag, 99));
 	out->send_lag_us.max = us(st->send_lag->max);
 
-	out->service_us.p50 = us(cs_hist_percentile(st->service, 50));
-	out->service_us.p90 = us(cs_hist_percentile(st->service, 90));
-	out->service_us.p99 = us(cs_hist_percentile(st->service, 99));
-	out->service_us.p999 = us(cs_hist_percentile(st->service, 99.9));
-	out->service_us.max = us(st->service->max);
+	summarize_span(st->service, &out->service_us);
+	summarize_span(st->from_send, &out->from_send_us);
 
 	for (unsigned int i = 0; i < st->npaths; i++) {
 		out->path_us[i].p50 = us(cs_hist_percentile(st->path_latency[i], 50));

@@ -20,6 +20,8 @@ struct csl_stats {
 	struct cs_hist *send_lag;                 /* request fully written - intended, ns */
 	struct cs_hist *service;                  /* completed responses, ns from when the
 	                                             client began the request (connect or send) */
+	struct cs_hist *from_send;                /* completed responses, ns from the
+	                                             request's last byte written */
 	struct cs_hist *path_latency[CSL_MAX_PATHS];
 	uint64_t path_requests[CSL_MAX_PATHS];    /* completed responses per path */
 	uint64_t path_errors[CSL_MAX_PATHS];      /* failed requests per path */
@@ -53,9 +55,9 @@ struct csl_summary {
 	struct {
 		double p50, p99, max;
 	} send_lag_us;
-	struct {
+	struct csl_span_us {
 		double p50, p90, p99, p999, max;
-	} service_us;
+	} service_us, from_send_us;
 	struct {
 		double p50, p99, max;
 	} path_us[CSL_MAX_PATHS];
@@ -69,10 +71,13 @@ void csl_stats_merge(struct csl_stats *into, const struct csl_stats *from);
 void csl_stats_response(struct csl_stats *st, unsigned int path, uint64_t latency_ns, int status);
 /*
  * The same response timed from when the client began the request (its
- * connect, or its send on an open connection): what the server can see,
- * without the client's own timer and scheduling lag.
+ * connect, or its send on an open connection), and from when the request
+ * was fully written. A server sees at most the first (without the client's
+ * own timer and scheduling lag) and at least the second: on a new
+ * connection, the client's time between its connect and its send is its
+ * own, unless the connection waited in the accept queue meanwhile.
  */
-void csl_stats_service(struct csl_stats *st, uint64_t service_ns);
+void csl_stats_service(struct csl_stats *st, uint64_t service_ns, uint64_t from_send_ns);
 /* A request to path failed (every kind but non_2xx, which completes). */
 void csl_stats_error(struct csl_stats *st, unsigned int path, enum csl_err kind);
 void csl_stats_connect(struct csl_stats *st, uint64_t connect_ns);

@@ -202,6 +202,13 @@ assert_cmp "$(j nokeep "j['reconnects']")" == 0 "reconnects (none: every connect
 assert_cmp "$(since "$NG_LOG" "$before" | awk '{print $1}' | sort -u | wc -l)" == 300 "nginx connections"
 assert_cmp "$(since "$NG_LOG" "$before" | awk '$2 != 1' | wc -l)" == 0 "nginx requests after the first on a connection"
 assert_cmp "$(awk '{print $5}' "$CS_TMP/nokeep.log" | sort -u | wc -l)" == 300 "distinct local ports"
+# from_send_us times each response from its request's last byte written (the
+# log's sent_ns to done_ns); service_us from before the connect, so more.
+assert_cmp "$(j nokeep "j['from_send_us']['max']")" == \
+  "$(awk '{d = $3 - $2; if (d > m) m = d} END {printf "%.3f", m / 1000}' "$CS_TMP/nokeep.log")" \
+  "slowest response from its send (us), JSON vs log"
+assert_cmp "$(j nokeep "j['service_us']['p50']")" '>' "$(j nokeep "j['from_send_us']['p50']")" \
+  "median from the connect above the median from the send"
 
 step "--gap-ms past nginx's 1 s keep-alive timeout: idle closes, reconnects"
 before=$(lines "$NG_LOG")
