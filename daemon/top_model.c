@@ -97,6 +97,7 @@ int cs_top_model_from_json(struct cs_top_model *m, const char *json, size_t len)
 	int events = cs_json_get(&doc, root, "events");
 	m->events = count(&doc, events, "received");
 	m->lost = count(&doc, events, "lost");
+	m->skipped = count(&doc, events, "skipped");
 	m->requests = count(&doc, root, "requests");
 	m->requests_per_s = num(&doc, cs_json_get(&doc, live, "last"), "requests_per_s");
 	latency(&doc, cs_json_get(&doc, root, "latency_us"), &m->total);

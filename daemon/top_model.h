@@ -58,7 +58,7 @@ struct cs_top_model {
 	char source[32];
 	double duration_s;          /* the statistics' span (since start or reset) */
 	double uptime_s;
-	uint64_t events, lost;
+	uint64_t events, lost, skipped; /* records received and lost; probe runs the kernel skipped */
 	uint64_t requests;
 	double requests_per_s;      /* the last second */
 	struct cs_top_latency total;   /* since the statistics began */

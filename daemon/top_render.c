@@ -118,9 +118,12 @@ static int title(struct cs_top_screen *s, int row, const struct cs_top_model *m,
 	span(up, sizeof(up), m->uptime_s);
 	span(stats, sizeof(stats), m->duration_s);
 	fill_row(s, row, CS_TOP_TITLE);
-	put_fmt(s, row, 0, CS_TOP_TITLE, "connscope top - %s - %s, up %s, stats %s, %" PRIu64 " events, %"
-		PRIu64 " lost", m->target[0] ? m->target : "(no target)", m->source[0] ? m->source : "?",
+	int col = put_fmt(s, row, 0, CS_TOP_TITLE, "connscope top - %s - %s, up %s, stats %s, %" PRIu64
+			  " events, %" PRIu64 " lost", m->target[0] ? m->target : "(no target)", m->source[0] ? m->source : "?",
 		up, stats, m->events, m->lost);
+	/* As in the text report: only when the kernel skipped a probe run. */
+	if (m->skipped)
+		put_fmt(s, row, col, CS_TOP_TITLE, ", %" PRIu64 " probe runs skipped", m->skipped);
 	if (ui->paused)
 		put_text(s, row, s->cols - 8 > 0 ? s->cols - 8 : 0, CS_TOP_WARN, "[paused]");
 	return row + 1;

@@ -19,8 +19,11 @@ struct fixture {
 	size_t len;
 };
 
-/* Two threads, one listener, a minute of traffic with a slow tail; rendered as a snapshot. */
-static void build(struct fixture *f, double tail)
+/*
+ * Two threads, one listener, a minute of traffic with a slow tail; rendered
+ * as a snapshot, with `skipped` probe runs the kernel skipped.
+ */
+static void build(struct fixture *f, double tail, uint64_t skipped)
 {
 	f->engine = cs_engine_new();
 	cr_assert_eq(cs_window_init(&f->window), 0);
@@ -40,7 +43,8 @@ static void build(struct fixture *f, double tail)
 		}
 		cs_window_tick(&f->window, f->engine, T0 + s * SEC);
 	}
-	struct cs_report_meta meta = { .target = "pid 42 (web) port 8080", .duration_s = 5, .tail_percentile = tail };
+	struct cs_report_meta meta = { .target = "pid 42 (web) port 8080", .duration_s = 5, .tail_percentile = tail,
+				       .probe_runs_skipped = skipped };
 	struct cs_live_info info = { .source = "daemon", .uptime_s = 65, .since_reset_s = 5 };
 	FILE *out = open_memstream(&f->json, &f->len);
 	cr_assert_eq(cs_snapshot_json(out, f->engine, &meta, &f->window, &info), 0);
@@ -57,7 +61,7 @@ static void destroy(struct fixture *f)
 Test(live, snapshot_is_the_report_json_plus_live)
 {
 	struct fixture f;
-	build(&f, 0);
+	build(&f, 0, 0);
 	struct json *root = json_parse(f.json);
 	/* attach's members are there, unchanged in kind */
 	cr_expect_eq(number(root, "requests"), 500);
@@ -85,10 +89,19 @@ Test(live, snapshot_is_the_report_json_plus_live)
 Test(top, model_reads_the_snapshot)
 {
 	struct fixture f;
-	build(&f, 99.9);
+	build(&f, 99.9, 7);
 	struct cs_top_model *m = malloc(sizeof(*m));
 	cr_assert_eq(cs_top_model_from_json(m, f.json, f.len), 0);
 	cr_expect_str_eq(m->target, "pid 42 (web) port 8080");
+	cr_expect_eq(m->skipped, 7);
+	struct cs_top_screen s;
+	cr_assert_eq(cs_top_screen_init(&s, 24, 120), 0);
+	struct cs_top_ui ui = { .sort = CS_TOP_SORT_REQUESTS };
+	cs_top_render(&s, m, &ui);
+	char title[1024];
+	cs_top_screen_row(&s, 0, title, sizeof(title));
+	cr_expect(strstr(title, " lost, 7 probe runs skipped"), "title: %s", title);
+	cs_top_screen_free(&s);
 	cr_expect_str_eq(m->source, "daemon");
 	cr_expect_eq(m->requests, 500);
 	cr_expect_float_eq(m->requests_per_s, 100, 1e-6);
@@ -122,7 +135,7 @@ static bool screen_has(const struct cs_top_screen *s, const char *text)
 Test(top, layout_at_80x24)
 {
 	struct fixture f;
-	build(&f, 0);
+	build(&f, 0, 0);
 	struct cs_top_model *m = malloc(sizeof(*m));
 	cr_assert_eq(cs_top_model_from_json(m, f.json, f.len), 0);
 	struct cs_top_screen s;
@@ -133,6 +146,7 @@ Test(top, layout_at_80x24)
 	char row[1024];
 	cs_top_screen_row(&s, 0, row, sizeof(row));
 	cr_expect(strstr(row, "connscope top") && strstr(row, "pid 42 (web) port 8080"), "title: %s", row);
+	cr_expect_null(strstr(row, "skipped"), "no skipped runs, none shown: %s", row);
 	static const char *const sections[] = { "latency", "p99 /s", "listener", ":8080", "tail p99:",
 						"conditions", "threads", "sort: req/s", "      11 " };
 	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
