@@ -30,9 +30,11 @@ cs_descendants() {
 # pids and everything else below this shell (a connscope started with a
 # bare '&', a server forked by a wrapper, nginx's workers) get SIGTERM,
 # which lets connscope detach its probes and print; whatever still runs
-# 2 s later gets SIGKILL.
+# 2 s later gets SIGKILL. A failed test's files (reports, client logs,
+# connscope's stderr; files of 64 MiB and more left out) are kept in
+# $CS_BUILD/integration/TEST.failed/ for a look afterwards.
 cs_cleanup() {
-  local p left
+  local rc=$? p left
   local -a all=("${cs_pids[@]}")
   all+=($(cs_descendants $$))
   for p in "${all[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
@@ -43,6 +45,12 @@ cs_cleanup() {
     sleep 0.1
   done
   for p in "${all[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  if [[ $rc -ne 0 && -d ${CS_BUILD:-}/integration ]]; then
+    local kept=$CS_BUILD/integration/$(basename "$0" .sh).failed
+    rm -rf "$kept" && mkdir -p "$kept" &&
+      find "$CS_TMP" -maxdepth 1 -type f -size -64M -exec cp {} "$kept"/ \; &&
+      echo "kept: $kept" >&2
+  fi
   rm -rf "$CS_TMP"
 }
 trap cs_cleanup EXIT

@@ -18,7 +18,10 @@
 #   # integration: quiet
 # which must have the machine to themselves, not even sharing it with work
 # at idle priority: they run first. --only picks one of the three groups
-# (`make test` runs its CPU-only hygiene work beside the last two).
+# (`make test` runs them one after the other, and nothing beside them).
+#
+# A test's output goes to BUILD/integration/TEST.log; a failed test's files
+# (reports, client logs) are kept in BUILD/integration/TEST.failed/.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 builds=() lanes=1 only=
@@ -52,6 +55,7 @@ quiet_jobs=() exclusive_jobs=() shared_jobs=()
 for b in "${builds[@]}"; do
   mkdir -p "$b/integration"
   for t in "${tests[@]}"; do
+    rm -rf "$b/integration/$(basename "$t" .sh).failed" # a failure's files, from an earlier run
     case $(group_of "$t") in
       quiet) quiet_jobs+=("$b $t") ;;
       exclusive) exclusive_jobs+=("$b $t") ;;

@@ -30,6 +30,7 @@ full=$(json_get "$r" 'j["listeners"][0]["backlog_full_share"]')
 limit=$(json_get "$r" 'j["listeners"][0]["backlog_limit"]')
 client_slow=$(awk '$4 >= 1000000000' "$CS_TMP/load.log" | wc -l)
 note "drops $drops, kernel ListenOverflows +$kernel_overflows, connscope connects delayed>=1s $delayed, client requests>=1s $client_slow, full share $full, probe runs skipped $(json_get "$r" 'j["events"]["skipped"]')"
+note "handshakes $(json_get "$r" 'j["listeners"][0]["handshakes"]'); events $(json_get "$r" 'j["events"]')"
 
 assert_cmp "$limit" '==' 4 "backlog limit"
 assert_cmp "$kernel_overflows" '>' 0 "the kernel saw overflows"
