@@ -21,6 +21,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,7 @@ struct slot {
 	uint64_t began_ns;          /* the client actually started on the request */
 	uint64_t connect_start_ns;
 	uint64_t sent_ns;
+	uint64_t sent_run_delay_ns; /* the thread's run_delay then (busy-poll) */
 	struct csl_http_resp resp;
 	char *carry;             /* unconsumed bytes of a partial head or line */
 	size_t carry_len;
@@ -105,6 +107,7 @@ struct csl_worker {
 
 	char *logbuf;
 	size_t loglen;
+	int schedstat_fd;        /* /proc/thread-self/schedstat, busy-poll only; -1 */
 };
 
 uint64_t csl_now_ns(void)
@@ -306,11 +309,35 @@ static void connect_failed(struct csl_worker *w, struct slot *s, int err, enum c
 	fail_request(w, s, kind, now);
 }
 
+/*
+ * How long this thread has waited for a CPU since it started (ns), from
+ * its schedstat ("cpu_ns run_delay_ns timeslices"); 0 when not measured.
+ */
+static uint64_t thread_run_delay_ns(const struct csl_worker *w)
+{
+	char buf[96];
+	if (w->schedstat_fd < 0)
+		return 0;
+	ssize_t n = pread(w->schedstat_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	unsigned long long cpu_ns = 0, run_delay_ns = 0;
+	if (sscanf(buf, "%llu %llu", &cpu_ns, &run_delay_ns) != 2)
+		return 0;
+	return run_delay_ns;
+}
+
 static void complete_response(struct csl_worker *w, struct slot *s, uint64_t now, size_t extra)
 {
 	csl_timers_cancel(&w->timers, s->id);
 	csl_stats_response(&w->stats, s->path, now - s->intended_ns, s->resp.status);
 	csl_stats_service(&w->stats, now - s->began_ns, now - s->sent_ns);
+	if (w->schedstat_fd >= 0) {
+		uint64_t waited_ns = thread_run_delay_ns(w) - s->sent_run_delay_ns;
+		uint64_t from_send_ns = now - s->sent_ns;
+		csl_stats_from_send_running(&w->stats, waited_ns < from_send_ns ? from_send_ns - waited_ns : 0);
+	}
 	log_request(w, s, now);
 	w->last_done_ns = now;
 	if (extra) {
@@ -350,6 +377,7 @@ static void try_send(struct csl_worker *w, struct slot *s)
 		return;
 	}
 	s->sent_ns = csl_now_ns();
+	s->sent_run_delay_ns = thread_run_delay_ns(w);
 	csl_stats_sent(&w->stats, s->sent_ns - s->intended_ns);
 	s->phase = PH_WAITING;
 	if (watch(w, s, EPOLLIN) < 0) {
@@ -844,7 +872,7 @@ struct csl_worker *csl_worker_new(struct csl_run *run, unsigned int index, unsig
 	w->cfg = cfg;
 	w->index = index;
 	w->nslots = nslots;
-	w->epfd = w->tfd = -1;
+	w->epfd = w->tfd = w->schedstat_fd = -1;
 	uint64_t seed = cfg->seed ^ (0x9e3779b97f4a7c15ull * (index + 1));
 	w->rng = splitmix64(&seed);
 	w->open = cfg->rate > 0;
@@ -899,6 +927,10 @@ void *csl_worker_main(void *arg)
 		.tv_nsec = (long)(w->run->start_ns % 1000000000ull),
 	};
 
+	/* A busy-polling client measures its own waits for a CPU (its thread's
+	 * schedstat): what it then reads late is its own time, not a server's. */
+	if (w->cfg->busy_poll)
+		w->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	/* Timer slack (50 us by default) would delay every scheduled send. */
 	if (prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) < 0)
 		perror("csload: prctl(PR_SET_TIMERSLACK)");
@@ -934,6 +966,8 @@ void csl_worker_free(struct csl_worker *w)
 	}
 	if (w->tfd >= 0)
 		close(w->tfd);
+	if (w->schedstat_fd >= 0)
+		close(w->schedstat_fd);
 	if (w->epfd >= 0)
 		close(w->epfd);
 	free(w->slots);

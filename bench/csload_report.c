@@ -154,6 +154,8 @@ void csl_report_json(FILE *out, const struct csl_config *cfg, const struct csl_s
 		sum.send_lag_us.p50, sum.send_lag_us.p99, sum.send_lag_us.max);
 	put_span_json(out, "service_us", &sum.service_us);
 	put_span_json(out, "from_send_us", &sum.from_send_us);
+	if (sum.from_send_running_count)
+		put_span_json(out, "from_send_running_us", &sum.from_send_running_us);
 	fprintf(out, ",\n \"connects_over_1s\": %" PRIu64 ", \"reconnects\": %" PRIu64
 		", \"idle_closes\": %" PRIu64 ", \"unsent\": %" PRIu64
 		", \"unexpected_bytes\": %" PRIu64,

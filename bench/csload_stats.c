@@ -40,7 +40,9 @@ int csl_stats_init(struct csl_stats *st, unsigned int npaths)
 	st->send_lag = hist_new();
 	st->service = hist_new();
 	st->from_send = hist_new();
-	bool ok = st->latency && st->connect && st->send_lag && st->service && st->from_send;
+	st->from_send_running = hist_new();
+	bool ok = st->latency && st->connect && st->send_lag && st->service && st->from_send &&
+		  st->from_send_running;
 	for (unsigned int i = 0; i < npaths; i++) {
 		st->path_latency[i] = hist_new();
 		ok = ok && st->path_latency[i];
@@ -59,6 +61,7 @@ void csl_stats_free(struct csl_stats *st)
 	free(st->send_lag);
 	free(st->service);
 	free(st->from_send);
+	free(st->from_send_running);
 	for (unsigned int i = 0; i < CSL_MAX_PATHS; i++)
 		free(st->path_latency[i]);
 	memset(st, 0, sizeof(*st));
@@ -71,6 +74,7 @@ void csl_stats_merge(struct csl_stats *into, const struct csl_stats *from)
 	cs_hist_merge(into->send_lag, from->send_lag);
 	cs_hist_merge(into->service, from->service);
 	cs_hist_merge(into->from_send, from->from_send);
+	cs_hist_merge(into->from_send_running, from->from_send_running);
 	for (unsigned int i = 0; i < into->npaths && i < from->npaths; i++) {
 		cs_hist_merge(into->path_latency[i], from->path_latency[i]);
 		into->path_requests[i] += from->path_requests[i];
@@ -135,6 +139,11 @@ void csl_stats_service(struct csl_stats *st, uint64_t service_ns, uint64_t from_
 	cs_hist_record(st->from_send, from_send_ns);
 }
 
+void csl_stats_from_send_running(struct csl_stats *st, uint64_t ns)
+{
+	cs_hist_record(st->from_send_running, ns);
+}
+
 void csl_stats_span(struct csl_stats *st, uint64_t start_ns, uint64_t end_ns)
 {
 	if (start_ns < st->start_ns)
@@ -190,6 +199,8 @@ void csl_stats_summarize(const struct csl_stats *st, struct csl_summary *out)
 
 	summarize_span(st->service, &out->service_us);
 	summarize_span(st->from_send, &out->from_send_us);
+	summarize_span(st->from_send_running, &out->from_send_running_us);
+	out->from_send_running_count = st->from_send_running->count;
 
 	for (unsigned int i = 0; i < st->npaths; i++) {
 		out->path_us[i].p50 = us(cs_hist_percentile(st->path_latency[i], 50));

@@ -22,6 +22,8 @@ struct csl_stats {
 	                                             client began the request (connect or send) */
 	struct cs_hist *from_send;                /* completed responses, ns from the
 	                                             request's last byte written */
+	struct cs_hist *from_send_running;        /* the same, less the client thread's own
+	                                             waits for a CPU meanwhile (--busy-poll) */
 	struct cs_hist *path_latency[CSL_MAX_PATHS];
 	uint64_t path_requests[CSL_MAX_PATHS];    /* completed responses per path */
 	uint64_t path_errors[CSL_MAX_PATHS];      /* failed requests per path */
@@ -57,7 +59,8 @@ struct csl_summary {
 	} send_lag_us;
 	struct csl_span_us {
 		double p50, p90, p99, p999, max;
-	} service_us, from_send_us;
+	} service_us, from_send_us, from_send_running_us;
+	uint64_t from_send_running_count;  /* 0: not measured (no --busy-poll) */
 	struct {
 		double p50, p99, max;
 	} path_us[CSL_MAX_PATHS];
@@ -78,6 +81,13 @@ void csl_stats_response(struct csl_stats *st, unsigned int path, uint64_t latenc
  * own, unless the connection waited in the accept queue meanwhile.
  */
 void csl_stats_service(struct csl_stats *st, uint64_t service_ns, uint64_t from_send_ns);
+/*
+ * The same from_send, less the time the client's thread itself waited for
+ * a CPU meanwhile (its schedstat run_delay): on a busy machine a client
+ * that is not running reads a response late, and no server sees that. A
+ * server's own time lies between this and from_send.
+ */
+void csl_stats_from_send_running(struct csl_stats *st, uint64_t ns);
 /* A request to path failed (every kind but non_2xx, which completes). */
 void csl_stats_error(struct csl_stats *st, unsigned int path, enum csl_err kind);
 void csl_stats_connect(struct csl_stats *st, uint64_t connect_ns);

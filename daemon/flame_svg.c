@@ -12,6 +12,7 @@
 #include "flame_tree.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #define FRAME_HEIGHT 16
@@ -139,8 +140,15 @@ static void draw(struct svg *s, const struct cs_flame_node *node, const char *na
 		(unsigned long long)node->total_ns);
 	put_escaped(s->out, name);
 	fprintf(s->out, " (%s, %.2f%%)</title>", time, share);
-	fprintf(s->out, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>", x, y,
-		w, FRAME_HEIGHT - 1, colour);
+	/*
+	 * Both edges rounded to the 0.01 px printed, the width their
+	 * difference: a frame's printed box then lies inside its parent's, as
+	 * its exact one does (rounding x and the width apart could push a
+	 * last child's right edge 0.01 px past its parent's).
+	 */
+	double left_px = round(x * 100.0) / 100.0, right_px = round((x + w) * 100.0) / 100.0;
+	fprintf(s->out, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>", left_px, y,
+		right_px - left_px, FRAME_HEIGHT - 1, colour);
 	fprintf(s->out, "<text x=\"%.2f\" y=\"%.0f\">", x + 3, y + FRAME_HEIGHT - 4.5);
 	put_label(s->out, name, w);
 	fputs("</text></g>\n", s->out);

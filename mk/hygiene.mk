@@ -138,8 +138,8 @@ ASAN_ENV     = ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/$(ASAN_LOGS)/asan 
 # build-asan/ sanitized (connscope, connscoped, and the test bed: csserver,
 # csload, csidle) but for the client whose latencies the scenarios compare
 # with connscope's: that is build/'s (tests/integration/lib.sh says why).
-# Two at a time, but for the quiet and exclusive ones
-# (tests/integration/run.sh says which, and why).
+# Two at a time, but for the exclusive ones (tests/integration/run.sh says
+# which, and why).
 asan-build: $(SKEL)
 	$(Q)mkdir -p $(ASAN_BUILD)
 	$(Q)cp -p $(BUILD)/vmlinux.h $(BUILD)/connscope.bpf.o $(SKEL) $(DEPS_OK) $(ASAN_BUILD)/

@@ -12,7 +12,7 @@ packages=(
   valgrind clang-tidy cppcheck libclang-rt-14-dev
   prometheus curl
   bpftrace time
-  chromium tesseract-ocr
+  chromium
   groff-base
 )
 

@@ -4,12 +4,14 @@
 #
 #   1. the unit tests
 #   2. the integration tests (tests/integration/run.sh), plain and built
-#      with ASan + UBSan: the quiet and exclusive ones alone, the others
+#      with ASan + UBSan: the exclusive ones alone, the others
 #      two at a time (they wait far more than they compute)
 #   3. the steps that time nothing, each with the machine to itself: the
 #      unit tests under ASan + UBSan, linters, short fuzzing, every unit
 #      test under valgrind
 #   4. the sanitizer reports of every sanitized step
+#
+# Then the slowest five integration tests, and the verdict.
 #
 # (Running step 3 at idle priority beside step 2 saves two minutes, but
 # moved the p99 of scenarios 4 and 5 and an open-loop client's schedule by
@@ -36,8 +38,11 @@ step() { # step NAME COMMAND...
 }
 
 "${make[@]}" asan-reports-clean
+# Every integration test's time, for the slowest five at the end.
+CS_TEST_TIMES=$(mktemp /tmp/connscope-test-times.XXXXXX)
+export CS_TEST_TIMES
+trap 'rm -f "$CS_TEST_TIMES"' EXIT
 step unit-test "${make[@]}" unit-test
-step integration-quiet "${make[@]}" integration-both ONLY=quiet
 step integration-exclusive "${make[@]}" integration-both ONLY=exclusive
 step integration-shared "${make[@]}" integration-both ONLY=shared
 step asan-unit-test "${makej[@]}" test-asan-unit
@@ -47,6 +52,8 @@ step test-valgrind "${make[@]}" test-valgrind
 step asan-reports "${make[@]}" asan-reports
 
 took=$(( $(date +%s) - start_all ))
+echo "slowest tests:"
+sort -rn "$CS_TEST_TIMES" | head -n 5 | awk '{ printf "  %5s s  %s %s\n", $1, $2, $3 }'
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "make test: FAILED: ${failed[*]} ($took s)"
   exit 1

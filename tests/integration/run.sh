@@ -5,7 +5,7 @@
 #
 #   run.sh BUILD [TEST ...]          every tests/integration/test_*.sh (or
 #                                    the TESTs), one after the other
-#   run.sh [--build BUILD]... [--lanes N] [--only quiet|exclusive|shared] [TEST ...]
+#   run.sh [--build BUILD]... [--lanes N] [--only exclusive|shared] [TEST ...]
 #                                    each test once per BUILD (e.g. build/
 #                                    and build-asan/), N at a time
 #
@@ -14,11 +14,12 @@
 #   # integration: exclusive     (and why, below it)
 # they read machine-wide counters another test would move, or time what
 # another test's load would distort: they run alone, before the others.
-# Nor those that say
-#   # integration: quiet
-# which must have the machine to themselves, not even sharing it with work
-# at idle priority: they run first. --only picks one of the three groups
-# (`make test` runs them one after the other, and nothing beside them).
+# --only picks one of the two groups (`make test` runs them one after the
+# other). No test needs the machine quiet: a test whose judgement depends on
+# how busy the machine is measures that itself.
+#
+# With CS_TEST_TIMES naming a file, each test's "SECONDS NAME [BUILD]" is
+# appended to it (scripts/test-all.sh prints the slowest).
 #
 # A test's output goes to BUILD/integration/TEST.log; a failed test's files
 # (reports, client logs) are kept in BUILD/integration/TEST.failed/.
@@ -39,31 +40,29 @@ if [[ ${#builds[@]} -eq 0 ]]; then
   shift
 fi
 [[ $lanes =~ ^[1-9]$ ]] || { echo "run.sh: --lanes takes 1 to 9, not '$lanes'" >&2; exit 2; }
-[[ -z $only || $only == quiet || $only == exclusive || $only == shared ]] ||
-  { echo "run.sh: --only takes quiet, exclusive or shared, not '$only'" >&2; exit 2; }
+[[ -z $only || $only == exclusive || $only == shared ]] ||
+  { echo "run.sh: --only takes exclusive or shared, not '$only'" >&2; exit 2; }
 
 if [[ $# -gt 0 ]]; then tests=("$@"); else tests=("$here"/test_*.sh); fi
 
-group_of() { # group_of TEST: quiet, exclusive or shared
+group_of() { # group_of TEST: exclusive or shared
   local marker
   marker=$(grep -m1 -o '^# integration: [a-z]*' "$1")
-  echo "${marker#\# integration: }" | grep -E '^(quiet|exclusive)$' || echo shared
+  echo "${marker#\# integration: }" | grep -E '^exclusive$' || echo shared
 }
 
 # The jobs, "BUILD TEST", by group; in each, one build after the other.
-quiet_jobs=() exclusive_jobs=() shared_jobs=()
+exclusive_jobs=() shared_jobs=()
 for b in "${builds[@]}"; do
   mkdir -p "$b/integration"
   for t in "${tests[@]}"; do
     rm -rf "$b/integration/$(basename "$t" .sh).failed" # a failure's files, from an earlier run
     case $(group_of "$t") in
-      quiet) quiet_jobs+=("$b $t") ;;
       exclusive) exclusive_jobs+=("$b $t") ;;
       *) shared_jobs+=("$b $t") ;;
     esac
   done
 done
-[[ -n $only && $only != quiet ]] && quiet_jobs=()
 [[ -n $only && $only != exclusive ]] && exclusive_jobs=()
 [[ -n $only && $only != shared ]] && shared_jobs=()
 
@@ -85,7 +84,9 @@ finish_job() { # finish_job PID STATUS
   local b=${job_of[$1]%% *} t=${job_of[$1]#* } verdict=PASS
   local name; name=$(basename "$t" .sh)
   if [[ $2 -eq 0 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); verdict=FAIL; fi
-  printf '%-4s %-40s %4ss\n' "$verdict" "$name$(label "$b")" "$(( $(date +%s) - started_at[$1] ))"
+  local took=$(( $(date +%s) - started_at[$1] ))
+  printf '%-4s %-40s %4ss\n' "$verdict" "$name$(label "$b")" "$took"
+  [[ -n ${CS_TEST_TIMES:-} ]] && echo "$took $name [$(basename "$b")]" >>"$CS_TEST_TIMES"
   [[ $verdict == FAIL ]] && sed 's/^/    | /' "$b/integration/$name.log" | tail -n 40
   unset "job_of[$1]" "started_at[$1]"
 }
@@ -107,12 +108,11 @@ run_jobs() { # run_jobs N JOB...
   done
 }
 
-run_jobs 1 "${quiet_jobs[@]}"
 run_jobs 1 "${exclusive_jobs[@]}"
 run_jobs "$lanes" "${shared_jobs[@]}"
 echo "integration: $passed passed, $failed failed"
 # Every job accounted for: a runner bug must not pass as "0 failed".
-jobs=$(( ${#quiet_jobs[@]} + ${#exclusive_jobs[@]} + ${#shared_jobs[@]} ))
+jobs=$(( ${#exclusive_jobs[@]} + ${#shared_jobs[@]} ))
 [[ $((passed + failed)) -eq $jobs ]] || { echo "integration: $jobs tests to run, $((passed + failed)) ran" >&2; exit 1; }
 [[ $jobs -gt 0 || -n $only ]] || { echo "integration: no test to run" >&2; exit 1; }
 [[ $failed -eq 0 ]]

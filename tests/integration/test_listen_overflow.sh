@@ -34,7 +34,13 @@ note "handshakes $(json_get "$r" 'j["listeners"][0]["handshakes"]'); events $(js
 
 assert_cmp "$limit" '==' 4 "backlog limit"
 assert_cmp "$kernel_overflows" '>' 0 "the kernel saw overflows"
-assert_cmp "$drops" '==' "$kernel_overflows" "connscope drops == ListenOverflows delta"
+# connscope's drops are the listener's sk_drops less the third ACKs its
+# kfree_skb probe saw dropped on the full queue (the kernel counts those
+# twice there): a run of that probe the kernel skipped (counted in
+# events.skipped) leaves one drop too many. Exact otherwise.
+skipped=$(json_get "$r" 'j["events"]["skipped"]')
+assert_cmp "$drops" '>=' "$kernel_overflows" "connscope drops >= ListenOverflows delta"
+assert_cmp "$drops" '<=' "$((kernel_overflows + skipped))" "connscope drops <= ListenOverflows delta + skipped probe runs"
 assert_cmp "$client_slow" '>' 0 "clients measured requests >= 1 s"
 assert_cmp "$delayed" '>' 0 "connscope found connects delayed >= 1 s"
 # A request that waited >= 1 s in a closed loop waited behind a dropped SYN

@@ -21,6 +21,10 @@ note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get
 [[ $(top_cause "$r") == listen_overflow ]] || fail "top tail cause is $(top_cause "$r"), expected listen_overflow"
 echo "ok: top cause listen_overflow"
 [[ $(json_get "$r" 'j["conditions"]["listen_overflow"]["flagged"]') == True ]] || fail "listen_overflow not flagged"
-assert_cmp "$(json_get "$r" 'j["conditions"]["listen_overflow"]["drops"]')" '==' "$((after - before))" "drops == ListenOverflows delta"
+# Exact but for a kfree_skb probe run the kernel skipped (a third ACK's
+# drop not subtracted; test_listen_overflow says why): events.skipped.
+drops=$(json_get "$r" 'j["conditions"]["listen_overflow"]["drops"]')
+assert_cmp "$drops" '>=' "$((after - before))" "drops >= ListenOverflows delta"
+assert_cmp "$drops" '<=' "$((after - before + $(json_get "$r" 'j["events"]["skipped"]')))" "drops <= ListenOverflows delta + skipped probe runs"
 assert_cmp "$(json_get "$r" 'j["conditions"]["listen_overflow"]["delayed_connections"]')" '>' 0 "connections delayed >= 1 s"
 assert_p99_agrees "$r" "$CS_TMP/client.json"
