@@ -35,8 +35,8 @@ ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$
 # connscoped's: targets followed in a session, the config file, capabilities.
 LOADER_SRCS += daemon/session_targets.c daemon/config_file.c daemon/privileges.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
-# connscope's commands: cli/connscope.c dispatches, cli/cmd_*.c (one file per
-# command) implement; connscoped's main is apart.
+# connscope's commands: cli/connscope.c dispatches and runs attach, record and
+# report; cli/cmd_*.c the other commands, one file each; connscoped's main is apart.
 CLI_SRCS    := $(filter-out cli/connscoped.c,$(wildcard cli/*.c))
 DAEMON_MAIN := cli/connscoped.c
 SERVER_SRCS := $(wildcard server/*.c)

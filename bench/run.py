@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""connscope benchmarks (issue 5): `make bench` runs this.
+"""connscope benchmarks: `make bench` runs this.
 
 Measures, in one run, and prints one report:
   1. overhead   throughput with a tool attached / without, A/B alternated,

@@ -20,8 +20,7 @@
 
 #include "connscope.h"
 #include "trace_file.h"
-
-#define NS_PER_SEC 1000000000ull
+#include "units.h"
 
 struct records {
 	unsigned char *data;

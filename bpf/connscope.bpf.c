@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * connscope probes: the accept path.
+ * connscope probes: the accept path, listeners and requests.
  *
  * Only tracepoints, tp_btf, iterators: no kprobes, no fentry (many locked
  * down kernels have neither). Every probe filters on the target first
@@ -12,7 +12,13 @@
  *                                                in-kernel, keyed by socket)
  *   sys_enter/exit_accept{,4}                  : accept() took it out; one
  *                                                record per call
- *   iter/tcp over LISTEN sockets               : backlog, limit, drops
+ *   tp_btf/kfree_skb (TCP_LISTEN_OVERFLOW)     : a handshake's last ACK dropped,
+ *                                                accept queue full
+ *   iter/tcp over LISTEN sockets               : names a target listener (its
+ *                                                address, SYN queue) when user
+ *                                                space meets a new one; its
+ *                                                backlog, limit and drops come
+ *                                                from sock_diag in user space
  *   client SYN_SENT + tcp_retransmit_skb       : SYN retransmits of local
  *                                                clients (1 s, 3 s tails)
  *   sched_process_fork / exit                  : follow forked workers
@@ -20,8 +26,13 @@
  * Requests (one record per request, emitted when it is over):
  *   sk_data_ready                              : bytes arrived: a request starts
  *   sock_recv_length / sock_send_length        : first read, first and last send
+ *   tcp_sendmsg_locked (when the kernel has it): the exact start of the answer
+ *   net_dev_start_xmit                         : an answer's last byte out;
+ *                                                attached only while one has
+ *                                                bytes held back
  *   the kernel's sched_info.run_delay          : run-queue waits of the serving
- *                                                thread, read where it runs
+ *                                                thread, read where it runs;
+ *                                                per-thread totals by iter/task
  *   inet_sock_set_state (leaving ESTABLISHED)  : who closed, after what idle gap
  *   tcp_send_reset / tcp_receive_reset         : resets, the keep-alive race
  * Per-connection state lives in socket-local storage; only target sockets
@@ -1187,7 +1198,12 @@ int on_exit_accept(struct trace_event_raw_sys_exit *ctx)
 	return on_accept_exit(ctx->ret);
 }
 
-/* ---- listeners: walked by user space at >= 10 Hz ------------------------- */
+/*
+ * ---- listeners: walked by user space at the attach, then only to name a
+ * listener sock_diag shows and no walk has met yet (at most once a second:
+ * the walk visits every TCP socket, TIME_WAIT ones included). The periodic
+ * samples of backlog, limit and drops come from sock_diag.
+ */
 
 SEC("iter/tcp")
 int sample_listeners(struct bpf_iter__tcp *ctx)

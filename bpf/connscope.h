@@ -27,7 +27,7 @@
 
 enum cs_event_type {
 	CS_EV_ACCEPT = 1,          /* accept()/accept4() returned, success or error */
-	CS_EV_LISTENER_SAMPLE = 2, /* one listening socket, from the iter/tcp walk */
+	CS_EV_LISTENER_SAMPLE = 2, /* one listening socket: sock_diag or the iter/tcp walk */
 	CS_EV_HANDSHAKE = 3,       /* a local client's SYN was retransmitted */
 	CS_EV_PROC_FORK = 4,       /* a target process forked a new process */
 	CS_EV_PROC_EXIT = 5,       /* a target process exited */
@@ -84,7 +84,11 @@ struct cs_ev_accept {
 	char comm[CS_COMM_LEN]; /* thread name */
 };
 
-/* A listening TCP socket, sampled by walking every TCP socket (iter/tcp). */
+/*
+ * A target's listening TCP socket. User space samples it through sock_diag
+ * at --sample-hz (backlog, limit, drops; sk and syn_queue as the last walk
+ * saw them); the iter/tcp walk that names a new listener writes one too.
+ */
 struct cs_ev_listener_sample {
 	struct cs_event_header hdr;
 	__u64 sk;

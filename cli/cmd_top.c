@@ -34,9 +34,8 @@
 #include "session.h"
 #include "top_model.h"
 #include "top_render.h"
+#include "units.h"
 #include "window.h"
-
-#define NS_PER_SEC 1000000000ull
 
 static volatile sig_atomic_t top_stop;
 

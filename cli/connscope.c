@@ -51,7 +51,7 @@ static const char target_options_help[] =
 	"Options:\n"
 	"  -d, --duration SEC   stop after SEC seconds (default: until Ctrl-C or the target exits)\n"
 	"  -t, --tail P         the tail is the requests at or above percentile P (default 99)\n"
-	"      --sample-hz N    listener backlog walks per second (1-1000, default 10)\n"
+	"      --sample-hz N    listener queue samples per second (1-1000, default 10)\n"
 	"      --ring-mb N      ring buffer size in MiB, a power of two (1-1024, default 8)\n"
 	"      --no-handshakes  do not follow local clients' SYN retransmits\n"
 	"  -q, --quiet          no progress lines on stderr\n"

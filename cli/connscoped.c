@@ -91,7 +91,7 @@ static void help(FILE *out)
 		"                         PORT alone means 127.0.0.1:PORT (default: off)\n"
 		"      --socket PATH      the control socket for connscope status, snapshot,\n"
 		"                         reset and top (default " CS_CTL_DEFAULT_SOCKET ")\n"
-		"      --sample-hz N      listener backlog walks per second (1-1000, default 10)\n"
+		"      --sample-hz N      listener queue samples per second (1-1000, default 10)\n"
 		"      --ring-mb N        ring buffer size in MiB, a power of two (default 8)\n"
 		"  -v, --verbose          show libbpf's log\n"
 		"  -h, --help             this help\n"

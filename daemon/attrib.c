@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NS_PER_SEC 1e9
+#include "units.h"
+
 #define TIME_WAIT_S 60 /* TCP_TIMEWAIT_LEN */
 /* Non-persistent: fewer requests than this per connection. */
 #define NON_PERSISTENT_RPC 2.0

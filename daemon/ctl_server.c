@@ -16,8 +16,8 @@
 #include "ctl_socket.h"
 #include "errmsg.h"
 #include "live.h"
+#include "units.h"
 
-#define NS_PER_SEC 1000000000ull
 #define TICK_NS NS_PER_SEC
 #define POLL_MS 100
 /* A request must arrive whole this soon after its first byte. */

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NS_PER_SEC 1000000000ull
+#include "units.h"
+
 /* Listening ports followed: the size of the probes' target_ports map. */
 #define CS_ENGINE_MAX_LISTENERS 1024
 

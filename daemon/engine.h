@@ -142,7 +142,7 @@ struct cs_listener_stats {
 	uint64_t backlog_at_accept_sum;
 	uint32_t backlog_at_accept_max;
 
-	/* queue depth from the periodic walk of listening sockets */
+	/* queue depth from the periodic listener samples (sock_diag) */
 	uint64_t backlog_samples;        /* (socket, sample) pairs */
 	uint64_t backlog_full_samples;   /* of which the queue was full */
 	uint64_t backlog_nonempty_samples;

@@ -42,7 +42,7 @@ struct thread_baseline {
 	uint64_t run_count;
 };
 
-/* What the iterator walk taught us about a listener, by socket inode. */
+/* What the iter/tcp walk taught us about a listener, by socket inode. */
 struct listener_identity {
 	uint64_t sk;          /* the kernel's socket address: the records' identity */
 	uint32_t syn_queue;   /* half-open connections at that walk */

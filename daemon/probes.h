@@ -34,7 +34,7 @@ typedef int (*cs_record_fn)(void *ctx, const void *record, size_t len);
 struct cs_probes {
 	struct connscope_bpf *skel;
 	struct ring_buffer *ring;
-	struct bpf_link *iter_link;          /* iter/tcp: listeners */
+	struct bpf_link *iter_link;          /* iter/tcp: names new listeners */
 	struct bpf_link *thread_iter_link;   /* iter/task: target threads' run-queue counters */
 	struct bpf_link *xmit_link;          /* on_xmit, attached only while answers drain */
 	uint64_t xmit_wanted_ns;             /* last poll that found an answer draining */
@@ -45,7 +45,7 @@ struct cs_probes {
 	struct cs_u64map thread_baselines;   /* tid -> struct thread_baseline */
 	uint64_t threads_untracked;          /* threads beyond the baseline table */
 	uint64_t attach_ns;                  /* CLOCK_MONOTONIC at start */
-	struct cs_u64map listener_sks;       /* socket inode -> its address (iter walk) */
+	struct cs_u64map listener_sks;       /* socket inode -> struct listener_identity (iter walk) */
 	uint64_t port_bits[CS_PORT_WORDS];   /* target ports, as the BPF side has them */
 	uint64_t last_walk_ns;               /* last iter/tcp walk */
 	uint64_t listener_walks;             /* iter/tcp walks made */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Finding targets and kernel counters: which processes hold which listening
- * TCP sockets (sock_diag netlink + /proc/PID/fd), and TcpExt counters.
+ * TCP sockets (sock_diag netlink + /proc/PID/fd), each listener's backlog,
+ * limit and drops for the periodic listener samples (sock_diag), and
+ * TcpExt counters.
  * All functions return 0 or a negative errno.
  */
 #ifndef CS_PROCFS_H

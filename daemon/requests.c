@@ -10,9 +10,8 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "units.h"
 
-#define NS_PER_MS 1000000ull
-#define NS_PER_SEC 1000000000ull
 /* A server close this long after the last bytes is an idle close. */
 #define IDLE_CLOSE_MIN_NS (5 * NS_PER_MS)
 /* A new connection from the same client this soon after an idle close is a reconnect. */

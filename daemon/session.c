@@ -368,7 +368,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 		fprintf(stderr, "connscope: attached to %s; %s\n", result->target,
 			opts->duration_s > 0 ? "collecting" : "collecting until Ctrl-C");
 
-	/* 4. the loop: poll the ring, walk listeners at sample_hz, watch targets */
+	/* 4. the loop: poll the ring, sample listeners at sample_hz, watch targets */
 	uint64_t end_ns = opts->duration_s > 0 ? start_ns + (uint64_t)(opts->duration_s * 1e9) : 0;
 	uint64_t sample_every_ns = 1000000000ull / (opts->sample_hz ? opts->sample_hz : 10);
 	uint64_t next_sample_ns = start_ns + sample_every_ns, next_alive_ns = start_ns + ALIVE_CHECK_NS;
@@ -435,7 +435,8 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 
 	/*
 	 * 5. detach the probes and read all they emitted (what the last poll
-	 * left, and what came before the detach); one last walk; kernel counters
+	 * left, and what came before the detach); one last listener and thread
+	 * sample; kernel counters
 	 */
 	lock_engine(opts);
 	err = cs_probes_detach_and_drain(&probes);

@@ -26,7 +26,7 @@ struct cs_session_options {
 	size_t port_count;
 	struct cs_target_match match;      /* --name, --cgroup: processes that listen */
 	double duration_s;                 /* 0: until *stop is set */
-	unsigned int sample_hz;            /* listener walks per second */
+	unsigned int sample_hz;            /* listener samples (sock_diag) per second */
 	struct cs_probe_options probe;
 	const volatile sig_atomic_t *stop; /* set by a signal handler */
 	cs_record_fn tee;                  /* optional: also gets every record */

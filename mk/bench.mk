@@ -1,4 +1,4 @@
-# Benchmarks (issue 5): `make bench` measures connscope's overhead, accuracy
+# Benchmarks: `make bench` measures connscope's overhead, accuracy
 # under load, engine speed and memory at scale, and prints one table. It is
 # not a test and `make test` does not run it. Needs root and an idle
 # machine; takes about 10-15 minutes. See bench/README.md.

@@ -1,4 +1,4 @@
-# Hygiene (issue 6): fuzzing, sanitizers, valgrind, linters.
+# Hygiene: fuzzing, sanitizers, valgrind, linters.
 #
 #   make fuzz           every libFuzzer target for FUZZ_SECONDS (60) each
 #   make fuzz-short     every target for FUZZ_TEST_SECONDS (8) each, after

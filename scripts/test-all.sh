@@ -13,9 +13,9 @@
 #
 # Then the slowest five integration tests, and the verdict.
 #
-# (Running step 3 at idle priority beside step 2 saves two minutes, but
-# moved the p99 of scenarios 4 and 5 and an open-loop client's schedule by
-# milliseconds in one of two runs: not worth a flaky `make test`.)
+# (Step 3 does not run at idle priority beside step 2: that would save two
+# minutes, but even idle-priority work moves the scenarios' p99s and an
+# open-loop client's schedule by milliseconds, enough to fail them.)
 #
 # A failed step does not stop the next ones (one run shows every failure);
 # the last line names the failed steps, and the exit status is theirs.

@@ -95,8 +95,7 @@ cs_start_server() {
 
 # Run a command in the background, remembered for cleanup. Sets BG_PID to
 # the program's own pid: a shell function would run in a subshell whose pid
-# is not the program's (killing it left test_csload's python servers
-# running), so python3 is resolved to the interpreter and other functions
+# is not the program's (killing it would leave the program running), so python3 is resolved to the interpreter and other functions
 # are refused.
 cs_bg() {
   if [[ $1 == python3 ]]; then

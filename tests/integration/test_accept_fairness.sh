@@ -4,8 +4,8 @@
 # listener per worker spreads connections by hash instead, with no wasted
 # wake-ups. One client at a time keeps the workers idle in epoll_wait, so
 # that every connection wakes them all. Who wins a shared listener's race
-# is the scheduler's choice (on 2 CPUs the busiest worker took 0.26-0.45
-# of the accepts over runs): the test asserts what connscope reports of
+# is the scheduler's choice (on 2 CPUs the busiest worker takes anything
+# from about 0.26 to 0.45 of the accepts): the test asserts what connscope reports of
 # it (every accept given to one worker, the busiest share its true ratio),
 # not how skewed it came out.
 source "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Connections older than the attach (issue 6): connscope sees them only in
+# Connections older than the attach: connscope sees them only in
 # part, counts them as partial and never mis-attributes them.
 #   A: 10 keep-alive connections accepted and used before the attach, used
 #      again after it, then closed: their requests and closes are partial.

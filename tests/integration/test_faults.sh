@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Faults (issue 6), each with its outcome asserted:
+# Faults, each with its outcome asserted:
 #   1. connscope killed with SIGKILL mid-run: the server goes on serving,
 #      none of connscope's BPF programs, links or maps outlives it.
 #   2. the target killed with SIGKILL mid-run: attach ends with a line
@@ -117,8 +117,8 @@ fds_after_first=""
 total=0
 # The fewest fds a process holds over half a second: a leaked fd stays in
 # every look, one open for a moment (a /proc scan for the target coming
-# back, a scrape being answered) does not. A single look once saw 62 for
-# 61 under ASan.
+# back, a scrape being answered) does not, so a single look can count one
+# fd too many.
 fewest_fds() {
   local fewest="" n
   for _ in 1 2 3 4 5; do

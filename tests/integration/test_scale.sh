@@ -1,26 +1,26 @@
 #!/usr/bin/env bash
-# Scale (issue 6): many concurrent connections and a churn of new ones,
+# Scale: many concurrent connections and a churn of new ones,
 # connscope attached to every server process on the port. Asserted: no
 # crash, memory bounded, and the report's counts right within what it says
 # it lost: every connection is counted once or its records are among the
 # lost, and none is left open once all closed.
 #
-# The size is issue 6's: 100 000 concurrent connections and 30 s of churn
-# (about 50 s in all here); a quicker look:
+# The size connscope is meant to hold: 100 000 concurrent connections and
+# 30 s of churn (about 50 s in all on two CPUs); a quicker look:
 #   CS_SCALE_CONNECTIONS=10000 CS_SCALE_CHURN_S=8 \
 #     bash tests/integration/run.sh build tests/integration/test_scale.sh
 # The ring buffer is 32 MiB (--ring-mb): closing 100 000 connections at
 # once overflows the default 8 MiB one; losses would be counted and are
 # asserted on below.
-# RLIMIT_NOFILE's hard limit here is 20 000 and cannot be raised (see
-# bench/README.md), so the connections are held by several csidle processes
+# RLIMIT_NOFILE's hard limit may be as low as 20 000 and cannot be raised
+# without CAP_SYS_RESOURCE (see bench/README.md), so the connections are held by several csidle processes
 # (15 000 each at most) against several SO_REUSEPORT csserver processes
 # (one per 12 000 connections, plus one), all on one port; connscope
 # --port follows all of them. The churn runs as fast as the machine goes
-# (on the project's 2-CPU machine, to a server of its own: about 19 000
-# connections/s with connscope attached and 100 000 held; issue 6's
-# 20 000/s is about what two CPUs shared by clients and servers make): its
-# rate is printed, not asserted.
+# (on two CPUs, to a server of its own: about 19 000 connections/s with
+# connscope attached and 100 000 held; 20 000/s is about what two CPUs
+# shared by clients and servers make even bare): its rate is printed, not
+# asserted.
 # integration: exclusive
 # Runs alone: it uses both CPUs and 100 000 connections' worth of memory;
 # its churn rate is the machine's.
@@ -126,7 +126,7 @@ assert_cmp "$accepts" '>=' "$((total - lost - churn_errors))" "accepts reported,
 assert_cmp "$requests" '<=' "$total" "requests reported (one per connection)"
 # Exact, with no allowance for probe runs the kernel skipped: a connection
 # whose exit from ESTABLISHED was skipped is closed at its next state change
-# (before that, one request in about 600 000 went missing here).
+# (without that catch-up, about one request in 600 000 would go missing).
 assert_cmp "$requests" '>=' "$((total - lost - table_full - churn_errors))" \
   "requests reported, less lost records, table inserts failed and client errors"
 assert_cmp "$followed" '<=' "$lost" "connections still followed once all closed (only those whose close was lost)"

@@ -7,8 +7,8 @@
 # is asserted.)
 # integration: exclusive
 # Runs alone: connscope's p99 is compared with the client's, whose own
-# wake-ups another test's load moves by milliseconds (scenario 8 missed
-# its tolerance by 2.4 ms beside another test once).
+# wake-ups another test's load moves by milliseconds, more than the
+# tolerance.
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2

@@ -36,8 +36,8 @@ static char *render(const struct cs_engine *engine, bool json)
 }
 
 /*
- * One listener costs three histograms; a 3.6 MB trace with one record per
- * port used to take 7.5 GB. The engine follows as many ports as the probes
+ * One listener costs three histograms; unbounded, a 3.6 MB trace with one
+ * record per port would take 7.5 GB. The engine follows as many ports as the probes
  * can (1024) and counts the rest as malformed.
  */
 Test(hostile, listener_ports_are_bounded)
@@ -68,9 +68,10 @@ Test(hostile, listener_ports_are_bounded)
 
 /*
  * Cause times near 2^64 make a request's total wrap around, so a cause's
- * share of the tail is far above 1. The text report's bar converted that
- * share to int: undefined behaviour (fuzz_engine, tests/fuzz/corpus/
- * fuzz_engine/regress-text-bar-share-overflow). The bar is now clamped.
+ * share of the tail is far above 1. Converting that share to int for the
+ * text report's bar would be undefined behaviour (fuzz_engine's seed
+ * tests/fuzz/corpus/fuzz_engine/regress-text-bar-share-overflow): the bar
+ * clamps it.
  */
 Test(hostile, wrapped_cause_times_still_render)
 {

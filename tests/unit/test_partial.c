@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Connections the engine cannot follow whole (issue 6): a socket that was
+ * Connections the engine cannot follow whole: a socket that was
  * open before the attach, an accept of a socket never seen entering the
  * queue, a close without an open, connections whose close was lost (time-
  * outs) and a full connection table (evictions). Each is counted, shown in
