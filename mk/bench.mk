@@ -39,4 +39,5 @@ $(BENCH_BUILD)/csidle: $(BUILD)/obj/bench/csidle.o
 
 $(BENCH_BUILD)/trace_amplify: $(BUILD)/obj/bench/trace_amplify.o $(ENGINE_OBJS)
 	$(msg) LINK $@
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lm
