@@ -129,14 +129,16 @@ static void diagnose_limit(const struct cs_listener_stats *l, const struct cs_li
 /* "; between accepts: on a CPU 5%, in handlers 0%, sleeping or blocked 95%", when known. */
 static const char *acceptor_state(const struct cs_engine *engine, const struct cs_worker_stats *worker)
 {
-	static _Thread_local char text[128];
+	static _Thread_local char text[160];
 	struct cs_acceptor_time time;
 	cs_acceptor_time(engine, worker, &time);
 	text[0] = '\0';
 	if (time.cpu_known && time.outside_ns)
 		snprintf(text, sizeof(text), "; outside accept() it was on a CPU %.0f%%, in handlers %.0f%%, "
-			 "sleeping or blocked %.0f%%", share(time.on_cpu_ns, time.outside_ns) * 100.0,
+			 "waiting for a CPU %.0f%%, sleeping or blocked %.0f%%",
+			 share(time.on_cpu_ns, time.outside_ns) * 100.0,
 			 share(time.handler_ns, time.outside_ns) * 100.0,
+			 share(time.runq_ns, time.outside_ns) * 100.0,
 			 share(time.blocked_ns, time.outside_ns) * 100.0);
 	return text;
 }
@@ -144,19 +146,19 @@ static const char *acceptor_state(const struct cs_engine *engine, const struct c
 static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_listener_stats *l,
 			      struct findings *list)
 {
-	uint64_t matched = l->accept_wait_ns->count;
-	if (l->accepts < ACCEPTS_MIN || matched == 0)
-		return;
-	uint64_t p99_ns = cs_hist_percentile(l->accept_wait_ns, 99.0);
-	if (p99_ns < ACCEPT_WAIT_P99_MIN_NS)
-		return;
-
+	/* A limit has its own minimum (a few waits of seconds each are plenty). */
 	struct cs_limit_evidence limit;
 	cs_listener_limit(engine, l, &limit);
 	if (limit.flagged) {
 		diagnose_limit(l, &limit, list);
 		return;
 	}
+	uint64_t matched = l->accept_wait_ns->count;
+	if (l->accepts < ACCEPTS_MIN || matched == 0)
+		return;
+	uint64_t p99_ns = cs_hist_percentile(l->accept_wait_ns, 99.0);
+	if (p99_ns < ACCEPT_WAIT_P99_MIN_NS)
+		return;
 
 	char p50[32], p99[32];
 	cs_format_duration(p50, sizeof(p50), cs_hist_percentile(l->accept_wait_ns, 50.0));

@@ -125,6 +125,17 @@ struct cs_listener_socket {
 	uint32_t backlog_last;
 };
 
+/* Open-connection counts whose time is kept apart; more share the last. */
+#define CS_OPEN_LEVELS 64
+
+/* An accept of a queued connection with no close in the acceptor's time away (limit.c). */
+struct cs_limit_pending {
+	uint64_t enter_ns;           /* the accept() call began; 0: none pending */
+	uint64_t accept_ns;          /* it returned */
+	uint64_t away_ns;            /* the acceptor's time away before it */
+	uint64_t waited_ns;          /* the connection's wait with the acceptor away */
+};
+
 /* Everything known about one listening port. */
 struct cs_listener_stats {
 	uint16_t port;
@@ -169,7 +180,7 @@ struct cs_listener_stats {
 	uint32_t open_conns;         /* followed: accepted, not yet closed or forgotten */
 	uint32_t open_max;
 	uint64_t open_changed_ns;    /* when open_conns last changed */
-	uint64_t open_at_max_ns;     /* time open_conns spent at open_max */
+	uint64_t open_level_ns[CS_OPEN_LEVELS]; /* time with that many open (the last: or more) */
 	uint64_t first_close_ns;     /* first close since the last accept returned; 0: none */
 	uint32_t open_before_close;  /* open_conns just before that close */
 	uint8_t first_close_kind;    /* enum cs_slot_freer */
@@ -180,6 +191,7 @@ struct cs_listener_stats {
 	uint32_t limit_open_min;     /* open connections when those closes came: the plateau */
 	uint32_t limit_open_max;
 	uint64_t limit_freed_by[3];  /* those closes, by enum cs_slot_freer */
+	struct cs_limit_pending limit_pending; /* an accept no close preceded */
 
 	struct cs_listener_socket *sockets;
 	size_t socket_count, socket_cap;
@@ -305,13 +317,15 @@ double cs_worker_busy_share(const struct cs_worker_stats *worker);
 
 /*
  * The acceptor's time outside accept(), split (limit.c): on a CPU (its
- * sampled CPU time), in handlers (requests it read), and blocked: the rest.
+ * sampled CPU time), in handlers (requests it read), waiting for a CPU
+ * (its run-queue total), and blocked: the rest.
  * cpu_known is false without CPU samples (a trace recorded before them).
  */
 struct cs_acceptor_time {
 	uint64_t outside_ns;
 	uint64_t on_cpu_ns;
 	uint64_t handler_ns;
+	uint64_t runq_ns;
 	uint64_t blocked_ns;
 	bool cpu_known;
 };

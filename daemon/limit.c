@@ -26,9 +26,10 @@
 
 static void advance(struct cs_listener_stats *listener, uint64_t now_ns)
 {
-	if (listener->open_conns && listener->open_conns == listener->open_max &&
-	    now_ns > listener->open_changed_ns && listener->open_changed_ns)
-		listener->open_at_max_ns += now_ns - listener->open_changed_ns;
+	if (listener->open_changed_ns && now_ns > listener->open_changed_ns) {
+		uint32_t level = listener->open_conns < CS_OPEN_LEVELS ? listener->open_conns : CS_OPEN_LEVELS - 1;
+		listener->open_level_ns[level] += now_ns - listener->open_changed_ns;
+	}
 	if (now_ns > listener->open_changed_ns)
 		listener->open_changed_ns = now_ns;
 }
@@ -37,10 +38,8 @@ void cs_limit_on_open(struct cs_listener_stats *listener, uint64_t now_ns)
 {
 	advance(listener, now_ns);
 	listener->open_conns++;
-	if (listener->open_conns > listener->open_max) {
+	if (listener->open_conns > listener->open_max)
 		listener->open_max = listener->open_conns;
-		listener->open_at_max_ns = 0; /* a new, higher plateau starts */
-	}
 }
 
 /* After a reset, connections opened before it close uncounted: never below 0. */
@@ -51,9 +50,39 @@ void cs_limit_on_forget(struct cs_listener_stats *listener, uint64_t now_ns)
 		listener->open_conns--;
 }
 
-void cs_limit_on_close(struct cs_listener_stats *listener, uint64_t now_ns, enum cs_slot_freer kind)
+/* A wait for the acceptor that ended with a close: the acceptor waited on a limit. */
+static void count_limit_wait(struct cs_listener_stats *listener, uint64_t waited_ns, uint32_t open_before,
+			     uint8_t kind)
 {
-	if (!listener->first_close_ns) {
+	listener->limit_gaps++;
+	listener->limit_gap_ns += waited_ns;
+	if (!listener->limit_open_min || open_before < listener->limit_open_min)
+		listener->limit_open_min = open_before;
+	if (open_before > listener->limit_open_max)
+		listener->limit_open_max = open_before;
+	if (kind < 3)
+		listener->limit_freed_by[kind]++;
+}
+
+void cs_limit_on_close(struct cs_listener_stats *listener, uint64_t now_ns, uint64_t accepted_ns,
+		       enum cs_slot_freer kind)
+{
+	/*
+	 * A server may free the slot before it closes the socket (Tomcat
+	 * counts its latch down, then closes): the acceptor is back in
+	 * accept() a few microseconds before the close. So a close soon after
+	 * an accept that no close preceded ends that wait too, if it closes
+	 * a connection accepted before it (the connection just accepted,
+	 * served and closed at once, freed nothing for it).
+	 */
+	struct cs_limit_pending *pending = &listener->limit_pending;
+	if (pending->enter_ns && accepted_ns < pending->accept_ns && now_ns >= pending->enter_ns &&
+	    (now_ns - pending->enter_ns) * CAME_BACK_DIVISOR <= pending->away_ns) {
+		/* Counted open: the connection just accepted too. */
+		uint32_t open_before = listener->open_conns > 1 ? listener->open_conns - 1 : 0;
+		count_limit_wait(listener, pending->waited_ns, open_before, (uint8_t)kind);
+		pending->enter_ns = 0;
+	} else if (!listener->first_close_ns) {
 		listener->first_close_ns = now_ns;
 		listener->open_before_close = listener->open_conns;
 		listener->first_close_kind = (uint8_t)kind;
@@ -66,6 +95,7 @@ void cs_limit_on_accept(struct cs_listener_stats *listener, uint64_t previous_re
 {
 	uint64_t first_close_ns = listener->first_close_ns;
 	listener->first_close_ns = 0; /* the acceptor is back: a new time away starts */
+	listener->limit_pending.enter_ns = 0;
 	if (ev->ret < 0 || !ev->established_ns || !previous_return_ns)
 		return;
 	/* Queued before the call began: it waited with the acceptor away. */
@@ -77,17 +107,17 @@ void cs_limit_on_accept(struct cs_listener_stats *listener, uint64_t previous_re
 	listener->queued_gap_ns += waited_ns;
 
 	uint64_t away_ns = ev->enter_ns - previous_return_ns;
-	if (!first_close_ns || first_close_ns > ev->enter_ns ||
-	    (ev->enter_ns - first_close_ns) * CAME_BACK_DIVISOR > away_ns)
+	if (!first_close_ns) {
+		/* No close yet: one may follow at once (see cs_limit_on_close). */
+		listener->limit_pending = (struct cs_limit_pending){
+			.enter_ns = ev->enter_ns, .accept_ns = ev->hdr.ts_ns,
+			.away_ns = away_ns, .waited_ns = waited_ns,
+		};
 		return;
-	listener->limit_gaps++;
-	listener->limit_gap_ns += waited_ns;
-	if (!listener->limit_open_min || listener->open_before_close < listener->limit_open_min)
-		listener->limit_open_min = listener->open_before_close;
-	if (listener->open_before_close > listener->limit_open_max)
-		listener->limit_open_max = listener->open_before_close;
-	if (listener->first_close_kind < 3)
-		listener->limit_freed_by[listener->first_close_kind]++;
+	}
+	if (first_close_ns > ev->enter_ns || (ev->enter_ns - first_close_ns) * CAME_BACK_DIVISOR > away_ns)
+		return;
+	count_limit_wait(listener, waited_ns, listener->open_before_close, listener->first_close_kind);
 }
 
 void cs_acceptor_time(const struct cs_engine *engine, const struct cs_worker_stats *worker,
@@ -108,12 +138,16 @@ void cs_acceptor_time(const struct cs_engine *engine, const struct cs_worker_sta
 		uint64_t handler_ns = thread->cause_ns[CS_CAUSE_HANDLER];
 		time->handler_ns = handler_ns < left_ns ? handler_ns : left_ns;
 		left_ns -= time->handler_ns;
+		/* Runnable is not blocked: a CPU-starved acceptor is not waiting on a limit. */
+		time->runq_ns = thread->runq_total_ns < left_ns ? thread->runq_total_ns : left_ns;
+		left_ns -= time->runq_ns;
 	}
 	time->blocked_ns = left_ns;
 }
 
-/* Enough waits to call it a pattern, not a coincidence. */
-#define LIMIT_WAITS_MIN 5
+/* Enough waits to call it a pattern: with the share by time below, a close
+ * that happens to come just before the acceptor returns cannot make one. */
+#define LIMIT_WAITS_MIN 3
 /*
  * Most of the time connections waited for the acceptor ended with a close:
  * the acceptor's schedule was the closes'. By time, not count: after a
@@ -144,8 +178,9 @@ void cs_listener_limit(const struct cs_engine *engine, const struct cs_listener_
 	evidence->wait_share = fraction(listener->limit_gap_ns, listener->queued_gap_ns);
 	for (int i = 0; i < 3; i++)
 		evidence->freed_by[i] = listener->limit_freed_by[i];
-	if (listener->open_max == listener->limit_open_max)
-		evidence->plateau_ns = listener->open_at_max_ns;
+	/* The plateau: time with at least the open connections the limit held. */
+	for (uint32_t level = listener->limit_open_min; level && level < CS_OPEN_LEVELS; level++)
+		evidence->plateau_ns += listener->open_level_ns[level];
 
 	const struct cs_worker_stats *acceptor = cs_listener_busiest_worker(listener);
 	if (!acceptor)

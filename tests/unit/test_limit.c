@@ -161,6 +161,33 @@ Test(limit, client_closes_are_told_from_idle_closes)
 	cr_assert_eq(c.connection_limit.freed_by_idle_close, 0);
 }
 
+Test(limit, a_slot_freed_before_its_socket_closes_counts_too)
+{
+	/* Tomcat counts its latch down, then closes: the acceptor is back 20 us before the close. */
+	for (int i = 0; i < LIMIT; i++) {
+		clock_ns += MS;
+		open_sks[i] = accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
+	}
+	for (int w = 0; w < WAITS; w++) {
+		uint64_t previous_return_ns = clock_ns;
+		uint64_t enter_ns = previous_return_ns + 300 * MS;
+		uint64_t sk = accept_one(previous_return_ns + 10 * MS, enter_ns, enter_ns + 10 * US);
+		close_one(open_sks[0], enter_ns + 20 * US, 300 * MS, CS_CLOSED_BY_SERVER);
+		memmove(open_sks, open_sks + 1, (LIMIT - 1) * sizeof(open_sks[0]));
+		open_sks[LIMIT - 1] = sk;
+		clock_ns = enter_ns + 30 * US;
+	}
+	thread_cpu(MS);
+	struct cs_conditions c;
+	cs_compute_conditions(engine, &meta, &c);
+	cr_assert(c.connection_limit.flagged);
+	cr_assert_eq(c.connection_limit.waits, WAITS);
+	cr_assert_eq(c.connection_limit.open_connections, LIMIT);
+	cr_assert_eq(c.connection_limit.freed_by_idle_close, WAITS);
+	cr_assert_gt(c.connection_limit.plateau_s, 5.9);
+	cr_assert(has_finding("connection_limit"));
+}
+
 Test(limit, not_flagged_for_an_acceptor_on_a_cpu)
 {
 	scenario_at_limit();
