@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib.sh"
 
 limit=4
 cs_start_server --accept acceptor --workers 2 --max-conns "$limit" --idle-timeout-ms 300
-cs_profile limit "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections 12 --gap-ms 400 --duration 4 \
+cs_profile limit "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections 12 --gap-ms 400 --duration 3 \
   --json "$CS_TMP/client.json" --quiet
 r=$CS_TMP/limit.json
 note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, client p99 from send $(json_get "$CS_TMP/client.json" 'j["from_send_us"]["p99"]') us, from connect $(json_get "$CS_TMP/client.json" 'j["service_us"]["p99"]') us"

@@ -37,7 +37,7 @@ cs_wait_port "$port"
 SERVER_PID=$(pgrep -P "$BG_PID" | head -n 1)
 [[ -n $SERVER_PID ]] || fail "no nginx worker below the master ($BG_PID)"
 
-cs_profile nginx "$CS_LOAD" --busy-poll --port "$port" --connections 12 --gap-ms 400 --duration 4 \
+cs_profile nginx "$CS_LOAD" --busy-poll --port "$port" --connections 12 --gap-ms 400 --duration 3 \
   --json "$CS_TMP/client.json" --quiet
 r=$CS_TMP/nginx.json
 c=$CS_TMP/client.json

@@ -39,7 +39,7 @@ cs_wait_port "$port"
 curl -sf --max-time 10 "http://127.0.0.1:$port/" >/dev/null || fail "tomcat does not answer"
 sleep 0.5 # the warm-up's connection closes on Tomcat's idle timeout
 
-cs_profile tomcat "$CS_LOAD" --busy-poll --port "$port" --connections 12 --gap-ms 400 --duration 6 \
+cs_profile tomcat "$CS_LOAD" --busy-poll --port "$port" --connections 12 --gap-ms 400 --duration 5 \
   --json "$CS_TMP/client.json" --quiet
 r=$CS_TMP/tomcat.json
 note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, client p99 from send $(json_get "$CS_TMP/client.json" 'j["from_send_us"]["p99"]') us, from connect $(json_get "$CS_TMP/client.json" 'j["service_us"]["p99"]') us"
