@@ -7,6 +7,8 @@
  * (the demo's), and one that is on a CPU between accepts.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attrib.h"
