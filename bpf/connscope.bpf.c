@@ -1253,6 +1253,7 @@ int sample_threads(struct bpf_iter__task *ctx)
 		sample.max_run_delay_ns = task->sched_info.max_run_delay;
 	sample.run_count = task->sched_info.pcount;
 	sample.start_ns = task->start_time;
+	sample.cpu_ns = task->se.sum_exec_runtime;
 	sample.tid = task->pid;
 	sample.tgid = task->tgid;
 	bpf_probe_read_kernel_str(sample.comm, sizeof(sample.comm), task->comm);

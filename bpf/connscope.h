@@ -6,7 +6,9 @@
  * Rules: fixed-width fields only, largest first, explicit padding, every
  * record starts with struct cs_event_header, sizes are checked with
  * _Static_assert. A record's size never changes within a wire version; new
- * record types get new type tags and bump CS_WIRE_VERSION.
+ * record types get new type tags and bump CS_WIRE_VERSION. Since versions
+ * only add types, a reader takes every version from CS_WIRE_VERSION_MIN up
+ * to its own.
  *
  * Times are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns()).
  * Socket identities are kernel socket addresses, used only as opaque cookies
@@ -21,7 +23,8 @@
 #include <linux/types.h>
 #endif
 
-#define CS_WIRE_VERSION 1
+#define CS_WIRE_VERSION 2     /* 2: CS_EV_THREAD_CPU */
+#define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
 
@@ -36,6 +39,7 @@ enum cs_event_type {
 	CS_EV_RESET = 8,           /* a reset sent or received on a target port */
 	CS_EV_THREAD_SAMPLE = 9,   /* a target thread's run-queue totals (user space) */
 	CS_EV_ACK_OVERFLOW = 10,   /* a handshake's last ACK dropped: accept queue full */
+	CS_EV_THREAD_CPU = 11,     /* a target thread's time on a CPU (user space) */
 	CS_EV_TYPE_MAX,
 };
 
@@ -234,6 +238,18 @@ struct cs_ev_thread_sample {
 	char comm[CS_COMM_LEN];
 };
 
+/*
+ * A thread's time on a CPU since attach (the kernel's sum_exec_runtime),
+ * read with the run-queue totals: with the time it spent in accept() and
+ * in handlers, it tells an acceptor that is busy from one that is blocked.
+ */
+struct cs_ev_thread_cpu {
+	struct cs_event_header hdr;
+	__u64 cpu_ns;
+	__u32 tid;
+	__u32 tgid;
+};
+
 /* Target ports are a bitmap of 64-bit words (map target_ports). */
 #define CS_PORT_WORDS (65536 / 64)
 
@@ -248,6 +264,7 @@ struct cs_thread_sched_sample {
 	__u64 max_run_delay_ns;  /* the longest single wait, thread lifetime */
 	__u64 run_count;         /* times it got a CPU (each after a wait) */
 	__u64 start_ns;          /* when the thread started (CLOCK_MONOTONIC) */
+	__u64 cpu_ns;            /* se.sum_exec_runtime: time on a CPU, in all */
 	__u32 tid;
 	__u32 tgid;
 	char comm[CS_COMM_LEN];
@@ -349,7 +366,8 @@ _Static_assert(sizeof(struct cs_ev_ack_overflow) == 56, "wire: ack overflow size
 _Static_assert(sizeof(struct cs_stack) == 24 + 16 * CS_STACK_DEPTH + 8 * CS_STACK_SCAN_WORDS, "wire: stack size");
 _Static_assert(sizeof(struct cs_ev_cpu_sample) == 24 + sizeof(struct cs_stack), "wire: cpu sample size");
 _Static_assert(sizeof(struct cs_ev_off_cpu) == 40 + sizeof(struct cs_stack), "wire: off-cpu size");
-_Static_assert(sizeof(struct cs_thread_sched_sample) == 56, "iter: thread sample size");
+_Static_assert(sizeof(struct cs_thread_sched_sample) == 64, "iter: thread sample size");
+_Static_assert(sizeof(struct cs_ev_thread_cpu) == 32, "wire: thread cpu size");
 #endif
 
 #endif /* CONNSCOPE_WIRE_H */

@@ -203,6 +203,40 @@ static void scan_thread(uint64_t key, void *value, void *ctx)
 	}
 }
 
+/* connection_limit: the flagged listener, else the one closest to it. */
+static void compute_connection_limit(const struct cs_engine *engine, struct cs_conditions *cond)
+{
+	struct cs_limit_evidence best = { .blocked_share = -1.0 };
+	const struct cs_listener_stats *best_listener = NULL;
+	for (size_t i = 0; i < engine->listener_count; i++) {
+		const struct cs_listener_stats *l = &engine->listeners[i];
+		struct cs_limit_evidence e;
+		cs_listener_limit(engine, l, &e);
+		if (!best_listener || (e.flagged && !best.flagged) ||
+		    (e.flagged == best.flagged && e.waits > best.waits)) {
+			best = e;
+			best_listener = l;
+		}
+	}
+	if (!best_listener)
+		return;
+	typeof(cond->connection_limit) *c = &cond->connection_limit;
+	c->flagged = best.flagged;
+	c->port = best_listener->port;
+	c->open_connections = best.open_connections;
+	c->plateau_s = (double)best.plateau_ns / 1e9;
+	c->blocked_share = best.blocked_share;
+	c->on_cpu_share = best.on_cpu_share;
+	c->handler_share = best.handler_share;
+	c->waits = best.waits;
+	c->queued_waits = best.queued_waits;
+	c->wait_share = best.wait_share;
+	c->accept_wait_p99_us = (double)cs_hist_percentile(best_listener->accept_wait_ns, 99.0) / 1e3;
+	c->freed_by_idle_close = best.freed_by[CS_FREED_BY_IDLE_CLOSE];
+	c->freed_by_client = best.freed_by[CS_FREED_BY_CLIENT];
+	c->freed_other = best.freed_by[CS_FREED_BY_OTHER];
+}
+
 void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			   struct cs_conditions *cond)
 {
@@ -263,6 +297,7 @@ void cs_compute_conditions(const struct cs_engine *engine, const struct cs_repor
 			cond->accept_contention.accept_wait_p99_us = p99_us;
 	}
 	cond->listen_overflow.flagged = cond->listen_overflow.drops > 0 || cond->listen_overflow.delayed_connections > 0;
+	compute_connection_limit(engine, cond);
 
 	struct cs_finding findings[32];
 	size_t n = cs_diagnose(engine, meta, findings, 32);

@@ -67,6 +67,22 @@ struct cs_conditions {
 	} accept_contention;
 	struct {
 		bool flagged;
+		uint16_t port;                  /* the listener (flagged, else the most waits) */
+		uint32_t open_connections;      /* the plateau */
+		double plateau_s;               /* time open connections stayed there */
+		double blocked_share;           /* the acceptor's time outside accept(); -1: unknown */
+		double on_cpu_share;
+		double handler_share;
+		uint64_t waits;                 /* accepts it came back to right after a close */
+		uint64_t queued_waits;          /* accepts of connections queued while it was away */
+		double wait_share;              /* of those connections' wait, the share that ended with a close */
+		double accept_wait_p99_us;
+		uint64_t freed_by_idle_close;   /* the closes that freed those slots */
+		uint64_t freed_by_client;
+		uint64_t freed_other;
+	} connection_limit;
+	struct {
+		bool flagged;
 		uint64_t runq_total_ns;         /* all server threads */
 		uint32_t top_tid;
 		char top_comm[CS_COMM_LEN];

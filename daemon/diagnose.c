@@ -99,8 +99,60 @@ static void diagnose_backlog(const struct cs_listener_stats *l, const struct cs_
 	       meta->netstat.valid && meta->netstat.syncookies_sent ? "; SYN cookies were sent too" : "");
 }
 
-static void diagnose_acceptor(const struct cs_listener_stats *l, struct findings *list)
+/* The server stopped accepting at its connection limit: raising accept throughput changes nothing. */
+static void diagnose_limit(const struct cs_listener_stats *l, const struct cs_limit_evidence *e,
+			   struct findings *list)
 {
+	char p50[32], p99[32], plateau[32], blocked[48] = "";
+	cs_format_duration(p50, sizeof(p50), cs_hist_percentile(l->accept_wait_ns, 50.0));
+	cs_format_duration(p99, sizeof(p99), cs_hist_percentile(l->accept_wait_ns, 99.0));
+	cs_format_duration(plateau, sizeof(plateau), e->plateau_ns);
+	if (e->blocked_share >= 0)
+		snprintf(blocked, sizeof(blocked), "blocked %.0f%%, on a CPU %.0f%%, ",
+			 e->blocked_share * 100.0, e->on_cpu_share * 100.0);
+	struct cs_finding *f = add(list, "connection_limit", l->port,
+		"the server stopped accepting at its connection limit: with %u connection(s) open (held "
+		"there %s) its acceptor %s (tid %u) did not call accept() and was blocked, not busy "
+		"(%sin handlers %.0f%% of its time outside accept()); %.0f%% of the time connections "
+		"queued for it ended right after a connection closed (%llu waits), freed by %llu idle close(s) by the server, %llu by "
+		"clients, %llu other; accept wait p50 %s, p99 %s",
+		e->open_connections, plateau, e->acceptor_comm, e->acceptor_tid, blocked,
+		e->handler_share * 100.0, e->wait_share * 100.0, (unsigned long long)e->waits,
+		(unsigned long long)e->freed_by[CS_FREED_BY_IDLE_CLOSE],
+		(unsigned long long)e->freed_by[CS_FREED_BY_CLIENT],
+		(unsigned long long)e->freed_by[CS_FREED_BY_OTHER], p50, p99);
+	advise(f, "raise the server's connection limit (Tomcat maxConnections, nginx worker_connections, "
+		  "Node server.maxConnections), or free slots sooner: a shorter keep-alive timeout, or "
+		  "clients that close idle connections");
+}
+
+/* "; between accepts: on a CPU 5%, in handlers 0%, sleeping or blocked 95%", when known. */
+static const char *acceptor_state(const struct cs_engine *engine, const struct cs_worker_stats *worker)
+{
+	static _Thread_local char text[160];
+	struct cs_acceptor_time time;
+	cs_acceptor_time(engine, worker, &time);
+	text[0] = '\0';
+	if (time.cpu_known && time.outside_ns)
+		snprintf(text, sizeof(text), "; outside accept() it was on a CPU %.0f%%, in handlers %.0f%%, "
+			 "waiting for a CPU %.0f%%, sleeping or blocked %.0f%%",
+			 share(time.on_cpu_ns, time.outside_ns) * 100.0,
+			 share(time.handler_ns, time.outside_ns) * 100.0,
+			 share(time.runq_ns, time.outside_ns) * 100.0,
+			 share(time.blocked_ns, time.outside_ns) * 100.0);
+	return text;
+}
+
+static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_listener_stats *l,
+			      struct findings *list)
+{
+	/* A limit has its own minimum (a few waits of seconds each are plenty). */
+	struct cs_limit_evidence limit;
+	cs_listener_limit(engine, l, &limit);
+	if (limit.flagged) {
+		diagnose_limit(l, &limit, list);
+		return;
+	}
 	uint64_t matched = l->accept_wait_ns->count;
 	if (l->accepts < ACCEPTS_MIN || matched == 0)
 		return;
@@ -122,9 +174,11 @@ static void diagnose_acceptor(const struct cs_listener_stats *l, struct findings
 		struct cs_finding *f = add(list, "accept_thread_bottleneck", l->port,
 			"the accept thread is the bottleneck: %s (tid %u) took %.0f%% of %llu accepts, was busy "
 			"outside accept() %.0f%% of the time, and left %.1f connections waiting per accept "
-			"(queue non-empty in %.0f%% of samples); accept wait p50 %s, p99 %s",
+			"(queue non-empty in %.0f%% of samples); accept wait p50 %s, p99 %s; it came back "
+			"to accept() on its own schedule, not when connections closed (not a connection "
+			"limit)%s",
 			busiest->comm, busiest->tid, busiest_share * 100.0, (unsigned long long)l->accepts,
-			acceptor_busy * 100.0, mean_left, busy * 100.0, p50, p99);
+			acceptor_busy * 100.0, mean_left, busy * 100.0, p50, p99, acceptor_state(engine, busiest));
 		advise(f, "accept in more threads (SO_REUSEPORT or EPOLLEXCLUSIVE listeners per worker), "
 			  "or take the work off the accept thread (it should only accept and hand off)");
 		return;
@@ -181,7 +235,7 @@ size_t cs_diagnose(const struct cs_engine *engine, const struct cs_report_meta *
 	for (size_t i = 0; i < engine->listener_count; i++)
 		diagnose_backlog(&engine->listeners[i], meta, &list);
 	for (size_t i = 0; i < engine->listener_count; i++)
-		diagnose_acceptor(&engine->listeners[i], &list);
+		diagnose_acceptor(engine, &engine->listeners[i], &list);
 	for (size_t i = 0; i < engine->listener_count; i++)
 		diagnose_fairness(&engine->listeners[i], &list);
 	for (size_t i = 0; i < engine->listener_count; i++)

@@ -33,6 +33,8 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_thread_sample);
 	case CS_EV_ACK_OVERFLOW:
 		return sizeof(struct cs_ev_ack_overflow);
+	case CS_EV_THREAD_CPU:
+		return sizeof(struct cs_ev_thread_cpu);
 	default:
 		return 0;
 	}
@@ -183,6 +185,7 @@ static int on_accept(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	socket->backlog_last = ev->backlog;
 	listener->backlog_limit = ev->backlog_limit;
 
+	cs_limit_on_accept(listener, worker->last_call_ns, ev);
 	if (ev->hdr.ts_ns >= ev->enter_ns)
 		worker->in_accept_ns += ev->hdr.ts_ns - ev->enter_ns;
 	if (!worker->first_call_ns || ev->enter_ns < worker->first_call_ns)
@@ -289,6 +292,7 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 		struct cs_ev_reset reset;
 		struct cs_ev_thread_sample thread;
 		struct cs_ev_ack_overflow ack_overflow;
+		struct cs_ev_thread_cpu thread_cpu;
 	} ev;
 	memcpy(&ev, record, expected);
 
@@ -321,6 +325,9 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 		break;
 	case CS_EV_THREAD_SAMPLE:
 		err = cs_on_thread_sample(engine, &ev.thread);
+		break;
+	case CS_EV_THREAD_CPU:
+		err = cs_on_thread_cpu(engine, &ev.thread_cpu);
 		break;
 	case CS_EV_ACK_OVERFLOW: {
 		struct cs_listener_stats *listener = cs_get_listener(engine, ev.ack_overflow.tuple.local_port);

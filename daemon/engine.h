@@ -63,6 +63,8 @@ struct cs_thread_stats {
 	uint64_t runq_max_ns;
 	uint64_t runq_waits;
 	uint32_t runq_per_request[CS_COARSE_BUCKETS]; /* each request's run-queue time (ns) */
+	uint64_t cpu_ns;           /* from its samples: time on a CPU since attach */
+	uint64_t cpu_sampled_ns;   /* when that was read; 0: never (a trace without it) */
 };
 
 /* A connection the engine follows from accept() to close. */
@@ -123,6 +125,17 @@ struct cs_listener_socket {
 	uint32_t backlog_last;
 };
 
+/* Open-connection counts whose time is kept apart; more share the last. */
+#define CS_OPEN_LEVELS 64
+
+/* An accept of a queued connection with no close in the acceptor's time away (limit.c). */
+struct cs_limit_pending {
+	uint64_t enter_ns;           /* the accept() call began; 0: none pending */
+	uint64_t accept_ns;          /* it returned */
+	uint64_t away_ns;            /* the acceptor's time away before it */
+	uint64_t waited_ns;          /* the connection's wait with the acceptor away */
+};
+
 /* Everything known about one listening port. */
 struct cs_listener_stats {
 	uint16_t port;
@@ -159,10 +172,38 @@ struct cs_listener_stats {
 	uint64_t handshakes_delayed_1s;  /* delayed by >= 1 s */
 	struct cs_hist *handshake_extra_ns; /* connect delay beyond one round trip */
 
+	/*
+	 * Open connections and the acceptor's waits with them (limit.c): a
+	 * server at its connection limit stops calling accept() until one
+	 * closes, and comes back right after that close.
+	 */
+	uint32_t open_conns;         /* followed: accepted, not yet closed or forgotten */
+	uint32_t open_max;
+	uint64_t open_changed_ns;    /* when open_conns last changed */
+	uint64_t open_level_ns[CS_OPEN_LEVELS]; /* time with that many open (the last: or more) */
+	uint64_t first_close_ns;     /* first close since the last accept returned; 0: none */
+	uint32_t open_before_close;  /* open_conns just before that close */
+	uint8_t first_close_kind;    /* enum cs_slot_freer */
+	uint64_t queued_gaps;        /* accepts of a connection queued before the call began */
+	uint64_t queued_gap_ns;      /* how long those waited with the acceptor out of accept() */
+	uint64_t limit_gaps;         /* of which the acceptor came back just after a close */
+	uint64_t limit_gap_ns;
+	uint32_t limit_open_min;     /* open connections when those closes came: the plateau */
+	uint32_t limit_open_max;
+	uint64_t limit_freed_by[3];  /* those closes, by enum cs_slot_freer */
+	struct cs_limit_pending limit_pending; /* an accept no close preceded */
+
 	struct cs_listener_socket *sockets;
 	size_t socket_count, socket_cap;
 	struct cs_worker_stats *workers;
 	size_t worker_count, worker_cap;
+};
+
+/* What freed a slot: the close that ended a wait at a connection limit. */
+enum cs_slot_freer {
+	CS_FREED_BY_IDLE_CLOSE,   /* the server closed an idle keep-alive connection */
+	CS_FREED_BY_CLIENT,       /* the client closed first */
+	CS_FREED_BY_OTHER,        /* a server close after a response, or an abort */
 };
 
 /* All requests: latency, and per latency bucket the time of each cause. */
@@ -273,6 +314,48 @@ bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request
  * connections, i.e. one that cannot keep up.
  */
 double cs_worker_busy_share(const struct cs_worker_stats *worker);
+
+/*
+ * The acceptor's time outside accept(), split (limit.c): on a CPU (its
+ * sampled CPU time), in handlers (requests it read), waiting for a CPU
+ * (its run-queue total), and blocked: the rest.
+ * cpu_known is false without CPU samples (a trace recorded before them).
+ */
+struct cs_acceptor_time {
+	uint64_t outside_ns;
+	uint64_t on_cpu_ns;
+	uint64_t handler_ns;
+	uint64_t runq_ns;
+	uint64_t blocked_ns;
+	bool cpu_known;
+};
+void cs_acceptor_time(const struct cs_engine *engine, const struct cs_worker_stats *worker,
+		      struct cs_acceptor_time *time);
+
+/*
+ * A listener's server at its connection limit (limit.c): the evidence,
+ * and flagged when its acceptor was away from accept() with connections
+ * queued, came back right after a close in most of those waits, and was
+ * blocked rather than busy meanwhile.
+ */
+struct cs_limit_evidence {
+	bool flagged;
+	uint32_t open_connections;   /* at the plateau: open when a close let the acceptor back */
+	uint32_t open_min;           /* the lowest such count (== open_connections: a flat plateau) */
+	uint64_t plateau_ns;         /* time open connections stayed at their highest */
+	uint64_t waits;              /* accepts the acceptor came back to after a close */
+	uint64_t queued_waits;       /* accepts of connections queued while it was away */
+	uint64_t waited_ns;          /* the accept wait those connections had with it away */
+	double wait_share;           /* of all the wait queued connections had with it away */
+	uint64_t freed_by[3];        /* the closes that let it back, by enum cs_slot_freer */
+	uint32_t acceptor_tid;
+	char acceptor_comm[CS_COMM_LEN];
+	double blocked_share;        /* of its time outside accept(); -1: CPU time unknown */
+	double on_cpu_share;
+	double handler_share;
+};
+void cs_listener_limit(const struct cs_engine *engine, const struct cs_listener_stats *listener,
+		       struct cs_limit_evidence *evidence);
 
 /* Threads that took at least one connection. */
 size_t cs_listener_accepting_threads(const struct cs_listener_stats *listener);

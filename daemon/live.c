@@ -18,6 +18,7 @@ static const struct {
 	{ "listen_overflow", "raise the listen backlog and somaxconn; accept faster" },
 	{ "accept_contention", "accept in more threads, or hand work off the acceptor" },
 	{ "cpu_saturation", "fewer threads than cores, or move other work elsewhere" },
+	{ "connection_limit", "connection limit reached: raise it, or close idle sooner" },
 };
 
 static double per_second(uint64_t count, uint64_t span_ns)
@@ -38,7 +39,7 @@ static void live_conditions(FILE *out, const struct cs_engine *engine, const str
 	struct cs_conditions c;
 	cs_compute_conditions(engine, meta, &c);
 	bool flagged[] = { c.non_persistent.flagged, c.idle_timeout.flagged, c.listen_overflow.flagged,
-			   c.accept_contention.flagged, c.cpu_saturation.flagged };
+			   c.accept_contention.flagged, c.cpu_saturation.flagged, c.connection_limit.flagged };
 	fputs("\"conditions\":[", out);
 	int shown = 0;
 	for (size_t i = 0; i < sizeof(flagged) / sizeof(flagged[0]); i++) {

@@ -40,6 +40,7 @@ struct thread_baseline {
 	uint64_t run_delay_ns;
 	uint64_t max_run_delay_ns;
 	uint64_t run_count;
+	uint64_t cpu_ns;
 };
 
 /* What the iter/tcp walk taught us about a listener, by socket inode. */
@@ -411,6 +412,7 @@ static void emit_thread_sample(struct cs_probes *probes, const struct cs_thread_
 		base->run_delay_ns = now_seen->run_delay_ns;
 		base->max_run_delay_ns = now_seen->max_run_delay_ns;
 		base->run_count = now_seen->run_count;
+		base->cpu_ns = now_seen->cpu_ns;
 	}
 	struct cs_ev_thread_sample sample = {
 		.hdr = { .ts_ns = now_ns, .type = CS_EV_THREAD_SAMPLE, .size = sizeof(sample) },
@@ -431,6 +433,13 @@ static void emit_thread_sample(struct cs_probes *probes, const struct cs_thread_
 	memcpy(sample.comm, now_seen->comm, sizeof(sample.comm));
 	sample.comm[sizeof(sample.comm) - 1] = '\0';
 	probes->on_record(probes->ctx, &sample, sizeof(sample));
+	struct cs_ev_thread_cpu cpu = {
+		.hdr = { .ts_ns = now_ns, .type = CS_EV_THREAD_CPU, .size = sizeof(cpu) },
+		.cpu_ns = now_seen->cpu_ns - base->cpu_ns,
+		.tid = now_seen->tid,
+		.tgid = now_seen->tgid,
+	};
+	probes->on_record(probes->ctx, &cpu, sizeof(cpu));
 }
 
 static void visit_thread(struct cs_probes *probes, const void *record, uint64_t now_ns)

@@ -204,6 +204,19 @@ static void text_conditions(FILE *out, const struct cs_engine *engine, const str
 			cond.accept_contention.thundering_herd ? " thundering herd;" : "",
 			p99, 100.0 * cond.accept_contention.busiest_worker_share, cond.accept_contention.eagain);
 	}
+	if (cond.connection_limit.flagged) {
+		char p99[32];
+		cs_format_duration(p99, sizeof(p99), (uint64_t)(cond.connection_limit.accept_wait_p99_us * 1e3));
+		shown++;
+		fprintf(out, "  ! connection_limit: :%u stopped accepting at %u open connection(s) (held there "
+			"%.1f s); its acceptor waited for closes, blocked, not busy; accept wait p99 %s; slots "
+			"freed by %" PRIu64 " idle close(s), %" PRIu64 " client close(s)\n"
+			"      -> raise the connection limit (Tomcat maxConnections, nginx worker_connections, Node "
+			"maxConnections) or free slots sooner (shorter keep-alive timeout)\n",
+			cond.connection_limit.port, cond.connection_limit.open_connections,
+			cond.connection_limit.plateau_s, p99, cond.connection_limit.freed_by_idle_close,
+			cond.connection_limit.freed_by_client);
+	}
 	if (cond.cpu_saturation.flagged) {
 		char total[32], top[32], longest[32];
 		cs_format_duration(total, sizeof(total), cond.cpu_saturation.runq_total_ns);
@@ -384,6 +397,22 @@ static void json_thread(uint64_t key, void *value, void *ctx_ptr)
 	fputc('}', ctx->out);
 }
 
+static void json_connection_limit(FILE *out, const struct cs_conditions *conditions)
+{
+	const typeof(conditions->connection_limit) *c = &conditions->connection_limit;
+	fprintf(out, "\"connection_limit\":{\"flagged\":%s,\"port\":%u,\"open_connections\":%u,"
+		"\"plateau_s\":%.3f,\"blocked_share\":", c->flagged ? "true" : "false", c->port,
+		c->open_connections, c->plateau_s);
+	if (c->blocked_share >= 0)
+		fprintf(out, "%.4f,\"on_cpu_share\":%.4f", c->blocked_share, c->on_cpu_share);
+	else
+		fputs("null,\"on_cpu_share\":null", out); /* no CPU time in this trace */
+	fprintf(out, ",\"handler_share\":%.4f,\"waits\":%" PRIu64 ",\"queued_waits\":%" PRIu64
+		",\"wait_share\":%.4f,\"accept_wait_p99_us\":%.3f,\"freed_by_idle_close\":%" PRIu64 ",\"freed_by_client\":%" PRIu64
+		",\"freed_other\":%" PRIu64 "},", c->handler_share, c->waits, c->queued_waits,
+		c->wait_share, c->accept_wait_p99_us, c->freed_by_idle_close, c->freed_by_client, c->freed_other);
+}
+
 static void json_requests(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
 	const struct cs_request_stats *r = &engine->requests;
@@ -427,6 +456,7 @@ static void json_requests(FILE *out, const struct cs_engine *engine, const struc
 		c.accept_contention.acceptor_bottleneck ? "true" : "false", c.accept_contention.unfair ? "true" : "false",
 		c.accept_contention.thundering_herd ? "true" : "false", c.accept_contention.busiest_worker_share,
 		c.accept_contention.eagain, c.accept_contention.accept_wait_p99_us);
+	json_connection_limit(out, &c);
 	fprintf(out, "\"cpu_saturation\":{\"flagged\":%s,\"runq_total_us\":%.3f,\"top_tid\":%u,\"top_comm\":",
 		c.cpu_saturation.flagged ? "true" : "false", (double)c.cpu_saturation.runq_total_ns / 1e3,
 		c.cpu_saturation.top_tid);

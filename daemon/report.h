@@ -33,7 +33,7 @@ struct cs_report_meta {
 };
 
 #define CS_FINDING_CODE_LEN 32
-#define CS_FINDING_TEXT_LEN 320
+#define CS_FINDING_TEXT_LEN 512
 
 struct cs_finding {
 	char code[CS_FINDING_CODE_LEN];   /* stable name, e.g. "backlog_full" */

@@ -102,14 +102,26 @@ struct cs_thread_stats *cs_get_thread(struct cs_engine *engine, uint32_t tid, ui
 
 struct sweep_ctx {
 	uint64_t now_ns;
+	struct cs_engine *engine;
 };
+
+/* A followed connection is no longer counted open on its listener. */
+static void conn_forgotten(struct cs_engine *engine, const struct cs_conn *conn, uint64_t now_ns)
+{
+	struct cs_listener_stats *listener = cs_get_listener(engine, conn->port);
+	if (listener)
+		cs_limit_on_forget(listener, now_ns);
+}
 
 static int conn_timed_out(uint64_t key, const void *value, void *ctx_ptr)
 {
 	(void)key;
 	const struct cs_conn *conn = value;
-	const struct sweep_ctx *ctx = ctx_ptr;
-	return ctx->now_ns > conn->last_seen_ns && ctx->now_ns - conn->last_seen_ns >= CS_CONN_TIMEOUT_NS;
+	struct sweep_ctx *ctx = ctx_ptr;
+	int expired = ctx->now_ns > conn->last_seen_ns && ctx->now_ns - conn->last_seen_ns >= CS_CONN_TIMEOUT_NS;
+	if (expired && ctx->engine)
+		conn_forgotten(ctx->engine, conn, ctx->now_ns);
+	return expired;
 }
 
 static int idle_closes_expired(uint64_t key, const void *value, void *ctx_ptr)
@@ -127,7 +139,7 @@ static int idle_closes_expired(uint64_t key, const void *value, void *ctx_ptr)
  */
 void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns)
 {
-	struct sweep_ctx ctx = { .now_ns = now_ns };
+	struct sweep_ctx ctx = { .now_ns = now_ns, .engine = engine };
 	engine->conns_timed_out += cs_u64map_remove_if(&engine->conns, conn_timed_out, &ctx);
 	cs_u64map_remove_if(&engine->idle_closed_from, idle_closes_expired, &ctx);
 }
@@ -156,6 +168,9 @@ static int evict_one(struct cs_engine *engine)
 	}
 	if (!oldest_key)
 		return 0;
+	const struct cs_conn *oldest = cs_u64map_get(conns, oldest_key);
+	if (oldest)
+		conn_forgotten(engine, oldest, oldest_seen_ns);
 	cs_u64map_remove(conns, oldest_key);
 	engine->conns_evicted++;
 	return 1;
@@ -174,7 +189,10 @@ void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev)
 		engine->conns_evicted++;
 		return;
 	}
-	/* A recycled socket address starts a new connection. */
+	/* A recycled socket address starts a new connection (the old one's
+	 * close was lost: it is no longer open). */
+	if (!created)
+		conn_forgotten(engine, conn, ev->hdr.ts_ns);
 	memset(conn, 0, sizeof(*conn));
 	conn->established_ns = ev->established_ns;
 	conn->accept_ns = ev->hdr.ts_ns;
@@ -183,6 +201,9 @@ void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	conn->port = ev->listener_port;
 	conn->remote_port = ev->tuple.remote_port;
 	conn->remote_addr_hash = cs_addr_hash(ev->tuple.remote_addr);
+	struct cs_listener_stats *listener = cs_get_listener(engine, conn->port);
+	if (listener)
+		cs_limit_on_open(listener, ev->hdr.ts_ns);
 
 	/* A client coming back soon after the server closed its idle connection. */
 	struct cs_idle_closes *closes = cs_u64map_get(&engine->idle_closed_from, conn->remote_addr_hash);
@@ -356,6 +377,7 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 	if (ev->established_ns && ev->hdr.ts_ns >= ev->established_ns)
 		cs_hist_record(life->lifetime_ns, ev->hdr.ts_ns - ev->established_ns);
 
+	enum cs_slot_freer freer = ev->closed_by == CS_CLOSED_BY_CLIENT ? CS_FREED_BY_CLIENT : CS_FREED_BY_OTHER;
 	if (ev->closed_by == CS_CLOSED_BY_SERVER) {
 		/* The side that closes first keeps the socket in TIME_WAIT. */
 		life->time_wait_created++;
@@ -368,6 +390,7 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 		uint64_t gap_ns = span(ev->last_activity_ns, ev->hdr.ts_ns);
 		if (ev->requests > 0 && gap_ns >= IDLE_CLOSE_MIN_NS) {
 			life->server_idle_closes++;
+			freer = CS_FREED_BY_IDLE_CLOSE;
 			cs_hist_record(life->idle_gap_ns, gap_ns);
 			struct cs_idle_closes *closes = cs_u64map_put(&engine->idle_closed_from,
 								      cs_addr_hash(ev->tuple.remote_addr), NULL);
@@ -379,6 +402,12 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 				closes->last_close_ns = ev->hdr.ts_ns;
 			}
 		}
+	}
+	const struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
+	if (conn) {
+		struct cs_listener_stats *listener = cs_get_listener(engine, conn->port);
+		if (listener)
+			cs_limit_on_close(listener, ev->hdr.ts_ns, conn->accept_ns, freer);
 	}
 	cs_u64map_remove(&engine->conns, ev->sk);
 	return 0;
@@ -407,5 +436,16 @@ int cs_on_thread_sample(struct cs_engine *engine, const struct cs_ev_thread_samp
 	thread->runq_total_ns = ev->runq_total_ns;
 	thread->runq_max_ns = ev->runq_max_ns;
 	thread->runq_waits = ev->runq_waits;
+	return 0;
+}
+
+int cs_on_thread_cpu(struct cs_engine *engine, const struct cs_ev_thread_cpu *ev)
+{
+	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, NULL);
+	if (!thread)
+		return -ENOMEM;
+	/* A total since attach, like the run-queue samples: the latest wins. */
+	thread->cpu_ns = ev->cpu_ns;
+	thread->cpu_sampled_ns = ev->hdr.ts_ns ? ev->hdr.ts_ns : 1;
 	return 0;
 }

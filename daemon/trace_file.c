@@ -141,10 +141,13 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 		return corrupt(errmsg, errlen, "not a connscope trace (bad magic)");
 	if (got < sizeof(header))
 		return corrupt(errmsg, errlen, "truncated header (%zu of %zu bytes)", got, sizeof(header));
-	if (header.file_version != CS_TRACE_VERSION || header.wire_version != CS_WIRE_VERSION)
+	/* Wire versions only add record types: older ones read as they were. */
+	if (header.file_version != CS_TRACE_VERSION || header.wire_version < CS_WIRE_VERSION_MIN ||
+	    header.wire_version > CS_WIRE_VERSION)
 		return corrupt(errmsg, errlen,
-			       "trace format %u (wire %u) is not the one this connscope reads (%u, wire %u)",
-			       header.file_version, header.wire_version, CS_TRACE_VERSION, CS_WIRE_VERSION);
+			       "trace format %u (wire %u) is not one this connscope reads (%u, wire %u to %u)",
+			       header.file_version, header.wire_version, CS_TRACE_VERSION, CS_WIRE_VERSION_MIN,
+			       CS_WIRE_VERSION);
 	if (header.header_size != sizeof(header))
 		return corrupt(errmsg, errlen, "header size %u, expected %zu", header.header_size, sizeof(header));
 	memcpy(info->target, header.target, sizeof(info->target));

@@ -14,7 +14,19 @@ packages=(
   bpftrace time
   chromium
   groff-base
+  tomcat10 openjdk-17-jre-headless
 )
+
+# Server packages the tests start on their own, in private directories: the
+# system's service must never be left running or enabled by an install.
+services=(tomcat10 nginx)
+quiet_services() {
+  command -v systemctl >/dev/null || return 0
+  [[ -d /run/systemd/system ]] || return 0   # systemd is not running here
+  for s in "${services[@]}"; do
+    systemctl disable --now "$s" >/dev/null 2>&1 || true
+  done
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -33,3 +45,4 @@ echo "connscope: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+quiet_services

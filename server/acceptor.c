@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "conn_limit.h"
 #include "log.h"
 
 #define ACCEPT_PAUSE_MS 100
@@ -26,11 +27,16 @@ static void *acceptor_main(void *arg)
 	while (!atomic_load(&cs_stop_requested)) {
 		int fd;
 
+		/* --max-conns: a slot first, as Tomcat's acceptor counts up its
+		 * latch before accept(); connections queue meanwhile. */
+		if (!cs_conn_limit_acquire())
+			break;
 		cs_accept_delay(a->cfg);
 		/* The listener blocks; the connection does not (it goes to an
 		 * epoll loop). */
 		fd = accept4(a->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
+			cs_conn_limit_release();
 			if (atomic_load(&cs_stop_requested))
 				break; /* shutdown() woke us: EINVAL */
 			if (errno == EINTR)
@@ -51,6 +57,7 @@ static void *acceptor_main(void *arg)
 			if (cs_log_ratelimit(&hand_off_warned_ns, cs_now_ns(), CS_NS_PER_S))
 				cs_log_warn("acceptor: out of memory for hand-offs: closing connections");
 			close(fd);
+			cs_conn_limit_release();
 		}
 		next = (next + 1) % a->worker_count;
 	}
@@ -78,6 +85,7 @@ void cs_acceptor_stop(struct cs_acceptor *a)
 	 * and be lost. Shutting the listener down cannot: Linux fails every
 	 * accept() on it with EINVAL from then on, the blocked one included.
 	 */
+	cs_conn_limit_stop(); /* a wait for a free slot ends too */
 	if (shutdown(a->listen_fd, SHUT_RD) != 0) {
 		cs_log_warn("acceptor: shutdown(listener): %s; cancelling the thread",
 			    strerror(errno));

@@ -28,6 +28,7 @@ struct cs_config {
 	enum cs_accept_mode accept_mode;
 	bool multi_accept;       /* accept until EAGAIN on each readiness event */
 	uint32_t accept_delay_us;
+	uint32_t max_conns;      /* acceptor mode: no accept() while this many are open; 0: none */
 	bool keepalive;
 	bool nagle;              /* leave Nagle's algorithm on (no TCP_NODELAY) */
 	uint32_t idle_timeout_ms;   /* 0: keep idle connections forever */

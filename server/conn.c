@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "conn_limit.h"
 #include "handlers.h"
 #include "http_parse.h"
 #include "log.h"
@@ -646,6 +647,7 @@ void cs_conn_open(struct cs_worker *w, int fd)
 		if (cs_log_ratelimit(&alloc_warned_ns, w->now_ns, CS_NS_PER_S))
 			cs_log_warn("worker %d: out of memory for connections: closing new ones", w->id);
 		close(fd);
+		cs_conn_limit_release();
 		return;
 	}
 	/* Without it, a pipelined second response would wait for the
@@ -670,6 +672,7 @@ void cs_conn_open(struct cs_worker *w, int fd)
 	if (epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
 		cs_log_warn("worker %d: epoll_ctl(ADD, connection): %s", w->id, strerror(errno));
 		close(fd);
+		cs_conn_limit_release();
 		conn_free(w, c);
 		return;
 	}
@@ -690,6 +693,7 @@ void cs_conn_close(struct cs_conn *c)
 	if (close(c->handle.fd) != 0 && errno != EINTR &&
 	    cs_log_ratelimit(&close_warned_ns, w->now_ns, CS_NS_PER_S))
 		cs_log_warn("worker %d: close: %s", w->id, strerror(errno));
+	cs_conn_limit_release();
 	conn_free(w, c);
 }
 

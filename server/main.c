@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "acceptor.h"
+#include "conn_limit.h"
 #include "config.h"
 #include "conn.h"
 #include "listener.h"
@@ -208,6 +209,7 @@ int main(int argc, char **argv)
 	if (setup_signals(&stop_signals) != 0)
 		return 1;
 	cs_conn_init_pattern();
+	cs_conn_limit_init(s.cfg.max_conns);
 
 	/* 3. Listeners, then workers (and the acceptor) on them. */
 	if (open_listeners(&s) != 0 || start_workers(&s) != 0) {
@@ -236,6 +238,9 @@ int main(int argc, char **argv)
 	/* 6. Stop, report, release. */
 	stop_threads(&s);
 	print_summary(&s);
+	if (s.cfg.max_conns)
+		cs_log_info("acceptor: waited for a free slot (--max-conns %u) %llu time(s)",
+			    s.cfg.max_conns, (unsigned long long)cs_conn_limit_waits());
 	cleanup(&s);
 	return rc ? 1 : atomic_load(&cs_exit_code);
 }

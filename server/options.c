@@ -12,6 +12,7 @@
 #include "route.h"
 
 #define MAX_BACKLOG 65535
+#define MAX_CONNS_LIMIT 1000000
 #define MAX_ACCEPT_DELAY_US 10000000   /* 10 s */
 #define MAX_TIMEOUT_MS 3600000         /* 1 hour */
 #define MIN_HEADER_BYTES 256
@@ -57,6 +58,11 @@ static void print_help(FILE *out)
 "                          multi_accept off)\n"
 "      --accept-delay-us N pause N us before every accept call (a slow or\n"
 "                          starved acceptor), 0-%d (default 0)\n"
+"      --max-conns N       acceptor mode: while N connections are open the\n"
+"                          acceptor waits (off-CPU) for one to close before\n"
+"                          it calls accept() again, as Tomcat's\n"
+"                          maxConnections does; 1-%d, 0 = no limit\n"
+"                          (default 0)\n"
 "\n"
 "Connections:\n"
 "      --no-keepalive      Connection: close on every response, then close\n"
@@ -102,11 +108,13 @@ static void print_help(FILE *out)
 "      then GET /block/200: one SO_REUSEPORT queue stalls, the other drains\n"
 "  csserver --accept acceptor --accept-delay-us 2000 --backlog 16\n"
 "      a slow dedicated acceptor and a short queue: the accept queue overflows\n"
+"  csserver --accept acceptor --max-conns 4 --idle-timeout-ms 300\n"
+"      at 4 open connections new ones wait in the queue for an idle close\n"
 "  csserver --no-keepalive --workers 1\n"
 "      a new connection per request (ab -n 10000 -c 50, without -k)\n"
 "  csserver --idle-timeout-ms 200 --header-timeout-ms 300\n"
 "      server-side closes of idle keep-alive connections and of slow headers\n",
-		CS_MAX_WORKERS, MAX_BACKLOG, MAX_ACCEPT_DELAY_US, MAX_TIMEOUT_MS, MAX_TIMEOUT_MS,
+		CS_MAX_WORKERS, MAX_BACKLOG, MAX_ACCEPT_DELAY_US, MAX_CONNS_LIMIT, MAX_TIMEOUT_MS, MAX_TIMEOUT_MS,
 		MIN_HEADER_BYTES, MAX_HEADER_BYTES,
 		(unsigned long long)CS_ROUTE_MAX_BYTES, (unsigned long long)CS_ROUTE_MAX_SLEEP_MS,
 		(unsigned long long)CS_ROUTE_MAX_BLOCK_MS, (unsigned long long)CS_ROUTE_MAX_SPIN_MS);
@@ -181,6 +189,7 @@ enum {
 	OPT_ACCEPT,
 	OPT_MULTI_ACCEPT,
 	OPT_ACCEPT_DELAY_US,
+	OPT_MAX_CONNS,
 	OPT_NO_KEEPALIVE,
 	OPT_NAGLE,
 	OPT_IDLE_TIMEOUT_MS,
@@ -197,6 +206,7 @@ static const struct option long_options[] = {
 	{ "accept", required_argument, NULL, OPT_ACCEPT },
 	{ "multi-accept", no_argument, NULL, OPT_MULTI_ACCEPT },
 	{ "accept-delay-us", required_argument, NULL, OPT_ACCEPT_DELAY_US },
+	{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
 	{ "no-keepalive", no_argument, NULL, OPT_NO_KEEPALIVE },
 	{ "nagle", no_argument, NULL, OPT_NAGLE },
 	{ "idle-timeout-ms", required_argument, NULL, OPT_IDLE_TIMEOUT_MS },
@@ -260,6 +270,10 @@ enum cs_options_result cs_options_parse(int argc, char **argv, struct cs_config 
 			bad = parse_int_option("--accept-delay-us", optarg, 0, MAX_ACCEPT_DELAY_US, &v, err);
 			cfg->accept_delay_us = (uint32_t)v;
 			break;
+		case OPT_MAX_CONNS:
+			bad = parse_int_option("--max-conns", optarg, 0, MAX_CONNS_LIMIT, &v, err);
+			cfg->max_conns = (uint32_t)v;
+			break;
 		case OPT_NAGLE:
 			cfg->nagle = true;
 			break;
@@ -308,6 +322,13 @@ enum cs_options_result cs_options_parse(int argc, char **argv, struct cs_config 
 	if (cfg->block_worker < -1 || cfg->block_worker >= cfg->workers) {
 		fprintf(err, "csserver: --block-worker: %d is out of range (allowed: -1..%d "
 			"with --workers %d)\n", cfg->block_worker, cfg->workers - 1, cfg->workers);
+		return CS_OPTIONS_USAGE;
+	}
+	/* Only the acceptor thread can stop accepting on its own: in the epoll
+	 * modes every worker accepts, and a limit would be a per-worker one. */
+	if (cfg->max_conns && cfg->accept_mode != CS_ACCEPT_ACCEPTOR) {
+		fprintf(err, "csserver: --max-conns needs --accept acceptor (given: --accept %s)\n",
+			cs_accept_mode_name(cfg->accept_mode));
 		return CS_OPTIONS_USAGE;
 	}
 	if (resolve_bind(cfg, bind_text, err) != 0)

@@ -2,7 +2,8 @@
 # Scenario 2: a slow accept thread (2 ms before each accept) and clients
 # that open a new connection per request. Their requests wait in the accept
 # queue: that is the tail's top cause, and connscope's p99 agrees with the
-# clients' (whose latency includes the connect).
+# clients' (whose latency includes the connect). The acceptor is the
+# bottleneck, not a connection limit.
 # integration: exclusive
 # Runs alone: connscope's p99 is compared with the client's, whose own
 # wake-ups another test's load moves by milliseconds, more than the
@@ -19,4 +20,10 @@ note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get
 echo "ok: top cause accept_queue"
 [[ $(json_get "$r" 'j["conditions"]["accept_contention"]["flagged"]') == True ]] || fail "accept_contention not flagged"
 echo "ok: accept_contention flagged"
+# The acceptor pauses on its own schedule, not for closes: a bottleneck, not a connection limit.
+[[ $(json_get "$r" 'j["conditions"]["accept_contention"]["acceptor_bottleneck"]') == True ]] \
+  || fail "acceptor_bottleneck not flagged"
+[[ $(json_get "$r" 'j["conditions"]["connection_limit"]["flagged"]') == False ]] \
+  || fail "connection_limit flagged for an acceptor that pauses before each accept: $(json_get "$r" 'j["conditions"]["connection_limit"]')"
+echo "ok: acceptor_bottleneck, not connection_limit ($(json_get "$r" 'j["conditions"]["connection_limit"]["wait_share"]') of the queued wait ended by a close)"
 assert_p99_agrees "$r" "$CS_TMP/client.json"

@@ -260,6 +260,27 @@ def cmd_emfile(pid, count):
     expect(status == 200, "not serving after the fd limit cleared")
     ok("at the fd limit: %d of %d served, %.2f s CPU in 1 s; serving again after" % (served, count, cpu))
 
+def cmd_max_conns(limit):
+    """--max-conns N: with N connections open, the next one is not accepted
+    (its request stays unanswered in the listen queue) until one closes."""
+    limit = int(limit)
+    held = []
+    for _ in range(limit):
+        c = Conn()
+        c.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        expect(c.response()[0] == 200, "a connection under the limit was not served")
+        held.append(c)
+    extra = Conn()  # the kernel completes the handshake: it waits in the queue
+    extra.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+    readable, _, _ = select.select([extra.sock], [], [], 1.0)
+    expect(not readable, "connection %d was served while %d were open" % (limit + 1, limit))
+    held.pop(0).close()
+    status, _, _ = extra.response()
+    expect(status == 200, "the waiting connection got %d after a close" % status)
+    for c in held + [extra]:
+        c.close()
+    ok("--max-conns %d: connection %d waited in the queue until one closed" % (limit, limit + 1))
+
 globals()["cmd_" + sys.argv[2]](*sys.argv[3:])
 EOF
 client() { python3 "$PY" "$SERVER_PORT" "$@"; }
@@ -416,6 +437,14 @@ done
 echo "ok: /block only blocks worker 1"
 stop_server
 
+note "--max-conns 3: the acceptor stops at 3 open connections"
+start_server --accept acceptor --workers 2 --max-conns 3
+client max_conns 3
+stop_server
+grep -q 'waited for a free slot (--max-conns 3) [1-9]' "$(server_log)" \
+  || fail "csserver did not report waiting for a slot: $(tail -n 3 "$(server_log)")"
+echo "ok: csserver counted its waits for a slot"
+
 # ---- 3. fd exhaustion: back off, do not spin ---------------------------------
 note "EMFILE (RLIMIT_NOFILE 32)"
 start_server --workers 2
@@ -431,13 +460,15 @@ note "command line"
 "$CS_SERVER" --help >"$CS_TMP/help" || fail "--help exited non-zero"
 grep -q '^Examples:' "$CS_TMP/help" || fail "--help has no examples"
 for bad in "--workers 0" "--accept bogus" "--port 70000" "--workers 2 --block-worker 2" \
-           "--max-header-bytes 10" "--bind localhost" "--idle-timeout-ms -1" "--nope"; do
+           "--max-header-bytes 10" "--bind localhost" "--idle-timeout-ms -1" "--nope" \
+           "--max-conns -1" "--max-conns 4 --accept shared"; do
   rc=0
   # shellcheck disable=SC2086
   "$CS_SERVER" $bad >/dev/null 2>"$CS_TMP/err" || rc=$?
   [[ $rc -eq 2 ]] || fail "'$bad' exited $rc, want 2"
   opt=${bad%% *}
   [[ $bad == "--workers 2 --block-worker 2" ]] && opt=--block-worker
+  [[ $bad == "--max-conns 4 --accept shared" ]] && opt="--max-conns needs --accept acceptor"
   grep -q -- "$opt" "$CS_TMP/err" || fail "'$bad': message does not name $opt: $(cat "$CS_TMP/err")"
 done
 echo "ok: bad options exit 2 naming the option"

@@ -402,6 +402,7 @@ Test(trace, other_versions_and_header_sizes)
 		{ offsetof(struct cs_trace_header, file_version), CS_TRACE_VERSION + 1, "file version" },
 		{ offsetof(struct cs_trace_header, file_version), 0, "file version 0" },
 		{ offsetof(struct cs_trace_header, wire_version), CS_WIRE_VERSION + 1, "wire version" },
+		{ offsetof(struct cs_trace_header, wire_version), CS_WIRE_VERSION_MIN - 1, "wire version below the oldest" },
 		{ offsetof(struct cs_trace_header, header_size), sizeof(struct cs_trace_header) + 8, "header size" },
 	};
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
@@ -414,6 +415,22 @@ Test(trace, other_versions_and_header_sizes)
 		cr_assert_neq(res.errmsg[0], '\0', "%s: no message", fields[i].what);
 		cr_assert_eq(res.got.records.n, 0, "%s: records delivered", fields[i].what);
 	}
+}
+
+Test(trace, an_older_wire_version_reads)
+{
+	/* Wire versions only add record types: a version 1 trace reads whole. */
+	struct recording r;
+	size_t len;
+	written(&r, &len);
+	unsigned char copy[8192];
+	memcpy(copy, corrupt_copy, len);
+	uint32_t oldest = CS_WIRE_VERSION_MIN;
+	memcpy(copy + offsetof(struct cs_trace_header, wire_version), &oldest, sizeof(oldest));
+	struct read_result res;
+	read_bytes(copy, len, &res);
+	cr_assert_eq(res.ret, 0, "wire version %u: %d (%s)", oldest, res.ret, res.errmsg);
+	cr_assert_gt(res.got.records.n, 0);
 }
 
 Test(trace, flipped_bits_in_a_record_type_or_size)

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Debian's Tomcat 10 at its connection limit: maxConnections="4",
+# keepAliveTimeout="300", and 12 keep-alive clients that pause 400 ms
+# between requests. Tomcat's acceptor waits on its LimitLatch (off-CPU)
+# while 4 connections are open; the others wait in the accept queue until
+# the poller closes an idle one. connscope must say connection_limit at
+# 4 open connections, not that the acceptor is a bottleneck, and its p99
+# must agree with the clients'.
+# integration: exclusive
+# Runs alone: a JVM starting beside other tests' load takes seconds more,
+# and connscope's p99 is compared with the client's.
+source "$(dirname "$0")/lib.sh"
+
+[[ -x /usr/share/tomcat10/bin/catalina.sh ]] || fail "tomcat10 is not installed (scripts/deps.sh installs it)"
+limit=4
+port=$(cs_free_port)
+base=$CS_TMP/tomcat
+mkdir -p "$base"/{conf,logs,temp,work,webapps/ROOT}
+cp /usr/share/tomcat10/etc/web.xml "$base/conf/"
+echo ok >"$base/webapps/ROOT/index.html"
+cat >"$base/conf/server.xml" <<XML
+<?xml version="1.0" encoding="UTF-8"?>
+<Server port="-1">
+  <Service name="Catalina">
+    <Connector port="$port" address="127.0.0.1" protocol="HTTP/1.1" maxConnections="$limit"
+               keepAliveTimeout="300" maxThreads="4" acceptCount="100"/>
+    <Engine name="Catalina" defaultHost="localhost">
+      <Host name="localhost" appBase="webapps" unpackWARs="false" autoDeploy="false"/>
+    </Engine>
+  </Service>
+</Server>
+XML
+# catalina.sh run execs java: the pid started is the JVM's.
+CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$base cs_bg /usr/share/tomcat10/bin/catalina.sh run \
+  >"$CS_TMP/tomcat.log" 2>&1
+SERVER_PID=$BG_PID
+for _ in $(seq 400); do ss -Htln "sport = :$port" | grep -q . && break; sleep 0.05; done
+cs_wait_port "$port"
+curl -sf --max-time 10 "http://127.0.0.1:$port/" >/dev/null || fail "tomcat does not answer"
+sleep 0.5 # the warm-up's connection closes on Tomcat's idle timeout
+
+cs_profile tomcat "$CS_LOAD" --busy-poll --port "$port" --connections 12 --gap-ms 400 --duration 5 \
+  --json "$CS_TMP/client.json" --quiet
+r=$CS_TMP/tomcat.json
+note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, client p99 from send $(json_get "$CS_TMP/client.json" 'j["from_send_us"]["p99"]') us, from connect $(json_get "$CS_TMP/client.json" 'j["service_us"]["p99"]') us"
+note "flagged: '$(flagged "$r")'; connection_limit $(json_get "$r" 'j["conditions"]["connection_limit"]')"
+
+[[ $(json_get "$r" 'j["conditions"]["connection_limit"]["flagged"]') == True ]] || fail "connection_limit not flagged"
+echo "ok: connection_limit flagged"
+[[ $(json_get "$r" 'j["conditions"]["accept_contention"]["acceptor_bottleneck"]') == False ]] \
+  || fail "acceptor_bottleneck flagged: Tomcat's acceptor waits on its latch, it is not busy"
+grep -q '"code":"accept_thread_bottleneck"' "$r" && fail "the acceptor was called the bottleneck"
+echo "ok: acceptor_bottleneck not flagged"
+assert_cmp "$(json_get "$r" 'j["conditions"]["connection_limit"]["open_connections"]')" == "$limit" \
+  "open connections at the plateau (maxConnections=$limit)"
+assert_cmp "$(json_get "$r" 'j["conditions"]["connection_limit"]["blocked_share"]')" '>=' 0.5 \
+  "the acceptor's share of its time outside accept() spent blocked"
+[[ $(top_cause "$r") == accept_queue ]] || fail "top tail cause is $(top_cause "$r"), expected accept_queue"
+echo "ok: top cause accept_queue"
+assert_p99_agrees "$r" "$CS_TMP/client.json"
+"$CS_BIN" report "$CS_TMP/tomcat.cstrace" >"$CS_TMP/tomcat.txt" || fail "text report failed"
+grep -q 'stopped accepting at its connection limit' "$CS_TMP/tomcat.txt" || fail "the text report does not say so"
+sed -n '/^conditions/,$p' "$CS_TMP/tomcat.txt"
