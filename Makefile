@@ -55,22 +55,26 @@ SERVER_OBJS := $(call obj,$(SERVER_SRCS))
 LOADGEN_OBJS := $(call obj,$(LOADGEN_SRCS))
 UNIT_OBJS   := $(call obj,$(UNIT_SRCS))
 
-DEPS_OK  := $(BUILD)/.deps-ok
+# Debian packages in sets (scripts/deps.sh): `make` needs only the build
+# set; demo, bench and test add theirs on first use.
+DEPS_OK  := $(BUILD)/.deps-build-ok
+TEST_DEPS_OK := $(BUILD)/.deps-test-ok
 SKEL     := $(BUILD)/connscope.skel.h
 PROGRAMS := $(BUILD)/connscope $(BUILD)/connscoped $(BUILD)/csserver $(BUILD)/csload
 
 .DELETE_ON_ERROR:
-.PHONY: all deps demo test unit-test integration-test clean
+.PHONY: all deps test-deps demo test unit-test integration-test clean
 
 all: $(PROGRAMS)
 
 # ---- set-up: Debian packages, installed once (stamp re-made when the list changes)
-$(DEPS_OK): scripts/deps.sh
+$(BUILD)/.deps-%-ok: scripts/deps.sh
 	$(Q)mkdir -p $(BUILD)
-	$(Q)bash scripts/deps.sh
+	$(Q)bash scripts/deps.sh $*
 	$(Q)touch $@
 
 deps: $(DEPS_OK)
+test-deps: $(TEST_DEPS_OK)
 
 # ---- BPF: vmlinux.h from the running kernel's BTF, object, skeleton
 $(BUILD)/vmlinux.h: | $(DEPS_OK)
@@ -128,6 +132,8 @@ $(BUILD)/csload: $(LOADGEN_OBJS)
 	$(msg) LINK $@
 	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ -lm
 
+# The unit tests need Criterion: the test set.
+$(call obj,$(wildcard tests/unit/*.c)): | $(TEST_DEPS_OK)
 $(BUILD)/unit-tests: $(UNIT_OBJS) $(ENGINE_OBJS) $(SYMBOL_OBJS)
 	$(msg) LINK $@
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lcriterion -lelf -lm
@@ -147,14 +153,14 @@ $(BUILD)/unit-tests-inproc: $(INPROC_OBJS) $(ENGINE_OBJS) $(SYMBOL_OBJS)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lelf -lm
 
 # ---- the two commands of the README
-demo: $(PROGRAMS)
+demo: $(BUILD)/.deps-demo-ok $(PROGRAMS)
 	$(Q)bash scripts/demo.sh $(BUILD)
 
 unit-test: $(BUILD)/unit-tests
 	$(Q)$(BUILD)/unit-tests --jobs 2
 
 # csidle (mk/bench.mk): the scale test's connections.
-integration-test: $(PROGRAMS) $(BUILD)/bench/csidle
+integration-test: $(TEST_DEPS_OK) $(PROGRAMS) $(BUILD)/bench/csidle
 	$(Q)bash tests/integration/run.sh $(BUILD)
 
 # The whole check: the builds on every core (plain, then ASan + UBSan),
@@ -164,7 +170,7 @@ integration-test: $(PROGRAMS) $(BUILD)/bench/csidle
 # it. Under 15 minutes on two cores from a clean clone.
 # Builds run in parallel unless make already has a job server (make -jN).
 BUILD_JOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(NPROC))
-test:
+test: $(TEST_DEPS_OK)
 	$(Q)$(MAKE) --no-print-directory $(BUILD_JOBS) $(PROGRAMS) $(BUILD)/unit-tests \
 		$(BUILD)/unit-tests-inproc $(BUILD)/bench/csidle
 	$(Q)$(MAKE) --no-print-directory asan-build

@@ -11,7 +11,7 @@ BENCH_TOOLS := $(BENCH_BUILD)/floor $(BENCH_BUILD)/floor.bpf.o $(BENCH_BUILD)/cs
 
 bench-tools: $(PROGRAMS) $(BENCH_TOOLS)
 
-bench: bench-tools
+bench: $(BUILD)/.deps-bench-ok bench-tools
 	$(Q)python3 bench/run.py --build $(BUILD) $(BENCH_ARGS)
 
 # ---- the floor: an empty program on each of connscope's hooks

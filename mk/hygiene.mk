@@ -17,7 +17,7 @@
 .PHONY: fuzz fuzz-short fuzz-build test-asan test-asan-unit test-asan-integration asan-reports \
 	asan-reports-clean \
 	integration-both asan-build test-valgrind \
-	lint lint-tidy lint-tidy-bpf lint-cppcheck test-hygiene clean-hygiene
+	lint lint-commands lint-tidy lint-tidy-bpf lint-cppcheck test-hygiene clean-hygiene
 
 # `make clean` removes these builds too.
 clean: clean-hygiene
@@ -72,7 +72,7 @@ FUZZ_FLAGS = -timeout=10 -rss_limit_mb=1024 -max_len=$(FUZZ_MAX_LEN_$*) $(FUZZ_D
 fuzz_obj = $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(1))
 FUZZ_ENGINE_OBJS := $(call fuzz_obj,$(ENGINE_SRCS))
 
-$(FUZZ_BUILD)/obj/%.o: %.c | $(DEPS_OK)
+$(FUZZ_BUILD)/obj/%.o: %.c | $(TEST_DEPS_OK)
 	$(msg) FUZZ-CC $<
 	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
@@ -140,9 +140,9 @@ ASAN_ENV     = ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/$(ASAN_LOGS)/asan 
 # with connscope's: that is build/'s (tests/integration/lib.sh says why).
 # Two at a time, but for the exclusive ones (tests/integration/run.sh says
 # which, and why).
-asan-build: $(SKEL)
+asan-build: $(SKEL) $(TEST_DEPS_OK)
 	$(Q)mkdir -p $(ASAN_BUILD)
-	$(Q)cp -p $(BUILD)/vmlinux.h $(BUILD)/connscope.bpf.o $(SKEL) $(DEPS_OK) $(ASAN_BUILD)/
+	$(Q)cp -p $(BUILD)/vmlinux.h $(BUILD)/connscope.bpf.o $(SKEL) $(DEPS_OK) $(TEST_DEPS_OK) $(ASAN_BUILD)/
 	$(Q)CFLAGS='$(ASAN_CFLAGS)' $(MAKE) --no-print-directory $(BUILD_JOBS) BUILD=$(ASAN_BUILD) \
 		all $(ASAN_BUILD)/unit-tests $(ASAN_BUILD)/bench/csidle
 	$(Q)echo '$(ASAN_CFLAGS)' >$(ASAN_BUILD)/SANITIZED
@@ -217,9 +217,15 @@ LINT_CFLAGS := -std=gnu11 -D_GNU_SOURCE -include tests/lint/analyzer_models.h -i
 	       -Ibpf -Idaemon -Iserver -Ibench
 NPROC       := $(shell nproc 2>/dev/null || echo 2)
 
-lint: lint-cppcheck lint-tidy lint-tidy-bpf
+lint: lint-commands lint-cppcheck lint-tidy lint-tidy-bpf
 
-lint-tidy: $(SKEL)
+# Every command a test runs is in scripts/deps.sh's test set, or comes
+# with every Debian system.
+lint-commands:
+	$(Q)echo "  COMMANDS  tests/integration scripts"
+	$(Q)python3 tests/lint/test_commands.py
+
+lint-tidy: $(SKEL) | $(TEST_DEPS_OK)
 	$(Q)echo "  TIDY      $(words $(LINT_SRCS)) files"
 	$(Q)printf '%s\n' $(LINT_SRCS) | xargs -P $(NPROC) -n 4 sh -c \
 		'clang-tidy --quiet --warnings-as-errors="*" "$$@" -- $(LINT_CFLAGS) 2>/dev/null' clang-tidy
@@ -228,13 +234,13 @@ lint-tidy: $(SKEL)
 # one check fewer: a program's parameters are its hook's signature, used or
 # not (misc-unused-parameters).
 LINT_BPF_SRCS := $(wildcard bpf/*.bpf.c)
-lint-tidy-bpf: $(BUILD)/vmlinux.h
+lint-tidy-bpf: $(BUILD)/vmlinux.h | $(TEST_DEPS_OK)
 	$(Q)echo "  TIDY-BPF  $(LINT_BPF_SRCS)"
 	$(Q)clang-tidy --quiet --warnings-as-errors="*" \
 		--checks=-misc-unused-parameters $(LINT_BPF_SRCS) \
 		-- -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -I$(BUILD) -Ibpf 2>/dev/null
 
-lint-cppcheck:
+lint-cppcheck: | $(TEST_DEPS_OK)
 	$(Q)echo "  CPPCHECK  $(words $(LINT_SRCS)) files"
 	$(Q)cppcheck --quiet --error-exitcode=1 --inline-suppr --enable=warning,performance,portability \
 		--std=c11 -D_GNU_SOURCE -D__linux__ -D__x86_64__ -Ibpf -Idaemon -Iserver -Ibench \

@@ -1,48 +1,115 @@
 #!/usr/bin/env bash
-# Installs the Debian packages connscope needs to build, test and demo.
+# Installs the Debian packages one of connscope's uses needs, and checks
+# that the commands it runs are there.
+#
+#   deps.sh build    compile and install connscope (`make`, `make install`)
+#   deps.sh demo     `make demo`: build, and the load generator it drives
+#   deps.sh bench    `make bench`: build, and the servers and peers it measures
+#   deps.sh test     `make test`: everything any test runs
+#   deps.sh --list SET   print the set's packages, one a line
+#
 # Root: apt-get installs what is missing. Not root: names the packages and
-# exits 1, so the user knows exactly what to ask for.
+# exits 1, so the user knows exactly what to ask for. An install never
+# leaves a server package's service running or enabled when it was not
+# before (the tests start their own servers in private directories).
 set -euo pipefail
 
-packages=(
-  make gcc clang pkg-config
-  libbpf-dev bpftool libelf-dev zlib1g-dev
-  libcriterion-dev libncurses-dev
-  wrk apache2-utils nginx libbpf-tools iproute2 procps python3
+# package sets; each names the packages it adds to build
+build_packages=(make gcc clang pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libncurses-dev)
+demo_packages=(apache2-utils procps)
+bench_packages=(apache2-utils wrk nginx bpftrace time python3 util-linux procps)
+test_packages=(
+  libcriterion-dev python3 procps iproute2 util-linux bsdutils curl git
+  apache2-utils wrk nginx libbpf-tools bpftrace time
   valgrind clang-tidy cppcheck libclang-rt-14-dev
-  prometheus curl
-  bpftrace time
-  chromium
-  groff-base
+  prometheus chromium groff-base tmux
   tomcat10 openjdk-17-jre-headless
 )
 
-# Server packages the tests start on their own, in private directories: the
-# system's service must never be left running or enabled by an install.
-services=(tomcat10 nginx)
-quiet_services() {
-  command -v systemctl >/dev/null || return 0
-  [[ -d /run/systemd/system ]] || return 0   # systemd is not running here
-  for s in "${services[@]}"; do
-    systemctl disable --now "$s" >/dev/null 2>&1 || true
-  done
-}
+# The commands each set runs, "command package": after an install each
+# must be on PATH (a package that moved a command fails here, not in a test
+# an hour later). tests/lint/test_commands.py checks that every command the
+# tests call is listed here or comes with every Debian system.
+test_commands=(
+  "python3 python3" "pgrep procps" "ss iproute2" "ip iproute2" "taskset util-linux"
+  "setsid util-linux" "script bsdutils" "curl curl" "ab apache2-utils" "wrk wrk"
+  "nginx nginx" "bpftrace bpftrace" "valgrind valgrind" "clang-tidy clang-tidy"
+  "cppcheck cppcheck" "promtool prometheus" "chromium chromium" "groff groff-base"
+  "tmux tmux" "java openjdk-17-jre-headless" "clang clang" "ps procps" "pkill procps"
+  "tcplife libbpf-tools" "prometheus prometheus" "git git" "make make"
+)
+demo_commands=("ab apache2-utils")
+bench_commands=("ab apache2-utils" "wrk wrk" "nginx nginx" "bpftrace bpftrace" "taskset util-linux")
+build_commands=("clang clang" "bpftool bpftool" "gcc gcc" "pkg-config pkg-config")
 
-missing=()
-for p in "${packages[@]}"; do
-  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-  [[ "$status" == "install ok installed" ]] || missing+=("$p")
-done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+# Server packages whose Debian service an install enables and starts.
+services=(nginx tomcat10 prometheus)
 
-if [[ $(id -u) -ne 0 ]]; then
-  echo "connscope: missing Debian packages: ${missing[*]}" >&2
-  echo "connscope: install them with: sudo apt-get install ${missing[*]}" >&2
-  exit 1
+set_name=${1:-}
+if [[ $set_name == --list ]]; then
+  set_name=${2:-}
+  listing=1
+fi
+case $set_name in
+  build) packages=("${build_packages[@]}"); commands=("${build_commands[@]}") ;;
+  demo) packages=("${build_packages[@]}" "${demo_packages[@]}"); commands=("${build_commands[@]}" "${demo_commands[@]}") ;;
+  bench) packages=("${build_packages[@]}" "${bench_packages[@]}"); commands=("${build_commands[@]}" "${bench_commands[@]}") ;;
+  test) packages=("${build_packages[@]}" "${test_packages[@]}"); commands=("${build_commands[@]}" "${test_commands[@]}") ;;
+  *) echo "usage: deps.sh build|demo|bench|test (or --list SET)" >&2; exit 2 ;;
+esac
+if [[ ${listing:-0} == 1 ]]; then
+  printf '%s\n' "${packages[@]}" | sort -u
+  exit 0
 fi
 
-echo "connscope: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-quiet_services
+installed() { [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true) == "install ok installed" ]]; }
+
+missing=()
+for p in $(printf '%s\n' "${packages[@]}" | sort -u); do
+  installed "$p" || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -gt 0 ]]; then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "connscope: missing Debian packages for '$set_name': ${missing[*]}" >&2
+    echo "connscope: install them with: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  # Services of the packages about to be installed: running or enabled now?
+  declare -A had_running=() had_enabled=()
+  systemd=0
+  if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then systemd=1; fi
+  for s in "${services[@]}"; do
+    [[ $systemd == 1 ]] || break
+    systemctl is-active --quiet "$s" 2>/dev/null && had_running[$s]=1
+    systemctl is-enabled --quiet "$s" 2>/dev/null && had_enabled[$s]=1
+  done
+  # Packages' maintainer scripts ask policy-rc.d before they start a
+  # service: none starts during this install (101: action forbidden).
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && own_policy=1
+  fi
+  trap '[[ $own_policy == 1 ]] && rm -f "$policy"' EXIT
+  echo "connscope: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Enabled at install (systemd's presets): back to how it was.
+  for s in "${services[@]}"; do
+    [[ $systemd == 1 ]] || break
+    [[ -n ${had_enabled[$s]:-} ]] || systemctl disable "$s" >/dev/null 2>&1 || true
+    [[ -n ${had_running[$s]:-} ]] || systemctl stop "$s" >/dev/null 2>&1 || true
+  done
+fi
+
+# Every command the set runs is there now.
+absent=()
+for entry in "${commands[@]}"; do
+  command -v "${entry%% *}" >/dev/null || absent+=("${entry%% *} (package ${entry#* })")
+done
+if [[ ${#absent[@]} -gt 0 ]]; then
+  echo "connscope: commands missing for '$set_name' although their packages are installed: ${absent[*]}" >&2
+  exit 1
+fi
