@@ -13,6 +13,7 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += $(WARN) -std=gnu11 -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE \
             -I$(BUILD) -Ibpf -Idaemon
 LDLIBS_BPF := -lbpf -lelf -lz
+LDLIBS_JSON := -ljansson
 
 ifeq ($(V),1)
 Q    :=
@@ -116,11 +117,11 @@ $(FLAME_LOADER_OBJS) $(CLI_OBJS): $(SKEL) $(STACKS_SKEL)
 # connscope top draws with ncurses (wide-character build: UTF-8 sparklines).
 $(BUILD)/connscope: $(CLI_OBJS) $(LOADER_OBJS) $(FLAME_LOADER_OBJS) $(SYMBOL_OBJS) $(ENGINE_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) -lm -lncursesw -ltinfo
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm -lncursesw -ltinfo
 
 $(BUILD)/connscoped: $(DAEMON_OBJS) $(LOADER_OBJS) $(ENGINE_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) -lm
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm
 
 # The reference server keeps frame pointers (already in CFLAGS) so that
 # user stacks unwind through it.
@@ -136,7 +137,7 @@ $(BUILD)/csload: $(LOADGEN_OBJS)
 $(call obj,$(wildcard tests/unit/*.c)): | $(TEST_DEPS_OK)
 $(BUILD)/unit-tests: $(UNIT_OBJS) $(ENGINE_OBJS) $(SYMBOL_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lcriterion -lelf -lm
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lcriterion -lelf $(LDLIBS_JSON) -lm
 
 # The same tests in one process, for valgrind (tests/unit/inproc/: why).
 # Without Criterion's opaque assertion calls, GCC 12 inlines more and then
@@ -150,7 +151,7 @@ $(BUILD)/obj-inproc/%.o: %.c | $(DEPS_OK)
 
 $(BUILD)/unit-tests-inproc: $(INPROC_OBJS) $(ENGINE_OBJS) $(SYMBOL_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lelf -lm
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lelf $(LDLIBS_JSON) -lm
 
 # ---- the two commands of the README
 demo: $(BUILD)/.deps-demo-ok $(PROGRAMS)

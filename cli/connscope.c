@@ -22,9 +22,11 @@
 #include "args.h"
 #include "ctl_client.h"
 #include "target_args.h"
+#include "cmd_diff.h"
 #include "cmd_flamegraph.h"
 #include "ctl_commands.h"
 #include "engine.h"
+#include "replay.h"
 #include "report.h"
 #include "session.h"
 #include "trace_file.h"
@@ -315,12 +317,6 @@ static void report_help(FILE *out)
 		"  -h, --help    this help\n");
 }
 
-static int feed_engine(void *ctx, const void *record, size_t len)
-{
-	cs_engine_feed(ctx, record, len);
-	return 0;
-}
-
 static int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -355,41 +351,14 @@ static int cmd_report(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return cs_cli_usage("report", "name one trace file");
-	const char *path = argv[optind];
-	FILE *file = fopen(path, "rb");
-	if (!file) {
-		fprintf(stderr, "connscope: cannot open %s: %s\n", path, strerror(errno));
+	struct cs_engine *engine;
+	struct cs_report_meta meta;
+	if (cs_replay_trace(argv[optind], &engine, &meta))
 		return EXIT_RUNTIME;
-	}
-	struct cs_engine *engine = cs_engine_new();
-	if (!engine) {
-		fclose(file);
-		fprintf(stderr, "connscope: out of memory\n");
-		return EXIT_RUNTIME;
-	}
-	static struct cs_trace_info info;
-	char errmsg[CS_ERRMSG_LEN];
-	int rc = 0;
-	int err = cs_trace_read(file, feed_engine, engine, &info, errmsg, sizeof(errmsg));
-	fclose(file);
-	if (err && err != -ENODATA) {
-		fprintf(stderr, "connscope: %s: %s\n", path, errmsg);
-		rc = EXIT_RUNTIME;
-		goto out;
-	}
-	if (err == -ENODATA || !info.has_summary) {
-		fprintf(stderr, "connscope: %s: %s; reporting the %llu whole records before it\n", path,
-			err ? errmsg : "no summary at the end (the recording was cut short)",
-			(unsigned long long)info.records);
-		/* Without a summary, the records' own span is the best duration. */
-		info.meta.duration_s = (double)(engine->totals.last_ts_ns - engine->totals.first_ts_ns) / 1e9;
-	}
-	info.meta.records_read = info.records;
-	info.meta.tail_percentile = tail;
-	print_report(engine, &info.meta, json);
-out:
+	meta.tail_percentile = tail;
+	print_report(engine, &meta, json);
 	cs_engine_free(engine);
-	return rc;
+	return 0;
 }
 
 static void main_help(FILE *out)
@@ -405,6 +374,7 @@ static void main_help(FILE *out)
 		"  attach     attach to a running server (--pid, --port, --name, --cgroup) and report\n"
 		"  record     the same, writing the raw event stream to a file\n"
 		"  report     replay a recorded file and report\n"
+		"  diff       what changed between two runs (JSON reports or recorded files)\n"
 		"  flamegraph where the tail requests' time went, as stacks (SVG or folded stacks)\n"
 		"  status     is the daemon (connscoped) up, what does it watch\n"
 		"  snapshot   the daemon's report so far\n"
@@ -429,6 +399,8 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(command, "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(command, "diff"))
+		return cmd_diff(argc - 1, argv + 1);
 	if (!strcmp(command, "flamegraph"))
 		return cmd_flamegraph(argc - 1, argv + 1);
 	if (!strcmp(command, "status"))

@@ -353,6 +353,25 @@ static void json_percentiles_us(FILE *out, const struct cs_hist *hist)
 	fprintf(out, "\"max\":%.3f,\"count\":%" PRIu64 "}", (double)hist->max / 1e3, hist->count);
 }
 
+/*
+ * The histogram itself, its non-empty buckets as [lowest_us, highest_us,
+ * count]: two reports can then be compared at any percentile
+ * (connscope diff), not only at the ones printed.
+ */
+static void json_buckets_us(FILE *out, const struct cs_hist *hist)
+{
+	fputs("[", out);
+	const char *sep = "";
+	for (size_t b = 0; b < CS_HIST_BUCKETS; b++) {
+		if (!hist->buckets[b])
+			continue;
+		fprintf(out, "%s[%.3f,%.3f,%" PRIu64 "]", sep, (double)cs_hist_bucket_lowest(b) / 1e3,
+			(double)cs_hist_bucket_highest(b) / 1e3, hist->buckets[b]);
+		sep = ",";
+	}
+	fputs("]", out);
+}
+
 static void json_listener(FILE *out, const struct cs_listener_stats *l, const struct cs_report_meta *meta)
 {
 	fprintf(out, "{\"port\":%u,\"sockets\":%zu,\"accepts\":%" PRIu64 ",\"accepts_per_s\":%.3f,"
@@ -425,6 +444,8 @@ static void json_requests(FILE *out, const struct cs_engine *engine, const struc
 		",\"requests_partial\":%" PRIu64 ",\"connections\":%" PRIu64 ",\"latency_us\":",
 		r->requests, r->unanswered, r->partial, r->first_on_connection);
 	json_percentiles_us(out, r->latency_ns);
+	fputs(",\"latency_buckets_us\":", out);
+	json_buckets_us(out, r->latency_ns);
 	fprintf(out, ",\"tail\":{\"percentile\":%g,\"threshold_us\":%.3f,\"requests\":%" PRIu64
 		",\"causes\":[", tail.percentile, (double)tail.threshold_ns / 1e3, tail.requests);
 	int shown = 0;

@@ -40,4 +40,4 @@ $(BENCH_BUILD)/csidle: $(BUILD)/obj/bench/csidle.o
 $(BENCH_BUILD)/trace_amplify: $(BUILD)/obj/bench/trace_amplify.o $(ENGINE_OBJS)
 	$(msg) LINK $@
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lm
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lm

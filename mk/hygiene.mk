@@ -80,7 +80,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c | $(TEST_DEPS_OK)
 $(FUZZ_BUILD)/fuzz_trace $(FUZZ_BUILD)/fuzz_engine $(FUZZ_BUILD)/fuzz_ctl_proto: $(FUZZ_BUILD)/%: \
 		$(FUZZ_BUILD)/obj/tests/fuzz/%.o $(FUZZ_ENGINE_OBJS)
 	$(msg) FUZZ-LD $@
-	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ -lm
+	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ $(LDLIBS_JSON) -lm
 
 $(FUZZ_BUILD)/fuzz_http_parse: $(call fuzz_obj,tests/fuzz/fuzz_http_parse.c server/http_parse.c)
 	$(msg) FUZZ-LD $@
@@ -89,7 +89,7 @@ $(FUZZ_BUILD)/fuzz_http_parse: $(call fuzz_obj,tests/fuzz/fuzz_http_parse.c serv
 # connscoped's config parser (daemon/config.c) with the engine's objects.
 $(FUZZ_BUILD)/fuzz_config: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_config.o $(FUZZ_ENGINE_OBJS)
 	$(msg) FUZZ-LD $@
-	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ -lm
+	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ $(LDLIBS_JSON) -lm
 
 fuzz-build: $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
 

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "replay.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "probes.h"
+#include "trace_file.h"
+
+static int feed_engine(void *ctx, const void *record, size_t len)
+{
+	cs_engine_feed(ctx, record, len);
+	return 0;
+}
+
+int cs_replay_trace(const char *path, struct cs_engine **engine_out, struct cs_report_meta *meta_out)
+{
+	FILE *file = fopen(path, "rb");
+	if (!file) {
+		fprintf(stderr, "connscope: cannot open %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	struct cs_engine *engine = cs_engine_new();
+	if (!engine) {
+		fclose(file);
+		fprintf(stderr, "connscope: out of memory\n");
+		return -1;
+	}
+	/* Static: the trace info is large (a copy of the recording's metadata). */
+	static struct cs_trace_info info;
+	char errmsg[CS_ERRMSG_LEN];
+	int err = cs_trace_read(file, feed_engine, engine, &info, errmsg, sizeof(errmsg));
+	fclose(file);
+	if (err && err != -ENODATA) {
+		fprintf(stderr, "connscope: %s: %s\n", path, errmsg);
+		cs_engine_free(engine);
+		return -1;
+	}
+	if (err == -ENODATA || !info.has_summary) {
+		fprintf(stderr, "connscope: %s: %s; reporting the %llu whole records before it\n", path,
+			err ? errmsg : "no summary at the end (the recording was cut short)",
+			(unsigned long long)info.records);
+		/* Without a summary, the records' own span is the best duration. */
+		info.meta.duration_s = (double)(engine->totals.last_ts_ns - engine->totals.first_ts_ns) / 1e9;
+	}
+	info.meta.records_read = info.records;
+	*meta_out = info.meta;
+	*engine_out = engine;
+	return 0;
+}

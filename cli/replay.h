@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* A trace file replayed through the engine (connscope report, diff). */
+#ifndef CS_CLI_REPLAY_H
+#define CS_CLI_REPLAY_H
+
+#include "engine.h"
+#include "report.h"
+
+/*
+ * Reads the trace at path into a new engine (*engine_out, freed by the
+ * caller with cs_engine_free) and its report metadata. A trace cut short
+ * is reported up to its last whole record, with a line on stderr saying
+ * so. Returns 0, or -1 after saying why on stderr (no engine then). The
+ * strings meta_out points to are valid until the next call.
+ */
+int cs_replay_trace(const char *path, struct cs_engine **engine_out, struct cs_report_meta *meta_out);
+
+#endif /* CS_CLI_REPLAY_H */

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# connscope diff, on what a user compares after changing a setting: Debian's
+# nginx with keep-alive, then with keepalive_timeout 0 (a connection per
+# request). The diff says non_persistent appeared and nothing went away,
+# gives each run's request count as its client sent them and each run's
+# percentiles as its own report printed them, and works the same on the
+# two trace files as on their JSON reports. Bad input: a clear error.
+source "$(dirname "$0")/lib.sh"
+
+port=$(cs_free_port)
+ng=$CS_TMP/nginx
+mkdir -p "$ng/tmp"
+# nginx_run NAME KEEPALIVE_TIMEOUT CLIENT_ARGS...: nginx with that keep-alive
+# timeout, recorded while csload sends 400 requests; the trace in NAME.cstrace.
+nginx_run() {
+  local name=$1 keepalive=$2; shift 2
+  cat >"$ng/nginx.conf" <<NGINX
+daemon off;
+worker_processes 1;
+pid $ng/nginx.pid;
+error_log $ng/error.log warn;
+events { worker_connections 256; }
+http {
+  access_log off;
+  keepalive_timeout $keepalive;
+  client_body_temp_path $ng/tmp;
+  proxy_temp_path $ng/tmp;
+  fastcgi_temp_path $ng/tmp;
+  uwsgi_temp_path $ng/tmp;
+  scgi_temp_path $ng/tmp;
+  server { listen 127.0.0.1:$port; location / { return 200 "ok\n"; } }
+}
+NGINX
+  cs_bg nginx -c "$ng/nginx.conf" -e "$ng/error.log"
+  local master=$BG_PID
+  cs_wait_port "$port"
+  SERVER_PID=$(pgrep -P "$master" | head -n 1)
+  [[ -n $SERVER_PID ]] || fail "no nginx worker below the master ($master)"
+  cs_profile "$name" "$CS_LOAD" --port "$port" --connections 4 --requests 400 \
+    --json "$CS_TMP/$name.client.json" --quiet "$@"
+  kill -QUIT "$master"
+  for _ in $(seq 50); do kill -0 "$master" 2>/dev/null || break; sleep 0.1; done
+}
+
+nginx_run keep 75s
+nginx_run close 0 --no-keepalive
+for run in keep close; do
+  assert_cmp "$(json_get "$CS_TMP/$run.json" 'j["requests"]')" == 400 "$run: requests in connscope's report"
+done
+
+"$CS_BIN" diff "$CS_TMP/keep.json" "$CS_TMP/close.json" >"$CS_TMP/diff.txt" || fail "diff of two JSON reports failed"
+cat "$CS_TMP/diff.txt"
+grep -Eq '^  \+ non_persistent +appeared$' "$CS_TMP/diff.txt" || fail "the text diff does not say non_persistent appeared"
+grep -q "went away" "$CS_TMP/diff.txt" && fail "a condition went away, none was flagged with keep-alive"
+echo "ok: text: non_persistent appeared, nothing went away"
+
+"$CS_BIN" diff --json --percentile 95 "$CS_TMP/keep.json" "$CS_TMP/close.json" >"$CS_TMP/diff.json" ||
+  fail "diff --json failed"
+python3 - "$CS_TMP/diff.json" "$CS_TMP/keep.json" "$CS_TMP/close.json" <<'PY' || fail "the JSON diff does not give the runs' own figures"
+import json, sys
+d, before, after = (json.load(open(p)) for p in sys.argv[1:])
+assert d["schema_version"] == 1
+assert d["conditions"]["appeared"] == ["non_persistent"], d["conditions"]
+assert d["before"]["requests"] == 400 and d["after"]["requests"] == 400, (d["before"], d["after"])
+for k in ("p50", "p90", "p99", "p999", "max"):
+    assert d["latency_us"][k]["before"] == before["latency_us"][k], k
+    assert d["latency_us"][k]["after"] == after["latency_us"][k], k
+assert list(d["latency_us"]) == ["p50", "p90", "p95", "p99", "p999", "max"], list(d["latency_us"])
+assert d["latency_us"]["p90"]["before"] <= d["latency_us"]["p95"]["before"] <= d["latency_us"]["p99"]["before"]
+assert [l["port"] for l in d["listeners"]] == [before["listeners"][0]["port"]], d["listeners"]
+print("ok: JSON: each run's requests and percentiles, p95 in its place, one listener")
+PY
+
+# The trace files replay to the same comparison as their JSON reports.
+"$CS_BIN" diff --json --percentile 95 "$CS_TMP/keep.cstrace" "$CS_TMP/close.cstrace" >"$CS_TMP/diff-traces.json" ||
+  fail "diff of two trace files failed"
+cmp -s "$CS_TMP/diff.json" "$CS_TMP/diff-traces.json" || { diff "$CS_TMP/diff.json" "$CS_TMP/diff-traces.json"; fail "the traces' diff differs from the reports'"; }
+echo "ok: trace files give the same diff as their reports"
+
+rc=0; "$CS_BIN" diff "$CS_TMP/keep.json" 2>"$CS_TMP/usage.err" || rc=$?
+[[ $rc == 2 ]] && grep -q "name two runs" "$CS_TMP/usage.err" || fail "one run: exit $rc, $(cat "$CS_TMP/usage.err")"
+echo '{"requests": 3}' >"$CS_TMP/other.json"
+rc=0; "$CS_BIN" diff "$CS_TMP/other.json" "$CS_TMP/close.json" 2>"$CS_TMP/bad.err" || rc=$?
+[[ $rc == 1 ]] && grep -q "BEFORE has no 'duration_s'" "$CS_TMP/bad.err" || fail "not a report: exit $rc, $(cat "$CS_TMP/bad.err")"
+echo "ok: usage and input errors"
