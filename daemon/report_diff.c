@@ -101,7 +101,7 @@ static void cause_of(const json_t *report, const char *cause, double *share, dou
 	*share = 0;
 	*per_request_us = 0;
 	json_array_foreach(json_object_get(tail, "causes"), i, c) {
-		if (strcmp(json_string_value(json_object_get(c, "cause")) ?: "", cause))
+		if (strcmp(json_string_value(json_object_get(c, "cause")) ?: "", cause) != 0)
 			continue;
 		*share = number_at(c, "share", NULL);
 		*per_request_us = requests > 0 ? number_at(c, "time_us", NULL) / requests : 0;
