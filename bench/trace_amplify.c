@@ -140,7 +140,7 @@ int main(int argc, char **argv)
 	}
 
 	struct cs_trace_writer writer;
-	err = cs_trace_create(&writer, argv[2], info.target, info.start_ns);
+	err = cs_trace_create(&writer, argv[2], info.target, info.start_ns, &info.meta.stamp);
 	if (err) {
 		fprintf(stderr, "trace_amplify: cannot create %s: %s\n", argv[2], strerror(-err));
 		return 1;

@@ -266,7 +266,9 @@ static int cmd_record(int argc, char **argv)
 		return rc;
 
 	struct cs_trace_writer writer;
-	int err = cs_trace_create(&writer, args.output, "", monotonic_ns());
+	struct cs_run_stamp stamp;
+	cs_run_stamp_now(&stamp);
+	int err = cs_trace_create(&writer, args.output, "", monotonic_ns(), &stamp);
 	if (err) {
 		fprintf(stderr, "connscope: cannot create %s: %s%s\n", args.output, strerror(-err),
 			err == -ELOOP ? " (it is a symlink: connscope does not write through links)" : "");

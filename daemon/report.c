@@ -249,7 +249,13 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 		fprintf(out, ", connections forgotten: %" PRIu64 " evicted (table full), %" PRIu64
 			" timed out (no event for %llu s)", engine->conns_evicted, engine->conns_timed_out,
 			CS_CONN_TIMEOUT_NS / 1000000000ull);
-	fputs("\n\n", out);
+	fputc('\n', out);
+	if (meta->stamp.start_unix_ns > 0) {
+		char started[48];
+		cs_run_stamp_format_utc(&meta->stamp, started, sizeof(started));
+		fprintf(out, "started %s on %s, kernel %s\n", started, meta->stamp.host, meta->stamp.kernel);
+	}
+	fputc('\n', out);
 	text_requests(out, engine, meta);
 	text_conditions(out, engine, meta);
 	if (engine->listener_count == 0)
@@ -499,10 +505,27 @@ static void json_requests(FILE *out, const struct cs_engine *engine, const struc
 	fputc(']', out);
 }
 
+/* When and where the run started: "run":{start_utc, host, kernel}, nulls when unknown (older traces). */
+static void json_run_stamp(FILE *out, const struct cs_run_stamp *stamp)
+{
+	if (stamp->start_unix_ns <= 0) {
+		fputs(",\"run\":{\"start_utc\":null,\"host\":null,\"kernel\":null}", out);
+		return;
+	}
+	char started[48];
+	cs_run_stamp_format_utc(stamp, started, sizeof(started));
+	fprintf(out, ",\"run\":{\"start_utc\":\"%s\",\"host\":", started);
+	cs_json_write_string(out, stamp->host);
+	fputs(",\"kernel\":", out);
+	cs_json_write_string(out, stamp->kernel);
+	fputc('}', out);
+}
+
 void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
 	fputs("{\"target\":", out);
 	cs_json_write_string(out, meta->target);
+	json_run_stamp(out, &meta->stamp);
 	struct cs_conn_partial partial = cs_engine_partial(engine);
 	fprintf(out, ",\"duration_s\":%.3f,\"events\":{\"received\":%" PRIu64 ",\"lost\":%" PRIu64
 		",\"malformed\":%" PRIu64 ",\"table_full\":%" PRIu64 ",\"partial\":%" PRIu64

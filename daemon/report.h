@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "engine.h"
+#include "run_stamp.h"
 
 /* Kernel-wide TCP counters (TcpExt of /proc/PID/net/netstat) over the run. */
 struct cs_netstat_delta {
@@ -30,6 +31,7 @@ struct cs_report_meta {
 	uint64_t records_read;     /* records taken off the ring buffer */
 	double tail_percentile;    /* the tail: requests at or above it (0: 99) */
 	struct cs_netstat_delta netstat;
+	struct cs_run_stamp stamp;  /* when and where the run started */
 };
 
 #define CS_FINDING_CODE_LEN 32

@@ -329,6 +329,9 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 
 	memset(result, 0, sizeof(*result));
 	result->meta.target = result->target;
+	cs_run_stamp_now(&result->meta.stamp);
+	if (opts->live_meta)
+		opts->live_meta->stamp = result->meta.stamp;
 
 	/* 1. find the targets before loading anything */
 	if (cs_probes_preflight(errmsg, errlen) ||

@@ -18,7 +18,7 @@
 #define MAX_RECORD_BYTES 4096
 
 int cs_trace_create(struct cs_trace_writer *writer, const char *path, const char *target,
-		    uint64_t start_ns)
+		    uint64_t start_ns, const struct cs_run_stamp *stamp)
 {
 	memset(writer, 0, sizeof(*writer));
 	/*
@@ -50,7 +50,15 @@ int cs_trace_create(struct cs_trace_writer *writer, const char *path, const char
 	};
 	memcpy(header.magic, CS_TRACE_MAGIC, sizeof(header.magic));
 	snprintf(header.target, sizeof(header.target), "%s", target ? target : "");
-	if (fwrite(&header, sizeof(header), 1, writer->file) != 1)
+	struct cs_trace_run run = {
+		.hdr = { .ts_ns = start_ns, .type = CS_TRACE_RUN_TYPE, .size = sizeof(run) },
+		.start_unix_ns = stamp ? stamp->start_unix_ns : 0,
+	};
+	if (stamp) {
+		memcpy(run.host, stamp->host, sizeof(run.host));
+		memcpy(run.kernel, stamp->kernel, sizeof(run.kernel));
+	}
+	if (fwrite(&header, sizeof(header), 1, writer->file) != 1 || fwrite(&run, sizeof(run), 1, writer->file) != 1)
 		writer->error = -EIO;
 	return writer->error;
 }
@@ -116,6 +124,17 @@ static int truncated(char *errmsg, size_t errlen, const char *fmt, ...)
 	return -ENODATA;
 }
 
+/* The run's wall clock, host and kernel; the names NUL-terminated whatever the file says. */
+static void apply_run(struct cs_trace_info *info, const struct cs_trace_run *run)
+{
+	struct cs_run_stamp *stamp = &info->meta.stamp;
+	stamp->start_unix_ns = run->start_unix_ns;
+	memcpy(stamp->host, run->host, sizeof(stamp->host));
+	memcpy(stamp->kernel, run->kernel, sizeof(stamp->kernel));
+	stamp->host[sizeof(stamp->host) - 1] = '\0';
+	stamp->kernel[sizeof(stamp->kernel) - 1] = '\0';
+}
+
 static void apply_summary(struct cs_trace_info *info, const struct cs_trace_summary *summary)
 {
 	info->has_summary = true;
@@ -142,12 +161,13 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 	if (got < sizeof(header))
 		return corrupt(errmsg, errlen, "truncated header (%zu of %zu bytes)", got, sizeof(header));
 	/* Wire versions only add record types: older ones read as they were. */
-	if (header.file_version != CS_TRACE_VERSION || header.wire_version < CS_WIRE_VERSION_MIN ||
+	if (header.file_version < CS_TRACE_VERSION_MIN || header.file_version > CS_TRACE_VERSION ||
+	    header.wire_version < CS_WIRE_VERSION_MIN ||
 	    header.wire_version > CS_WIRE_VERSION)
 		return corrupt(errmsg, errlen,
-			       "trace format %u (wire %u) is not one this connscope reads (%u, wire %u to %u)",
-			       header.file_version, header.wire_version, CS_TRACE_VERSION, CS_WIRE_VERSION_MIN,
-			       CS_WIRE_VERSION);
+			       "trace format %u (wire %u) is not one this connscope reads (%u to %u, wire %u to %u)",
+			       header.file_version, header.wire_version, CS_TRACE_VERSION_MIN, CS_TRACE_VERSION,
+			       CS_WIRE_VERSION_MIN, CS_WIRE_VERSION);
 	if (header.header_size != sizeof(header))
 		return corrupt(errmsg, errlen, "header size %u, expected %zu", header.header_size, sizeof(header));
 	memcpy(info->target, header.target, sizeof(info->target));
@@ -166,6 +186,7 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 		if (got < sizeof(hdr))
 			return truncated(errmsg, errlen, "truncated record header at offset %" PRIu64, offset);
 		size_t expected = hdr.type == CS_TRACE_SUMMARY_TYPE ? sizeof(struct cs_trace_summary)
+				  : hdr.type == CS_TRACE_RUN_TYPE   ? sizeof(struct cs_trace_run)
 								    : cs_record_size(hdr.type);
 		if (!expected)
 			return corrupt(errmsg, errlen, "unknown record type %u at offset %" PRIu64, hdr.type, offset);
@@ -180,6 +201,8 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 			struct cs_trace_summary summary;
 			memcpy(&summary, record, sizeof(summary));
 			apply_summary(info, &summary);
+		} else if (hdr.type == CS_TRACE_RUN_TYPE) {
+			apply_run(info, (const struct cs_trace_run *)record);
 		} else {
 			info->records++;
 			int err = on_record(ctx, record, expected);

@@ -19,10 +19,14 @@
 #include "report.h"
 
 #define CS_TRACE_MAGIC "CSTRACE\0"
-#define CS_TRACE_VERSION 1
+/* 2: a run record (wall clock, host, kernel) after the header; 1 still read. */
+#define CS_TRACE_VERSION 2
+#define CS_TRACE_VERSION_MIN 1
 #define CS_TRACE_TARGET_LEN 256
 /* A record type only files carry: the run's summary, last in the file. */
 #define CS_TRACE_SUMMARY_TYPE 0x7f01
+/* Another: when and where the run started, first after the header. */
+#define CS_TRACE_RUN_TYPE 0x7f02
 
 struct cs_trace_header {
 	char magic[8];
@@ -46,7 +50,16 @@ struct cs_trace_summary {
 	__u32 probe_runs_skipped; /* saturates at 2^32 - 1 */
 };
 
+struct cs_trace_run {
+	struct cs_event_header hdr;
+	__s64 start_unix_ns;
+	char host[CS_RUN_STAMP_NAME_LEN];
+	char kernel[CS_RUN_STAMP_NAME_LEN];
+	char pad[6];
+};
+
 _Static_assert(sizeof(struct cs_trace_header) == 288, "trace header size");
+_Static_assert(sizeof(struct cs_trace_run) == 160, "trace run record size");
 _Static_assert(sizeof(struct cs_trace_summary) == 72, "trace summary size");
 
 struct cs_trace_writer {
@@ -60,7 +73,7 @@ struct cs_trace_writer {
  * anything but a regular file, mode 0600. Returns 0 or -errno.
  */
 int cs_trace_create(struct cs_trace_writer *writer, const char *path, const char *target,
-		    uint64_t start_ns);
+		    uint64_t start_ns, const struct cs_run_stamp *stamp);
 /* Append one wire record (buffered: no syscall per record). */
 int cs_trace_write(struct cs_trace_writer *writer, const void *record, size_t len);
 /* Write the summary and meta->target, close; returns the file's first error. */

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # connscope diff, on what a user compares after changing a setting: Debian's
 # nginx with keep-alive, then with keepalive_timeout 0 (a connection per
-# request). The diff says non_persistent appeared and nothing went away,
-# gives each run's request count as its client sent them and each run's
-# percentiles as its own report printed them, and works the same on the
-# two trace files as on their JSON reports. Bad input: a clear error.
+# request). The diff says non_persistent appeared, and every other
+# condition that appeared or went away is one the two reports disagree on
+# (a busy machine may flag cpu_saturation in either); it gives each run's
+# request count as its client sent them and each run's percentiles as its
+# own report printed them, and works the same on the two trace files as
+# on their JSON reports. Bad input: a clear error.
 source "$(dirname "$0")/lib.sh"
 
 port=$(cs_free_port)
@@ -51,8 +53,7 @@ done
 "$CS_BIN" diff "$CS_TMP/keep.json" "$CS_TMP/close.json" >"$CS_TMP/diff.txt" || fail "diff of two JSON reports failed"
 cat "$CS_TMP/diff.txt"
 grep -Eq '^  \+ non_persistent +appeared$' "$CS_TMP/diff.txt" || fail "the text diff does not say non_persistent appeared"
-grep -q "went away" "$CS_TMP/diff.txt" && fail "a condition went away, none was flagged with keep-alive"
-echo "ok: text: non_persistent appeared, nothing went away"
+echo "ok: text: non_persistent appeared"
 
 "$CS_BIN" diff --json --percentile 95 "$CS_TMP/keep.json" "$CS_TMP/close.json" >"$CS_TMP/diff.json" ||
   fail "diff --json failed"
@@ -60,7 +61,11 @@ python3 - "$CS_TMP/diff.json" "$CS_TMP/keep.json" "$CS_TMP/close.json" <<'PY' ||
 import json, sys
 d, before, after = (json.load(open(p)) for p in sys.argv[1:])
 assert d["schema_version"] == 1
-assert d["conditions"]["appeared"] == ["non_persistent"], d["conditions"]
+flagged = lambda r: {k for k, v in r["conditions"].items() if isinstance(v, dict) and v.get("flagged")}
+assert "non_persistent" in d["conditions"]["appeared"], d["conditions"]
+assert set(d["conditions"]["appeared"]) == flagged(after) - flagged(before), (d["conditions"], flagged(before), flagged(after))
+assert set(d["conditions"]["went_away"]) == flagged(before) - flagged(after), d["conditions"]
+assert set(d["conditions"]["flagged_in_both"]) == flagged(before) & flagged(after), d["conditions"]
 assert d["before"]["requests"] == 400 and d["after"]["requests"] == 400, (d["before"], d["after"])
 for k in ("p50", "p90", "p99", "p999", "max"):
     assert d["latency_us"][k]["before"] == before["latency_us"][k], k

@@ -99,13 +99,17 @@ static const struct cs_report_meta sample_meta = {
 	.table_full = 4,
 	.probe_runs_skipped = 5,
 	.netstat = { .valid = true, .listen_overflows = 11, .listen_drops = 12, .syncookies_sent = 13 },
+	.stamp = { .start_unix_ns = 1764586819123000000, .host = "build-7", .kernel = "6.18.0-test" },
 };
+
+/* The file's header and its run record: what comes before the first wire record. */
+#define HEADERS_SIZE (sizeof(struct cs_trace_header) + sizeof(struct cs_trace_run))
 
 static void write_trace(const char *file, const struct recording *r, const char *target,
 			const struct cs_report_meta *meta)
 {
 	struct cs_trace_writer w;
-	cr_assert_eq(cs_trace_create(&w, file, target, 4 * SEC), 0);
+	cr_assert_eq(cs_trace_create(&w, file, target, 4 * SEC, &meta->stamp), 0);
 	for (size_t i = 0; i < r->n; i++)
 		cr_assert_eq(cs_trace_write(&w, r->bytes + r->offset[i], r->len[i]), 0);
 	cr_assert_eq(w.records, r->n);
@@ -205,11 +209,15 @@ Test(trace, round_trip)
 	cr_assert_eq(info.meta.netstat.listen_drops, 12);
 	cr_assert_eq(info.meta.netstat.syncookies_sent, 13);
 
-	/* The file is the header, the records, the summary: nothing else. */
+	/* When and where: the run record's stamp, as written. */
+	cr_assert_eq(info.meta.stamp.start_unix_ns, sample_meta.stamp.start_unix_ns);
+	cr_assert_str_eq(info.meta.stamp.host, "build-7");
+	cr_assert_str_eq(info.meta.stamp.kernel, "6.18.0-test");
+
+	/* The file is the header, the run record, the records, the summary: nothing else. */
 	size_t len;
 	slurp(path, &len);
-	cr_assert_eq(len, sizeof(struct cs_trace_header) + r.offset[r.n - 1] + r.len[r.n - 1] +
-				  sizeof(struct cs_trace_summary));
+	cr_assert_eq(len, HEADERS_SIZE + r.offset[r.n - 1] + r.len[r.n - 1] + sizeof(struct cs_trace_summary));
 }
 
 Test(trace, target_from_create_when_the_run_names_none)
@@ -320,16 +328,22 @@ Test(trace, cut_at_every_byte)
 	write_trace(path, &r, "port 8080", &sample_meta);
 	size_t len;
 	const unsigned char *bytes = slurp(path, &len);
-	const size_t header = sizeof(struct cs_trace_header);
+	const size_t header = HEADERS_SIZE;
 	const size_t summary_at = header + r.offset[r.n - 1] + r.len[r.n - 1];
 
 	for (size_t cut = 0; cut <= len; cut++) {
 		struct read_result res;
 		read_bytes(bytes, cut, &res);
-		if (cut < header) {
+		if (cut < sizeof(struct cs_trace_header)) {
 			cr_assert_eq(res.ret, -EINVAL, "cut at %zu (in the header): %d", cut, res.ret);
 			cr_assert_eq(res.got.records.n, 0);
 			cr_assert_neq(res.errmsg[0], '\0', "cut at %zu: no message", cut);
+			continue;
+		}
+		if (cut < header) { /* after the header: in the run record, or just before it */
+			cr_assert_eq(res.ret, cut == sizeof(struct cs_trace_header) ? 0 : -ENODATA, "cut at %zu: %d", cut,
+				     res.ret);
+			cr_assert_eq(res.got.records.n, 0);
 			continue;
 		}
 		/* Whole records before the cut, and where the cut one began. */
@@ -438,7 +452,7 @@ Test(trace, flipped_bits_in_a_record_type_or_size)
 	struct recording r;
 	size_t len;
 	const unsigned char *bytes = written(&r, &len);
-	const size_t header = sizeof(struct cs_trace_header);
+	const size_t header = HEADERS_SIZE;
 	const size_t summary_at = header + r.offset[r.n - 1] + r.len[r.n - 1];
 	int checked = 0;
 
@@ -508,7 +522,7 @@ Test(trace, created_private)
 {
 	mode_t old = umask(0);
 	struct cs_trace_writer w;
-	int ret = cs_trace_create(&w, path, "x", 1);
+	int ret = cs_trace_create(&w, path, "x", 1, NULL);
 	umask(old);
 	cr_assert_eq(ret, 0);
 	cr_assert_eq(cs_trace_finish(&w, &sample_meta), 0);
@@ -528,7 +542,7 @@ Test(trace, refuses_to_follow_a_symlink)
 	cr_assert_eq(symlink(real, link), 0);
 
 	struct cs_trace_writer w;
-	int ret = cs_trace_create(&w, link, "x", 1);
+	int ret = cs_trace_create(&w, link, "x", 1, NULL);
 	cr_assert_eq(ret, -ELOOP, "create through a symlink: %d", ret);
 	cr_assert_null(w.file);
 	size_t len;
@@ -541,19 +555,19 @@ Test(trace, refuses_to_follow_a_symlink)
 	snprintf(missing, sizeof(missing), "%s/not-there", dir);
 	snprintf(dangling, sizeof(dangling), "%s/dangling", dir);
 	cr_assert_eq(symlink(missing, dangling), 0);
-	cr_assert_eq(cs_trace_create(&w, dangling, "x", 1), -ELOOP);
+	cr_assert_eq(cs_trace_create(&w, dangling, "x", 1, NULL), -ELOOP);
 	cr_assert_neq(access(missing, F_OK), 0, "created through a dangling symlink");
 }
 
 Test(trace, refuses_what_is_not_a_regular_file)
 {
 	struct cs_trace_writer w;
-	cr_assert_eq(cs_trace_create(&w, dir, "x", 1), -EISDIR);
-	cr_assert_eq(cs_trace_create(&w, "/dev/null", "x", 1), -EINVAL);
+	cr_assert_eq(cs_trace_create(&w, dir, "x", 1, NULL), -EISDIR);
+	cr_assert_eq(cs_trace_create(&w, "/dev/null", "x", 1, NULL), -EINVAL);
 	cr_assert_null(w.file);
 	char missing_dir[160];
 	snprintf(missing_dir, sizeof(missing_dir), "%s/no/such/dir/trace", dir);
-	cr_assert_eq(cs_trace_create(&w, missing_dir, "x", 1), -ENOENT);
+	cr_assert_eq(cs_trace_create(&w, missing_dir, "x", 1, NULL), -ENOENT);
 }
 
 Test(trace, refuses_a_fifo_without_blocking)
@@ -566,7 +580,7 @@ Test(trace, refuses_a_fifo_without_blocking)
 	cr_assert_geq(child, 0);
 	if (child == 0) {
 		struct cs_trace_writer w;
-		int ret = cs_trace_create(&w, fifo, "x", 1);
+		int ret = cs_trace_create(&w, fifo, "x", 1, NULL);
 		_exit(ret < 0 ? (-ret & 0x7f) : 100);
 	}
 	int status = 0;
