@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -26,6 +27,7 @@
 #include "cmd_flamegraph.h"
 #include "ctl_commands.h"
 #include "engine.h"
+#include "intervals.h"
 #include "replay.h"
 #include "report.h"
 #include "session.h"
@@ -309,14 +311,46 @@ static int cmd_record(int argc, char **argv)
 static void report_help(FILE *out)
 {
 	fprintf(out,
-		"Usage: connscope report FILE [--json] [--tail P]\n"
+		"Usage: connscope report FILE [--json] [--tail P] [--interval SEC]\n"
 		"\n"
 		"Replay a trace written by 'connscope record' through the engine and print\n"
 		"the same report attach would have printed.\n"
 		"\n"
 		"  -j, --json    print the report as one JSON object\n"
 		"  -t, --tail P  the tail is the requests at or above percentile P (default 99)\n"
+		"  -i, --interval SEC\n"
+		"                a line per SEC seconds of the run instead: requests/s, p50,\n"
+		"                p99, the cause holding most of that interval's tail, drops\n"
 		"  -h, --help    this help\n");
+}
+
+static void interval_before_record(void *ctx, const struct cs_engine *engine, uint64_t ts_ns)
+{
+	cs_intervals_advance(ctx, engine, ts_ns);
+}
+
+/* connscope report --interval: a line per interval, then the run's totals. */
+static int report_intervals(const char *path, double interval_s, double tail)
+{
+	struct cs_intervals intervals;
+	if (cs_intervals_init(&intervals, (uint64_t)(interval_s * 1e9), tail, stdout)) {
+		fprintf(stderr, "connscope: out of memory\n");
+		return EXIT_RUNTIME;
+	}
+	struct cs_replay_watch watch = { .before_record = interval_before_record, .ctx = &intervals };
+	struct cs_engine *engine;
+	struct cs_report_meta meta;
+	int rc = EXIT_RUNTIME;
+	if (cs_replay_trace_watched(path, &engine, &meta, &watch) == 0) {
+		cs_intervals_finish(&intervals, engine);
+		printf("whole run: %" PRIu64 " requests in %.1f s; %" PRIu64 " records lost (the trace counts them for the "
+		       "whole run only)\n",
+		       engine->requests.requests, meta.duration_s, meta.events_lost);
+		cs_engine_free(engine);
+		rc = 0;
+	}
+	cs_intervals_free(&intervals);
+	return rc;
 }
 
 static int cmd_report(int argc, char **argv)
@@ -324,16 +358,17 @@ static int cmd_report(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "tail", required_argument, NULL, 't' },
+		{ "interval", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	bool json = false;
-	double tail = 0;
+	double tail = 0, interval_s = 0;
 	int c;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":jt:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":jt:i:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -341,6 +376,10 @@ static int cmd_report(int argc, char **argv)
 		case 't':
 			if (!parse_tail("report", optarg, &tail))
 				return EXIT_USAGE;
+			break;
+		case 'i':
+			if (!parse_double(optarg, 0.001, 86400, &interval_s))
+				return cs_cli_usage("report", "--interval expects seconds from 0.001 to 86400, not '%s'", optarg);
 			break;
 		case 'h':
 			report_help(stdout);
@@ -353,6 +392,11 @@ static int cmd_report(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return cs_cli_usage("report", "name one trace file");
+	if (interval_s > 0) {
+		if (json)
+			return cs_cli_usage("report", "--interval prints a table: it takes no --json");
+		return report_intervals(argv[optind], interval_s, tail);
+	}
 	struct cs_engine *engine;
 	struct cs_report_meta meta;
 	if (cs_replay_trace(argv[optind], &engine, &meta))

@@ -8,13 +8,29 @@
 #include "probes.h"
 #include "trace_file.h"
 
+struct replay_feed {
+	struct cs_engine *engine;
+	const struct cs_replay_watch *watch;
+};
+
 static int feed_engine(void *ctx, const void *record, size_t len)
 {
-	cs_engine_feed(ctx, record, len);
+	struct replay_feed *feed = ctx;
+	if (feed->watch) {
+		const struct cs_event_header *hdr = record;
+		feed->watch->before_record(feed->watch->ctx, feed->engine, hdr->ts_ns);
+	}
+	cs_engine_feed(feed->engine, record, len);
 	return 0;
 }
 
 int cs_replay_trace(const char *path, struct cs_engine **engine_out, struct cs_report_meta *meta_out)
+{
+	return cs_replay_trace_watched(path, engine_out, meta_out, NULL);
+}
+
+int cs_replay_trace_watched(const char *path, struct cs_engine **engine_out, struct cs_report_meta *meta_out,
+			    const struct cs_replay_watch *watch)
 {
 	FILE *file = fopen(path, "rb");
 	if (!file) {
@@ -30,7 +46,8 @@ int cs_replay_trace(const char *path, struct cs_engine **engine_out, struct cs_r
 	/* Static: the trace info is large (a copy of the recording's metadata). */
 	static struct cs_trace_info info;
 	char errmsg[CS_ERRMSG_LEN];
-	int err = cs_trace_read(file, feed_engine, engine, &info, errmsg, sizeof(errmsg));
+	struct replay_feed feed = { .engine = engine, .watch = watch };
+	int err = cs_trace_read(file, feed_engine, &feed, &info, errmsg, sizeof(errmsg));
 	fclose(file);
 	if (err && err != -ENODATA) {
 		fprintf(stderr, "connscope: %s: %s\n", path, errmsg);

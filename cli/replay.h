@@ -15,4 +15,12 @@
  */
 int cs_replay_trace(const char *path, struct cs_engine **engine_out, struct cs_report_meta *meta_out);
 
+/* The same, telling watch each record's time before the engine takes it. */
+struct cs_replay_watch {
+	void (*before_record)(void *ctx, const struct cs_engine *engine, uint64_t ts_ns);
+	void *ctx;
+};
+int cs_replay_trace_watched(const char *path, struct cs_engine **engine_out, struct cs_report_meta *meta_out,
+			    const struct cs_replay_watch *watch);
+
 #endif /* CS_CLI_REPLAY_H */

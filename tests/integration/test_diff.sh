@@ -88,3 +88,16 @@ echo '{"requests": 3}' >"$CS_TMP/other.json"
 rc=0; "$CS_BIN" diff "$CS_TMP/other.json" "$CS_TMP/close.json" 2>"$CS_TMP/bad.err" || rc=$?
 [[ $rc == 1 ]] && grep -q "BEFORE has no 'duration_s'" "$CS_TMP/bad.err" || fail "not a report: exit $rc, $(cat "$CS_TMP/bad.err")"
 echo "ok: usage and input errors"
+
+# report --interval on the same recording: a line per interval, the run's total after them.
+"$CS_BIN" report --interval 0.2 "$CS_TMP/keep.cstrace" >"$CS_TMP/intervals.txt" || fail "report --interval failed"
+cat "$CS_TMP/intervals.txt"
+head -n 1 "$CS_TMP/intervals.txt" | grep -q "top cause" || fail "no header line"
+grep -q "^whole run: 400 requests" "$CS_TMP/intervals.txt" || fail "the intervals' run does not have the client's 400 requests"
+python3 - "$CS_TMP/intervals.txt" <<'PY' || fail "the intervals' requests do not add up to 400"
+import sys
+lines = open(sys.argv[1]).read().splitlines()[1:-1]
+total = sum(float(l.split()[1]) * 0.2 for l in lines[:-1])  # full intervals: req/s x 0.2 s
+assert lines and total <= 400.5, (total, lines)
+print("ok: %d intervals, %.0f requests in the full ones" % (len(lines), total))
+PY
