@@ -141,7 +141,9 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 		return corrupt(errmsg, errlen, "not a connscope trace (bad magic)");
 	if (got < sizeof(header))
 		return corrupt(errmsg, errlen, "truncated header (%zu of %zu bytes)", got, sizeof(header));
-	if (header.file_version != CS_TRACE_VERSION || header.wire_version != CS_WIRE_VERSION)
+	/* Each wire version only added record types and flags: older traces read as they are. */
+	if (header.file_version != CS_TRACE_VERSION || header.wire_version > CS_WIRE_VERSION ||
+	    header.wire_version < CS_WIRE_VERSION_OLDEST)
 		return corrupt(errmsg, errlen,
 			       "trace format %u (wire %u) is not the one this connscope reads (%u, wire %u)",
 			       header.file_version, header.wire_version, CS_TRACE_VERSION, CS_WIRE_VERSION);
