@@ -16,6 +16,10 @@
 #define RUNQ_SHARE_MIN 0.05
 /* ...or run_queue this large a share of the tail. */
 #define RUNQ_TAIL_SHARE_MIN 0.2
+/* Pool saturation: requests waiting for a pool thread this large a share of the tail. */
+#define POOL_TAIL_SHARE_MIN 0.2
+/* Below this share of the tail's time the accept path is no bottleneck. */
+#define ACCEPT_TAIL_SHARE_MIN 0.05
 
 static const char *thread_comm(const struct cs_engine *engine, uint32_t tid)
 {
@@ -52,6 +56,48 @@ static uint32_t top_thread(const struct cs_engine *engine, uint64_t threshold_ns
 	*ns_out = n ? seen[best].ns : 0;
 	*requests_out = n ? seen[best].requests : 0;
 	return n ? seen[best].tid : 0;
+}
+
+/* The pool behind handed-off requests: its threads, their serving time, the poller. */
+struct pool_scan {
+	uint32_t threads;
+	uint64_t serving_ns;
+	uint32_t poller_tid;
+	uint64_t poller_handed_out;
+	char poller_comm[CS_COMM_LEN];
+};
+
+static void scan_pool_thread(uint64_t key, void *value, void *ctx)
+{
+	(void)key;
+	const struct cs_thread_stats *t = value;
+	struct pool_scan *pool = ctx;
+	if (t->handed_requests) {
+		pool->threads++;
+		pool->serving_ns += t->serving_ns;
+	}
+	if (t->handed_out > pool->poller_handed_out) {
+		pool->poller_handed_out = t->handed_out;
+		pool->poller_tid = t->tid;
+		memcpy(pool->poller_comm, t->comm, CS_COMM_LEN);
+	}
+}
+
+static void scan_pool(const struct cs_engine *engine, struct pool_scan *pool)
+{
+	memset(pool, 0, sizeof(*pool));
+	cs_u64map_each(&engine->threads, scan_pool_thread, pool);
+}
+
+/* Over the records' span: the report's duration is not known here. */
+static double pool_busy_share(const struct pool_scan *pool, const struct cs_engine *engine)
+{
+	uint64_t span_ns = engine->totals.last_ts_ns > engine->totals.first_ts_ns ?
+			   engine->totals.last_ts_ns - engine->totals.first_ts_ns : 0;
+	if (!pool->threads || !span_ns)
+		return 0.0;
+	double share = (double)pool->serving_ns / ((double)span_ns * pool->threads);
+	return share > 1.0 ? 1.0 : share;
 }
 
 static int compare_u32(const void *a, const void *b)
@@ -112,6 +158,15 @@ static void evidence(const struct cs_engine *engine, const struct cs_tail *tail,
 				 thread_comm(engine, tid), tid, a, (unsigned long long)requests);
 		}
 		break;
+	case CS_CAUSE_WORKER_POOL: {
+		struct pool_scan pool;
+		scan_pool(engine, &pool);
+		cs_format_duration(a, sizeof(a), c->ns);
+		snprintf(out, len, "%s (tid %u) polled and handed the sockets on; tail requests waited %s in all for "
+			 "one of %u pool thread(s), busy %.0f%% of the run each", pool.poller_comm[0] ? pool.poller_comm : "?",
+			 pool.poller_tid, a, pool.threads, 100.0 * pool_busy_share(&pool, engine));
+		break;
+	}
 	case CS_CAUSE_SEND_DRAIN: {
 		uint32_t sizes[CS_EXEMPLARS];
 		size_t n = 0;
@@ -200,6 +255,41 @@ static void scan_thread(uint64_t key, void *value, void *ctx)
 		scan->top_tid = t->tid;
 		memcpy(scan->top_comm, t->comm, CS_COMM_LEN);
 	}
+}
+
+bool cs_accept_path_negligible(const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	struct cs_tail tail;
+	cs_compute_tail(engine, meta->tail_percentile > 0 ? meta->tail_percentile : 99.0, &tail);
+	if (!tail.requests || !tail.total_ns)
+		return false;
+	double accept_share = 0;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		if (tail.causes[c].cause == CS_CAUSE_ACCEPT_QUEUE || tail.causes[c].cause == CS_CAUSE_LISTEN_OVERFLOW)
+			accept_share += tail.causes[c].share;
+	return accept_share < ACCEPT_TAIL_SHARE_MIN;
+}
+
+/* pool_saturation: ready requests that waited for a free pool thread, a large part of the tail. */
+static void pool_saturation(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_conditions *cond)
+{
+	struct pool_scan pool;
+	scan_pool(engine, &pool);
+	cond->pool_saturation.pool_threads = pool.threads;
+	cond->pool_saturation.poller_tid = pool.poller_tid;
+	memcpy(cond->pool_saturation.poller_comm, pool.poller_comm, CS_COMM_LEN);
+	cond->pool_saturation.busy_share = pool_busy_share(&pool, engine);
+	cond->pool_saturation.wait_p99_us =
+		(double)cs_hist_percentile(engine->requests.cause_ns[CS_CAUSE_WORKER_POOL], 99.0) / 1e3;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
+		if (tail->causes[c].cause != CS_CAUSE_WORKER_POOL)
+			continue;
+		cond->pool_saturation.tail_share = tail->causes[c].share;
+		if (tail->requests)
+			cond->pool_saturation.tail_wait_mean_us = (double)tail->causes[c].ns / (double)tail->requests / 1e3;
+	}
+	cond->pool_saturation.flagged = engine->requests.requests >= REQUESTS_MIN &&
+					cond->pool_saturation.tail_share >= POOL_TAIL_SHARE_MIN;
 }
 
 void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
@@ -295,6 +385,7 @@ void cs_compute_conditions(const struct cs_engine *engine, const struct cs_repor
 			runq_tail_share = tail.causes[c].share;
 	cond->cpu_saturation.flagged = cond->cpu_saturation.top_runq_share >= RUNQ_SHARE_MIN ||
 				       (req->requests >= REQUESTS_MIN && runq_tail_share >= RUNQ_TAIL_SHARE_MIN);
+	pool_saturation(engine, &tail, cond);
 
 	/* lifecycle figures */
 	cond->lifecycle.closed_by_server = life->closed_by[CS_CLOSED_BY_SERVER];

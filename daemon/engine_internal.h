@@ -19,5 +19,6 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev);
 void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns);
 int cs_on_thread_sample(struct cs_engine *engine, const struct cs_ev_thread_sample *ev);
+int cs_on_thread_polls(struct cs_engine *engine, const struct cs_ev_thread_polls *ev);
 
 #endif /* CS_ENGINE_INTERNAL_H */
