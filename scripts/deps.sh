@@ -14,6 +14,7 @@ packages=(
   bpftrace time
   chromium tesseract-ocr
   groff-base
+  tomcat10
 )
 
 missing=()
@@ -33,3 +34,8 @@ echo "connscope: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Server packages are test targets, started by the tests in private
+# directories: never a system service left running or enabled.
+if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
+  systemctl disable --now tomcat10 >/dev/null 2>&1 || true
+fi
