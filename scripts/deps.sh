@@ -14,7 +14,7 @@ packages=(
   bpftrace time
   chromium tesseract-ocr
   groff-base
-  tomcat10
+  tomcat10 libnetty-java
 )
 
 missing=()
