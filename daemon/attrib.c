@@ -100,6 +100,18 @@ static double pool_busy_share(const struct pool_scan *pool, const struct cs_engi
 	return share > 1.0 ? 1.0 : share;
 }
 
+static void pool_evidence(const struct cs_engine *engine, struct cs_tail_cause *c)
+{
+	struct pool_scan pool;
+	char waited[32];
+	scan_pool(engine, &pool);
+	cs_format_duration(waited, sizeof(waited), c->ns);
+	snprintf(c->evidence, sizeof(c->evidence), "%s (tid %u) polled and handed the sockets on; tail requests "
+		 "waited %s in all for one of %u pool thread(s), busy %.0f%% of the run each",
+		 pool.poller_comm[0] ? pool.poller_comm : "?", pool.poller_tid, waited, pool.threads,
+		 100.0 * pool_busy_share(&pool, engine));
+}
+
 static int compare_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -158,15 +170,9 @@ static void evidence(const struct cs_engine *engine, const struct cs_tail *tail,
 				 thread_comm(engine, tid), tid, a, (unsigned long long)requests);
 		}
 		break;
-	case CS_CAUSE_WORKER_POOL: {
-		struct pool_scan pool;
-		scan_pool(engine, &pool);
-		cs_format_duration(a, sizeof(a), c->ns);
-		snprintf(out, len, "%s (tid %u) polled and handed the sockets on; tail requests waited %s in all for "
-			 "one of %u pool thread(s), busy %.0f%% of the run each", pool.poller_comm[0] ? pool.poller_comm : "?",
-			 pool.poller_tid, a, pool.threads, 100.0 * pool_busy_share(&pool, engine));
+	case CS_CAUSE_WORKER_POOL:
+		pool_evidence(engine, c);
 		break;
-	}
 	case CS_CAUSE_SEND_DRAIN: {
 		uint32_t sizes[CS_EXEMPLARS];
 		size_t n = 0;

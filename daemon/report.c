@@ -150,6 +150,23 @@ static void text_requests(FILE *out, const struct cs_engine *engine, const struc
 	fputc('\n', out);
 }
 
+/* The pool_saturation line and its advice; 1 when shown. */
+static int text_pool_saturation(FILE *out, const struct cs_conditions *cond)
+{
+	if (!cond->pool_saturation.flagged)
+		return 0;
+	char wait[32];
+	cs_format_duration(wait, sizeof(wait), (uint64_t)(cond->pool_saturation.tail_wait_mean_us * 1e3));
+	fprintf(out, "  ! pool_saturation: ready requests waited for a pool thread (%.0f%% of the tail's time, "
+		"%s per tail request): %s (tid %u) polls and hands them to %u pool thread(s), busy %.0f%% "
+		"of the run each\n"
+		"      -> %s\n",
+		100.0 * cond->pool_saturation.tail_share, wait, cond->pool_saturation.poller_comm[0] ?
+		cond->pool_saturation.poller_comm : "?", cond->pool_saturation.poller_tid,
+		cond->pool_saturation.pool_threads, 100.0 * cond->pool_saturation.busy_share, CS_POOL_ADVICE);
+	return 1;
+}
+
 static void text_conditions(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
 	struct cs_conditions cond;
@@ -216,18 +233,7 @@ static void text_conditions(FILE *out, const struct cs_engine *engine, const str
 			total, cond.cpu_saturation.top_comm, cond.cpu_saturation.top_tid, top,
 			100.0 * cond.cpu_saturation.top_runq_share, longest);
 	}
-	if (cond.pool_saturation.flagged) {
-		char wait[32];
-		cs_format_duration(wait, sizeof(wait), (uint64_t)(cond.pool_saturation.tail_wait_mean_us * 1e3));
-		shown++;
-		fprintf(out, "  ! pool_saturation: ready requests waited for a pool thread (%.0f%% of the tail's time, "
-			"%s per tail request): %s (tid %u) polls and hands them to %u pool thread(s), busy %.0f%% "
-			"of the run each\n"
-			"      -> %s\n",
-			100.0 * cond.pool_saturation.tail_share, wait, cond.pool_saturation.poller_comm[0] ?
-			cond.pool_saturation.poller_comm : "?", cond.pool_saturation.poller_tid,
-			cond.pool_saturation.pool_threads, 100.0 * cond.pool_saturation.busy_share, CS_POOL_ADVICE);
-	}
+	shown += text_pool_saturation(out, &cond);
 	if (!shown)
 		fprintf(out, "  none flagged\n");
 	fputc('\n', out);
