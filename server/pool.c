@@ -226,7 +226,7 @@ static int setup(struct cs_pool *p, char *err, size_t err_len)
 {
 	p->conn_slots = POOL_FD_SLOTS;
 	p->queue_cap = POOL_FD_SLOTS;
-	p->conns = calloc(p->conn_slots, sizeof(*p->conns));
+	p->conns = calloc(p->conn_slots, sizeof(struct cs_pool_conn *));
 	p->queue = calloc(p->queue_cap, sizeof(*p->queue));
 	p->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
