@@ -62,6 +62,7 @@ static uint32_t top_thread(const struct cs_engine *engine, uint64_t threshold_ns
 struct pool_scan {
 	uint32_t threads;
 	uint64_t serving_ns;
+	uint64_t serving_span_ns;  /* each pool thread's first read to last send, summed */
 	uint32_t poller_tid;
 	uint64_t poller_handed_out;
 	char poller_comm[CS_COMM_LEN];
@@ -75,6 +76,8 @@ static void scan_pool_thread(uint64_t key, void *value, void *ctx)
 	if (t->handed_requests) {
 		pool->threads++;
 		pool->serving_ns += t->serving_ns;
+		if (t->last_send_ns > t->first_read_ns)
+			pool->serving_span_ns += t->last_send_ns - t->first_read_ns;
 	}
 	if (t->handed_out > pool->poller_handed_out) {
 		pool->poller_handed_out = t->handed_out;
@@ -89,14 +92,15 @@ static void scan_pool(const struct cs_engine *engine, struct pool_scan *pool)
 	cs_u64map_each(&engine->threads, scan_pool_thread, pool);
 }
 
-/* Over the records' span: the report's duration is not known here. */
-static double pool_busy_share(const struct pool_scan *pool, const struct cs_engine *engine)
+/*
+ * While the pool served (each thread from its first read to its last
+ * send): idle time before and after the load is no measure of the pool.
+ */
+static double pool_busy_share(const struct pool_scan *pool)
 {
-	uint64_t span_ns = engine->totals.last_ts_ns > engine->totals.first_ts_ns ?
-			   engine->totals.last_ts_ns - engine->totals.first_ts_ns : 0;
-	if (!pool->threads || !span_ns)
+	if (!pool->serving_span_ns)
 		return 0.0;
-	double share = (double)pool->serving_ns / ((double)span_ns * pool->threads);
+	double share = (double)pool->serving_ns / (double)pool->serving_span_ns;
 	return share > 1.0 ? 1.0 : share;
 }
 
@@ -109,7 +113,7 @@ static void pool_evidence(const struct cs_engine *engine, struct cs_tail_cause *
 	snprintf(c->evidence, sizeof(c->evidence), "%s (tid %u) polled and handed the sockets on; tail requests "
 		 "waited %s in all for one of %u pool thread(s), busy %.0f%% of the run each",
 		 pool.poller_comm[0] ? pool.poller_comm : "?", pool.poller_tid, waited, pool.threads,
-		 100.0 * pool_busy_share(&pool, engine));
+		 100.0 * pool_busy_share(&pool));
 }
 
 static int compare_u32(const void *a, const void *b)
@@ -284,7 +288,7 @@ static void pool_saturation(const struct cs_engine *engine, const struct cs_tail
 	cond->pool_saturation.pool_threads = pool.threads;
 	cond->pool_saturation.poller_tid = pool.poller_tid;
 	memcpy(cond->pool_saturation.poller_comm, pool.poller_comm, CS_COMM_LEN);
-	cond->pool_saturation.busy_share = pool_busy_share(&pool, engine);
+	cond->pool_saturation.busy_share = pool_busy_share(&pool);
 	cond->pool_saturation.wait_p99_us =
 		(double)cs_hist_percentile(engine->requests.cause_ns[CS_CAUSE_WORKER_POOL], 99.0) / 1e3;
 	for (int c = 0; c < CS_CAUSE_COUNT; c++) {

@@ -71,6 +71,8 @@ struct cs_thread_stats {
 	uint64_t handed_out;
 	uint64_t accepts;          /* connections it accepted, any listener */
 	uint64_t serving_ns;       /* first read to last send of the requests it read */
+	uint64_t first_read_ns;    /* the first of those requests' first read */
+	uint64_t last_send_ns;     /* the last of their last sends */
 	uint64_t handed_requests;  /* requests it read that a poller handed it */
 };
 

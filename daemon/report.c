@@ -239,28 +239,44 @@ static void text_conditions(FILE *out, const struct cs_engine *engine, const str
 	fputc('\n', out);
 }
 
-static void text_thread(uint64_t key, void *value, void *ctx)
+/* A pool of hundreds of threads would drown the report: this many rows, then a count. */
+#define TEXT_THREADS_MAX 24
+
+struct text_threads_ctx {
+	FILE *out;
+	size_t shown, more;
+};
+
+static void text_thread(uint64_t key, void *value, void *ctx_ptr)
 {
 	(void)key;
 	const struct cs_thread_stats *t = value;
-	FILE *out = ctx;
+	struct text_threads_ctx *ctx = ctx_ptr;
 	unsigned roles = cs_thread_roles(t);
 	if (!roles)
 		return;
+	if (ctx->shown == TEXT_THREADS_MAX) {
+		ctx->more++;
+		return;
+	}
+	if (!ctx->shown++)
+		fprintf(ctx->out, "threads   %-15s %-28s %9s %8s %11s\n", "comm", "roles", "requests", "accepts",
+			"ready polls");
 	char names[64];
 	cs_format_roles(names, sizeof(names), roles);
-	fprintf(out, "  %-7u %-15s %-28s %9" PRIu64 " %8" PRIu64 " %11" PRIu64 "\n", t->tid,
+	fprintf(ctx->out, "  %-7u %-15s %-28s %9" PRIu64 " %8" PRIu64 " %11" PRIu64 "\n", t->tid,
 		t->comm[0] ? t->comm : "?", names, t->requests, t->accepts, t->ready_polls);
 }
 
-/* The threads that took a role, found from what they did. */
+/* The threads that took a role, found from what they did (JSON threads[] has them all). */
 static void text_threads(FILE *out, const struct cs_engine *engine)
 {
-	if (!engine->threads.count)
-		return;
-	fprintf(out, "threads   %-15s %-28s %9s %8s %11s\n", "comm", "roles", "requests", "accepts", "ready polls");
-	cs_u64map_each(&engine->threads, text_thread, out);
-	fputc('\n', out);
+	struct text_threads_ctx ctx = { .out = out };
+	cs_u64map_each(&engine->threads, text_thread, &ctx);
+	if (ctx.more)
+		fprintf(out, "  and %zu more thread(s) with roles (JSON threads[])\n", ctx.more);
+	if (ctx.shown)
+		fputc('\n', out);
 }
 
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)

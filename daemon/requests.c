@@ -331,6 +331,10 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 		cs_coarse_record(thread->runq_per_request, split.cause_ns[CS_CAUSE_RUN_QUEUE]);
 		uint64_t end_ns = req->last_send_ns > req->first_read_ns ? req->last_send_ns : req->first_send_ns;
 		thread->serving_ns += span(req->first_read_ns, end_ns);
+		if (!thread->first_read_ns || req->first_read_ns < thread->first_read_ns)
+			thread->first_read_ns = req->first_read_ns;
+		if (end_ns > thread->last_send_ns)
+			thread->last_send_ns = end_ns;
 		thread->handed_requests += (req->flags & CS_REQ_HANDED_OFF) != 0;
 	}
 

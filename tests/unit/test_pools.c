@@ -122,7 +122,7 @@ Test(pools, a_saturated_pool_leads_the_tail_with_its_evidence)
 	cr_assert_eq(cond.pool_saturation.pool_threads, POOL_THREADS);
 	cr_assert_eq(cond.pool_saturation.poller_tid, POLLER);
 	cr_assert_float_eq(cond.pool_saturation.tail_wait_mean_us, 40000.0, 1.0);
-	/* 1000 x 10 ms served by 4 threads over the records' ~5 s span. */
+	/* 1000 x 10 ms served by 4 threads, each serving from about 0 to 5 s. */
 	cr_assert_float_eq(cond.pool_saturation.busy_share, 10.0 / 4 / 5.0, 0.02);
 	/* 2 ms accept waits on connections accepted once: no part of this tail. */
 	cr_assert_not(cond.accept_contention.flagged);
