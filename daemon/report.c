@@ -159,7 +159,7 @@ static int text_pool_saturation(FILE *out, const struct cs_conditions *cond)
 	cs_format_duration(wait, sizeof(wait), (uint64_t)(cond->pool_saturation.tail_wait_mean_us * 1e3));
 	fprintf(out, "  ! pool_saturation: ready requests waited for a pool thread (%.0f%% of the tail's time, "
 		"%s per tail request): %s (tid %u) polls and hands them to %u pool thread(s), busy %.0f%% "
-		"of the run each\n"
+		"of the time they served\n"
 		"      -> %s\n",
 		100.0 * cond->pool_saturation.tail_share, wait, cond->pool_saturation.poller_comm[0] ?
 		cond->pool_saturation.poller_comm : "?", cond->pool_saturation.poller_tid,
