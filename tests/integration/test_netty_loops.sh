@@ -28,10 +28,10 @@ for _ in $(seq 300); do ss -Htln "sport = :$port" | grep -q . && break; sleep 0.
 cs_wait_port "$port"
 # The JVM's first requests and first connections run cold (class loading,
 # the JIT): hundreds of milliseconds that are no part of what is measured.
-"$CS_LOAD" --port "$port" --connections 32 --rate 600 --duration 2 --mix /block/50:0.02 --quiet \
+"$CS_LOAD" --port "$port" --connections 32 --rate 600 --duration 1.5 --mix /block/50:0.02 --quiet \
   >/dev/null || fail "warm-up load failed"
 
-cs_profile netty "$CS_LOAD" --busy-poll --port "$port" --connections 32 --rate 600 --duration 5 \
+cs_profile netty "$CS_LOAD" --busy-poll --port "$port" --connections 32 --rate 600 --duration 3 \
   --mix /block/50:0.02 --json "$CS_TMP/client.json" --quiet
 r=$CS_TMP/netty.json
 note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], round(c["share"], 3)) for c in j["tail"]["causes"][:3]]'), flagged: '$(flagged "$r")'"

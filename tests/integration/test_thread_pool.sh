@@ -13,7 +13,7 @@
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2 --accept pool
-cs_profile pool "$CS_LOAD" --port "$SERVER_PORT" --connections 8 --duration 4 \
+cs_profile pool "$CS_LOAD" --port "$SERVER_PORT" --connections 8 --duration 3 \
   --path /block/10 --json "$CS_TMP/client.json" --quiet
 r=$CS_TMP/pool.json
 note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], round(c["share"], 3)) for c in j["tail"]["causes"][:3]]')"

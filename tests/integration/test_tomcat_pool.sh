@@ -37,7 +37,7 @@ cs_wait_port "$port"
 # Jasper compiles the JSP on its first request: not part of what is measured.
 curl -sf --max-time 30 "http://127.0.0.1:$port/block.jsp" | grep -q ok || fail "the JSP does not answer"
 
-cs_profile tomcat "$CS_LOAD" --port "$port" --connections 12 --duration 5 --path /block.jsp \
+cs_profile tomcat "$CS_LOAD" --port "$port" --connections 12 --duration 3 --path /block.jsp \
   --json "$CS_TMP/client.json" --quiet
 r=$CS_TMP/tomcat.json
 note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], round(c["share"], 3)) for c in j["tail"]["causes"][:3]]'), flagged: '$(flagged "$r")'"
