@@ -1255,7 +1255,8 @@ int on_exit_accept(struct trace_event_raw_sys_exit *ctx)
 /*
  * A poll returned ready events in a target thread. Polls that time out or
  * fail (ret <= 0) are left out first: an idle server's timer wake-ups cost
- * one comparison. Two table touches per ready poll, in place.
+ * the call and one comparison. A ready poll of a target thread costs three
+ * lookups (target, thread, process), updated in place.
  */
 static __always_inline int on_poll_exit(long ret)
 {
