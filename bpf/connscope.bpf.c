@@ -223,6 +223,7 @@ struct poll_thread {
 	__u64 reads_own;
 	__u64 reads_handed;
 	__u64 handed_out;
+	__u64 reads_blocking;
 };
 
 struct {
@@ -596,19 +597,20 @@ static __always_inline void note_reader(struct conn_state *conn)
 		return;
 	}
 	__u32 *poller_tid = bpf_map_lookup_elem(&last_poller, &conn->tgid);
-	if (!poller_tid)
-		return; /* nobody polls: a blocking reader */
-	struct poll_thread *poller = bpf_map_lookup_elem(&poll_threads, poller_tid);
-	if (poller)
-		__sync_fetch_and_add(&poller->handed_out, 1);
-	conn->flags |= CS_REQ_HANDED_OFF;
-	if (!reader) {
-		struct poll_thread fresh = { .reads_handed = 1 };
-		if (bpf_map_update_elem(&poll_threads, &conn->reader_tid, &fresh, BPF_NOEXIST) == -E2BIG)
-			count(CS_CTR_TABLE_FULL);
+	if (poller_tid) {
+		struct poll_thread *poller = bpf_map_lookup_elem(&poll_threads, poller_tid);
+		if (poller)
+			__sync_fetch_and_add(&poller->handed_out, 1);
+		conn->flags |= CS_REQ_HANDED_OFF;
+	}
+	/* Without a poller in the process, a blocking read (thread per connection). */
+	if (reader) {
+		__sync_fetch_and_add(poller_tid ? &reader->reads_handed : &reader->reads_blocking, 1);
 		return;
 	}
-	__sync_fetch_and_add(&reader->reads_handed, 1);
+	struct poll_thread fresh = { .reads_handed = poller_tid != NULL, .reads_blocking = poller_tid == NULL };
+	if (bpf_map_update_elem(&poll_threads, &conn->reader_tid, &fresh, BPF_NOEXIST) == -E2BIG)
+		count(CS_CTR_TABLE_FULL);
 }
 
 SEC("tp_btf/sk_data_ready")
@@ -1362,6 +1364,7 @@ int sample_threads(struct bpf_iter__task *ctx)
 		sample.reads_own = polls->reads_own;
 		sample.reads_handed = polls->reads_handed;
 		sample.handed_out = polls->handed_out;
+		sample.reads_blocking = polls->reads_blocking;
 	}
 	bpf_seq_write(ctx->meta->seq, &sample, sizeof(sample));
 	return 0;

@@ -248,6 +248,7 @@ struct cs_ev_thread_polls {
 	__u64 reads_own;         /* first reads of requests by this polling thread */
 	__u64 reads_handed;      /* first reads of requests another thread polled */
 	__u64 handed_out;        /* requests read by other threads after its poll */
+	__u64 reads_blocking;    /* first reads by this thread in a process where none polls */
 	__u32 tid;
 	__u32 tgid;
 };
@@ -273,6 +274,7 @@ struct cs_thread_sched_sample {
 	__u64 reads_own;
 	__u64 reads_handed;
 	__u64 handed_out;
+	__u64 reads_blocking;
 };
 
 /* Index of the per-CPU counters the probes keep beside the ring buffer. */
@@ -371,8 +373,8 @@ _Static_assert(sizeof(struct cs_ev_ack_overflow) == 56, "wire: ack overflow size
 _Static_assert(sizeof(struct cs_stack) == 24 + 16 * CS_STACK_DEPTH + 8 * CS_STACK_SCAN_WORDS, "wire: stack size");
 _Static_assert(sizeof(struct cs_ev_cpu_sample) == 24 + sizeof(struct cs_stack), "wire: cpu sample size");
 _Static_assert(sizeof(struct cs_ev_off_cpu) == 40 + sizeof(struct cs_stack), "wire: off-cpu size");
-_Static_assert(sizeof(struct cs_ev_thread_polls) == 56, "wire: thread polls size");
-_Static_assert(sizeof(struct cs_thread_sched_sample) == 88, "iter: thread sample size");
+_Static_assert(sizeof(struct cs_ev_thread_polls) == 64, "wire: thread polls size");
+_Static_assert(sizeof(struct cs_thread_sched_sample) == 96, "iter: thread sample size");
 #endif
 
 #endif /* CONNSCOPE_WIRE_H */

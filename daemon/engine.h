@@ -69,6 +69,7 @@ struct cs_thread_stats {
 	uint64_t reads_own;
 	uint64_t reads_handed;
 	uint64_t handed_out;
+	uint64_t reads_blocking;
 	uint64_t accepts;          /* connections it accepted, any listener */
 	uint64_t serving_ns;       /* first read to last send of the requests it read */
 	uint64_t first_read_ns;    /* the first of those requests' first read */

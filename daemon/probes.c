@@ -432,7 +432,7 @@ static void emit_thread_sample(struct cs_probes *probes, const struct cs_thread_
 	sample.comm[sizeof(sample.comm) - 1] = '\0';
 	probes->on_record(probes->ctx, &sample, sizeof(sample));
 	/* The epoll path's totals count from the attach already (the probes' table). */
-	if (!now_seen->ready_polls && !now_seen->reads_handed)
+	if (!now_seen->ready_polls && !now_seen->reads_handed && !now_seen->reads_blocking)
 		return;
 	struct cs_ev_thread_polls polls = {
 		.hdr = { .ts_ns = now_ns, .type = CS_EV_THREAD_POLLS, .size = sizeof(polls) },
@@ -440,6 +440,7 @@ static void emit_thread_sample(struct cs_probes *probes, const struct cs_thread_
 		.reads_own = now_seen->reads_own,
 		.reads_handed = now_seen->reads_handed,
 		.handed_out = now_seen->handed_out,
+		.reads_blocking = now_seen->reads_blocking,
 		.tid = now_seen->tid,
 		.tgid = now_seen->tgid,
 	};

@@ -453,8 +453,8 @@ static void json_thread(uint64_t key, void *value, void *ctx_ptr)
 		fprintf(ctx->out, ",\"%s_us\":%.3f", cs_cause_names[c], (double)t->cause_ns[c] / 1e3);
 	cs_json_roles(ctx->out, t);
 	fprintf(ctx->out, ",\"accepts\":%" PRIu64 ",\"ready_polls\":%" PRIu64 ",\"reads_own\":%" PRIu64
-		",\"reads_handed\":%" PRIu64 ",\"handed_out\":%" PRIu64 "}", t->accepts, t->ready_polls,
-		t->reads_own, t->reads_handed, t->handed_out);
+		",\"reads_handed\":%" PRIu64 ",\"handed_out\":%" PRIu64 ",\"reads_blocking\":%" PRIu64 "}",
+		t->accepts, t->ready_polls, t->reads_own, t->reads_handed, t->handed_out, t->reads_blocking);
 }
 
 static void json_requests(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)

@@ -28,15 +28,18 @@ static bool at_least_share(uint64_t part, uint64_t whole)
 unsigned cs_thread_roles(const struct cs_thread_stats *t)
 {
 	unsigned roles = 0;
-	uint64_t reads = t->reads_own + t->reads_handed;
+	uint64_t reads = t->reads_own + t->reads_handed + t->reads_blocking;
 	if (t->accepts)
 		roles |= CS_ROLE_ACCEPTOR;
 	if (t->ready_polls && at_least_share(t->handed_out, t->ready_polls))
 		roles |= CS_ROLE_POLLER;
 	if (t->ready_polls && at_least_share(t->reads_own, reads))
 		roles |= CS_ROLE_EVENT_LOOP;
-	/* Reads of sockets another thread polled, or reads without any poll (blocking). */
-	if (at_least_share(t->reads_handed, reads) || (t->requests && !t->ready_polls))
+	/*
+	 * Reads of sockets another thread polled, or blocking reads (no thread
+	 * of the process polls). Traces without the epoll path have neither.
+	 */
+	if (at_least_share(t->reads_handed, reads) || at_least_share(t->reads_blocking, reads))
 		roles |= CS_ROLE_WORKER;
 	return roles;
 }
@@ -65,5 +68,6 @@ int cs_on_thread_polls(struct cs_engine *engine, const struct cs_ev_thread_polls
 	thread->reads_own = ev->reads_own;
 	thread->reads_handed = ev->reads_handed;
 	thread->handed_out = ev->handed_out;
+	thread->reads_blocking = ev->reads_blocking;
 	return 0;
 }

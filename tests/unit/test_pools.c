@@ -99,9 +99,9 @@ static void tomcat_population(void)
 			.reader_tid = POOL_FIRST + i % POOL_THREADS, .flags = CS_REQ_HANDED_OFF });
 		clock_ns += 5 * MS;
 	}
-	FEED_OK(engine, make_thread_polls(clock_ns, POLLER, 990, 0, 0, 1000));
+	FEED_OK(engine, make_thread_polls(clock_ns, POLLER, 990, 0, 0, 1000, 0));
 	for (uint32_t t = 0; t < POOL_THREADS; t++)
-		FEED_OK(engine, make_thread_polls(clock_ns, POOL_FIRST + t, 0, 0, 250, 0));
+		FEED_OK(engine, make_thread_polls(clock_ns, POOL_FIRST + t, 0, 0, 250, 0, 0));
 	FEED_OK(engine, make_thread_sample(clock_ns, POLLER, "nio-8080-Poll", 0, 0, 0));
 }
 
@@ -162,7 +162,7 @@ Test(pools, roles_come_from_behaviour_in_json_and_text)
 {
 	tomcat_population();
 	/* An event loop of another kind in the same run: polls, reads what it polled. */
-	FEED_OK(engine, make_thread_polls(clock_ns, 21, 500, 480, 0, 0));
+	FEED_OK(engine, make_thread_polls(clock_ns, 21, 500, 480, 0, 0, 0));
 	char *text = render(true);
 	struct json *root = json_parse(text);
 	const struct json *threads = member(root, "threads", J_ARRAY);
@@ -221,4 +221,24 @@ Test(pools, a_slow_acceptor_is_still_flagged_when_the_tail_is_its)
 	cr_assert(cond.accept_contention.flagged);
 	cr_assert(cond.accept_contention.acceptor_bottleneck);
 	cr_assert_not(cond.pool_saturation.flagged);
+}
+
+/* Thread per connection: nobody polls, each thread reads its connection blocking. */
+Test(pools, a_blocking_reader_is_a_worker_and_a_trace_without_polls_names_no_reader)
+{
+	feed_request(engine, (struct request_spec){ .sk = SK(1), .port = PORT, .index = 1, .start_ns = T0,
+						    .first_read_ns = T0 + 10 * US, .first_send_ns = T0 + MS,
+						    .last_send_ns = T0 + MS, .reader_tid = 31 });
+	feed_request(engine, (struct request_spec){ .sk = SK(2), .port = PORT, .index = 1, .start_ns = T0,
+						    .first_read_ns = T0 + 10 * US, .first_send_ns = T0 + MS,
+						    .last_send_ns = T0 + MS, .reader_tid = 32 });
+	/* Before the epoll path's records (a version 1 trace): no role from reads alone. */
+	const struct cs_thread_stats *t31 = cs_u64map_get(&engine->threads, 31);
+	cr_assert_not_null(t31);
+	cr_assert_eq(cs_thread_roles(t31), 0);
+	FEED_OK(engine, make_thread_polls(T0 + SEC, 31, 0, 0, 0, 0, 1));
+	cr_assert_eq(cs_thread_roles(t31), CS_ROLE_WORKER);
+	char names[64];
+	cs_format_roles(names, sizeof(names), CS_ROLE_ACCEPTOR | CS_ROLE_EVENT_LOOP | CS_ROLE_WORKER);
+	cr_assert_str_eq(names, "acceptor,event_loop,worker");
 }
