@@ -45,6 +45,10 @@
 #include <bpf/bpf_endian.h>
 #include "connscope.h"
 
+#ifndef E2BIG
+#define E2BIG 7 /* a map update into a full table (not in vmlinux.h) */
+#endif
+
 #define AF_INET 2
 #define AF_INET6 10
 #define S_IFMT 00170000
@@ -218,6 +222,35 @@ struct {
 	__type(key, int);
 	__type(value, struct thread_obs);
 } thread_obs SEC(".maps");
+
+/*
+ * The epoll path, per target thread (tid): its polls that returned ready
+ * events, and whose polls its reads followed. A hash, not task storage,
+ * because a pool thread's read credits the poller, another thread; it is
+ * read by the thread walk and emptied as threads exit.
+ */
+struct poll_thread {
+	__u64 ready_polls;
+	__u64 reads_own;
+	__u64 reads_handed;
+	__u64 handed_out;
+	__u64 reads_blocking;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct poll_thread);
+} poll_threads SEC(".maps");
+
+/* Per target process (tgid): the thread that last returned from a ready poll. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} last_poller SEC(".maps");
 
 /*
  * Answers whose last send returned with bytes still held in the send queue
@@ -560,6 +593,37 @@ static __always_inline struct conn_state *adopt_older_connection(const struct so
 	return conn;
 }
 
+/*
+ * Who learned that the request was ready: a thread that polls reads what
+ * it polled (an event loop); a thread that never polls, in a process
+ * where another thread does, was handed the socket by that poller (a pool
+ * thread, as in Tomcat). The poller is the process's latest: exact with
+ * one poller, a guess among several.
+ */
+static __always_inline void note_reader(struct conn_state *conn)
+{
+	struct poll_thread *reader = bpf_map_lookup_elem(&poll_threads, &conn->reader_tid);
+	if (reader && reader->ready_polls) {
+		__sync_fetch_and_add(&reader->reads_own, 1);
+		return;
+	}
+	__u32 *poller_tid = bpf_map_lookup_elem(&last_poller, &conn->tgid);
+	if (poller_tid) {
+		struct poll_thread *poller = bpf_map_lookup_elem(&poll_threads, poller_tid);
+		if (poller)
+			__sync_fetch_and_add(&poller->handed_out, 1);
+		conn->flags |= CS_REQ_HANDED_OFF;
+	}
+	/* Without a poller in the process, a blocking read (thread per connection). */
+	if (reader) {
+		__sync_fetch_and_add(poller_tid ? &reader->reads_handed : &reader->reads_blocking, 1);
+		return;
+	}
+	struct poll_thread fresh = { .reads_handed = poller_tid != NULL, .reads_blocking = poller_tid == NULL };
+	if (bpf_map_update_elem(&poll_threads, &conn->reader_tid, &fresh, BPF_NOEXIST) == -E2BIG)
+		count(CS_CTR_TABLE_FULL);
+}
+
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(on_data_ready, const struct sock *sk)
 {
@@ -617,6 +681,7 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	conn->first_read_ns = now;
 	conn->reader_tid = (__u32)pid_tgid;
 	conn->tgid = pid_tgid >> 32;
+	note_reader(conn);
 	__u64 run_delay = current_run_delay();
 	__u32 looked_at = conn->last_reader_tid;
 	conn->read_run_delay_ns = run_delay;
@@ -1198,6 +1263,58 @@ int on_exit_accept(struct trace_event_raw_sys_exit *ctx)
 	return on_accept_exit(ctx->ret);
 }
 
+/* ---- the epoll path ------------------------------------------------------ */
+
+/*
+ * A poll returned ready events in a target thread. Polls that time out or
+ * fail (ret <= 0) are left out first: an idle server's timer wake-ups cost
+ * the call and one comparison. A ready poll of a target thread costs three
+ * lookups (target, thread, process), updated in place.
+ */
+static __always_inline int on_poll_exit(long ret)
+{
+	if (ret <= 0)
+		return 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	if (!is_target_tgid(tgid))
+		return 0;
+	struct poll_thread *thread = bpf_map_lookup_elem(&poll_threads, &tid);
+	if (!thread) {
+		struct poll_thread fresh = { .ready_polls = 1 };
+		if (bpf_map_update_elem(&poll_threads, &tid, &fresh, BPF_NOEXIST) == -E2BIG)
+			count(CS_CTR_TABLE_FULL);
+	} else {
+		thread->ready_polls++;
+	}
+	__u32 *poller = bpf_map_lookup_elem(&last_poller, &tgid);
+	if (!poller) {
+		if (bpf_map_update_elem(&last_poller, &tgid, &tid, BPF_NOEXIST) == -E2BIG)
+			count(CS_CTR_TABLE_FULL);
+	} else if (*poller != tid) {
+		*poller = tid;
+	}
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_epoll_wait")
+int on_exit_epoll_wait(struct trace_event_raw_sys_exit *ctx)
+{
+	return on_poll_exit(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_exit_epoll_pwait")
+int on_exit_epoll_pwait(struct trace_event_raw_sys_exit *ctx)
+{
+	return on_poll_exit(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_exit_epoll_pwait2")
+int on_exit_epoll_pwait2(struct trace_event_raw_sys_exit *ctx)
+{
+	return on_poll_exit(ctx->ret);
+}
+
 /*
  * ---- listeners: walked by user space at the attach, then only to name a
  * listener sock_diag shows and no walk has met yet (at most once a second:
@@ -1257,6 +1374,14 @@ int sample_threads(struct bpf_iter__task *ctx)
 	sample.tid = task->pid;
 	sample.tgid = task->tgid;
 	bpf_probe_read_kernel_str(sample.comm, sizeof(sample.comm), task->comm);
+	struct poll_thread *polls = bpf_map_lookup_elem(&poll_threads, &sample.tid);
+	if (polls) {
+		sample.ready_polls = polls->ready_polls;
+		sample.reads_own = polls->reads_own;
+		sample.reads_handed = polls->reads_handed;
+		sample.handed_out = polls->handed_out;
+		sample.reads_blocking = polls->reads_blocking;
+	}
 	bpf_seq_write(ctx->meta->seq, &sample, sizeof(sample));
 	return 0;
 }
@@ -1289,11 +1414,15 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task, bool group_dead)
 {
-	__u32 tgid = task->tgid;
+	__u32 tgid = task->tgid, tid = task->pid;
 	struct cs_ev_proc *ev;
 
-	if (!group_dead || !is_target_tgid(tgid))
+	if (!is_target_tgid(tgid))
 		return 0;
+	bpf_map_delete_elem(&poll_threads, &tid);
+	if (!group_dead)
+		return 0;
+	bpf_map_delete_elem(&last_poller, &tgid);
 	bpf_map_delete_elem(&target_tgids, &tgid);
 	ev = reserve_event(sizeof(*ev), CS_EV_PROC_EXIT);
 	if (!ev)

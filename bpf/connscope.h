@@ -23,7 +23,8 @@
 #include <linux/types.h>
 #endif
 
-#define CS_WIRE_VERSION 2     /* 2: CS_EV_THREAD_CPU */
+/* 2: CS_EV_THREAD_CPU; 3: CS_EV_THREAD_POLLS and CS_REQ_HANDED_OFF. Older traces still read. */
+#define CS_WIRE_VERSION 3
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -40,6 +41,7 @@ enum cs_event_type {
 	CS_EV_THREAD_SAMPLE = 9,   /* a target thread's run-queue totals (user space) */
 	CS_EV_ACK_OVERFLOW = 10,   /* a handshake's last ACK dropped: accept queue full */
 	CS_EV_THREAD_CPU = 11,     /* a target thread's time on a CPU (user space) */
+	CS_EV_THREAD_POLLS = 12,   /* a target thread's epoll totals (user space) */
 	CS_EV_TYPE_MAX,
 };
 
@@ -142,6 +144,9 @@ enum cs_request_flags {
 	CS_REQ_NO_RESPONSE = 1 << 1,  /* closed before the server answered */
 	CS_REQ_HELD_BACK = 1 << 2,    /* bytes still unsent when the last send returned */
 	CS_REQ_UNREAD = 1 << 3,       /* closed before the server read the request */
+	CS_REQ_HANDED_OFF = 1 << 4,   /* read by a thread that never polls, in a process
+	                                 where another thread polls: a pool thread given
+	                                 the socket by a poller */
 };
 
 /*
@@ -250,6 +255,23 @@ struct cs_ev_thread_cpu {
 	__u32 tgid;
 };
 
+/*
+ * A target thread's epoll_wait()/epoll_pwait() totals since attach, read
+ * from the probes' table at each thread walk. Roles come from these: a
+ * thread that polls and reads what it polled is an event loop; one that
+ * polls and whose ready sockets other threads read is a poller.
+ */
+struct cs_ev_thread_polls {
+	struct cs_event_header hdr;
+	__u64 ready_polls;       /* polls that returned ready events */
+	__u64 reads_own;         /* first reads of requests by this polling thread */
+	__u64 reads_handed;      /* first reads of requests another thread polled */
+	__u64 handed_out;        /* requests read by other threads after its poll */
+	__u64 reads_blocking;    /* first reads by this thread in a process where none polls */
+	__u32 tid;
+	__u32 tgid;
+};
+
 /* Target ports are a bitmap of 64-bit words (map target_ports). */
 #define CS_PORT_WORDS (65536 / 64)
 
@@ -268,6 +290,11 @@ struct cs_thread_sched_sample {
 	__u32 tid;
 	__u32 tgid;
 	char comm[CS_COMM_LEN];
+	__u64 ready_polls;       /* the thread's struct cs_ev_thread_polls totals */
+	__u64 reads_own;
+	__u64 reads_handed;
+	__u64 handed_out;
+	__u64 reads_blocking;
 };
 
 /* Index of the per-CPU counters the probes keep beside the ring buffer. */
@@ -366,8 +393,9 @@ _Static_assert(sizeof(struct cs_ev_ack_overflow) == 56, "wire: ack overflow size
 _Static_assert(sizeof(struct cs_stack) == 24 + 16 * CS_STACK_DEPTH + 8 * CS_STACK_SCAN_WORDS, "wire: stack size");
 _Static_assert(sizeof(struct cs_ev_cpu_sample) == 24 + sizeof(struct cs_stack), "wire: cpu sample size");
 _Static_assert(sizeof(struct cs_ev_off_cpu) == 40 + sizeof(struct cs_stack), "wire: off-cpu size");
-_Static_assert(sizeof(struct cs_thread_sched_sample) == 64, "iter: thread sample size");
 _Static_assert(sizeof(struct cs_ev_thread_cpu) == 32, "wire: thread cpu size");
+_Static_assert(sizeof(struct cs_ev_thread_polls) == 64, "wire: thread polls size");
+_Static_assert(sizeof(struct cs_thread_sched_sample) == 104, "iter: thread sample size");
 #endif
 
 #endif /* CONNSCOPE_WIRE_H */

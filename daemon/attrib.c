@@ -17,6 +17,10 @@
 #define RUNQ_SHARE_MIN 0.05
 /* ...or run_queue this large a share of the tail. */
 #define RUNQ_TAIL_SHARE_MIN 0.2
+/* Pool saturation: requests waiting for a pool thread this large a share of the tail. */
+#define POOL_TAIL_SHARE_MIN 0.2
+/* Below this share of the tail's time the accept path is no bottleneck. */
+#define ACCEPT_TAIL_SHARE_MIN 0.05
 
 static const char *thread_comm(const struct cs_engine *engine, uint32_t tid)
 {
@@ -53,6 +57,64 @@ static uint32_t top_thread(const struct cs_engine *engine, uint64_t threshold_ns
 	*ns_out = n ? seen[best].ns : 0;
 	*requests_out = n ? seen[best].requests : 0;
 	return n ? seen[best].tid : 0;
+}
+
+/* The pool behind handed-off requests: its threads, their serving time, the poller. */
+struct pool_scan {
+	uint32_t threads;
+	uint64_t serving_ns;
+	uint64_t serving_span_ns;  /* each pool thread's first read to last send, summed */
+	uint32_t poller_tid;
+	uint64_t poller_handed_out;
+	char poller_comm[CS_COMM_LEN];
+};
+
+static void scan_pool_thread(uint64_t key, void *value, void *ctx)
+{
+	(void)key;
+	const struct cs_thread_stats *t = value;
+	struct pool_scan *pool = ctx;
+	if (t->handed_requests) {
+		pool->threads++;
+		pool->serving_ns += t->serving_ns;
+		if (t->last_send_ns > t->first_read_ns)
+			pool->serving_span_ns += t->last_send_ns - t->first_read_ns;
+	}
+	if (t->handed_out > pool->poller_handed_out) {
+		pool->poller_handed_out = t->handed_out;
+		pool->poller_tid = t->tid;
+		memcpy(pool->poller_comm, t->comm, CS_COMM_LEN);
+	}
+}
+
+static void scan_pool(const struct cs_engine *engine, struct pool_scan *pool)
+{
+	memset(pool, 0, sizeof(*pool));
+	cs_u64map_each(&engine->threads, scan_pool_thread, pool);
+}
+
+/*
+ * While the pool served (each thread from its first read to its last
+ * send): idle time before and after the load is no measure of the pool.
+ */
+static double pool_busy_share(const struct pool_scan *pool)
+{
+	if (!pool->serving_span_ns)
+		return 0.0;
+	double share = (double)pool->serving_ns / (double)pool->serving_span_ns;
+	return share > 1.0 ? 1.0 : share;
+}
+
+static void pool_evidence(const struct cs_engine *engine, struct cs_tail_cause *c)
+{
+	struct pool_scan pool;
+	char waited[32];
+	scan_pool(engine, &pool);
+	cs_format_duration(waited, sizeof(waited), c->ns);
+	snprintf(c->evidence, sizeof(c->evidence), "%s (tid %u) polled and handed the sockets on; tail requests "
+		 "waited %s in all for one of %u pool thread(s), busy %.0f%% of the time they served",
+		 pool.poller_comm[0] ? pool.poller_comm : "?", pool.poller_tid, waited, pool.threads,
+		 100.0 * pool_busy_share(&pool));
 }
 
 static int compare_u32(const void *a, const void *b)
@@ -112,6 +174,9 @@ static void evidence(const struct cs_engine *engine, const struct cs_tail *tail,
 			snprintf(out, len, "%s (tid %u) spent %s handling %llu tail request(s)",
 				 thread_comm(engine, tid), tid, a, (unsigned long long)requests);
 		}
+		break;
+	case CS_CAUSE_WORKER_POOL:
+		pool_evidence(engine, c);
 		break;
 	case CS_CAUSE_SEND_DRAIN: {
 		uint32_t sizes[CS_EXEMPLARS];
@@ -237,6 +302,41 @@ static void compute_connection_limit(const struct cs_engine *engine, struct cs_c
 	c->freed_other = best.freed_by[CS_FREED_BY_OTHER];
 }
 
+bool cs_accept_path_negligible(const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	struct cs_tail tail;
+	cs_compute_tail(engine, meta->tail_percentile > 0 ? meta->tail_percentile : 99.0, &tail);
+	if (!tail.requests || !tail.total_ns)
+		return false;
+	double accept_share = 0;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		if (tail.causes[c].cause == CS_CAUSE_ACCEPT_QUEUE || tail.causes[c].cause == CS_CAUSE_LISTEN_OVERFLOW)
+			accept_share += tail.causes[c].share;
+	return accept_share < ACCEPT_TAIL_SHARE_MIN;
+}
+
+/* pool_saturation: ready requests that waited for a free pool thread, a large part of the tail. */
+static void pool_saturation(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_conditions *cond)
+{
+	struct pool_scan pool;
+	scan_pool(engine, &pool);
+	cond->pool_saturation.pool_threads = pool.threads;
+	cond->pool_saturation.poller_tid = pool.poller_tid;
+	memcpy(cond->pool_saturation.poller_comm, pool.poller_comm, CS_COMM_LEN);
+	cond->pool_saturation.busy_share = pool_busy_share(&pool);
+	cond->pool_saturation.wait_p99_us =
+		(double)cs_hist_percentile(engine->requests.cause_ns[CS_CAUSE_WORKER_POOL], 99.0) / 1e3;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
+		if (tail->causes[c].cause != CS_CAUSE_WORKER_POOL)
+			continue;
+		cond->pool_saturation.tail_share = tail->causes[c].share;
+		if (tail->requests)
+			cond->pool_saturation.tail_wait_mean_us = (double)tail->causes[c].ns / (double)tail->requests / 1e3;
+	}
+	cond->pool_saturation.flagged = engine->requests.requests >= REQUESTS_MIN &&
+					cond->pool_saturation.tail_share >= POOL_TAIL_SHARE_MIN;
+}
+
 void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			   struct cs_conditions *cond)
 {
@@ -331,6 +431,7 @@ void cs_compute_conditions(const struct cs_engine *engine, const struct cs_repor
 			runq_tail_share = tail.causes[c].share;
 	cond->cpu_saturation.flagged = cond->cpu_saturation.top_runq_share >= RUNQ_SHARE_MIN ||
 				       (req->requests >= REQUESTS_MIN && runq_tail_share >= RUNQ_TAIL_SHARE_MIN);
+	pool_saturation(engine, &tail, cond);
 
 	/* lifecycle figures */
 	cond->lifecycle.closed_by_server = life->closed_by[CS_CLOSED_BY_SERVER];

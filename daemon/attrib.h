@@ -16,6 +16,10 @@
 
 #define CS_EVIDENCE_LEN 256
 
+/* pool_saturation's one line of advice. */
+#define CS_POOL_ADVICE "size the pool for the load (Tomcat maxThreads, Jetty QueuedThreadPool, Netty's " \
+	"executor group), or stop handlers blocking (virtual threads: pinned carriers)"
+
 struct cs_tail_cause {
 	enum cs_cause cause;
 	double share;          /* of the tail's total time */
@@ -91,6 +95,16 @@ struct cs_conditions {
 		uint64_t runq_max_ns;
 	} cpu_saturation;
 	struct {
+		bool flagged;
+		uint32_t pool_threads;          /* threads that read requests a poller handed them */
+		uint32_t poller_tid;            /* the thread that handed out the most */
+		char poller_comm[CS_COMM_LEN];
+		double busy_share;              /* pool threads' serving time over the run, per thread */
+		double tail_share;              /* worker_pool's share of the tail's time */
+		double tail_wait_mean_us;       /* a tail request's mean wait for a pool thread */
+		double wait_p99_us;             /* over all requests */
+	} pool_saturation;
+	struct {
 		uint64_t closed_by_server;
 		uint64_t closed_by_client;
 		uint64_t aborted;
@@ -103,6 +117,13 @@ struct cs_conditions {
 		double lifetime_max_ms;
 	} lifecycle;
 };
+
+/*
+ * True when the tail has requests and the accept path (accept queue and
+ * SYN retransmits) is a negligible share of their time: a handful of
+ * persistent connections, accepted once, cannot explain a tail.
+ */
+bool cs_accept_path_negligible(const struct cs_engine *engine, const struct cs_report_meta *meta);
 
 void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			   struct cs_conditions *conditions);

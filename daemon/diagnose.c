@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attrib.h"
 #include "report.h"
 
 /* A queue full in at least 1 % of samples is worth a line even without drops. */
@@ -234,7 +235,9 @@ size_t cs_diagnose(const struct cs_engine *engine, const struct cs_report_meta *
 	}
 	for (size_t i = 0; i < engine->listener_count; i++)
 		diagnose_backlog(&engine->listeners[i], meta, &list);
-	for (size_t i = 0; i < engine->listener_count; i++)
+	/* Slow accepts are named only where the tail feels them. */
+	bool accepts_matter = !cs_accept_path_negligible(engine, meta);
+	for (size_t i = 0; accepts_matter && i < engine->listener_count; i++)
 		diagnose_acceptor(engine, &engine->listeners[i], &list);
 	for (size_t i = 0; i < engine->listener_count; i++)
 		diagnose_fairness(&engine->listeners[i], &list);

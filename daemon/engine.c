@@ -35,6 +35,8 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_ack_overflow);
 	case CS_EV_THREAD_CPU:
 		return sizeof(struct cs_ev_thread_cpu);
+	case CS_EV_THREAD_POLLS:
+		return sizeof(struct cs_ev_thread_polls);
 	default:
 		return 0;
 	}
@@ -178,7 +180,9 @@ static int on_accept(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	struct cs_worker_stats *worker = get_worker(listener, ev->tid, ev->tgid, ev->comm);
 	struct cs_listener_socket *socket =
 		get_socket(listener, ev->listener_sk, ev->listener_drops);
-	if (!worker || !socket)
+	/* Every accepting thread is a thread of the report, even one that never reads. */
+	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, ev->comm);
+	if (!worker || !socket || !thread)
 		return -ENOMEM;
 	socket->drops_last = ev->listener_drops;
 	socket->backlog_limit = ev->backlog_limit;
@@ -204,6 +208,7 @@ static int on_accept(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	}
 
 	worker->accepts++;
+	thread->accepts++;
 	listener->accepts++;
 	if (!listener->first_accept_ns)
 		listener->first_accept_ns = ev->hdr.ts_ns;
@@ -293,6 +298,7 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 		struct cs_ev_thread_sample thread;
 		struct cs_ev_ack_overflow ack_overflow;
 		struct cs_ev_thread_cpu thread_cpu;
+		struct cs_ev_thread_polls polls;
 	} ev;
 	memcpy(&ev, record, expected);
 
@@ -328,6 +334,9 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 		break;
 	case CS_EV_THREAD_CPU:
 		err = cs_on_thread_cpu(engine, &ev.thread_cpu);
+		break;
+	case CS_EV_THREAD_POLLS:
+		err = cs_on_thread_polls(engine, &ev.polls);
 		break;
 	case CS_EV_ACK_OVERFLOW: {
 		struct cs_listener_stats *listener = cs_get_listener(engine, ev.ack_overflow.tuple.local_port);

@@ -23,6 +23,7 @@ enum cs_cause {
 	CS_CAUSE_LISTEN_OVERFLOW, /* extra connect delay from SYN retransmits */
 	CS_CAUSE_RUN_QUEUE,       /* the serving thread was runnable, not running */
 	CS_CAUSE_EVENT_LOOP,      /* data ready, the thread busy elsewhere or not polling */
+	CS_CAUSE_WORKER_POOL,     /* handed off by a poller, waiting for a free pool thread */
 	CS_CAUSE_HANDLER,         /* first read -> first send, on CPU or blocked */
 	CS_CAUSE_SEND_DRAIN,      /* first send -> the response's last byte left */
 	CS_CAUSE_COUNT,
@@ -65,7 +66,33 @@ struct cs_thread_stats {
 	uint32_t runq_per_request[CS_COARSE_BUCKETS]; /* each request's run-queue time (ns) */
 	uint64_t cpu_ns;           /* from its samples: time on a CPU since attach */
 	uint64_t cpu_sampled_ns;   /* when that was read; 0: never (a trace without it) */
+	/* The epoll path (struct cs_ev_thread_polls, totals since attach). */
+	uint64_t ready_polls;
+	uint64_t reads_own;
+	uint64_t reads_handed;
+	uint64_t handed_out;
+	uint64_t reads_blocking;
+	uint64_t accepts;          /* connections it accepted, any listener */
+	uint64_t serving_ns;       /* first read to last send of the requests it read */
+	uint64_t first_read_ns;    /* the first of those requests' first read */
+	uint64_t last_send_ns;     /* the last of their last sends */
+	uint64_t handed_requests;  /* requests it read that a poller handed it */
 };
+
+/* What a thread does, from its behaviour (roles.c); a thread may have several. */
+enum cs_thread_role {
+	CS_ROLE_ACCEPTOR = 1 << 0,   /* calls accept() */
+	CS_ROLE_POLLER = 1 << 1,     /* polls; other threads read what it polled */
+	CS_ROLE_EVENT_LOOP = 1 << 2, /* polls and serves the sockets it polled */
+	CS_ROLE_WORKER = 1 << 3,     /* serves sockets another thread polled, or reads blocking */
+};
+#define CS_ROLE_COUNT 4
+extern const char *const cs_role_names[CS_ROLE_COUNT]; /* by bit position */
+
+/* The roles of a thread. */
+unsigned cs_thread_roles(const struct cs_thread_stats *thread);
+/* "acceptor,poller" (at most 48 bytes), "" for none. */
+void cs_format_roles(char *out, size_t len, unsigned roles);
 
 /* A connection the engine follows from accept() to close. */
 struct cs_conn {

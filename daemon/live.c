@@ -19,6 +19,7 @@ static const struct {
 	{ "accept_contention", "accept in more threads, or hand work off the acceptor" },
 	{ "cpu_saturation", "fewer threads than cores, or move other work elsewhere" },
 	{ "connection_limit", "connection limit reached: raise it, or close idle sooner" },
+	{ "pool_saturation", "a bigger pool (maxThreads, executor group), or no blocking" },
 };
 
 static double per_second(uint64_t count, uint64_t span_ns)
@@ -39,7 +40,8 @@ static void live_conditions(FILE *out, const struct cs_engine *engine, const str
 	struct cs_conditions c;
 	cs_compute_conditions(engine, meta, &c);
 	bool flagged[] = { c.non_persistent.flagged, c.idle_timeout.flagged, c.listen_overflow.flagged,
-			   c.accept_contention.flagged, c.cpu_saturation.flagged, c.connection_limit.flagged };
+			   c.accept_contention.flagged, c.cpu_saturation.flagged, c.connection_limit.flagged,
+			   c.pool_saturation.flagged };
 	fputs("\"conditions\":[", out);
 	int shown = 0;
 	for (size_t i = 0; i < sizeof(flagged) / sizeof(flagged[0]); i++) {
@@ -111,6 +113,8 @@ void cs_live_json(FILE *out, const struct cs_engine *engine, const struct cs_rep
 			busy = 1.0; /* handlers of concurrent requests overlap */
 		fprintf(out, "%s{\"tid\":%u,\"pid\":%u,\"comm\":", shown++ ? "," : "", t->tid, t->tgid);
 		cs_json_write_string(out, t->comm);
+		if (stats)
+			cs_json_roles(out, stats);
 		fprintf(out, ",\"requests_per_s\":%.3f,\"accepts_per_s\":%.3f,\"requests\":%" PRIu64
 			",\"accepts\":%" PRIu64 ",\"runq_p99_us\":%.3f,\"busy_share\":%.4f}",
 			per_second(t->requests, window->last_span_ns), per_second(t->accepts, window->last_span_ns),

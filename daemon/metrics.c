@@ -92,7 +92,7 @@ void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct c
 
 	header(out, "connscope_request_cause_seconds", "histogram",
 	       "Each request's time in each cause (accept_queue, listen_overflow, run_queue, "
-	       "event_loop, handler, send_drain).");
+	       "event_loop, worker_pool, handler, send_drain).");
 	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
 		char cause[48];
 		snprintf(cause, sizeof(cause), "cause=\"%s\"", cs_cause_names[c]);

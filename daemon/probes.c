@@ -440,6 +440,20 @@ static void emit_thread_sample(struct cs_probes *probes, const struct cs_thread_
 		.tgid = now_seen->tgid,
 	};
 	probes->on_record(probes->ctx, &cpu, sizeof(cpu));
+	/* The epoll path's totals count from the attach already (the probes' table). */
+	if (!now_seen->ready_polls && !now_seen->reads_handed && !now_seen->reads_blocking)
+		return;
+	struct cs_ev_thread_polls polls = {
+		.hdr = { .ts_ns = now_ns, .type = CS_EV_THREAD_POLLS, .size = sizeof(polls) },
+		.ready_polls = now_seen->ready_polls,
+		.reads_own = now_seen->reads_own,
+		.reads_handed = now_seen->reads_handed,
+		.handed_out = now_seen->handed_out,
+		.reads_blocking = now_seen->reads_blocking,
+		.tid = now_seen->tid,
+		.tgid = now_seen->tgid,
+	};
+	probes->on_record(probes->ctx, &polls, sizeof(polls));
 }
 
 static void visit_thread(struct cs_probes *probes, const void *record, uint64_t now_ns)

@@ -150,6 +150,23 @@ static void text_requests(FILE *out, const struct cs_engine *engine, const struc
 	fputc('\n', out);
 }
 
+/* The pool_saturation line and its advice; 1 when shown. */
+static int text_pool_saturation(FILE *out, const struct cs_conditions *cond)
+{
+	if (!cond->pool_saturation.flagged)
+		return 0;
+	char wait[32];
+	cs_format_duration(wait, sizeof(wait), (uint64_t)(cond->pool_saturation.tail_wait_mean_us * 1e3));
+	fprintf(out, "  ! pool_saturation: ready requests waited for a pool thread (%.0f%% of the tail's time, "
+		"%s per tail request): %s (tid %u) polls and hands them to %u pool thread(s), busy %.0f%% "
+		"of the time they served\n"
+		"      -> %s\n",
+		100.0 * cond->pool_saturation.tail_share, wait, cond->pool_saturation.poller_comm[0] ?
+		cond->pool_saturation.poller_comm : "?", cond->pool_saturation.poller_tid,
+		cond->pool_saturation.pool_threads, 100.0 * cond->pool_saturation.busy_share, CS_POOL_ADVICE);
+	return 1;
+}
+
 static void text_conditions(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
 	struct cs_conditions cond;
@@ -229,9 +246,50 @@ static void text_conditions(FILE *out, const struct cs_engine *engine, const str
 			total, cond.cpu_saturation.top_comm, cond.cpu_saturation.top_tid, top,
 			100.0 * cond.cpu_saturation.top_runq_share, longest);
 	}
+	shown += text_pool_saturation(out, &cond);
 	if (!shown)
 		fprintf(out, "  none flagged\n");
 	fputc('\n', out);
+}
+
+/* A pool of hundreds of threads would drown the report: this many rows, then a count. */
+#define TEXT_THREADS_MAX 24
+
+struct text_threads_ctx {
+	FILE *out;
+	size_t shown, more;
+};
+
+static void text_thread(uint64_t key, void *value, void *ctx_ptr)
+{
+	(void)key;
+	const struct cs_thread_stats *t = value;
+	struct text_threads_ctx *ctx = ctx_ptr;
+	unsigned roles = cs_thread_roles(t);
+	if (!roles)
+		return;
+	if (ctx->shown == TEXT_THREADS_MAX) {
+		ctx->more++;
+		return;
+	}
+	if (!ctx->shown++)
+		fprintf(ctx->out, "threads   %-15s %-28s %9s %8s %11s\n", "comm", "roles", "requests", "accepts",
+			"ready polls");
+	char names[64];
+	cs_format_roles(names, sizeof(names), roles);
+	fprintf(ctx->out, "  %-7u %-15s %-28s %9" PRIu64 " %8" PRIu64 " %11" PRIu64 "\n", t->tid,
+		t->comm[0] ? t->comm : "?", names, t->requests, t->accepts, t->ready_polls);
+}
+
+/* The threads that took a role, found from what they did (JSON threads[] has them all). */
+static void text_threads(FILE *out, const struct cs_engine *engine)
+{
+	struct text_threads_ctx ctx = { .out = out };
+	cs_u64map_each(&engine->threads, text_thread, &ctx);
+	if (ctx.more)
+		fprintf(out, "  and %zu more thread(s) with roles (JSON threads[])\n", ctx.more);
+	if (ctx.shown)
+		fputc('\n', out);
 }
 
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
@@ -264,6 +322,8 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 		text_listener(out, &engine->listeners[i], meta);
 		fputc('\n', out);
 	}
+
+	text_threads(out, engine);
 
 	struct cs_finding findings[MAX_FINDINGS];
 	size_t n = cs_diagnose(engine, meta, findings, MAX_FINDINGS);
@@ -408,6 +468,16 @@ static void json_listener(FILE *out, const struct cs_listener_stats *l, const st
 	fputs("]}", out);
 }
 
+/* ,"roles":["acceptor",...]: what the thread does, from its behaviour. */
+void cs_json_roles(FILE *out, const struct cs_thread_stats *t)
+{
+	unsigned roles = cs_thread_roles(t);
+	fputs(",\"roles\":[", out);
+	for (int i = 0, shown = 0; i < CS_ROLE_COUNT; i++)
+		if (roles & (1u << i))
+			fprintf(out, "%s\"%s\"", shown++ ? "," : "", cs_role_names[i]);
+	fputc(']', out);
+}
 static void json_thread(uint64_t key, void *value, void *ctx_ptr)
 {
 	(void)key;
@@ -419,7 +489,10 @@ static void json_thread(uint64_t key, void *value, void *ctx_ptr)
 		t->requests, (double)t->runq_total_ns / 1e3, (double)t->runq_max_ns / 1e3);
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		fprintf(ctx->out, ",\"%s_us\":%.3f", cs_cause_names[c], (double)t->cause_ns[c] / 1e3);
-	fputc('}', ctx->out);
+	cs_json_roles(ctx->out, t);
+	fprintf(ctx->out, ",\"accepts\":%" PRIu64 ",\"ready_polls\":%" PRIu64 ",\"reads_own\":%" PRIu64
+		",\"reads_handed\":%" PRIu64 ",\"handed_out\":%" PRIu64 ",\"reads_blocking\":%" PRIu64 "}",
+		t->accepts, t->ready_polls, t->reads_own, t->reads_handed, t->handed_out, t->reads_blocking);
 }
 
 static void json_connection_limit(FILE *out, const struct cs_conditions *conditions)
@@ -488,9 +561,16 @@ static void json_requests(FILE *out, const struct cs_engine *engine, const struc
 		c.cpu_saturation.flagged ? "true" : "false", (double)c.cpu_saturation.runq_total_ns / 1e3,
 		c.cpu_saturation.top_tid);
 	cs_json_write_string(out, c.cpu_saturation.top_comm);
-	fprintf(out, ",\"top_runq_us\":%.3f,\"top_runq_share\":%.4f,\"runq_max_us\":%.3f}},",
+	fprintf(out, ",\"top_runq_us\":%.3f,\"top_runq_share\":%.4f,\"runq_max_us\":%.3f},",
 		(double)c.cpu_saturation.top_runq_ns / 1e3, c.cpu_saturation.top_runq_share,
 		(double)c.cpu_saturation.runq_max_ns / 1e3);
+	fprintf(out, "\"pool_saturation\":{\"flagged\":%s,\"pool_threads\":%u,\"poller_tid\":%u,\"poller_comm\":",
+		c.pool_saturation.flagged ? "true" : "false", c.pool_saturation.pool_threads, c.pool_saturation.poller_tid);
+	cs_json_write_string(out, c.pool_saturation.poller_comm);
+	fprintf(out, ",\"busy_share\":%.4f,\"tail_share\":%.4f,\"tail_wait_mean_us\":%.3f,\"wait_p99_us\":%.3f}",
+		c.pool_saturation.busy_share, c.pool_saturation.tail_share, c.pool_saturation.tail_wait_mean_us,
+		c.pool_saturation.wait_p99_us);
+	fputs("},", out); /* end of conditions */
 	fprintf(out, "\"lifecycle\":{\"closed_by_server\":%" PRIu64 ",\"closed_by_client\":%" PRIu64
 		",\"aborted\":%" PRIu64 ",\"time_wait_created\":%" PRIu64 ",\"time_wait_now\":%" PRIu64
 		",\"resets_sent\":%" PRIu64 ",\"resets_received\":%" PRIu64 ",\"lifetime_p50_ms\":%.3f"

@@ -53,6 +53,8 @@ void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_r
 
 /* text as a JSON string: escaped, invalid UTF-8 replaced by U+FFFD. */
 void cs_json_write_string(FILE *out, const char *text);
+/* ,"roles":[...] of a thread (names of enum cs_thread_role). */
+void cs_json_roles(FILE *out, const struct cs_thread_stats *thread);
 
 /* "850 us", "12.3 ms", "3.00 s": a duration in ns made readable. */
 void cs_format_duration(char *buf, size_t len, uint64_t ns);

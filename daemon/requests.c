@@ -27,6 +27,7 @@ const char *const cs_cause_names[CS_CAUSE_COUNT] = {
 	[CS_CAUSE_LISTEN_OVERFLOW] = "listen_overflow",
 	[CS_CAUSE_RUN_QUEUE] = "run_queue",
 	[CS_CAUSE_EVENT_LOOP] = "event_loop",
+	[CS_CAUSE_WORKER_POOL] = "worker_pool",
 	[CS_CAUSE_HANDLER] = "handler",
 	[CS_CAUSE_SEND_DRAIN] = "send_drain",
 };
@@ -254,7 +255,9 @@ bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request
 	uint64_t drain_runq = min_u64(req->drain_runq_ns, drain);
 
 	split->cause_ns[CS_CAUSE_RUN_QUEUE] = pickup_runq + handler_runq + drain_runq;
-	split->cause_ns[CS_CAUSE_EVENT_LOOP] = pickup - pickup_runq;
+	/* Ready, not yet read: the poller's thread pool was busy, or the loop was. */
+	enum cs_cause waited = req->flags & CS_REQ_HANDED_OFF ? CS_CAUSE_WORKER_POOL : CS_CAUSE_EVENT_LOOP;
+	split->cause_ns[waited] = pickup - pickup_runq;
 	split->cause_ns[CS_CAUSE_HANDLER] = handler - handler_runq;
 	split->cause_ns[CS_CAUSE_SEND_DRAIN] = drain - drain_runq;
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
@@ -346,6 +349,13 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 		for (int c = 0; c < CS_CAUSE_COUNT; c++)
 			thread->cause_ns[c] += split.cause_ns[c];
 		cs_coarse_record(thread->runq_per_request, split.cause_ns[CS_CAUSE_RUN_QUEUE]);
+		uint64_t end_ns = req->last_send_ns > req->first_read_ns ? req->last_send_ns : req->first_send_ns;
+		thread->serving_ns += span(req->first_read_ns, end_ns);
+		if (!thread->first_read_ns || req->first_read_ns < thread->first_read_ns)
+			thread->first_read_ns = req->first_read_ns;
+		if (end_ns > thread->last_send_ns)
+			thread->last_send_ns = end_ns;
+		thread->handed_requests += (req->flags & CS_REQ_HANDED_OFF) != 0;
 	}
 
 	struct cs_exemplar exemplar = {

@@ -62,6 +62,25 @@ static void listeners(const struct cs_json *doc, int root, int live, struct cs_t
 	}
 }
 
+/* ["acceptor","worker"] -> "aw"; unknown names are skipped. */
+static void role_letters(const struct cs_json *doc, int roles, char *out, size_t len)
+{
+	static const struct { const char *name; char letter; } known[] = {
+		{ "acceptor", 'a' }, { "poller", 'p' }, { "event_loop", 'l' }, { "worker", 'w' },
+	};
+	size_t used = 0;
+	int r = cs_json_first(doc, roles);
+	for (int i = 0; i < cs_json_size(doc, roles) && used + 1 < len; i++, r = cs_json_next(doc, r)) {
+		char name[16];
+		if (!cs_json_string(doc, r, name, sizeof(name)))
+			continue;
+		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+			if (!strcmp(name, known[k].name))
+				out[used++] = known[k].letter;
+	}
+	out[used] = '\0';
+}
+
 static void threads(const struct cs_json *doc, int live, struct cs_top_model *m)
 {
 	int arr = cs_json_get(doc, live, "threads");
@@ -77,6 +96,7 @@ static void threads(const struct cs_json *doc, int live, struct cs_top_model *m)
 		out->accepts = count(doc, t, "accepts");
 		out->runq_p99_us = num(doc, t, "runq_p99_us");
 		out->busy_share = clamp(cs_json_number(doc, cs_json_get(doc, t, "busy_share"), 0), 0, 1);
+		role_letters(doc, cs_json_get(doc, t, "roles"), out->roles, sizeof(out->roles));
 	}
 }
 

@@ -46,6 +46,7 @@ struct cs_top_thread {
 	uint64_t requests, accepts;
 	double runq_p99_us;
 	double busy_share;
+	char roles[8];              /* one letter a role: a acceptor, p poller, l event loop, w worker */
 };
 
 struct cs_top_condition {

@@ -292,8 +292,9 @@ static int threads(struct cs_top_screen *s, int row, int last_row, const struct 
 		const struct cs_top_thread *t = &m->threads[order[i]];
 		char runq[24];
 		duration_us(runq, sizeof(runq), t->runq_p99_us);
-		put_fmt(s, row++, 0, CS_TOP_NORMAL, "%-7s %-7u %-15.15s %7.0f %8" PRIu64 " %9s %4.0f%%", "", t->tid,
-			t->comm, t->requests_per_s, t->accepts, runq, 100.0 * t->busy_share);
+		/* The roles' letters go under "threads": the line is 80 columns already. */
+		put_fmt(s, row++, 0, CS_TOP_NORMAL, "  %-5s %-7u %-15.15s %7.0f %8" PRIu64 " %9s %4.0f%%", t->roles,
+			t->tid, t->comm, t->requests_per_s, t->accepts, runq, 100.0 * t->busy_share);
 	}
 	return row;
 }
@@ -316,7 +317,9 @@ static void help(struct cs_top_screen *s, int row)
 		"conditions   what shapes the tail, with one line of advice",
 		"threads      per server thread: requests in the last second, connections",
 		"             accepted, run-queue wait p99 per request, share of the last",
-		"             second spent in handlers (busy)",
+		"             second spent in handlers (busy), roles from what it does:",
+		"             a accepts, p polls for others, l event loop, w pool worker",
+		"             (the letters under 'threads')",
 	};
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 		put_text(s, row + (int)i, 1, i == 0 ? CS_TOP_HEADER : CS_TOP_NORMAL, lines[i]);

@@ -112,8 +112,8 @@ static void tick_thread(uint64_t key, void *value, void *ctx_ptr)
 	(void)key;
 	struct tick_ctx *ctx = ctx_ptr;
 	const struct cs_thread_stats *t = value;
-	/* Threads that never served a request are not the view's business. */
-	if (!t->requests)
+	/* Threads that neither served a request nor took a role are not the view's business. */
+	if (!t->requests && !cs_thread_roles(t))
 		return;
 	struct cs_window_thread *w = find_thread(ctx->window, t->tid, t->tgid);
 	if (!w)

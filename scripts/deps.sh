@@ -23,7 +23,7 @@ test_packages=(
   apache2-utils wrk nginx libbpf-tools bpftrace time
   valgrind clang-tidy cppcheck libclang-rt-14-dev
   prometheus chromium groff-base tmux
-  tomcat10 openjdk-17-jre-headless
+  tomcat10 openjdk-17-jre-headless openjdk-17-jdk-headless libnetty-java
 )
 
 # The commands each set runs, "command package": after an install each
@@ -35,7 +35,7 @@ test_commands=(
   "setsid util-linux" "script bsdutils" "curl curl" "ab apache2-utils" "wrk wrk"
   "nginx nginx" "bpftrace bpftrace" "valgrind valgrind" "clang-tidy clang-tidy"
   "cppcheck cppcheck" "promtool prometheus" "chromium chromium" "groff groff-base"
-  "tmux tmux" "java openjdk-17-jre-headless" "clang clang" "ps procps" "pkill procps"
+  "tmux tmux" "java openjdk-17-jre-headless" "javac openjdk-17-jdk-headless" "clang clang" "ps procps" "pkill procps"
   "tcplife libbpf-tools" "prometheus prometheus" "git git" "make make"
 )
 demo_commands=("ab apache2-utils")

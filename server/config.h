@@ -16,6 +16,7 @@ enum cs_accept_mode {
 	CS_ACCEPT_EXCLUSIVE, /* the same, registered with EPOLLEXCLUSIVE */
 	CS_ACCEPT_REUSEPORT, /* one SO_REUSEPORT listener per worker */
 	CS_ACCEPT_ACCEPTOR,  /* one blocking accept thread hands off to workers */
+	CS_ACCEPT_POOL,      /* acceptor, one epoll poller, a pool serving (pool.h) */
 };
 
 struct cs_config {

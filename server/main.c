@@ -17,6 +17,7 @@
 #include "listener.h"
 #include "log.h"
 #include "options.h"
+#include "pool.h"
 #include "worker.h"
 
 struct server {
@@ -27,6 +28,7 @@ struct server {
 	struct cs_worker *workers;
 	int workers_ready;   /* initialised, to be destroyed */
 	struct cs_acceptor acceptor;
+	struct cs_pool pool;
 };
 
 static void set_port(struct sockaddr_storage *addr, int port)
@@ -64,7 +66,7 @@ static int open_listeners(struct server *s)
 	const struct cs_config *cfg = &s->cfg;
 	bool reuseport = cfg->accept_mode == CS_ACCEPT_REUSEPORT;
 	/* The acceptor thread blocks in accept(); epoll listeners must not. */
-	bool nonblocking = cfg->accept_mode != CS_ACCEPT_ACCEPTOR;
+	bool nonblocking = cfg->accept_mode != CS_ACCEPT_ACCEPTOR && cfg->accept_mode != CS_ACCEPT_POOL;
 	struct sockaddr_storage addr = cfg->bind_addr;
 	char err[256];
 
@@ -97,6 +99,13 @@ static int start_workers(struct server *s)
 	const struct cs_config *cfg = &s->cfg;
 	char err[256];
 
+	if (cfg->accept_mode == CS_ACCEPT_POOL) {
+		if (cs_pool_start(&s->pool, cfg, s->listen_fds[0], err, sizeof(err)) != 0) {
+			cs_log_error("pool: %s", err);
+			return -1;
+		}
+		return 0;
+	}
 	s->workers = calloc((size_t)cfg->workers, sizeof(*s->workers));
 	if (!s->workers) {
 		cs_log_error("out of memory for %d workers", cfg->workers);
@@ -148,6 +157,8 @@ static void stop_threads(struct server *s)
 {
 	atomic_store(&cs_stop_requested, true);
 	cs_acceptor_stop(&s->acceptor);
+	if (s->cfg.accept_mode == CS_ACCEPT_POOL)
+		cs_pool_stop(&s->pool);
 	for (int i = 0; i < s->workers_ready; i++)
 		cs_worker_wake(&s->workers[i]);
 	for (int i = 0; i < s->workers_ready; i++)
@@ -169,6 +180,11 @@ static void print_summary(const struct server *s)
 			    (unsigned long long)st->idle_closes,
 			    (unsigned long long)st->resets);
 	}
+	if (s->cfg.accept_mode == CS_ACCEPT_POOL)
+		cs_log_info("pool: accepted %llu, requests %llu, most connections queued for a pool thread %llu",
+			    (unsigned long long)atomic_load(&s->pool.accepted),
+			    (unsigned long long)atomic_load(&s->pool.requests),
+			    (unsigned long long)atomic_load(&s->pool.queued_max));
 	if (s->cfg.accept_mode == CS_ACCEPT_ACCEPTOR)
 		cs_log_info("acceptor: accepted %llu, errors %llu, hand-off failures %llu",
 			    (unsigned long long)s->acceptor.accepted,

@@ -23,6 +23,7 @@ static const char *const mode_names[] = {
 	[CS_ACCEPT_EXCLUSIVE] = "exclusive",
 	[CS_ACCEPT_REUSEPORT] = "reuseport",
 	[CS_ACCEPT_ACCEPTOR] = "acceptor",
+	[CS_ACCEPT_POOL] = "pool",
 };
 
 const char *cs_accept_mode_name(enum cs_accept_mode mode)
@@ -53,6 +54,11 @@ static void print_help(FILE *out)
 "          reuseport   one SO_REUSEPORT listener per worker\n"
 "          acceptor    one thread (cs-acceptor) blocks in accept4() and hands\n"
 "                      connections to the workers in turn\n"
+"          pool        Tomcat's NIO connector: cs-acceptor accepts, one\n"
+"                      thread (cs-poller) waits in epoll_wait() and queues\n"
+"                      ready connections, --workers pool threads (cs-pool-N)\n"
+"                      read and serve them (/, /block/MS, /spin/MS; a\n"
+"                      /block holds its pool thread)\n"
 "      --multi-accept      epoll modes: accept until EAGAIN on each readiness\n"
 "                          event (default: one per event, like nginx's\n"
 "                          multi_accept off)\n"
@@ -153,7 +159,7 @@ static int parse_accept_mode(const char *arg, enum cs_accept_mode *mode, FILE *e
 		}
 	}
 	fprintf(err, "csserver: --accept: '%s' is not a mode "
-		"(allowed: shared, exclusive, reuseport, acceptor)\n", arg);
+		"(allowed: shared, exclusive, reuseport, acceptor, pool)\n", arg);
 	return -1;
 }
 

@@ -68,8 +68,12 @@ assert first_cause == "handler", f"the tail's first cause is {first_cause}, not 
 print("ok: handler leads the tail")
 need(r"^conditions", "conditions")
 need(r"^threads +tid +comm +req/s +accepts +runq p99 +busy +sort: req/s", "threads header")
-rows = re.findall(r"^ +(\d+) +csw-(\d) +(\d+) +(\d+) ", s, re.M)
+rows = re.findall(r"^ +(?:[apwl]+ +)?(\d+) +csw-(\d) +(\d+) +(\d+) ", s, re.M)
 assert len(rows) == 2, f"{len(rows)} worker rows, not 2"
+# Each epoll worker polls and reads what it polled: the event-loop letter under "threads".
+roles = re.findall(r"^ +([apwl]+) +\d+ +csw-\d ", s, re.M)
+assert len(roles) == 2 and all("l" in r for r in roles), f"the workers' roles: {roles}"
+print(f"ok: the workers' roles {roles}")
 assert 100 <= sum(int(r[2]) for r in rows) <= 500, "the threads' req/s do not add up to the load"
 print(f"ok: two worker threads, req/s {[int(r[2]) for r in rows]}")
 assert lines[-1].startswith("q quit  p pause  s sort  t tail p99  ? help") and f"daemon {sys.argv[3]}" in lines[-1], lines[-1]
@@ -179,7 +183,7 @@ assert_cmp "$(json_get "$CS_TMP/nginx.json" 'j["listeners"][0]["port"]')" '==' "
 "$CS_BIN" top --once --socket "$sock2" >"$CS_TMP/nginx-top.txt" || fail "top --once on nginx"
 cat "$CS_TMP/nginx-top.txt"
 grep -q "^:$NG_PORT " "$CS_TMP/nginx-top.txt" || fail "top: no nginx listener"
-grep -qE "^ +[0-9]+ +nginx +[0-9]+ +4 " "$CS_TMP/nginx-top.txt" || fail "top: no nginx worker with its 4 accepts"
+grep -qE "^ +[apwl]* +[0-9]+ +nginx +[0-9]+ +4 " "$CS_TMP/nginx-top.txt" || fail "top: no nginx worker with its 4 accepts"
 echo "ok: nginx seen by top and snapshot"
 # The same daemon's Prometheus text for nginx: valid, and it counts the requests.
 curl -sf "http://127.0.0.1:$NG_METRICS/metrics" >"$CS_TMP/nginx-metrics.txt" || fail "no /metrics from the nginx daemon"

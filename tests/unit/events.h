@@ -358,6 +358,24 @@ static inline struct cs_ev_thread_sample make_thread_sample(uint64_t ts_ns, uint
 	return ev;
 }
 
+/* A thread's epoll-path totals since attach (tgid 100). */
+static inline struct cs_ev_thread_polls make_thread_polls(uint64_t ts_ns, uint32_t tid, uint64_t ready_polls,
+							  uint64_t reads_own, uint64_t reads_handed,
+							  uint64_t handed_out, uint64_t reads_blocking)
+{
+	struct cs_ev_thread_polls ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_THREAD_POLLS, sizeof(ev), ts_ns);
+	ev.ready_polls = ready_polls;
+	ev.reads_own = reads_own;
+	ev.reads_handed = reads_handed;
+	ev.handed_out = handed_out;
+	ev.reads_blocking = reads_blocking;
+	ev.tid = tid;
+	ev.tgid = 100;
+	return ev;
+}
+
 static inline struct cs_ev_ack_overflow make_ack_overflow(uint64_t ts_ns, uint16_t port)
 {
 	struct cs_ev_ack_overflow ev;

@@ -738,7 +738,7 @@ static char *render_json(void)
 }
 
 static const char *const expected_causes[CS_CAUSE_COUNT] = {
-	"accept_queue", "listen_overflow", "run_queue", "event_loop", "handler", "send_drain",
+	"accept_queue", "listen_overflow", "run_queue", "event_loop", "worker_pool", "handler", "send_drain",
 };
 
 Test(requests_json, cause_names_are_the_documented_ones)
@@ -842,9 +842,9 @@ Test(requests_json, tail_conditions_lifecycle_threads)
 	cr_assert_eq(number(life, "resets_sent"), 1);
 	member(life, "lifetime_p50_ms", J_NUMBER);
 
-	/* Threads: the readers (7, 21) and the sampled one; 21 read the ten slow requests. */
+	/* Threads: the readers (7, 21), the sampled one, the accepting one (3); 21 read the ten slow requests. */
 	const struct json *threads = member(root, "threads", J_ARRAY);
-	cr_assert_eq(length(threads), 2);
+	cr_assert_eq(length(threads), 3);
 	bool found = false;
 	for (size_t i = 0; i < length(threads); i++) {
 		const struct json *t = element(threads, i);
@@ -891,7 +891,15 @@ Test(requests_json, no_requests)
 	cr_assert_eq(length(member(tail, "causes", J_ARRAY)), 0);
 	member(root, "conditions", J_OBJECT);
 	member(root, "lifecycle", J_OBJECT);
-	cr_assert_eq(length(member(root, "threads", J_ARRAY)), 0);
+	/* The accepting thread is a thread of the report, with its role. */
+	const struct json *threads = member(root, "threads", J_ARRAY);
+	cr_assert_eq(length(threads), 1);
+	const struct json *listener = element(member(root, "listeners", J_ARRAY), 0);
+	const struct json *worker = element(member(listener, "workers", J_ARRAY), 0);
+	cr_assert_eq(number(element(threads, 0), "tid"), number(worker, "tid"));
+	const struct json *roles = member(element(threads, 0), "roles", J_ARRAY);
+	cr_assert_eq(length(roles), 1);
+	cr_assert_str_eq(element(roles, 0)->string, "acceptor");
 	json_free(root);
 	free(text);
 }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Tomcat 10 (Debian's tomcat10, NIO connector) with a pool of 4 threads
+# (maxThreads) and a JSP that blocks its thread 10 ms. 12 keep-alive
+# connections send their next request as soon as the last is answered:
+# every request queues behind about 8 others for a pool thread. Tomcat's
+# acceptor accepts, its poller waits in epoll_wait(), its exec threads read
+# and serve: worker_pool leads the tail, pool_saturation is flagged, and the
+# threads' roles are found from what they did (their names are all
+# "http-nio-127.0."): one acceptor, a poller, 4 workers.
+# integration: exclusive
+# Runs alone: connscope's p99 is compared with the client's (see scenario 6).
+source "$(dirname "$0")/lib.sh"
+
+command -v /usr/share/tomcat10/bin/catalina.sh >/dev/null || fail "tomcat10 is not installed (scripts/deps.sh)"
+base=$CS_TMP/tomcat
+mkdir -p "$base"/{conf,logs,temp,work,webapps/ROOT}
+cp /usr/share/tomcat10/etc/web.xml "$base/conf/"
+port=$(cs_free_port)
+cat >"$base/conf/server.xml" <<XML
+<?xml version="1.0" encoding="UTF-8"?>
+<Server port="-1" shutdown="SHUTDOWN">
+  <Service name="Catalina">
+    <Connector port="$port" address="127.0.0.1" protocol="org.apache.coyote.http11.Http11NioProtocol"
+               maxThreads="4" minSpareThreads="4" acceptCount="100" />
+    <Engine name="Catalina" defaultHost="localhost">
+      <Host name="localhost" appBase="webapps" unpackWARs="false" autoDeploy="false" />
+    </Engine>
+  </Service>
+</Server>
+XML
+echo '<% Thread.sleep(10); %>ok' >"$base/webapps/ROOT/block.jsp"
+CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$base cs_bg /usr/share/tomcat10/bin/catalina.sh run \
+  >"$CS_TMP/tomcat.log" 2>&1
+SERVER_PID=$BG_PID # catalina.sh run execs java
+for _ in $(seq 300); do ss -Htln "sport = :$port" | grep -q . && break; sleep 0.1; done
+cs_wait_port "$port"
+# Jasper compiles the JSP on its first request: not part of what is measured.
+curl -sf --max-time 30 "http://127.0.0.1:$port/block.jsp" | grep -q ok || fail "the JSP does not answer"
+
+cs_profile tomcat "$CS_LOAD" --port "$port" --connections 12 --duration 3 --path /block.jsp \
+  --json "$CS_TMP/client.json" --quiet
+r=$CS_TMP/tomcat.json
+note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], round(c["share"], 3)) for c in j["tail"]["causes"][:3]]'), flagged: '$(flagged "$r")'"
+note "roles $(json_get "$r" 'sorted((t["tid"], t["roles"], t["requests"]) for t in j["threads"] if t["roles"])')"
+
+[[ $(top_cause "$r") == worker_pool ]] || fail "top tail cause is $(top_cause "$r"), expected worker_pool"
+echo "ok: top cause worker_pool"
+flags=$(flagged "$r")
+[[ " $flags " == *" pool_saturation "* ]] || fail "pool_saturation not flagged (flagged: $flags)"
+[[ " $flags " != *" accept_contention "* ]] || fail "accept_contention flagged for 12 connections accepted once"
+echo "ok: pool_saturation flagged, accept_contention not"
+count_role() { json_get "$r" "sum(1 for t in j['threads'] if '$1' in t['roles'])"; }
+assert_cmp "$(count_role acceptor)" '==' 1 "threads with the role acceptor"
+assert_cmp "$(count_role poller)" '>=' 1 "threads with the role poller"
+assert_cmp "$(count_role worker)" '==' 4 "threads with the role worker (maxThreads)"
+assert_cmp "$(count_role event_loop)" '==' 0 "threads with the role event_loop"
+assert_p99_agrees "$r" "$CS_TMP/client.json"

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Thread pools: requests a poller handed to a pool thread (worker_pool),
+ * pool_saturation, thread roles from behaviour, and accept_contention
+ * judged against the tail. Synthetic records with known answers.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attrib.h"
+#include "engine.h"
+#include "events.h"
+#include "json_check.h"
+#include "report.h"
+
+#define PORT 8080
+#define T0 (100 * SEC)
+#define SK(n) (0xffff888300000000ull + (n))
+#define ACCEPTOR 2
+#define POLLER 3
+#define POOL_FIRST 11
+#define POOL_THREADS 4
+
+static struct cs_engine *engine;
+static struct cs_report_meta meta;
+static uint64_t clock_ns;
+
+static void setup(void)
+{
+	engine = cs_engine_new();
+	cr_assert_not_null(engine);
+	meta = (struct cs_report_meta){ .target = "pid 100 (java)", .duration_s = 10.0 };
+	clock_ns = T0;
+}
+
+static void teardown(void)
+{
+	cs_engine_free(engine);
+}
+
+TestSuite(pools, .init = setup, .fini = teardown);
+
+static double cause_share(const struct cs_tail *tail, enum cs_cause cause)
+{
+	for (int i = 0; i < CS_CAUSE_COUNT; i++)
+		if (tail->causes[i].cause == cause)
+			return tail->causes[i].share;
+	return -1;
+}
+
+Test(pools, a_handed_off_wait_is_worker_pool_and_the_parts_add_up)
+{
+	struct cs_ev_request req = make_request((struct request_spec){
+		.sk = SK(1), .port = PORT, .index = 1, .start_ns = T0, .first_read_ns = T0 + 8 * MS,
+		.first_send_ns = T0 + 10 * MS, .last_send_ns = T0 + 10 * MS, .drain_end_ns = T0 + 10 * MS,
+		.pickup_runq_ns = 1 * MS, .flags = CS_REQ_HANDED_OFF });
+	struct cs_request_split split;
+	cr_assert(cs_split_request(engine, &req, &split));
+	cr_assert_eq(split.cause_ns[CS_CAUSE_WORKER_POOL], 7 * MS);
+	cr_assert_eq(split.cause_ns[CS_CAUSE_EVENT_LOOP], 0);
+	cr_assert_eq(split.cause_ns[CS_CAUSE_RUN_QUEUE], 1 * MS);
+	cr_assert_eq(split.cause_ns[CS_CAUSE_HANDLER], 2 * MS);
+	uint64_t sum = 0;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		sum += split.cause_ns[c];
+	cr_assert_eq(sum, split.total_ns);
+	cr_assert_eq(split.total_ns, 10 * MS);
+
+	/* The same request read by the thread that polled it: the loop was busy. */
+	req.flags = 0;
+	cr_assert(cs_split_request(engine, &req, &split));
+	cr_assert_eq(split.cause_ns[CS_CAUSE_EVENT_LOOP], 7 * MS);
+	cr_assert_eq(split.cause_ns[CS_CAUSE_WORKER_POOL], 0);
+}
+
+/*
+ * Tomcat's shape: one acceptor took 32 connections once, each after 2 ms
+ * in the queue; one poller; four pool threads. 900 requests waited 100 us
+ * for a pool thread, 100 waited 40 ms; each was served in 10 ms.
+ */
+static void tomcat_population(void)
+{
+	for (uint32_t i = 0; i < 32; i++) {
+		clock_ns += 100 * US;
+		FEED_OK(engine, make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100, .tid = ACCEPTOR,
+								     .established_ns = clock_ns - 2 * MS,
+								     .ts_ns = clock_ns, .backlog_limit = 100,
+								     .comm = "nio-Acceptor" },
+						SK(1000 + i), 0x7f000001, (uint16_t)(40000 + i)));
+	}
+	for (uint32_t i = 0; i < 1000; i++) {
+		uint64_t wait = i % 10 == 9 ? 40 * MS : 100 * US;
+		uint64_t start = clock_ns;
+		feed_request(engine, (struct request_spec){
+			.sk = SK(1000 + i % 32), .port = PORT, .index = 1 + i / 32, .start_ns = start,
+			.first_read_ns = start + wait, .first_send_ns = start + wait + 10 * MS,
+			.last_send_ns = start + wait + 10 * MS, .drain_end_ns = start + wait + 10 * MS,
+			.reader_tid = POOL_FIRST + i % POOL_THREADS, .flags = CS_REQ_HANDED_OFF });
+		clock_ns += 5 * MS;
+	}
+	FEED_OK(engine, make_thread_polls(clock_ns, POLLER, 990, 0, 0, 1000, 0));
+	for (uint32_t t = 0; t < POOL_THREADS; t++)
+		FEED_OK(engine, make_thread_polls(clock_ns, POOL_FIRST + t, 0, 0, 250, 0, 0));
+	FEED_OK(engine, make_thread_sample(clock_ns, POLLER, "nio-8080-Poll", 0, 0, 0));
+}
+
+Test(pools, a_saturated_pool_leads_the_tail_with_its_evidence)
+{
+	tomcat_population();
+	struct cs_tail tail;
+	cs_compute_tail(engine, 99.0, &tail);
+	cr_assert_eq(tail.causes[0].cause, CS_CAUSE_WORKER_POOL, "leads: %s", cs_cause_names[tail.causes[0].cause]);
+	/* The tail: the 100 slow requests, 40 ms waiting and 10 ms served each. */
+	cr_assert_float_eq(cause_share(&tail, CS_CAUSE_WORKER_POOL), 0.8, 0.01);
+	cr_assert_float_eq(cause_share(&tail, CS_CAUSE_HANDLER), 0.2, 0.01);
+	cr_assert(strstr(tail.causes[0].evidence, "nio-8080-Poll"), "%s", tail.causes[0].evidence);
+
+	struct cs_conditions cond;
+	cs_compute_conditions(engine, &meta, &cond);
+	cr_assert(cond.pool_saturation.flagged);
+	cr_assert_eq(cond.pool_saturation.pool_threads, POOL_THREADS);
+	cr_assert_eq(cond.pool_saturation.poller_tid, POLLER);
+	cr_assert_float_eq(cond.pool_saturation.tail_wait_mean_us, 40000.0, 1.0);
+	/* 1000 x 10 ms served by 4 threads, each serving from about 0 to 5 s. */
+	cr_assert_float_eq(cond.pool_saturation.busy_share, 10.0 / 4 / 5.0, 0.02);
+	/* 2 ms accept waits on connections accepted once: no part of this tail. */
+	cr_assert_not(cond.accept_contention.flagged);
+}
+
+static char *render(bool json)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	cr_assert_not_null(out);
+	if (json)
+		cs_report_json(out, engine, &meta);
+	else
+		cs_report_text(out, engine, &meta);
+	cr_assert_eq(fclose(out), 0);
+	return buf;
+}
+
+/* The roles of thread tid in the JSON threads[], comma-joined; NULL when it is not there. */
+static bool thread_roles(const struct json *threads, uint32_t tid, char *out, size_t len)
+{
+	for (size_t i = 0; i < length(threads); i++) {
+		const struct json *t = element(threads, i);
+		if (number(t, "tid") != tid)
+			continue;
+		const struct json *roles = member(t, "roles", J_ARRAY);
+		out[0] = '\0';
+		for (size_t k = 0; k < length(roles); k++)
+			snprintf(out + strlen(out), len - strlen(out), "%s%s", k ? "," : "", element(roles, k)->string);
+		return true;
+	}
+	return false;
+}
+
+Test(pools, roles_come_from_behaviour_in_json_and_text)
+{
+	tomcat_population();
+	/* An event loop of another kind in the same run: polls, reads what it polled. */
+	FEED_OK(engine, make_thread_polls(clock_ns, 21, 500, 480, 0, 0, 0));
+	char *text = render(true);
+	struct json *root = json_parse(text);
+	const struct json *threads = member(root, "threads", J_ARRAY);
+	char roles[64];
+	cr_assert(thread_roles(threads, ACCEPTOR, roles, sizeof(roles)));
+	cr_assert_str_eq(roles, "acceptor");
+	cr_assert(thread_roles(threads, POLLER, roles, sizeof(roles)));
+	cr_assert_str_eq(roles, "poller");
+	for (uint32_t t = 0; t < POOL_THREADS; t++) {
+		cr_assert(thread_roles(threads, POOL_FIRST + t, roles, sizeof(roles)));
+		cr_assert_str_eq(roles, "worker");
+	}
+	cr_assert(thread_roles(threads, 21, roles, sizeof(roles)));
+	cr_assert_str_eq(roles, "event_loop");
+	/* Every accepting thread of listeners[] is in threads[]. */
+	const struct json *workers = member(element(member(root, "listeners", J_ARRAY), 0), "workers", J_ARRAY);
+	for (size_t i = 0; i < length(workers); i++)
+		cr_assert(thread_roles(threads, (uint32_t)number(element(workers, i), "tid"), roles, sizeof(roles)));
+	const struct json *pool = member(member(root, "conditions", J_OBJECT), "pool_saturation", J_OBJECT);
+	cr_assert_eq(member(pool, "flagged", J_BOOL)->number, 1.0);
+	cr_assert_eq(number(pool, "pool_threads"), POOL_THREADS);
+	cr_assert_str_eq(member(member(root, "tail", J_OBJECT), "causes", J_ARRAY)->child->child->string, "worker_pool");
+	json_free(root);
+	free(text);
+
+	text = render(false);
+	cr_assert(strstr(text, "! pool_saturation:"), "%s", text);
+	cr_assert(strstr(text, "Tomcat maxThreads"), "the advice names the pool's knob");
+	cr_assert(strstr(text, "poller"), "%s", text);
+	cr_assert_null(strstr(text, "accept_contention"), "%s", text);
+	cr_assert_null(strstr(text, "accept thread is the bottleneck"));
+	free(text);
+}
+
+/* The acceptor bottleneck: connections wait 20 ms to be accepted, then are served at once. */
+Test(pools, a_slow_acceptor_is_still_flagged_when_the_tail_is_its)
+{
+	for (uint32_t i = 0; i < 200; i++) {
+		clock_ns += 1 * MS;
+		uint64_t established = clock_ns, accepted = clock_ns + (i % 4 == 3 ? 20 * MS : 100 * US);
+		FEED_OK(engine, make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100, .tid = ACCEPTOR,
+								     .established_ns = established, .enter_ns = accepted - 10 * US,
+								     .ts_ns = accepted, .backlog = 3, .backlog_limit = 16 },
+						SK(i), 0x7f000001, (uint16_t)(30000 + i)));
+		feed_request(engine, (struct request_spec){
+			.sk = SK(i), .port = PORT, .index = 0, .start_ns = established + 10 * US,
+			.first_read_ns = accepted + 20 * US, .first_send_ns = accepted + 120 * US,
+			.last_send_ns = accepted + 120 * US, .drain_end_ns = accepted + 120 * US, .reader_tid = 7 });
+	}
+	struct cs_tail tail;
+	cs_compute_tail(engine, 99.0, &tail);
+	cr_assert_eq(tail.causes[0].cause, CS_CAUSE_ACCEPT_QUEUE);
+	cr_assert_not(cs_accept_path_negligible(engine, &meta));
+	struct cs_conditions cond;
+	cs_compute_conditions(engine, &meta, &cond);
+	cr_assert(cond.accept_contention.flagged);
+	cr_assert(cond.accept_contention.acceptor_bottleneck);
+	cr_assert_not(cond.pool_saturation.flagged);
+}
+
+/* Thread per connection: nobody polls, each thread reads its connection blocking. */
+Test(pools, a_blocking_reader_is_a_worker_and_a_trace_without_polls_names_no_reader)
+{
+	feed_request(engine, (struct request_spec){ .sk = SK(1), .port = PORT, .index = 1, .start_ns = T0,
+						    .first_read_ns = T0 + 10 * US, .first_send_ns = T0 + MS,
+						    .last_send_ns = T0 + MS, .reader_tid = 31 });
+	feed_request(engine, (struct request_spec){ .sk = SK(2), .port = PORT, .index = 1, .start_ns = T0,
+						    .first_read_ns = T0 + 10 * US, .first_send_ns = T0 + MS,
+						    .last_send_ns = T0 + MS, .reader_tid = 32 });
+	/* Before the epoll path's records (a version 1 trace): no role from reads alone. */
+	const struct cs_thread_stats *t31 = cs_u64map_get(&engine->threads, 31);
+	cr_assert_not_null(t31);
+	cr_assert_eq(cs_thread_roles(t31), 0);
+	FEED_OK(engine, make_thread_polls(T0 + SEC, 31, 0, 0, 0, 0, 1));
+	cr_assert_eq(cs_thread_roles(t31), CS_ROLE_WORKER);
+	char names[64];
+	cs_format_roles(names, sizeof(names), CS_ROLE_ACCEPTOR | CS_ROLE_EVENT_LOOP | CS_ROLE_WORKER);
+	cr_assert_str_eq(names, "acceptor,event_loop,worker");
+}
