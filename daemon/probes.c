@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "connscope.skel.h"
+#include "netns.h"
 #include "procfs.h"
 #include "u64map.h"
 
@@ -287,6 +288,50 @@ int cs_probes_remove_port(struct cs_probes *probes, uint16_t port)
 				    sizeof(bits), BPF_ANY);
 }
 
+static uint64_t endpoint_key(uint32_t netns_ino, uint16_t port)
+{
+	return (uint64_t)netns_ino << 16 | port;
+}
+
+int cs_probes_add_endpoint(struct cs_probes *probes, uint32_t netns_ino, uint16_t port)
+{
+	uint64_t key = endpoint_key(netns_ino, port);
+	uint8_t one = 1;
+	for (size_t i = 0; i < probes->endpoint_count; i++)
+		if (probes->endpoints[i] == key)
+			return 0;
+	if (probes->endpoint_count >= CS_MAX_ENDPOINTS)
+		return -ENOSPC;
+	/* The endpoint before the port bit: the probes look at the bit first. */
+	int err = bpf_map__update_elem(probes->skel->maps.target_endpoints, &key, sizeof(key), &one,
+				       sizeof(one), BPF_ANY);
+	if (err)
+		return err;
+	probes->endpoints[probes->endpoint_count++] = key;
+	return cs_probes_add_port(probes, port);
+}
+
+int cs_probes_remove_endpoint(struct cs_probes *probes, uint32_t netns_ino, uint16_t port)
+{
+	uint64_t key = endpoint_key(netns_ino, port);
+	bool found = false, port_used = false;
+	for (size_t i = 0; i < probes->endpoint_count;) {
+		if (probes->endpoints[i] == key) {
+			probes->endpoints[i] = probes->endpoints[--probes->endpoint_count];
+			found = true;
+			continue;
+		}
+		port_used |= (uint16_t)probes->endpoints[i] == port;
+		i++;
+	}
+	if (!found)
+		return -ENOENT;
+	/* The port stays in the bitmap while another namespace's listener has it. */
+	if (!port_used)
+		cs_probes_remove_port(probes, port);
+	return bpf_map__delete_elem(probes->skel->maps.target_endpoints, &key, sizeof(key), 0);
+}
+
 /*
  * The per-packet probe (net_dev_start_xmit: every packet of the machine,
  * both ways on loopback) is attached only while some answer has bytes held
@@ -339,24 +384,62 @@ static void visit_listener(struct cs_probes *probes, const void *record, uint64_
 	probes->on_record(probes->ctx, record, sizeof(struct cs_ev_listener_sample));
 }
 
+/* The namespaces of the target endpoints (none yet: ours), distinct; how many. */
+static size_t endpoint_namespaces(const struct cs_probes *probes, uint32_t *inos, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < probes->endpoint_count; i++) {
+		uint32_t ino = (uint32_t)(probes->endpoints[i] >> 16);
+		bool seen = false;
+		for (size_t j = 0; j < n; j++)
+			seen |= inos[j] == ino;
+		if (!seen && n < max)
+			inos[n++] = ino;
+	}
+	if (n == 0 && max)
+		inos[n++] = cs_netns_self();
+	return n;
+}
+
 int cs_probes_walk_listeners(struct cs_probes *probes, uint64_t now_ns)
 {
+	uint32_t inos[CS_MAX_NETNS];
+	size_t n = endpoint_namespaces(probes, inos, CS_MAX_NETNS);
+	int err = 0;
 	probes->listener_walks++;
 	probes->last_walk_ns = now_ns;
-	return read_iterator(probes->iter_link, sizeof(struct cs_ev_listener_sample), visit_listener,
-			     probes, 0);
+	/* An iter/tcp walk visits the namespace its reader is in when it starts. */
+	for (size_t i = 0; i < n && !err; i++) {
+		int back;
+		err = cs_netns_enter(inos[i], &back);
+		if (err)
+			break;
+		err = read_iterator(probes->iter_link, sizeof(struct cs_ev_listener_sample), visit_listener,
+				    probes, 0);
+		cs_netns_leave(back);
+	}
+	return err;
 }
 
-static bool is_target_port(const struct cs_probes *probes, uint16_t port)
+static bool is_target_endpoint(const struct cs_probes *probes, uint32_t netns_ino, uint16_t port)
 {
-	return probes->port_bits[port / 64] & (1ull << (port % 64));
+	if (!(probes->port_bits[port / 64] & (1ull << (port % 64))))
+		return false;
+	for (size_t i = 0; i < probes->endpoint_count; i++)
+		if (probes->endpoints[i] == endpoint_key(netns_ino, port))
+			return true;
+	return false;
 }
 
-int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
+/*
+ * Sample the target listeners of one namespace. Returns 1 when a listener
+ * no walk has named yet wants a walk now.
+ */
+static int sample_namespace(struct cs_probes *probes, uint32_t netns_ino, uint64_t now_ns)
 {
 	static struct cs_listen_socket listeners[CS_MAX_LISTENERS];
 	size_t count = 0;
-	int err = cs_list_listeners(listeners, CS_MAX_LISTENERS, &count);
+	int err = cs_netns_list_listeners(netns_ino, listeners, CS_MAX_LISTENERS, &count);
 	if (err && err != -ENOSPC)
 		return err;
 	/*
@@ -365,16 +448,16 @@ int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
 	 * second: the walk visits every TCP socket, TIME_WAIT ones included).
 	 */
 	for (size_t i = 0; i < count; i++) {
-		if (!is_target_port(probes, listeners[i].port) ||
+		if (!is_target_endpoint(probes, netns_ino, listeners[i].port) ||
 		    cs_u64map_get(&probes->listener_sks, listeners[i].inode))
 			continue;
 		if (now_ns - probes->last_walk_ns >= LISTENER_WALK_MIN_GAP_NS)
-			return cs_probes_walk_listeners(probes, now_ns);
+			return 1;
 		break;
 	}
 	for (size_t i = 0; i < count; i++) {
 		const struct cs_listen_socket *listener = &listeners[i];
-		if (!is_target_port(probes, listener->port))
+		if (!is_target_endpoint(probes, netns_ino, listener->port))
 			continue;
 		const struct listener_identity *identity = cs_u64map_get(&probes->listener_sks, listener->inode);
 		if (!identity) {
@@ -393,6 +476,21 @@ int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
 			.family = listener->family,
 		};
 		probes->on_record(probes->ctx, &sample, sizeof(sample));
+	}
+	return 0;
+}
+
+int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
+{
+	uint32_t inos[CS_MAX_NETNS];
+	size_t n = endpoint_namespaces(probes, inos, CS_MAX_NETNS);
+	for (size_t i = 0; i < n; i++) {
+		int ret = sample_namespace(probes, inos[i], now_ns);
+		/* A walk samples every namespace's target listeners itself. */
+		if (ret == 1)
+			return cs_probes_walk_listeners(probes, now_ns);
+		if (ret < 0)
+			return ret;
 	}
 	return 0;
 }

@@ -513,6 +513,11 @@ int cs_proc_tcp_counters(pid_t pid, struct cs_tcp_counters *out)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/net/netstat", (int)pid);
+	return cs_read_tcp_counters(path, out);
+}
+
+int cs_read_tcp_counters(const char *path, struct cs_tcp_counters *out)
+{
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

@@ -84,6 +84,9 @@ pid_t cs_netns_reader(pid_t pid);
 /* TcpExt counters of pid's network namespace (/proc/PID/net/netstat). */
 int cs_proc_tcp_counters(pid_t pid, struct cs_tcp_counters *out);
 
+/* TcpExt counters from a netstat file (path: /proc/.../net/netstat). */
+int cs_read_tcp_counters(const char *path, struct cs_tcp_counters *out);
+
 /*
  * Parse the text of a netstat file (pure, for tests): the "TcpExt:" header
  * line names the columns of the next one.
