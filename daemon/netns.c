@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <unistd.h>
 
 /*
@@ -20,6 +23,7 @@
 static struct {
 	uint32_t ino;
 	int fd;
+	int diag_fd; /* a sock_diag socket made in it: asked without entering (-1: none) */
 } kept[CS_MAX_NETNS];
 static size_t kept_count;
 
@@ -29,12 +33,38 @@ uint32_t cs_netns_self(void)
 	return stat("/proc/thread-self/ns/net", &st) ? 0 : (uint32_t)st.st_ino;
 }
 
-static int kept_fd(uint32_t ino)
+static int kept_index(uint32_t ino)
 {
 	for (size_t i = 0; i < kept_count; i++)
 		if (kept[i].ino == ino)
-			return kept[i].fd;
+			return (int)i;
 	return -1;
+}
+
+static int kept_fd(uint32_t ino)
+{
+	int i = kept_index(ino);
+	return i < 0 ? -1 : kept[i].fd;
+}
+
+/*
+ * A sock_diag socket inside namespace fd, or -1. Made while we may still
+ * enter namespaces: connscoped drops CAP_SYS_ADMIN (which setns() needs)
+ * once attached, and the socket keeps answering for its namespace.
+ */
+static int diag_socket_in(int fd)
+{
+	int ours = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (ours < 0)
+		return -1;
+	int sock = -1;
+	if (setns(fd, CLONE_NEWNET) == 0) {
+		sock = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+		cs_netns_leave(ours);
+	} else {
+		close(ours);
+	}
+	return sock;
 }
 
 int cs_netns_keep(const char *path, uint32_t *ino)
@@ -56,7 +86,8 @@ int cs_netns_keep(const char *path, uint32_t *ino)
 				err = -ENOSPC;
 			} else {
 				kept[kept_count].ino = *ino;
-				kept[kept_count++].fd = fd;
+				kept[kept_count].fd = fd;
+				kept[kept_count++].diag_fd = diag_socket_in(fd);
 				return 0;
 			}
 		}
@@ -118,15 +149,14 @@ void cs_netns_leave(int back)
 
 int cs_netns_list_listeners(uint32_t ino, struct cs_listen_socket *out, size_t max, size_t *count)
 {
-	int back;
 	*count = 0;
-	int err = cs_netns_enter(ino, &back);
-	if (err)
-		return err;
-	/* The netlink socket belongs to the namespace it is created in. */
-	err = cs_list_listeners(out, max, count);
-	cs_netns_leave(back);
-	return err;
+	if (ino == 0 || ino == cs_netns_self())
+		return cs_list_listeners(out, max, count);
+	int i = kept_index(ino);
+	if (i < 0)
+		return -ENOENT;
+	/* A netlink socket answers for the namespace it was made in. */
+	return kept[i].diag_fd >= 0 ? cs_list_listeners_on(kept[i].diag_fd, out, max, count) : -EPERM;
 }
 
 int cs_netns_tcp_counters(uint32_t ino, struct cs_tcp_counters *out)
@@ -141,6 +171,59 @@ int cs_netns_tcp_counters(uint32_t ino, struct cs_tcp_counters *out)
 	return err;
 }
 
+int cs_parse_proc_net_tcp(const char *text, struct cs_listen_socket *out, size_t max, size_t *count)
+{
+	const char *line = strchr(text, '\n'); /* the header */
+	int err = 0;
+	while (line && *++line) {
+		unsigned int local_port, state, rx_queue;
+		unsigned long inode;
+		/* sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode */
+		if (sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x %*x:%x %*x:%*x %*x %*u %*u %lu",
+			   &local_port, &state, &rx_queue, &inode) == 4 &&
+		    state == CS_TCP_LISTEN && inode) {
+			if (*count >= max) {
+				err = -ENOSPC;
+			} else {
+				/* A listener's rx_queue is its accept queue; its limit is not shown. */
+				out[(*count)++] = (struct cs_listen_socket){
+					.inode = inode, .port = (uint16_t)local_port, .backlog = rx_queue,
+				};
+			}
+		}
+		line = strchr(line, '\n');
+	}
+	return err;
+}
+
+/* The listeners of pid's namespace from /proc/PID/net/tcp and tcp6 (no drops counted there). */
+static int proc_net_listeners(pid_t pid, struct cs_listen_socket *out, size_t max, size_t *count)
+{
+	static char text[1 << 20];
+	static const struct {
+		const char *file;
+		uint16_t family;
+	} files[] = { { "tcp", AF_INET }, { "tcp6", AF_INET6 } };
+	*count = 0;
+	for (size_t f = 0; f < 2; f++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, files[f].file);
+		FILE *in = fopen(path, "re");
+		if (!in)
+			return -errno;
+		size_t len = fread(text, 1, sizeof(text) - 1, in);
+		fclose(in);
+		text[len] = '\0';
+		size_t before = *count;
+		int err = cs_parse_proc_net_tcp(text, out, max, count);
+		for (size_t i = before; i < *count; i++)
+			out[i].family = files[f].family;
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int cs_netns_pid_listen_ports(pid_t pid, uint16_t *ports, size_t max, size_t *count, uint32_t *ino)
 {
 	static struct cs_listen_socket listeners[CS_MAX_LISTENERS];
@@ -150,6 +233,8 @@ int cs_netns_pid_listen_ports(pid_t pid, uint16_t *ports, size_t max, size_t *co
 	if (err)
 		return err;
 	err = cs_netns_list_listeners(*ino, listeners, CS_MAX_LISTENERS, &listener_count);
+	if (err == -EPERM) /* a namespace met after connscoped's drop: its /proc/PID/net/tcp still shows them */
+		err = proc_net_listeners(pid, listeners, CS_MAX_LISTENERS, &listener_count);
 	if (err && err != -ENOSPC)
 		return err;
 	return cs_proc_listen_ports(pid, listeners, listener_count, ports, max, count);

@@ -56,4 +56,13 @@ int cs_netns_tcp_counters(uint32_t ino, struct cs_tcp_counters *out);
  */
 int cs_netns_pid_listen_ports(pid_t pid, uint16_t *ports, size_t max, size_t *count, uint32_t *ino);
 
+#define CS_TCP_LISTEN 10 /* TCP_LISTEN, the "st" column's 0A */
+
+/*
+ * Listening sockets from the text of /proc/PID/net/tcp or tcp6 (pure, for
+ * tests): inode, port, accept queue; no limit, drops or family.
+ * Returns 0, or -ENOSPC when more than max (the first max kept).
+ */
+int cs_parse_proc_net_tcp(const char *text, struct cs_listen_socket *out, size_t max, size_t *count);
+
 #endif /* CS_NETNS_H */

@@ -408,15 +408,21 @@ int cs_probes_walk_listeners(struct cs_probes *probes, uint64_t now_ns)
 	int err = 0;
 	probes->listener_walks++;
 	probes->last_walk_ns = now_ns;
-	/* An iter/tcp walk visits the namespace its reader is in when it starts. */
-	for (size_t i = 0; i < n && !err; i++) {
+	/*
+	 * An iter/tcp walk visits the namespace its reader is in when it
+	 * starts. One we may no longer enter (connscoped, once it dropped
+	 * CAP_SYS_ADMIN) is left out; the others are walked. The first error is told.
+	 */
+	for (size_t i = 0; i < n; i++) {
 		int back;
-		err = cs_netns_enter(inos[i], &back);
-		if (err)
-			break;
-		err = read_iterator(probes->iter_link, sizeof(struct cs_ev_listener_sample), visit_listener,
-				    probes, 0);
-		cs_netns_leave(back);
+		int ns_err = cs_netns_enter(inos[i], &back);
+		if (!ns_err) {
+			ns_err = read_iterator(probes->iter_link, sizeof(struct cs_ev_listener_sample),
+					       visit_listener, probes, 0);
+			cs_netns_leave(back);
+		}
+		if (!err)
+			err = ns_err;
 	}
 	return err;
 }
@@ -484,15 +490,16 @@ int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
 {
 	uint32_t inos[CS_MAX_NETNS];
 	size_t n = endpoint_namespaces(probes, inos, CS_MAX_NETNS);
+	int err = 0;
 	for (size_t i = 0; i < n; i++) {
 		int ret = sample_namespace(probes, inos[i], now_ns);
 		/* A walk samples every namespace's target listeners itself. */
 		if (ret == 1)
 			return cs_probes_walk_listeners(probes, now_ns);
-		if (ret < 0)
-			return ret;
+		if (ret < 0 && !err)
+			err = ret; /* the other namespaces are sampled all the same */
 	}
-	return 0;
+	return err;
 }
 
 /* One walk's thread record: the difference from its baseline, as a sample. */

@@ -35,6 +35,12 @@ struct cs_listen_socket {
  */
 int cs_list_listeners(struct cs_listen_socket *out, size_t max, size_t *count);
 
+/*
+ * The same on a NETLINK_SOCK_DIAG socket of our own (-1: a new one): the
+ * listeners of the namespace the socket was made in.
+ */
+int cs_list_listeners_on(int nl_fd, struct cs_listen_socket *out, size_t max, size_t *count);
+
 /* Does the process exist (and is it not a zombie)? */
 int cs_proc_alive(pid_t pid);
 

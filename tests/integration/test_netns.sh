@@ -44,6 +44,15 @@ ns_overflows() {
   ip netns exec "$1" awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) col[$i] = i; h = 1 } else print $col["ListenOverflows"] }' /proc/net/netstat
 }
 
+note "--netns that names no network namespace"
+for bad in "cs-itest-none-$$" /etc/hostname; do
+  if "$CS_BIN" attach --port "$port" --netns "$bad" --duration 1 >/dev/null 2>"$CS_TMP/bad.err"; then
+    fail "--netns $bad accepted"
+  fi
+  grep -q "^connscope: --netns $bad: not a network namespace" "$CS_TMP/bad.err" || fail "--netns $bad: $(cat "$CS_TMP/bad.err")"
+done
+echo "ok: --netns refuses what is not a network namespace"
+
 note "isolation: the same port in two namespaces"
 ns_start "$ns_a" server_a --workers 2
 ns_start "$ns_b" server_b --workers 2
