@@ -447,7 +447,12 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 				reload_targets(&current, &s, &probes);
 				sample_every_ns = 1000000000ull / (opts->sample_hz ? opts->sample_hz : 10);
 			}
-			rescan_ports(opts, &s, &probes);
+			if (rescan_ports(opts, &s, &probes) && opts->live_meta) {
+				/* A new target: its labels now, not at the next second. */
+				lock_engine(opts);
+				update_labels(&s, opts->live_meta);
+				unlock_engine(opts);
+			}
 			live_after_rescan = s.live_count;
 			last_rescan_ns = now;
 		}
