@@ -167,6 +167,9 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 		pid_t pids[CS_MAX_TARGETS];
 		size_t n = 0;
 		cs_pids_on_port(opts->ports[i], listeners, listener_count, pids, CS_MAX_TARGETS, &n);
+		if (n == 0 && !opts->follow && opts->netns[0])
+			return cs_fail(errmsg, errlen, "nobody listens on TCP port %u in network namespace %s",
+				    opts->ports[i], opts->netns);
 		if (n == 0 && !opts->follow)
 			return cs_fail(errmsg, errlen, "nobody listens on TCP port %u (check with 'ss -ltnp "
 				    "sport = :%u')", opts->ports[i], opts->ports[i]);

@@ -52,6 +52,13 @@ for bad in "cs-itest-none-$$" /etc/hostname; do
   grep -q "^connscope: --netns $bad: not a network namespace" "$CS_TMP/bad.err" || fail "--netns $bad: $(cat "$CS_TMP/bad.err")"
 done
 echo "ok: --netns refuses what is not a network namespace"
+# The port is free in the fresh namespace, whatever listens on it here.
+if "$CS_BIN" attach --port "$port" --netns "$ns_a" --duration 1 >/dev/null 2>"$CS_TMP/empty.err"; then
+  fail "--port $port --netns $ns_a accepted with nobody listening there"
+fi
+grep -q "^connscope: nobody listens on TCP port $port in network namespace $ns_a" "$CS_TMP/empty.err" \
+  || fail "--netns with nobody listening: $(cat "$CS_TMP/empty.err")"
+echo "ok: --port --netns looks in that namespace only"
 
 note "isolation: the same port in two namespaces"
 ns_start "$ns_a" server_a --workers 2
