@@ -6,11 +6,13 @@
 # the same time counts exactly the other's. Then a listen overflow in each
 # namespace, one attached by pid, the other by --port --netns: each report's
 # drops and kernel counters match that namespace's own ListenOverflows. The
-# reports carry the namespace's inode.
+# reports carry the namespace's inode. Last, clients in the other namespace
+# over a veth pair: the server's side of their connections is counted.
 source "$(dirname "$0")/lib.sh"
 
 ns_a=cs-itest-a-$$
 ns_b=cs-itest-b-$$
+veth=csv$$ # the veth pair's ends, veth-a and veth-b: within the 15 bytes of a link name
 netns_cleanup() {
   local rc=$?
   cs_cleanup
@@ -137,3 +139,25 @@ for side in a b; do
   assert_cmp "$(json_get "$r" 'j["requests"]')" '==' "$(json_get "$CS_TMP/oload_$side.json" 'j["requests"]')" \
     "$side: requests = its clients'"
 done
+
+note "clients in the other namespace, over a veth pair"
+kill -TERM "$server_a" "$server_b"
+wait "$server_a" "$server_b" 2>/dev/null || true
+ip link add "${veth}a" netns "$ns_a" type veth peer name "${veth}b" netns "$ns_b"
+ip -n "$ns_a" addr add 10.199.0.1/24 dev "${veth}a"
+ip -n "$ns_b" addr add 10.199.0.2/24 dev "${veth}b"
+ip -n "$ns_a" link set "${veth}a" up
+ip -n "$ns_b" link set "${veth}b" up
+ns_start "$ns_a" server_a --bind 10.199.0.1 --workers 2
+"$CS_BIN" attach --pid "$server_a" --duration 120 --json >"$CS_TMP/v.json" 2>"$CS_TMP/v.err" &
+cs_a=$!
+cs_pids+=("$cs_a")
+cs_wait_attached "$CS_TMP/v.err"
+# csload talks to loopback only: curl, one connection a request.
+for _ in $(seq 12); do
+  ip netns exec "$ns_b" curl -sf -o /dev/null --max-time 5 http://10.199.0.1:$port/ || fail "curl from $ns_b failed"
+done
+kill -INT "$cs_a"
+wait "$cs_a" || { cat "$CS_TMP/v.err"; fail "connscope failed"; }
+assert_cmp "$(json_get "$CS_TMP/v.json" 'j["requests"]')" '==' 12 "veth clients: requests"
+assert_cmp "$(json_get "$CS_TMP/v.json" 'j["listeners"][0]["accepts"]')" '==' 12 "veth clients: accepts"
