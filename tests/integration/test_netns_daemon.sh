@@ -4,7 +4,9 @@
 # daemon has dropped CAP_SYS_ADMIN by then and cannot enter the namespace,
 # yet finds the server's port there and counts exactly its clients'
 # requests. A server on the same port in another namespace, outside the
-# cgroup, is not counted. The metrics say which namespace and unit.
+# cgroup, is not counted; a daemon given '--port P --netns' of that other
+# namespace counts exactly its requests. The metrics say which namespace
+# and unit.
 source "$(dirname "$0")/lib.sh"
 
 CS_DAEMON=$CS_BUILD/connscoped
@@ -57,27 +59,34 @@ ns_wait_port() {
   fail "nothing listens on port $2 in $1 after 5 s"
 }
 
-mport=$(cs_free_port)
+mport=$(cs_free_port); mport_out=$(cs_free_port)
 port=8080 # in fresh namespaces: free
+ip netns add "$ns_out"
+ip -n "$ns_out" link set lo up
 cs_bg "$CS_DAEMON" --cgroup "$cgroup" --metrics "$mport" --socket "$CS_TMP/run/netns.sock" 2>"$CS_TMP/daemon.log"
-daemon=$BG_PID
-for _ in $(seq 100); do scrape "$mport" >/dev/null && break; sleep 0.1; done
+# A second daemon waits for a server on the port in the other namespace.
+cs_bg "$CS_DAEMON" --port "$port" --netns "$ns_out" --metrics "$mport_out" --socket "$CS_TMP/run/out.sock" \
+  2>"$CS_TMP/daemon_out.log"
+for m in "$mport" "$mport_out"; do
+  for _ in $(seq 100); do scrape "$m" >/dev/null && break; sleep 0.1; done
+done
 wait_log "$CS_TMP/daemon.log" "capabilities dropped"
+wait_log "$CS_TMP/daemon_out.log" "capabilities dropped"
 
 note "a server in a new namespace, in the cgroup; another on the same port outside both"
-for ns in "$ns_in" "$ns_out"; do
-  ip netns add "$ns"
-  ip -n "$ns" link set lo up
-done
+ip netns add "$ns_in"
+ip -n "$ns_in" link set lo up
 ino_in=$(stat -L -c %i "/var/run/netns/$ns_in")
 # Into the cgroup first: 'ip netns exec' mounts the namespace's own /sys, without the cgroup tree.
 cs_bg sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg_dir" ip netns exec "$ns_in" "$CS_SERVER" --port "$port" --quiet
 server_in=$BG_PID
 cs_bg ip netns exec "$ns_out" "$CS_SERVER" --port "$port" --quiet
+server_out=$BG_PID
 ns_wait_port "$ns_in" "$port"
 ns_wait_port "$ns_out" "$port"
 grep -qx "0::$cgroup" /proc/"$server_in"/cgroup || fail "server not in $cgroup: $(cat /proc/"$server_in"/cgroup)"
 wait_log "$CS_TMP/daemon.log" "now watching pid $server_in \\(csserver\\) on port $port"
+wait_log "$CS_TMP/daemon_out.log" "now watching pid $server_out on port $port"
 ip netns exec "$ns_in" "$CS_LOAD" --port "$port" --connections 3 --requests 450 --json "$CS_TMP/load_in.json" >/dev/null \
   || fail "csload in $ns_in failed"
 ip netns exec "$ns_out" "$CS_LOAD" --port "$port" --connections 4 --requests 800 --json "$CS_TMP/load_out.json" >/dev/null \
@@ -85,6 +94,9 @@ ip netns exec "$ns_out" "$CS_LOAD" --port "$port" --connections 4 --requests 800
 sent=$(json_get "$CS_TMP/load_in.json" 'j["requests"]')
 reach "$mport" connscope_requests_total "$sent" "requests counted = the clients' in $ns_in"
 reach "$mport" connscope_accepts_total 3 "accepts = the connections in $ns_in"
+sent_out=$(json_get "$CS_TMP/load_out.json" 'j["requests"]')
+reach "$mport_out" connscope_requests_total "$sent_out" "--port --netns $ns_out: requests = the clients' there"
+reach "$mport_out" connscope_accepts_total 4 "--port --netns $ns_out: accepts = the connections there"
 # The labels follow the target once it is found (the scrape may come first).
 for _ in $(seq 300); do
   info=$(scrape "$mport" | grep '^connscope_target_info{' || true)
