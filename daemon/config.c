@@ -198,6 +198,9 @@ void cs_config_merge(struct cs_daemon_config *base, const struct cs_daemon_confi
 		base->pid_count = over->pid_count;
 		base->match = over->match;
 		memcpy(base->netns, over->netns, sizeof(base->netns));
+	} else if (over->netns[0]) {
+		/* A namespace alone: the base's ports, looked for there. */
+		memcpy(base->netns, over->netns, sizeof(base->netns));
 	}
 	if (over->has_metrics) {
 		memcpy(base->metrics, over->metrics, sizeof(base->metrics));
