@@ -96,6 +96,33 @@ int cs_netns_keep(const char *path, uint32_t *ino)
 	return err;
 }
 
+int cs_netns_of_pid(pid_t pid, uint32_t *ino)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if (stat(path, &st))
+		return -errno;
+	*ino = (uint32_t)st.st_ino;
+	return 0;
+}
+
+size_t cs_netns_kept_count(void)
+{
+	return kept_count;
+}
+
+void cs_netns_forget(uint32_t ino)
+{
+	int i = kept_index(ino);
+	if (i < 0)
+		return;
+	close(kept[i].fd);
+	if (kept[i].diag_fd >= 0)
+		close(kept[i].diag_fd);
+	kept[i] = kept[--kept_count];
+}
+
 int cs_netns_keep_pid(pid_t pid, uint32_t *ino)
 {
 	char path[64];
@@ -229,13 +256,24 @@ int cs_netns_pid_listen_ports(pid_t pid, uint16_t *ports, size_t max, size_t *co
 	static struct cs_listen_socket listeners[CS_MAX_LISTENERS];
 	size_t listener_count = 0;
 	*count = 0;
-	int err = cs_netns_keep_pid(pid, ino);
+	int err = cs_netns_of_pid(pid, ino);
 	if (err)
 		return err;
-	err = cs_netns_list_listeners(*ino, listeners, CS_MAX_LISTENERS, &listener_count);
-	if (err == -EPERM) /* a namespace met after connscoped's drop: its /proc/PID/net/tcp still shows them */
-		err = proc_net_listeners(pid, listeners, CS_MAX_LISTENERS, &listener_count);
+	bool known = *ino == cs_netns_self() || kept_index(*ino) >= 0;
+	err = cs_netns_keep_pid(pid, ino);
 	if (err && err != -ENOSPC)
 		return err;
-	return cs_proc_listen_ports(pid, listeners, listener_count, ports, max, count);
+	err = cs_netns_list_listeners(*ino, listeners, CS_MAX_LISTENERS, &listener_count);
+	/*
+	 * A namespace met after connscoped's drop (no sock_diag socket), or
+	 * beyond the kept ones: its /proc/PID/net/tcp still shows them.
+	 */
+	if (err == -EPERM || err == -ENOENT)
+		err = proc_net_listeners(pid, listeners, CS_MAX_LISTENERS, &listener_count);
+	if (!err || err == -ENOSPC)
+		err = cs_proc_listen_ports(pid, listeners, listener_count, ports, max, count);
+	/* Not a server (a shell in a container): its namespace is not kept for it. */
+	if (!known && *count == 0)
+		cs_netns_forget(*ino);
+	return err;
 }

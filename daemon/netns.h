@@ -28,6 +28,15 @@ uint32_t cs_netns_self(void);
  */
 int cs_netns_keep(const char *path, uint32_t *ino);
 
+/* The namespace of pid, without keeping it. */
+int cs_netns_of_pid(pid_t pid, uint32_t *ino);
+
+/* Close a kept namespace (none of our targets is in it any more). */
+void cs_netns_forget(uint32_t ino);
+
+/* How many namespaces are kept. */
+size_t cs_netns_kept_count(void);
+
 /* cs_netns_keep for /proc/PID/ns/net. */
 int cs_netns_keep_pid(pid_t pid, uint32_t *ino);
 

@@ -450,6 +450,11 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 				reload_targets(&current, &s, &probes);
 				sample_every_ns = 1000000000ull / (opts->sample_hz ? opts->sample_hz : 10);
 			}
+			struct cs_watch watch = session_watch(&s, &probes);
+			size_t gone = cs_watch_prune_namespaces(&watch, s.port_opts_netns);
+			if (gone && !opts->quiet)
+				fprintf(stderr, "connscope: forgot %zu port(s) of network namespaces no target "
+					"lives in any more\n", gone);
 			if (rescan_ports(opts, &s, &probes) && opts->live_meta) {
 				/* A new target: its labels now, not at the next second. */
 				lock_engine(opts);

@@ -50,7 +50,7 @@ size_t cs_watch_add_matching(struct cs_watch *watch, const struct cs_target_matc
 		size_t port_count = 0;
 		uint32_t netns_ino = self;
 		/* Only servers: a process that listens on nothing (a shell, a client) is left out. */
-		if (cs_netns_keep_pid(pid, &netns_ino) == 0 && netns_ino != self)
+		if (cs_netns_of_pid(pid, &netns_ino) == 0 && netns_ino != self)
 			cs_netns_pid_listen_ports(pid, ports, CS_MAX_TARGETS, &port_count, &netns_ino);
 		else
 			cs_proc_listen_ports(pid, listeners, listener_count, ports, CS_MAX_TARGETS, &port_count);
@@ -76,6 +76,42 @@ size_t cs_watch_add_matching(struct cs_watch *watch, const struct cs_target_matc
 		}
 	}
 	return added;
+}
+
+size_t cs_watch_prune_namespaces(struct cs_watch *watch, uint32_t keep_ino)
+{
+	uint32_t self = cs_netns_self(), live[CS_MAX_NETNS];
+	size_t live_count = 0, removed = 0;
+	if (*watch->port_count < watch->port_max / 2 && cs_netns_kept_count() < CS_MAX_NETNS / 2)
+		return 0;
+	for (size_t i = 0; i < *watch->pid_count && live_count < CS_MAX_NETNS; i++) {
+		uint32_t ino;
+		if (cs_netns_of_pid(watch->pids[i], &ino) == 0)
+			live[live_count++] = ino;
+	}
+	for (size_t i = 0; i < *watch->port_count;) {
+		uint32_t ino = watch->port_netns[i];
+		bool used = ino == self || ino == keep_ino;
+		for (size_t j = 0; j < live_count && !used; j++)
+			used = live[j] == ino;
+		if (used) {
+			i++;
+			continue;
+		}
+		if (watch->probes)
+			cs_probes_remove_endpoint(watch->probes, ino, watch->ports[i]);
+		size_t last = --*watch->port_count;
+		watch->ports[i] = watch->ports[last];
+		watch->port_netns[i] = watch->port_netns[last];
+		removed++;
+		/* Its last port gone: the namespace's fds too. */
+		bool more = false;
+		for (size_t k = 0; k < *watch->port_count; k++)
+			more |= watch->port_netns[k] == ino;
+		if (!more)
+			cs_netns_forget(ino);
+	}
+	return removed;
 }
 
 void cs_watch_clear(struct cs_watch *watch)

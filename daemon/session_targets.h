@@ -44,6 +44,17 @@ bool cs_watch_add_port(struct cs_watch *watch, uint32_t netns_ino, uint16_t port
 size_t cs_watch_add_matching(struct cs_watch *watch, const struct cs_target_match *match,
 			     const struct cs_listen_socket *listeners, size_t listener_count);
 
+/*
+ * Once half the ports or kept namespaces are used: forget the ports of
+ * other network namespaces where no watched process lives any more (a
+ * container gone), except keep_ino's (--netns), so that a host whose
+ * containers come and go keeps room for the next ones. Not before: a
+ * container restarted in its pod's namespace keeps its listener samples
+ * (after connscoped's drop, a namespace forgotten cannot be entered again).
+ * Our own namespace's ports stay. Returns how many went.
+ */
+size_t cs_watch_prune_namespaces(struct cs_watch *watch, uint32_t keep_ino);
+
 /* Forget every process and port (and take them out of the probes' maps). */
 void cs_watch_clear(struct cs_watch *watch);
 

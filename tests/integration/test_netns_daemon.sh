@@ -4,7 +4,8 @@
 # daemon has dropped CAP_SYS_ADMIN by then and cannot enter the namespace,
 # yet finds the server's port there and counts exactly its clients'
 # requests. A server on the same port in another namespace, outside the
-# cgroup, is not counted; a daemon given '--port P --netns' of that other
+# cgroup, is not counted. The container replaced by one in yet another new
+# namespace is followed there too. A daemon given '--port P --netns' of that other
 # namespace counts exactly its requests. The metrics say which namespace
 # and unit.
 source "$(dirname "$0")/lib.sh"
@@ -17,6 +18,7 @@ unit=cs-itest-$$.service
 cgroup=/$unit
 cg_dir=$cg_root$cgroup
 ns_in=cs-itest-in-$$
+ns_next=cs-itest-next-$$
 ns_out=cs-itest-out-$$
 netns_daemon_cleanup() {
   local rc=$?
@@ -28,6 +30,7 @@ netns_daemon_cleanup() {
     sleep 0.1
   done
   ip netns del "$ns_in" 2>/dev/null || true
+  ip netns del "$ns_next" 2>/dev/null || true
   ip netns del "$ns_out" 2>/dev/null || true
   exit "$rc"
 }
@@ -108,3 +111,18 @@ note "$info"
 [[ $info == *"cgroup=\"$cgroup\""* && $info == *"container=\"systemd:$unit\""* ]] \
   || fail "connscope_target_info lacks the cgroup or unit: $info"
 echo "ok: connscope_target_info names the namespace, cgroup and unit"
+
+note "the server replaced by one in another new namespace"
+kill -TERM "$server_in"
+wait "$server_in" 2>/dev/null || true
+ip netns add "$ns_next"
+ip -n "$ns_next" link set lo up
+cs_bg sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg_dir" ip netns exec "$ns_next" "$CS_SERVER" --port "$port" --quiet
+server_next=$BG_PID
+ns_wait_port "$ns_next" "$port"
+wait_log "$CS_TMP/daemon.log" "now watching pid $server_next \\(csserver\\) on port $port"
+ip netns exec "$ns_next" "$CS_LOAD" --port "$port" --connections 2 --requests 250 --json "$CS_TMP/load_next.json" >/dev/null \
+  || fail "csload in $ns_next failed"
+sent_next=$(json_get "$CS_TMP/load_next.json" 'j["requests"]')
+reach "$mport" connscope_requests_total "$((sent + sent_next))" "requests counted = the clients' in $ns_in and $ns_next"
+reach "$mport" connscope_accepts_total 5 "accepts = the connections in $ns_in and $ns_next"
