@@ -288,50 +288,6 @@ int cs_probes_remove_port(struct cs_probes *probes, uint16_t port)
 				    sizeof(bits), BPF_ANY);
 }
 
-static uint64_t endpoint_key(uint32_t netns_ino, uint16_t port)
-{
-	return (uint64_t)netns_ino << 16 | port;
-}
-
-int cs_probes_add_endpoint(struct cs_probes *probes, uint32_t netns_ino, uint16_t port)
-{
-	uint64_t key = endpoint_key(netns_ino, port);
-	uint8_t one = 1;
-	for (size_t i = 0; i < probes->endpoint_count; i++)
-		if (probes->endpoints[i] == key)
-			return 0;
-	if (probes->endpoint_count >= CS_MAX_ENDPOINTS)
-		return -ENOSPC;
-	/* The endpoint before the port bit: the probes look at the bit first. */
-	int err = bpf_map__update_elem(probes->skel->maps.target_endpoints, &key, sizeof(key), &one,
-				       sizeof(one), BPF_ANY);
-	if (err)
-		return err;
-	probes->endpoints[probes->endpoint_count++] = key;
-	return cs_probes_add_port(probes, port);
-}
-
-int cs_probes_remove_endpoint(struct cs_probes *probes, uint32_t netns_ino, uint16_t port)
-{
-	uint64_t key = endpoint_key(netns_ino, port);
-	bool found = false, port_used = false;
-	for (size_t i = 0; i < probes->endpoint_count;) {
-		if (probes->endpoints[i] == key) {
-			probes->endpoints[i] = probes->endpoints[--probes->endpoint_count];
-			found = true;
-			continue;
-		}
-		port_used |= (uint16_t)probes->endpoints[i] == port;
-		i++;
-	}
-	if (!found)
-		return -ENOENT;
-	/* The port stays in the bitmap while another namespace's listener has it. */
-	if (!port_used)
-		cs_probes_remove_port(probes, port);
-	return bpf_map__delete_elem(probes->skel->maps.target_endpoints, &key, sizeof(key), 0);
-}
-
 /*
  * The per-packet probe (net_dev_start_xmit: every packet of the machine,
  * both ways on loopback) is attached only while some answer has bytes held
@@ -432,7 +388,7 @@ static bool is_target_endpoint(const struct cs_probes *probes, uint32_t netns_in
 	if (!(probes->port_bits[port / 64] & (1ull << (port % 64))))
 		return false;
 	for (size_t i = 0; i < probes->endpoint_count; i++)
-		if (probes->endpoints[i] == endpoint_key(netns_ino, port))
+		if (probes->endpoints[i] == cs_endpoint_key(netns_ino, port))
 			return true;
 	return false;
 }

@@ -73,6 +73,12 @@ int cs_probes_add_port(struct cs_probes *probes, uint16_t port);
 int cs_probes_remove_tgid(struct cs_probes *probes, uint32_t tgid);
 int cs_probes_remove_port(struct cs_probes *probes, uint16_t port);
 
+/* The endpoint map's key: netns inode << 16 | port, as the BPF side has it. */
+static inline uint64_t cs_endpoint_key(uint32_t netns_ino, uint16_t port)
+{
+	return (uint64_t)netns_ino << 16 | port;
+}
+
 /*
  * A target endpoint: port in the network namespace numbered netns_ino
  * (kept by netns.c, so its listeners can be sampled). The probes take an
