@@ -35,6 +35,7 @@ SYMBOL_SRCS := daemon/symbols.c daemon/elf_symbols.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$(wildcard daemon/*.c))
 # connscoped's: targets followed in a session, the config file, capabilities.
 LOADER_SRCS += daemon/session_targets.c daemon/config_file.c daemon/privileges.c
+LOADER_SRCS += daemon/probes_endpoints.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
 # connscope's commands: cli/connscope.c dispatches and runs attach, record and
 # report; cli/cmd_*.c the other commands, one file each; connscoped's main is apart.

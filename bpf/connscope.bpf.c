@@ -83,6 +83,20 @@ struct {
 } target_ports SEC(".maps");
 
 /*
+ * Target listening endpoints: a port in one network namespace (the
+ * namespace's inode number, as /proc/PID/ns/net shows it). Port 8080 of one
+ * container is not port 8080 of the next: a socket event is ours only when
+ * both match. Looked up only after the port bitmap said yes. Only user
+ * space writes it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64); /* netns inode << 16 | port */
+	__type(value, __u8);
+} target_endpoints SEC(".maps");
+
+/*
  * When each not-yet-accepted connection became ESTABLISHED, by socket.
  * Accept removes the entry; LRU drops connections reset while queued.
  */
@@ -341,6 +355,27 @@ static __always_inline bool is_target_port(__u16 port)
 	return bits && (*bits & (1ull << (port % 64)));
 }
 
+/* Is port, in the network namespace numbered netns_ino, a target endpoint? */
+static __always_inline bool is_target_endpoint(__u32 netns_ino, __u16 port)
+{
+	__u64 key = (__u64)netns_ino << 16 | port;
+
+	return bpf_map_lookup_elem(&target_endpoints, &key) != NULL;
+}
+
+/* The port test first (a few instructions), then the socket's namespace. */
+static __always_inline bool is_target_sk_port(const struct sock *sk, __u16 port)
+{
+	return is_target_port(port) &&
+	       is_target_endpoint(BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum), port);
+}
+
+/* The same for a packet: the namespace of the device it came in on. */
+static __always_inline bool is_target_skb_port(const struct sk_buff *skb, __u16 port)
+{
+	return is_target_port(port) && is_target_endpoint(BPF_CORE_READ(skb, dev, nd_net.net, ns.inum), port);
+}
+
 /*
  * A kernel address read from memory, as a typed pointer the verifier lets
  * us load from directly (each load is fault-safe, like a probe read, at
@@ -581,7 +616,7 @@ static __always_inline struct conn_state *adopt_older_connection(const struct so
 
 	if (sk->__sk_common.skc_state != TCP_ESTABLISHED ||
 	    sk->__sk_common.skc_family == 1 /* AF_UNIX */ ||
-	    !is_target_port(sk->__sk_common.skc_num))
+	    !is_target_sk_port(sk, sk->__sk_common.skc_num))
 		return NULL;
 	conn = bpf_sk_storage_get(&conns, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!conn) {
@@ -897,7 +932,8 @@ int BPF_PROG(on_send_reset, const struct sock *sk, const struct sk_buff *skb, in
 	} else if (sk) {
 		tuple.local_port = BPF_CORE_READ(sk, __sk_common.skc_num);
 	}
-	if (!is_target_port(tuple.local_port))
+	if (sk ? !is_target_sk_port(sk, tuple.local_port)
+	       : !skb || !is_target_skb_port(skb, tuple.local_port))
 		return 0;
 	if (sk) {
 		/* Addresses survive the close; take them, keep the ports. */
@@ -926,7 +962,7 @@ int BPF_PROG(on_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_re
 	if (bpf_probe_read_kernel(&th, sizeof(th), head + transport))
 		return 0;
 	__u16 port = bpf_ntohs(th.dest);
-	if (!is_target_port(port))
+	if (!is_target_skb_port(skb, port))
 		return 0;
 	struct cs_ev_ack_overflow *ev = reserve_event(sizeof(*ev), CS_EV_ACK_OVERFLOW);
 	if (!ev)
@@ -944,7 +980,7 @@ int BPF_PROG(on_receive_reset, struct sock *sk)
 	struct cs_tuple tuple = {};
 
 	/* Before the reset is processed: the socket still has its port. */
-	if (!sk || !is_target_port(sk->__sk_common.skc_num))
+	if (!sk || !is_target_sk_port(sk, sk->__sk_common.skc_num))
 		return 0;
 	read_tuple(sk, &tuple);
 	emit_reset(sk, &tuple, 0, CS_RESET_RECEIVED, 0);
@@ -1055,7 +1091,7 @@ int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int
 	if (old_state == TCP_SYN_RECV && new_state == TCP_ESTABLISHED) {
 		/* Server side: the third ACK moved the child into the queue. */
 		__u16 port = sk->__sk_common.skc_num;
-		if (!is_target_port(port))
+		if (!is_target_sk_port(sk, port))
 			return 0;
 		__u64 key = (__u64)sk, now = bpf_ktime_get_ns();
 		if (bpf_map_update_elem(&established_ns, &key, &now, BPF_ANY))
@@ -1106,9 +1142,11 @@ int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int
 		 * Followed always: a connect whose third ACK is dropped on a full
 		 * queue retransmits no SYN, and the first of them come before any
 		 * drop could turn following on (test_listen_overflow missed 14 of
-		 * 15 such clients with following gated on drops).
+		 * 15 such clients with following gated on drops). A client is
+		 * followed in the server's namespace only: one connecting from
+		 * another namespace (a veth pair) is not.
 		 */
-		if (!is_target_port(port))
+		if (!is_target_sk_port(sk, port))
 			return 0;
 		struct client_handshake *hs = bpf_sk_storage_get(
 			&client_handshakes, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
@@ -1138,7 +1176,7 @@ int BPF_PROG(on_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb
 	hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, 0);
 	if (!hs) {
 		/* A SYN to a target port retransmitted, its connect made before the attach. */
-		if (!is_target_port(bpf_ntohs(sk->__sk_common.skc_dport)))
+		if (!is_target_sk_port(sk, bpf_ntohs(sk->__sk_common.skc_dport)))
 			return 0;
 		hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 		if (!hs) {
@@ -1174,7 +1212,7 @@ static __always_inline int on_accept_enter(int listen_fd)
 	struct sock *listener = tcp_sock_of_fd(listen_fd);
 	if (!listener)
 		return 0;
-	if (!is_target_port(listener->__sk_common.skc_num))
+	if (!is_target_sk_port(listener, listener->__sk_common.skc_num))
 		return 0;
 	struct accept_call *call = bpf_task_storage_get(&accept_calls, bpf_get_current_task_btf(), 0,
 							BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -1335,6 +1373,8 @@ int sample_listeners(struct bpf_iter__tcp *ctx)
 	if (!is_target_port(skc->skc_num))
 		return 0;
 	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp || !is_target_sk_port((struct sock *)tp, skc->skc_num))
+		return 0;
 	if (!tp)
 		return 0;
 	sk = (struct sock *)tp;

@@ -67,6 +67,8 @@ static void help(FILE *out)
 		"  -P, --port PORT       every process listening on PORT\n"
 		"  -n, --name NAME       processes whose command or executable is NAME, that listen\n"
 		"  -c, --cgroup PATH     processes that listen, in cgroup v2 PATH or below it\n"
+		"  -N, --netns NS        --port's listeners are in network namespace NS ('ip netns'\n"
+		"                        name, PID or /proc/PID/ns/net)\n"
 		"\n"
 		"Options:\n"
 		"  -o, --output FILE     OUT.svg: an interactive SVG (hover, click to zoom, search);\n"
@@ -112,6 +114,7 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 		{ "port", required_argument, NULL, 'P' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "cgroup", required_argument, NULL, 'c' },
+		{ "netns", required_argument, NULL, 'N' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "hz", required_argument, NULL, 'Z' },
@@ -134,7 +137,7 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:P:n:c:o:d:t:qvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:P:n:c:N:o:d:t:qvh", longopts, NULL)) != -1) {
 		char why[320];
 		switch (cs_target_arg(c, optarg, opts, why, sizeof(why))) {
 		case CS_TARGET_ARG_TAKEN:

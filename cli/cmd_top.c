@@ -61,6 +61,8 @@ static void help(FILE *out)
 		"  -s, --socket PATH  the daemon's control socket (default " CS_CTL_DEFAULT_SOCKET ")\n"
 		"  -P, --port PORT    without a daemon: watch every process listening on PORT\n"
 		"  -p, --pid PID      without a daemon: watch process PID\n"
+		"  -N, --netns NS     --port's listeners are in network namespace NS ('ip netns'\n"
+		"                     name, PID or /proc/PID/ns/net)\n"
 		"  -1, --once         print one frame as plain text and exit (for scripts)\n"
 		"  -t, --tail P       the tail percentile to start with (50-99.999, default 99)\n"
 		"  -h, --help         this help\n"
@@ -312,6 +314,7 @@ int cmd_top(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "port", required_argument, NULL, 'P' },
 		{ "pid", required_argument, NULL, 'p' },
+		{ "netns", required_argument, NULL, 'N' },
 		{ "once", no_argument, NULL, '1' },
 		{ "tail", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
@@ -326,13 +329,14 @@ int cmd_top(int argc, char **argv)
 	cs_session_defaults(&local.opts, NULL);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:P:p:1t:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:P:p:N:1t:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			path = optarg;
 			break;
 		case 'P':
-		case 'p': {
+		case 'p':
+		case 'N': {
 			char why[320];
 			if (cs_target_arg(c, optarg, &local.opts, why, sizeof(why)) == CS_TARGET_ARG_BAD)
 				return cs_cli_usage("top", "%s", why);

@@ -51,6 +51,9 @@ static const char target_options_help[] =
 	"  -n, --name NAME      processes whose command or executable is NAME, that listen\n"
 	"  -c, --cgroup PATH    processes that listen, in cgroup v2 PATH (as\n"
 	"                       /proc/PID/cgroup shows it) or below it\n"
+	"  -N, --netns NS       --port's listeners are in network namespace NS: a name\n"
+	"                       'ip netns list' shows, a PID, or a /proc/PID/ns/net\n"
+	"                       (--pid, --name, --cgroup look in their process's own)\n"
 	"\n"
 	"Options:\n"
 	"  -d, --duration SEC   stop after SEC seconds (default: until Ctrl-C or the target exits)\n"
@@ -122,6 +125,7 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 		{ "port", required_argument, NULL, 'P' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "cgroup", required_argument, NULL, 'c' },
+		{ "netns", required_argument, NULL, 'N' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
@@ -144,7 +148,7 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:P:n:c:d:jo:t:qvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:P:n:c:N:d:jo:t:qvh", longopts, NULL)) != -1) {
 		char why[320];
 		switch (cs_target_arg(c, optarg, opts, why, sizeof(why))) {
 		case CS_TARGET_ARG_TAKEN:

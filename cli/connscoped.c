@@ -82,6 +82,9 @@ static void help(FILE *out)
 		"  -c, --cgroup PATH      processes that listen on TCP ports in cgroup v2 PATH\n"
 		"                         (as /proc/PID/cgroup shows it, e.g. /system.slice/\n"
 		"                         nginx.service) or below it, now and later\n"
+		"  -N, --netns NS         --port's listeners are in network namespace NS (an\n"
+		"                         'ip netns' name, PID or /proc/PID/ns/net); --pid,\n"
+		"                         --name, --cgroup look in their process's own\n"
 		"\n"
 		"Options:\n"
 		"  -C, --config FILE      read settings from FILE (default " CS_CONFIG_DEFAULT_PATH "\n"
@@ -131,6 +134,7 @@ static void apply_targets(const struct cs_daemon_config *config, struct cs_sessi
 	memcpy(opts->pids, config->pids, sizeof(config->pids));
 	opts->pid_count = config->pid_count;
 	opts->match = config->match;
+	memcpy(opts->netns, config->netns, sizeof(opts->netns));
 	opts->sample_hz = config->sample_hz;
 }
 
@@ -217,6 +221,7 @@ int main(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "cgroup", required_argument, NULL, 'c' },
+		{ "netns", required_argument, NULL, 'N' },
 		{ "config", required_argument, NULL, 'C' },
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "socket", required_argument, NULL, 'K' },
@@ -241,7 +246,7 @@ int main(int argc, char **argv)
 	cs_config_init(&setup.cli);
 	setup.cli.last_wins = true; /* as getopt users expect: --sample-hz 5 --sample-hz 6 is 6 */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":P:p:n:c:C:m:vh", longopts, &longindex)) != -1) {
+	while ((c = getopt_long(argc, argv, ":P:p:n:c:N:C:m:vh", longopts, &longindex)) != -1) {
 		switch (c) {
 		case 'C':
 			setup.config_path = optarg;

@@ -55,6 +55,14 @@ enum cs_target_arg cs_target_arg(int c, const char *arg, struct cs_session_optio
 		snprintf(why, why_len, "--%s %s", c == 'n' ? "name" : "cgroup", reason);
 		return CS_TARGET_ARG_BAD;
 	}
+	case 'N':
+		if (!*arg || strlen(arg) >= sizeof(opts->netns)) {
+			snprintf(why, why_len, "--netns expects a pid, a /proc/PID/ns/net or an 'ip netns' name, "
+				 "not '%s'", arg);
+			return CS_TARGET_ARG_BAD;
+		}
+		strcpy(opts->netns, arg);
+		return CS_TARGET_ARG_TAKEN;
 	case 'd':
 		if (!parse_double(arg, 0.1, 31536000.0, &opts->duration_s)) {
 			snprintf(why, why_len, "--duration expects seconds (0.1-31536000), not '%s'", arg);

@@ -80,6 +80,13 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		config->pids[config->pid_count++] = (pid_t)number;
 		return 0;
 	}
+	if (!strcmp(key, "netns")) {
+		if (!*value || strlen(value) >= sizeof(config->netns))
+			return invalid(errmsg, errlen, "expects a pid, a /proc/PID/ns/net or an 'ip netns' name, "
+				       "not '%s'", value);
+		strcpy(config->netns, value);
+		return 0;
+	}
 	if (!strcmp(key, "name"))
 		return cs_target_add_name(&config->match, value, errmsg, errlen) ? -EINVAL : 0;
 	if (!strcmp(key, "cgroup"))
@@ -190,6 +197,10 @@ void cs_config_merge(struct cs_daemon_config *base, const struct cs_daemon_confi
 		memcpy(base->pids, over->pids, sizeof(base->pids));
 		base->pid_count = over->pid_count;
 		base->match = over->match;
+		memcpy(base->netns, over->netns, sizeof(base->netns));
+	} else if (over->netns[0]) {
+		/* A namespace alone: the base's ports, looked for there. */
+		memcpy(base->netns, over->netns, sizeof(base->netns));
 	}
 	if (over->has_metrics) {
 		memcpy(base->metrics, over->metrics, sizeof(base->metrics));

@@ -30,7 +30,7 @@
 
 #define CS_CONFIG_MAX_TARGETS 64          /* ports, pids: as CS_MAX_TARGETS */
 #define CS_CONFIG_LINE_MAX 1024
-#define CS_CONFIG_KEYS "port, pid, name, cgroup, metrics, sample-hz, ring-mb, verbose"
+#define CS_CONFIG_KEYS "port, pid, name, cgroup, netns, metrics, sample-hz, ring-mb, verbose"
 
 struct cs_daemon_config {
 	uint16_t ports[CS_CONFIG_MAX_TARGETS];
@@ -38,6 +38,7 @@ struct cs_daemon_config {
 	pid_t pids[CS_CONFIG_MAX_TARGETS];
 	size_t pid_count;
 	struct cs_target_match match;      /* name, cgroup */
+	char netns[256];                   /* where the ports' listeners are; "" = ours */
 	char metrics[256];                 /* ADDR:PORT; "" = off */
 	unsigned int sample_hz;
 	unsigned int ring_mb;

@@ -166,6 +166,19 @@ void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct c
 	       "Connections the engine stopped following: evicted from a full table, or timed out without events.");
 	sample(out, "connscope_connections_forgotten_total", target, "why=\"evicted\"", engine->conns_evicted);
 	sample(out, "connscope_connections_forgotten_total", target, "why=\"timed_out\"", engine->conns_timed_out);
+	if (meta->labels && meta->labels->netns_ino) {
+		/* One series: where the target runs. Join on target to label the others. */
+		header(out, "connscope_target_info", "gauge",
+		       "Where the target runs: its network namespace (inode), cgroup v2 path and container.");
+		fputs("connscope_target_info", out);
+		fputs("{target=\"", out);
+		label_value(out, target);
+		fprintf(out, "\",netns=\"%" PRIu32 "\",cgroup=\"", meta->labels->netns_ino);
+		label_value(out, meta->labels->cgroup);
+		fputs("\",container=\"", out);
+		label_value(out, meta->labels->container);
+		fputs("\"} 1\n", out);
+	}
 	header(out, "connscope_events_total", "counter", "Events the engine took in.");
 	sample(out, "connscope_events_total", target, NULL, engine->totals.records);
 }

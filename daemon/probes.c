@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "connscope.skel.h"
+#include "netns.h"
 #include "procfs.h"
 #include "u64map.h"
 
@@ -340,24 +341,68 @@ static void visit_listener(struct cs_probes *probes, const void *record, uint64_
 	probes->on_record(probes->ctx, record, sizeof(struct cs_ev_listener_sample));
 }
 
+/* The namespaces of the target endpoints (none yet: ours), distinct; how many. */
+static size_t endpoint_namespaces(const struct cs_probes *probes, uint32_t *inos, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < probes->endpoint_count; i++) {
+		uint32_t ino = (uint32_t)(probes->endpoints[i] >> 16);
+		bool seen = false;
+		for (size_t j = 0; j < n; j++)
+			seen |= inos[j] == ino;
+		if (!seen && n < max)
+			inos[n++] = ino;
+	}
+	if (n == 0 && max)
+		inos[n++] = cs_netns_self();
+	return n;
+}
+
 int cs_probes_walk_listeners(struct cs_probes *probes, uint64_t now_ns)
 {
+	uint32_t inos[CS_MAX_NETNS];
+	size_t n = endpoint_namespaces(probes, inos, CS_MAX_NETNS);
+	int err = 0;
 	probes->listener_walks++;
 	probes->last_walk_ns = now_ns;
-	return read_iterator(probes->iter_link, sizeof(struct cs_ev_listener_sample), visit_listener,
-			     probes, 0);
+	/*
+	 * An iter/tcp walk visits the namespace its reader is in when it
+	 * starts. One we may no longer enter (connscoped, once it dropped
+	 * CAP_SYS_ADMIN) is left out; the others are walked. The first error is told.
+	 */
+	for (size_t i = 0; i < n; i++) {
+		int back;
+		int ns_err = cs_netns_enter(inos[i], &back);
+		if (!ns_err) {
+			ns_err = read_iterator(probes->iter_link, sizeof(struct cs_ev_listener_sample),
+					       visit_listener, probes, 0);
+			cs_netns_leave(back);
+		}
+		if (!err)
+			err = ns_err;
+	}
+	return err;
 }
 
-static bool is_target_port(const struct cs_probes *probes, uint16_t port)
+static bool is_target_endpoint(const struct cs_probes *probes, uint32_t netns_ino, uint16_t port)
 {
-	return probes->port_bits[port / 64] & (1ull << (port % 64));
+	if (!(probes->port_bits[port / 64] & (1ull << (port % 64))))
+		return false;
+	for (size_t i = 0; i < probes->endpoint_count; i++)
+		if (probes->endpoints[i] == cs_endpoint_key(netns_ino, port))
+			return true;
+	return false;
 }
 
-int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
+/*
+ * Sample the target listeners of one namespace. Returns 1 when a listener
+ * no walk has named yet wants a walk now.
+ */
+static int sample_namespace(struct cs_probes *probes, uint32_t netns_ino, uint64_t now_ns)
 {
 	static struct cs_listen_socket listeners[CS_MAX_LISTENERS];
 	size_t count = 0;
-	int err = cs_list_listeners(listeners, CS_MAX_LISTENERS, &count);
+	int err = cs_netns_list_listeners(netns_ino, listeners, CS_MAX_LISTENERS, &count);
 	if (err && err != -ENOSPC)
 		return err;
 	/*
@@ -366,16 +411,16 @@ int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
 	 * second: the walk visits every TCP socket, TIME_WAIT ones included).
 	 */
 	for (size_t i = 0; i < count; i++) {
-		if (!is_target_port(probes, listeners[i].port) ||
+		if (!is_target_endpoint(probes, netns_ino, listeners[i].port) ||
 		    cs_u64map_get(&probes->listener_sks, listeners[i].inode))
 			continue;
 		if (now_ns - probes->last_walk_ns >= LISTENER_WALK_MIN_GAP_NS)
-			return cs_probes_walk_listeners(probes, now_ns);
+			return 1;
 		break;
 	}
 	for (size_t i = 0; i < count; i++) {
 		const struct cs_listen_socket *listener = &listeners[i];
-		if (!is_target_port(probes, listener->port))
+		if (!is_target_endpoint(probes, netns_ino, listener->port))
 			continue;
 		const struct listener_identity *identity = cs_u64map_get(&probes->listener_sks, listener->inode);
 		if (!identity) {
@@ -396,6 +441,22 @@ int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
 		probes->on_record(probes->ctx, &sample, sizeof(sample));
 	}
 	return 0;
+}
+
+int cs_probes_sample_listeners(struct cs_probes *probes, uint64_t now_ns)
+{
+	uint32_t inos[CS_MAX_NETNS];
+	size_t n = endpoint_namespaces(probes, inos, CS_MAX_NETNS);
+	int err = 0;
+	for (size_t i = 0; i < n; i++) {
+		int ret = sample_namespace(probes, inos[i], now_ns);
+		/* A walk samples every namespace's target listeners itself. */
+		if (ret == 1)
+			return cs_probes_walk_listeners(probes, now_ns);
+		if (ret < 0 && !err)
+			err = ret; /* the other namespaces are sampled all the same */
+	}
+	return err;
 }
 
 /* One walk's thread record: the difference from its baseline, as a sample. */

@@ -20,10 +20,13 @@
 
 #define TCP_LISTEN_STATE 10
 
-/* Ask sock_diag for the listening TCP sockets of one address family. */
-static int dump_listeners(int family, struct cs_listen_socket *out, size_t max, size_t *count)
+/*
+ * Ask sock_diag for the listening TCP sockets of one address family, on
+ * netlink socket nl_fd (-1: one of our own namespace, for this call).
+ */
+static int dump_listeners(int nl_fd, int family, struct cs_listen_socket *out, size_t max, size_t *count)
 {
-	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	int fd = nl_fd >= 0 ? nl_fd : socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (fd < 0)
 		return -errno;
 
@@ -45,7 +48,8 @@ static int dump_listeners(int family, struct cs_listen_socket *out, size_t max, 
 	};
 	if (send(fd, &request, sizeof(request), 0) < 0) {
 		int err = -errno;
-		close(fd);
+		if (fd != nl_fd)
+			close(fd);
 		return err;
 	}
 
@@ -99,17 +103,23 @@ static int dump_listeners(int family, struct cs_listen_socket *out, size_t max, 
 			(*count)++;
 		}
 	}
-	close(fd);
+	if (fd != nl_fd)
+		close(fd);
 	return err;
 }
 
 int cs_list_listeners(struct cs_listen_socket *out, size_t max, size_t *count)
 {
+	return cs_list_listeners_on(-1, out, max, count);
+}
+
+int cs_list_listeners_on(int nl_fd, struct cs_listen_socket *out, size_t max, size_t *count)
+{
 	*count = 0;
-	int err = dump_listeners(AF_INET, out, max, count);
+	int err = dump_listeners(nl_fd, AF_INET, out, max, count);
 	if (err)
 		return err;
-	return dump_listeners(AF_INET6, out, max, count);
+	return dump_listeners(nl_fd, AF_INET6, out, max, count);
 }
 
 int cs_proc_alive(pid_t pid)
@@ -513,6 +523,11 @@ int cs_proc_tcp_counters(pid_t pid, struct cs_tcp_counters *out)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/net/netstat", (int)pid);
+	return cs_read_tcp_counters(path, out);
+}
+
+int cs_read_tcp_counters(const char *path, struct cs_tcp_counters *out)
+{
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

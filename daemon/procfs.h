@@ -35,6 +35,12 @@ struct cs_listen_socket {
  */
 int cs_list_listeners(struct cs_listen_socket *out, size_t max, size_t *count);
 
+/*
+ * The same on a NETLINK_SOCK_DIAG socket of our own (-1: a new one): the
+ * listeners of the namespace the socket was made in.
+ */
+int cs_list_listeners_on(int nl_fd, struct cs_listen_socket *out, size_t max, size_t *count);
+
 /* Does the process exist (and is it not a zombie)? */
 int cs_proc_alive(pid_t pid);
 
@@ -83,6 +89,9 @@ pid_t cs_netns_reader(pid_t pid);
 
 /* TcpExt counters of pid's network namespace (/proc/PID/net/netstat). */
 int cs_proc_tcp_counters(pid_t pid, struct cs_tcp_counters *out);
+
+/* TcpExt counters from a netstat file (path: /proc/.../net/netstat). */
+int cs_read_tcp_counters(const char *path, struct cs_tcp_counters *out);
 
 /*
  * Parse the text of a netstat file (pure, for tests): the "TcpExt:" header

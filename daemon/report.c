@@ -292,6 +292,19 @@ static void text_threads(FILE *out, const struct cs_engine *engine)
 		fputc('\n', out);
 }
 
+/* Which container: "  netns 4026532301, cgroup /x/y, container docker:ID". */
+static void text_labels(FILE *out, const struct cs_target_labels *labels)
+{
+	if (!labels || !labels->netns_ino)
+		return;
+	fprintf(out, "  netns %" PRIu32, labels->netns_ino);
+	if (labels->cgroup[0])
+		fprintf(out, ", cgroup %s", labels->cgroup);
+	if (labels->container[0])
+		fprintf(out, ", container %s", labels->container);
+	fputc('\n', out);
+}
+
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
 	fprintf(out, "connscope: %s, %.1f s, %" PRIu64 " events, %" PRIu64 " lost", meta->target,
@@ -308,6 +321,7 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 			" timed out (no event for %llu s)", engine->conns_evicted, engine->conns_timed_out,
 			CS_CONN_TIMEOUT_NS / 1000000000ull);
 	fputc('\n', out);
+	text_labels(out, meta->labels);
 	if (meta->stamp.start_unix_ns > 0) {
 		char started[48];
 		cs_run_stamp_format_utc(&meta->stamp, started, sizeof(started));
@@ -606,6 +620,13 @@ void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_r
 	fputs("{\"target\":", out);
 	cs_json_write_string(out, meta->target);
 	json_run_stamp(out, &meta->stamp);
+	if (meta->labels && meta->labels->netns_ino) {
+		fprintf(out, ",\"target_labels\":{\"netns\":%" PRIu32 ",\"cgroup\":", meta->labels->netns_ino);
+		cs_json_write_string(out, meta->labels->cgroup);
+		fputs(",\"container\":", out);
+		cs_json_write_string(out, meta->labels->container);
+		fputc('}', out);
+	}
 	struct cs_conn_partial partial = cs_engine_partial(engine);
 	fprintf(out, ",\"duration_s\":%.3f,\"events\":{\"received\":%" PRIu64 ",\"lost\":%" PRIu64
 		",\"malformed\":%" PRIu64 ",\"table_full\":%" PRIu64 ",\"partial\":%" PRIu64

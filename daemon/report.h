@@ -22,6 +22,13 @@ struct cs_netstat_delta {
 };
 
 /* What the engine cannot know: the run around it. */
+/* Where the target runs: its network namespace and cgroup (the first target's). */
+struct cs_target_labels {
+	uint32_t netns_ino;        /* the namespace's inode, as /proc/PID/ns/net shows it */
+	char cgroup[512];          /* its cgroup v2 path; "" not known */
+	char container[80];        /* "docker:ID", "systemd:x.service" (container.h); "" none */
+};
+
 struct cs_report_meta {
 	const char *target;        /* e.g. "pid 1234 (csserver)" or "port 8080" */
 	double duration_s;
@@ -32,6 +39,7 @@ struct cs_report_meta {
 	double tail_percentile;    /* the tail: requests at or above it (0: 99) */
 	struct cs_netstat_delta netstat;
 	struct cs_run_stamp stamp;  /* when and where the run started */
+	const struct cs_target_labels *labels; /* NULL: not known (a trace file) */
 };
 
 #define CS_FINDING_CODE_LEN 32

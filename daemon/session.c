@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "netns.h"
 #include "procfs.h"
 #include "session_targets.h"
 
@@ -26,7 +27,9 @@ struct session {
 	pid_t live[CS_MAX_TARGETS * 4];    /* target processes still running */
 	size_t live_count;
 	uint16_t ports[CS_MAX_TARGETS];    /* target ports */
+	uint32_t port_netns[CS_MAX_TARGETS]; /* each one's network namespace (inode) */
 	size_t port_count;
+	uint32_t port_opts_netns;          /* where --port's listeners are: --netns, or ours */
 	uint64_t records;
 };
 
@@ -35,9 +38,26 @@ static struct cs_watch session_watch(struct session *s, struct cs_probes *probes
 {
 	return (struct cs_watch){
 		.pids = s->live, .pid_count = &s->live_count, .pid_max = sizeof(s->live) / sizeof(s->live[0]),
-		.ports = s->ports, .port_count = &s->port_count, .port_max = CS_MAX_TARGETS,
+		.ports = s->ports, .port_netns = s->port_netns, .port_count = &s->port_count,
+		.port_max = CS_MAX_TARGETS,
 		.probes = probes, .quiet = s->opts->quiet,
 	};
+}
+
+/*
+ * The labels of the first target (static: the live meta points here for
+ * the daemon's whole run); looked at again when targets change.
+ */
+static struct cs_target_labels labels;
+
+static void update_labels(struct session *s, struct cs_report_meta *meta)
+{
+	uint32_t netns_ino = s->port_count ? s->port_netns[0] : s->port_opts_netns;
+	if (s->live_count)
+		cs_target_labels_of(s->live[0], netns_ino, &labels);
+	else
+		labels.netns_ino = netns_ino;
+	meta->labels = &labels;
 }
 
 static uint64_t now_ns(void)
@@ -106,9 +126,15 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 {
 	static struct cs_listen_socket listeners[CS_MAX_LISTENERS];
 	size_t listener_count = 0;
-	int err = cs_list_listeners(listeners, CS_MAX_LISTENERS, &listener_count);
+	s->port_opts_netns = cs_netns_self();
+	int err = opts->netns[0] ? cs_netns_resolve(opts->netns, &s->port_opts_netns) : 0;
+	if (err)
+		return cs_fail(errmsg, errlen, "--netns %s: not a network namespace (%s): give a pid, a "
+			    "/proc/PID/ns/net or a name 'ip netns list' shows", opts->netns, strerror(-err));
+	err = cs_netns_list_listeners(s->port_opts_netns, listeners, CS_MAX_LISTENERS, &listener_count);
 	if (err && err != -ENOSPC)
 		return cs_fail(errmsg, errlen, "cannot list listening sockets (sock_diag): %s", strerror(-err));
+	struct cs_watch watch = session_watch(s, NULL);
 
 	*port_count = 0;
 	for (size_t i = 0; i < opts->pid_count; i++) {
@@ -122,7 +148,9 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 				    (int)pid, (int)tgid, (int)tgid);
 		uint16_t found[CS_MAX_TARGETS];
 		size_t n = 0;
-		err = cs_proc_listen_ports(pid, listeners, listener_count, found, CS_MAX_TARGETS, &n);
+		uint32_t netns_ino = 0;
+		/* In the process's own network namespace: a container's listeners are not in ours. */
+		err = cs_netns_pid_listen_ports(pid, found, CS_MAX_TARGETS, &n, &netns_ino);
 		if (err == -EACCES || err == -EPERM)
 			return cs_fail(errmsg, errlen, "cannot read /proc/%d/fd: %s (run as root, or grant "
 				    "CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH)", (int)pid, strerror(-err));
@@ -132,31 +160,26 @@ static int resolve_targets(const struct cs_session_options *opts, struct session
 			return cs_fail(errmsg, errlen, "pid %d has no listening TCP socket: attach to the server "
 				    "process that calls listen(), or use --port", (int)pid);
 		live_add(s, pid);
-		for (size_t j = 0; j < n && *port_count < CS_MAX_TARGETS; j++) {
-			bool dup = false;
-			for (size_t k = 0; k < *port_count; k++)
-				dup |= ports[k] == found[j];
-			if (!dup)
-				ports[(*port_count)++] = found[j];
-		}
+		for (size_t j = 0; j < n; j++)
+			cs_watch_add_port(&watch, netns_ino, found[j]);
 	}
 	for (size_t i = 0; i < opts->port_count; i++) {
 		pid_t pids[CS_MAX_TARGETS];
 		size_t n = 0;
 		cs_pids_on_port(opts->ports[i], listeners, listener_count, pids, CS_MAX_TARGETS, &n);
+		if (n == 0 && !opts->follow && opts->netns[0])
+			return cs_fail(errmsg, errlen, "nobody listens on TCP port %u in network namespace %s",
+				    opts->ports[i], opts->netns);
 		if (n == 0 && !opts->follow)
 			return cs_fail(errmsg, errlen, "nobody listens on TCP port %u (check with 'ss -ltnp "
 				    "sport = :%u')", opts->ports[i], opts->ports[i]);
 		for (size_t j = 0; j < n; j++)
 			live_add(s, pids[j]);
-		bool dup = false;
-		for (size_t k = 0; k < *port_count; k++)
-			dup |= ports[k] == opts->ports[i];
-		if (!dup && *port_count < CS_MAX_TARGETS)
-			ports[(*port_count)++] = opts->ports[i];
+		cs_watch_add_port(&watch, s->port_opts_netns, opts->ports[i]);
 	}
 	/* --name, --cgroup: the processes that listen, with their ports */
-	struct cs_watch watch = session_watch(s, NULL);
+	if (s->port_opts_netns != cs_netns_self())
+		cs_list_listeners(listeners, CS_MAX_LISTENERS, &listener_count);
 	if (cs_watch_add_matching(&watch, &opts->match, listeners, listener_count) == 0 &&
 	    cs_target_match_any(&opts->match) && !opts->follow) {
 		if (opts->match.cgroup_count && !cs_cgroup2_mount())
@@ -211,7 +234,7 @@ static size_t rescan_ports(const struct cs_session_options *opts, struct session
 {
 	static struct cs_listen_socket listeners[CS_MAX_LISTENERS];
 	size_t listener_count = 0, added = 0;
-	int err = cs_list_listeners(listeners, CS_MAX_LISTENERS, &listener_count);
+	int err = cs_netns_list_listeners(s->port_opts_netns, listeners, CS_MAX_LISTENERS, &listener_count);
 	if (err && err != -ENOSPC)
 		return 0;
 	for (size_t i = 0; i < opts->port_count; i++) {
@@ -231,6 +254,8 @@ static size_t rescan_ports(const struct cs_session_options *opts, struct session
 		}
 	}
 	struct cs_watch watch = session_watch(s, probes);
+	if (s->port_opts_netns != cs_netns_self())
+		cs_list_listeners(listeners, CS_MAX_LISTENERS, &listener_count);
 	return added + cs_watch_add_matching(&watch, &opts->match, listeners, listener_count);
 }
 
@@ -239,7 +264,7 @@ static bool same_targets(const struct cs_session_options *a, const struct cs_ses
 	return a->pid_count == b->pid_count && a->port_count == b->port_count &&
 	       !memcmp(a->pids, b->pids, a->pid_count * sizeof(a->pids[0])) &&
 	       !memcmp(a->ports, b->ports, a->port_count * sizeof(a->ports[0])) &&
-	       cs_target_match_equal(&a->match, &b->match);
+	       cs_target_match_equal(&a->match, &b->match) && !strcmp(a->netns, b->netns);
 }
 
 /*
@@ -264,15 +289,20 @@ static void reload_targets(struct cs_session_options *current, struct session *s
 	memcpy(current->ports, next.ports, sizeof(next.ports));
 	current->port_count = next.port_count;
 	current->match = next.match;
+	memcpy(current->netns, next.netns, sizeof(next.netns));
+	s->port_opts_netns = cs_netns_self();
+	if (current->netns[0] && cs_netns_resolve(current->netns, &s->port_opts_netns)) {
+		fprintf(stderr, "connscope: --netns %s is not a network namespace: its ports are left out\n",
+			current->netns);
+		current->port_count = 0;
+	}
 
-	static struct cs_listen_socket listeners[CS_MAX_LISTENERS];
-	size_t listener_count = 0;
-	cs_list_listeners(listeners, CS_MAX_LISTENERS, &listener_count);
 	for (size_t i = 0; i < current->pid_count; i++) {
 		uint16_t found[CS_MAX_TARGETS];
 		size_t n = 0;
+		uint32_t netns_ino = 0;
 		if (cs_proc_alive(current->pids[i]) == 0)
-			cs_proc_listen_ports(current->pids[i], listeners, listener_count, found, CS_MAX_TARGETS, &n);
+			cs_netns_pid_listen_ports(current->pids[i], found, CS_MAX_TARGETS, &n, &netns_ino);
 		if (n == 0) {
 			fprintf(stderr, "connscope: pid %d is not running or listens on no TCP port: left out\n",
 				(int)current->pids[i]);
@@ -281,10 +311,10 @@ static void reload_targets(struct cs_session_options *current, struct session *s
 		live_add(s, current->pids[i]);
 		cs_probes_add_tgid(probes, (uint32_t)current->pids[i]);
 		for (size_t j = 0; j < n; j++)
-			cs_watch_add_port(&watch, found[j]);
+			cs_watch_add_port(&watch, netns_ino, found[j]);
 	}
 	for (size_t i = 0; i < current->port_count; i++)
-		cs_watch_add_port(&watch, current->ports[i]);
+		cs_watch_add_port(&watch, s->port_opts_netns, current->ports[i]);
 	if (!current->quiet)
 		fprintf(stderr, "connscope: targets reloaded\n");
 }
@@ -313,6 +343,7 @@ static void update_meta(struct cs_probes *probes, struct session *s, uint64_t st
 	/* A socket's storage not created is an in-kernel table insert that failed too. */
 	meta->table_full = counters[CS_CTR_TABLE_FULL] + counters[CS_CTR_SOCKET_STORAGE];
 	meta->records_read = s->records;
+	update_labels(s, meta);
 }
 
 int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engine,
@@ -337,9 +368,16 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	if (cs_probes_preflight(errmsg, errlen) ||
 	    resolve_targets(opts, &s, ports, &s.port_count, result, errmsg, errlen))
 		return -1;
-	pid_t netns_pid = cs_netns_reader(s.live_count ? s.live[0] : getpid());
+	/* The counters of the (first) target's network namespace: each has its own. */
+	uint32_t counters_netns = s.port_count ? s.port_netns[0] : s.port_opts_netns;
 	struct cs_tcp_counters counters_before = {}, counters_after = {};
-	bool have_counters = cs_proc_tcp_counters(netns_pid, &counters_before) == 0;
+	bool have_counters = cs_netns_tcp_counters(counters_netns, &counters_before) == 0;
+	update_labels(&s, &result->meta);
+	if (opts->live_meta) {
+		lock_engine(opts);
+		opts->live_meta->labels = &labels;
+		unlock_engine(opts);
+	}
 
 	/* 2. load and attach, then tell the probes what to watch */
 	if (cs_probes_start(&probes, &opts->probe, on_record, &s, errmsg, errlen))
@@ -350,7 +388,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 			goto out;
 		}
 	for (size_t i = 0; i < s.port_count; i++)
-		if (cs_probes_add_port(&probes, ports[i])) {
+		if (cs_probes_add_endpoint(&probes, s.port_netns[i], ports[i])) {
 			cs_fail(errmsg, errlen, "cannot add port %u to the target map", ports[i]);
 			goto out;
 		}
@@ -415,7 +453,17 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 				reload_targets(&current, &s, &probes);
 				sample_every_ns = 1000000000ull / (opts->sample_hz ? opts->sample_hz : 10);
 			}
-			rescan_ports(opts, &s, &probes);
+			struct cs_watch watch = session_watch(&s, &probes);
+			size_t gone = cs_watch_prune_namespaces(&watch, s.port_opts_netns);
+			if (gone && !opts->quiet)
+				fprintf(stderr, "connscope: forgot %zu port(s) of network namespaces no target "
+					"lives in any more\n", gone);
+			if (rescan_ports(opts, &s, &probes) && opts->live_meta) {
+				/* A new target: its labels now, not at the next second. */
+				lock_engine(opts);
+				update_labels(&s, opts->live_meta);
+				unlock_engine(opts);
+			}
 			live_after_rescan = s.live_count;
 			last_rescan_ns = now;
 		}
@@ -451,8 +499,10 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	if (!result->target_exited)
 		cs_probes_sample_listeners(&probes, now_ns());
 	cs_probes_sample_threads(&probes, now_ns());
+	lock_engine(opts); /* the labels are the live meta's too */
 	update_meta(&probes, &s, start_ns, &result->meta);
-	if (have_counters && cs_proc_tcp_counters(netns_pid, &counters_after) == 0) {
+	unlock_engine(opts);
+	if (have_counters && cs_netns_tcp_counters(counters_netns, &counters_after) == 0) {
 		result->meta.netstat.valid = true;
 		result->meta.netstat.listen_overflows = counters_after.listen_overflows - counters_before.listen_overflows;
 		result->meta.netstat.listen_drops = counters_after.listen_drops - counters_before.listen_drops;

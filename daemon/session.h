@@ -25,6 +25,7 @@ struct cs_session_options {
 	uint16_t ports[CS_MAX_TARGETS];
 	size_t port_count;
 	struct cs_target_match match;      /* --name, --cgroup: processes that listen */
+	char netns[256];                   /* --netns: where --port's listeners are ("": ours) */
 	double duration_s;                 /* 0: until *stop is set */
 	unsigned int sample_hz;            /* listener samples (sock_diag) per second */
 	struct cs_probe_options probe;

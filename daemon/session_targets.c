@@ -1,21 +1,26 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "session_targets.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "container.h"
+#include "netns.h"
 #include "session.h"
 
-bool cs_watch_add_port(struct cs_watch *watch, uint16_t port)
+bool cs_watch_add_port(struct cs_watch *watch, uint32_t netns_ino, uint16_t port)
 {
 	for (size_t i = 0; i < *watch->port_count; i++)
-		if (watch->ports[i] == port)
+		if (watch->ports[i] == port && watch->port_netns[i] == netns_ino)
 			return false;
 	if (*watch->port_count >= watch->port_max)
 		return false;
+	watch->port_netns[*watch->port_count] = netns_ino;
 	watch->ports[(*watch->port_count)++] = port;
 	if (watch->probes)
-		cs_probes_add_port(watch->probes, port);
+		cs_probes_add_endpoint(watch->probes, netns_ino, port);
 	return true;
 }
 
@@ -36,14 +41,19 @@ size_t cs_watch_add_matching(struct cs_watch *watch, const struct cs_target_matc
 		return 0;
 	/* Too many matches: the first 4096 pids are looked at; the next scan may see others. */
 	cs_pids_matching(match, pids, sizeof(pids) / sizeof(pids[0]), &count);
+	uint32_t self = cs_netns_self();
 	for (size_t i = 0; i < count && *watch->pid_count < watch->pid_max; i++) {
 		pid_t pid = pids[i];
 		if (watched(watch, pid))
 			continue;
 		uint16_t ports[CS_MAX_TARGETS];
 		size_t port_count = 0;
+		uint32_t netns_ino = self;
 		/* Only servers: a process that listens on nothing (a shell, a client) is left out. */
-		cs_proc_listen_ports(pid, listeners, listener_count, ports, CS_MAX_TARGETS, &port_count);
+		if (cs_netns_of_pid(pid, &netns_ino) == 0 && netns_ino != self)
+			cs_netns_pid_listen_ports(pid, ports, CS_MAX_TARGETS, &port_count, &netns_ino);
+		else
+			cs_proc_listen_ports(pid, listeners, listener_count, ports, CS_MAX_TARGETS, &port_count);
 		if (port_count == 0)
 			continue;
 		watch->pids[(*watch->pid_count)++] = pid;
@@ -52,7 +62,7 @@ size_t cs_watch_add_matching(struct cs_watch *watch, const struct cs_target_matc
 		char port_list[128] = "";
 		size_t used = 0;
 		for (size_t j = 0; j < port_count; j++) {
-			cs_watch_add_port(watch, ports[j]);
+			cs_watch_add_port(watch, netns_ino, ports[j]);
 			if (used < sizeof(port_list))
 				used += (size_t)snprintf(port_list + used, sizeof(port_list) - used, "%s%u",
 							 j ? "," : "", ports[j]);
@@ -68,13 +78,49 @@ size_t cs_watch_add_matching(struct cs_watch *watch, const struct cs_target_matc
 	return added;
 }
 
+size_t cs_watch_prune_namespaces(struct cs_watch *watch, uint32_t keep_ino)
+{
+	uint32_t self = cs_netns_self(), live[CS_MAX_NETNS];
+	size_t live_count = 0, removed = 0;
+	if (*watch->port_count < watch->port_max / 2 && cs_netns_kept_count() < CS_MAX_NETNS / 2)
+		return 0;
+	for (size_t i = 0; i < *watch->pid_count && live_count < CS_MAX_NETNS; i++) {
+		uint32_t ino;
+		if (cs_netns_of_pid(watch->pids[i], &ino) == 0)
+			live[live_count++] = ino;
+	}
+	for (size_t i = 0; i < *watch->port_count;) {
+		uint32_t ino = watch->port_netns[i];
+		bool used = ino == self || ino == keep_ino;
+		for (size_t j = 0; j < live_count && !used; j++)
+			used = live[j] == ino;
+		if (used) {
+			i++;
+			continue;
+		}
+		if (watch->probes)
+			cs_probes_remove_endpoint(watch->probes, ino, watch->ports[i]);
+		size_t last = --*watch->port_count;
+		watch->ports[i] = watch->ports[last];
+		watch->port_netns[i] = watch->port_netns[last];
+		removed++;
+		/* Its last port gone: the namespace's fds too. */
+		bool more = false;
+		for (size_t k = 0; k < *watch->port_count; k++)
+			more |= watch->port_netns[k] == ino;
+		if (!more)
+			cs_netns_forget(ino);
+	}
+	return removed;
+}
+
 void cs_watch_clear(struct cs_watch *watch)
 {
 	if (watch->probes) {
 		for (size_t i = 0; i < *watch->pid_count; i++)
 			cs_probes_remove_tgid(watch->probes, (uint32_t)watch->pids[i]);
 		for (size_t i = 0; i < *watch->port_count; i++)
-			cs_probes_remove_port(watch->probes, watch->ports[i]);
+			cs_probes_remove_endpoint(watch->probes, watch->port_netns[i], watch->ports[i]);
 	}
 	*watch->pid_count = 0;
 	*watch->port_count = 0;
@@ -90,4 +136,22 @@ void cs_describe_match(const struct cs_target_match *match, char *out, size_t le
 	for (size_t i = 0; i < match->cgroup_count && used < len; i++)
 		used += (size_t)snprintf(out + used, len - used, "%scgroup %s", used ? ", " : "",
 					 match->cgroups[i]);
+}
+
+void cs_target_labels_of(pid_t pid, uint32_t netns_ino, struct cs_target_labels *out)
+{
+	char path[64], text[4096];
+	memset(out, 0, sizeof(*out));
+	out->netns_ino = netns_ino;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t len = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (len <= 0)
+		return;
+	text[len] = '\0';
+	if (cs_parse_proc_cgroup(text, out->cgroup, sizeof(out->cgroup)) == 0)
+		cs_container_of_cgroup(out->cgroup, out->container, sizeof(out->container));
 }

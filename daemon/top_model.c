@@ -2,6 +2,7 @@
 #include "top_model.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "json_read.h"
@@ -111,6 +112,13 @@ int cs_top_model_from_json(struct cs_top_model *m, const char *json, size_t len)
 	int live = cs_json_get(&doc, root, "live");
 
 	cs_json_string(&doc, cs_json_get(&doc, root, "target"), m->target, sizeof(m->target));
+	int labels = cs_json_get(&doc, root, "target_labels");
+	if (labels >= 0) {
+		double netns = num(&doc, labels, "netns");
+		if (netns > 0)
+			snprintf(m->netns, sizeof(m->netns), "%.0f", netns);
+		cs_json_string(&doc, cs_json_get(&doc, labels, "container"), m->container, sizeof(m->container));
+	}
 	cs_json_string(&doc, cs_json_get(&doc, live, "source"), m->source, sizeof(m->source));
 	m->duration_s = num(&doc, root, "duration_s");
 	m->uptime_s = num(&doc, live, "uptime_s");

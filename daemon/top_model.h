@@ -56,6 +56,8 @@ struct cs_top_condition {
 
 struct cs_top_model {
 	char target[160];
+	char netns[16];             /* the target's network namespace (inode); "" not known */
+	char container[80];         /* "docker:ID", "systemd:x.service"; "" none */
 	char source[32];
 	double duration_s;          /* the statistics' span (since start or reset) */
 	double uptime_s;

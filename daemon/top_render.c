@@ -121,6 +121,9 @@ static int title(struct cs_top_screen *s, int row, const struct cs_top_model *m,
 	int col = put_fmt(s, row, 0, CS_TOP_TITLE, "connscope top - %s - %s, up %s, stats %s, %" PRIu64
 			  " events, %" PRIu64 " lost", m->target[0] ? m->target : "(no target)", m->source[0] ? m->source : "?",
 		up, stats, m->events, m->lost);
+	if (m->netns[0])
+		col = put_fmt(s, row, col, CS_TOP_TITLE, ", netns %s%s%s", m->netns, m->container[0] ? " " : "",
+			      m->container);
 	/* As in the text report: only when the kernel skipped a probe run. */
 	if (m->skipped)
 		put_fmt(s, row, col, CS_TOP_TITLE, ", %" PRIu64 " probe runs skipped", m->skipped);

@@ -151,6 +151,27 @@ Test(config, the_command_line_overrides_the_file)
 	cr_expect_eq(file.pids[0], 42);
 }
 
+Test(config, netns_goes_with_the_ports)
+{
+	struct cs_daemon_config file, cli;
+	char why[256];
+	cr_assert_eq(parse("port = 8080\nnetns = blue\n", &file), 0);
+	cr_expect_str_eq(file.netns, "blue");
+	cr_expect_eq(cs_config_set(&file, "netns", "", why, sizeof(why)), -EINVAL);
+	/* Alone on the command line: the file's ports, in another namespace. */
+	cs_config_init(&cli);
+	cr_assert_eq(cs_config_set(&cli, "netns", "/proc/42/ns/net", why, sizeof(why)), 0);
+	cs_config_merge(&file, &cli);
+	cr_expect_eq(file.port_count, 1);
+	cr_expect_str_eq(file.netns, "/proc/42/ns/net");
+	/* Targets on the command line replace the file's namespace too. */
+	cs_config_init(&cli);
+	cr_assert_eq(cs_config_set(&cli, "port", "9090", why, sizeof(why)), 0);
+	cs_config_merge(&file, &cli);
+	cr_expect_eq(file.ports[0], 9090);
+	cr_expect_str_eq(file.netns, "");
+}
+
 Test(config, command_lines_may_repeat_a_setting)
 {
 	struct cs_daemon_config config;
