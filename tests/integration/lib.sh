@@ -223,3 +223,64 @@ total, top = sum(deltas), max(deltas or [0])
 print("%.0f %.0f %.4f" % (total / 1e3, top / 1e3, top / (float(sys.argv[3]) * 1e9)))
 PY
 }
+
+# cs_start_nginx KEEPALIVE_TIMEOUT WORKER_CONNECTIONS: Debian's nginx, one
+# worker, in a private directory ($NGINX_DIR, its error log there) on a
+# free port ($NGINX_PORT), answering "ok" to every request. Sets
+# NGINX_MASTER and SERVER_PID (the worker, which accepts and serves).
+cs_start_nginx() {
+  NGINX_DIR=$CS_TMP/nginx NGINX_PORT=$(cs_free_port)
+  mkdir -p "$NGINX_DIR/tmp"
+  cat >"$NGINX_DIR/nginx.conf" <<NGINX
+daemon off;
+worker_processes 1;
+pid $NGINX_DIR/nginx.pid;
+error_log $NGINX_DIR/error.log warn;
+events { worker_connections $2; }
+http {
+  access_log off;
+  keepalive_timeout $1;
+  client_body_temp_path $NGINX_DIR/tmp;
+  proxy_temp_path $NGINX_DIR/tmp;
+  fastcgi_temp_path $NGINX_DIR/tmp;
+  uwsgi_temp_path $NGINX_DIR/tmp;
+  scgi_temp_path $NGINX_DIR/tmp;
+  server { listen 127.0.0.1:$NGINX_PORT; location / { return 200 "ok\n"; } }
+}
+NGINX
+  cs_bg nginx -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/error.log"
+  NGINX_MASTER=$BG_PID
+  cs_wait_port "$NGINX_PORT"
+  SERVER_PID=$(pgrep -P "$NGINX_MASTER" | head -n 1)
+  [[ -n $SERVER_PID ]] || fail "no nginx worker below the master ($NGINX_MASTER)"
+}
+
+# cs_start_tomcat CONNECTOR_ATTRIBUTES [JSP_NAME JSP_TEXT]: Debian's Tomcat
+# 10 in a private CATALINA_BASE ($TOMCAT_BASE) with one HTTP connector on a
+# free port ($TOMCAT_PORT) and those attributes (maxThreads, ...), and a
+# JSP in its ROOT webapp. Sets SERVER_PID (catalina.sh run execs java: the
+# JVM). Startup takes about a second.
+cs_start_tomcat() {
+  [[ -x /usr/share/tomcat10/bin/catalina.sh ]] || fail "tomcat10 is not installed (scripts/deps.sh installs it)"
+  TOMCAT_BASE=$CS_TMP/tomcat TOMCAT_PORT=$(cs_free_port)
+  mkdir -p "$TOMCAT_BASE"/{conf,logs,temp,work,webapps/ROOT}
+  cp /usr/share/tomcat10/etc/web.xml "$TOMCAT_BASE/conf/"
+  echo ok >"$TOMCAT_BASE/webapps/ROOT/index.html"
+  [[ -n ${2:-} ]] && echo "$3" >"$TOMCAT_BASE/webapps/ROOT/$2"
+  cat >"$TOMCAT_BASE/conf/server.xml" <<XML
+<?xml version="1.0" encoding="UTF-8"?>
+<Server port="-1">
+  <Service name="Catalina">
+    <Connector port="$TOMCAT_PORT" address="127.0.0.1" protocol="org.apache.coyote.http11.Http11NioProtocol" $1/>
+    <Engine name="Catalina" defaultHost="localhost">
+      <Host name="localhost" appBase="webapps" unpackWARs="false" autoDeploy="false"/>
+    </Engine>
+  </Service>
+</Server>
+XML
+  CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$TOMCAT_BASE cs_bg /usr/share/tomcat10/bin/catalina.sh run \
+    >"$CS_TMP/tomcat.log" 2>&1
+  SERVER_PID=$BG_PID
+  for _ in $(seq 300); do ss -Htln "sport = :$TOMCAT_PORT" | grep -q . && break; sleep 0.05; done
+  cs_wait_port "$TOMCAT_PORT"
+}

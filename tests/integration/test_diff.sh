@@ -9,39 +9,15 @@
 # on their JSON reports. Bad input: a clear error.
 source "$(dirname "$0")/lib.sh"
 
-port=$(cs_free_port)
-ng=$CS_TMP/nginx
-mkdir -p "$ng/tmp"
 # nginx_run NAME KEEPALIVE_TIMEOUT CLIENT_ARGS...: nginx with that keep-alive
 # timeout, recorded while csload sends 400 requests; the trace in NAME.cstrace.
 nginx_run() {
   local name=$1 keepalive=$2; shift 2
-  cat >"$ng/nginx.conf" <<NGINX
-daemon off;
-worker_processes 1;
-pid $ng/nginx.pid;
-error_log $ng/error.log warn;
-events { worker_connections 256; }
-http {
-  access_log off;
-  keepalive_timeout $keepalive;
-  client_body_temp_path $ng/tmp;
-  proxy_temp_path $ng/tmp;
-  fastcgi_temp_path $ng/tmp;
-  uwsgi_temp_path $ng/tmp;
-  scgi_temp_path $ng/tmp;
-  server { listen 127.0.0.1:$port; location / { return 200 "ok\n"; } }
-}
-NGINX
-  cs_bg nginx -c "$ng/nginx.conf" -e "$ng/error.log"
-  local master=$BG_PID
-  cs_wait_port "$port"
-  SERVER_PID=$(pgrep -P "$master" | head -n 1)
-  [[ -n $SERVER_PID ]] || fail "no nginx worker below the master ($master)"
-  cs_profile "$name" "$CS_LOAD" --port "$port" --connections 4 --requests 400 \
+  cs_start_nginx "$keepalive" 256
+  cs_profile "$name" "$CS_LOAD" --port "$NGINX_PORT" --connections 4 --requests 400 \
     --json "$CS_TMP/$name.client.json" --quiet "$@"
-  kill -QUIT "$master"
-  for _ in $(seq 50); do kill -0 "$master" 2>/dev/null || break; sleep 0.1; done
+  kill -QUIT "$NGINX_MASTER"
+  for _ in $(seq 50); do kill -0 "$NGINX_MASTER" 2>/dev/null || break; sleep 0.1; done
 }
 
 nginx_run keep 75s

@@ -11,31 +11,8 @@
 # Runs alone: connscope's p99 is compared with the client's.
 source "$(dirname "$0")/lib.sh"
 
-port=$(cs_free_port)
-ng=$CS_TMP/nginx
-mkdir -p "$ng/tmp"
-cat >"$ng/nginx.conf" <<NGINX
-daemon off;
-worker_processes 1;
-pid $ng/nginx.pid;
-error_log $ng/error.log warn;
-events { worker_connections 8; }
-http {
-  access_log off;
-  keepalive_timeout 300ms;
-  client_body_temp_path $ng/tmp;
-  proxy_temp_path $ng/tmp;
-  fastcgi_temp_path $ng/tmp;
-  uwsgi_temp_path $ng/tmp;
-  scgi_temp_path $ng/tmp;
-  server { listen 127.0.0.1:$port; location / { return 200 "ok\n"; } }
-}
-NGINX
-cs_bg nginx -c "$ng/nginx.conf" -e "$ng/error.log"
-cs_wait_port "$port"
-# The worker accepts and serves: profile it (the master only forked it).
-SERVER_PID=$(pgrep -P "$BG_PID" | head -n 1)
-[[ -n $SERVER_PID ]] || fail "no nginx worker below the master ($BG_PID)"
+cs_start_nginx 300ms 8
+port=$NGINX_PORT ng=$NGINX_DIR
 
 cs_profile nginx "$CS_LOAD" --busy-poll --port "$port" --connections 12 --gap-ms 400 --duration 3 \
   --json "$CS_TMP/client.json" --quiet

@@ -11,31 +11,9 @@
 # and connscope's p99 is compared with the client's.
 source "$(dirname "$0")/lib.sh"
 
-[[ -x /usr/share/tomcat10/bin/catalina.sh ]] || fail "tomcat10 is not installed (scripts/deps.sh installs it)"
 limit=4
-port=$(cs_free_port)
-base=$CS_TMP/tomcat
-mkdir -p "$base"/{conf,logs,temp,work,webapps/ROOT}
-cp /usr/share/tomcat10/etc/web.xml "$base/conf/"
-echo ok >"$base/webapps/ROOT/index.html"
-cat >"$base/conf/server.xml" <<XML
-<?xml version="1.0" encoding="UTF-8"?>
-<Server port="-1">
-  <Service name="Catalina">
-    <Connector port="$port" address="127.0.0.1" protocol="HTTP/1.1" maxConnections="$limit"
-               keepAliveTimeout="300" maxThreads="4" acceptCount="100"/>
-    <Engine name="Catalina" defaultHost="localhost">
-      <Host name="localhost" appBase="webapps" unpackWARs="false" autoDeploy="false"/>
-    </Engine>
-  </Service>
-</Server>
-XML
-# catalina.sh run execs java: the pid started is the JVM's.
-CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$base cs_bg /usr/share/tomcat10/bin/catalina.sh run \
-  >"$CS_TMP/tomcat.log" 2>&1
-SERVER_PID=$BG_PID
-for _ in $(seq 400); do ss -Htln "sport = :$port" | grep -q . && break; sleep 0.05; done
-cs_wait_port "$port"
+cs_start_tomcat "maxConnections=\"$limit\" keepAliveTimeout=\"300\" maxThreads=\"4\" acceptCount=\"100\""
+port=$TOMCAT_PORT
 curl -sf --max-time 10 "http://127.0.0.1:$port/" >/dev/null || fail "tomcat does not answer"
 sleep 0.5 # the warm-up's connection closes on Tomcat's idle timeout
 

@@ -11,29 +11,8 @@
 # Runs alone: connscope's p99 is compared with the client's (see scenario 6).
 source "$(dirname "$0")/lib.sh"
 
-command -v /usr/share/tomcat10/bin/catalina.sh >/dev/null || fail "tomcat10 is not installed (scripts/deps.sh)"
-base=$CS_TMP/tomcat
-mkdir -p "$base"/{conf,logs,temp,work,webapps/ROOT}
-cp /usr/share/tomcat10/etc/web.xml "$base/conf/"
-port=$(cs_free_port)
-cat >"$base/conf/server.xml" <<XML
-<?xml version="1.0" encoding="UTF-8"?>
-<Server port="-1" shutdown="SHUTDOWN">
-  <Service name="Catalina">
-    <Connector port="$port" address="127.0.0.1" protocol="org.apache.coyote.http11.Http11NioProtocol"
-               maxThreads="4" minSpareThreads="4" acceptCount="100" />
-    <Engine name="Catalina" defaultHost="localhost">
-      <Host name="localhost" appBase="webapps" unpackWARs="false" autoDeploy="false" />
-    </Engine>
-  </Service>
-</Server>
-XML
-echo '<% Thread.sleep(10); %>ok' >"$base/webapps/ROOT/block.jsp"
-CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$base cs_bg /usr/share/tomcat10/bin/catalina.sh run \
-  >"$CS_TMP/tomcat.log" 2>&1
-SERVER_PID=$BG_PID # catalina.sh run execs java
-for _ in $(seq 300); do ss -Htln "sport = :$port" | grep -q . && break; sleep 0.1; done
-cs_wait_port "$port"
+cs_start_tomcat 'maxThreads="4" minSpareThreads="4" acceptCount="100"' block.jsp '<% Thread.sleep(10); %>ok'
+port=$TOMCAT_PORT
 # Jasper compiles the JSP on its first request: not part of what is measured.
 curl -sf --max-time 30 "http://127.0.0.1:$port/block.jsp" | grep -q ok || fail "the JSP does not answer"
 
