@@ -76,6 +76,15 @@ int cs_trace_write(struct cs_trace_writer *writer, const void *record, size_t le
 
 int cs_trace_finish(struct cs_trace_writer *writer, const struct cs_report_meta *meta)
 {
+	if (meta->labels && meta->labels->netns_ino) {
+		struct cs_trace_labels labels = {
+			.hdr = { .type = CS_TRACE_LABELS_TYPE, .size = sizeof(labels) },
+			.netns_ino = meta->labels->netns_ino,
+		};
+		snprintf(labels.cgroup, sizeof(labels.cgroup), "%s", meta->labels->cgroup);
+		snprintf(labels.container, sizeof(labels.container), "%s", meta->labels->container);
+		cs_trace_write(writer, &labels, sizeof(labels));
+	}
 	struct cs_trace_summary summary = {
 		.hdr = { .type = CS_TRACE_SUMMARY_TYPE, .size = sizeof(summary) },
 		.duration_ns = (uint64_t)(meta->duration_s * 1e9),
@@ -135,6 +144,17 @@ static void apply_run(struct cs_trace_info *info, const struct cs_trace_run *run
 	stamp->kernel[sizeof(stamp->kernel) - 1] = '\0';
 }
 
+/* The target's labels; the names NUL-terminated whatever the file says. */
+static void apply_labels(struct cs_trace_info *info, const struct cs_trace_labels *record)
+{
+	info->labels.netns_ino = record->netns_ino;
+	memcpy(info->labels.cgroup, record->cgroup, sizeof(info->labels.cgroup));
+	memcpy(info->labels.container, record->container, sizeof(info->labels.container));
+	info->labels.cgroup[sizeof(info->labels.cgroup) - 1] = '\0';
+	info->labels.container[sizeof(info->labels.container) - 1] = '\0';
+	info->meta.labels = &info->labels;
+}
+
 static void apply_summary(struct cs_trace_info *info, const struct cs_trace_summary *summary)
 {
 	info->has_summary = true;
@@ -187,6 +207,7 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 			return truncated(errmsg, errlen, "truncated record header at offset %" PRIu64, offset);
 		size_t expected = hdr.type == CS_TRACE_SUMMARY_TYPE ? sizeof(struct cs_trace_summary)
 				  : hdr.type == CS_TRACE_RUN_TYPE   ? sizeof(struct cs_trace_run)
+				  : hdr.type == CS_TRACE_LABELS_TYPE ? sizeof(struct cs_trace_labels)
 								    : cs_record_size(hdr.type);
 		if (!expected)
 			return corrupt(errmsg, errlen, "unknown record type %u at offset %" PRIu64, hdr.type, offset);
@@ -202,7 +223,13 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 			memcpy(&summary, record, sizeof(summary));
 			apply_summary(info, &summary);
 		} else if (hdr.type == CS_TRACE_RUN_TYPE) {
-			apply_run(info, (const struct cs_trace_run *)record);
+			struct cs_trace_run run;
+			memcpy(&run, record, sizeof(run));
+			apply_run(info, &run);
+		} else if (hdr.type == CS_TRACE_LABELS_TYPE) {
+			struct cs_trace_labels labels;
+			memcpy(&labels, record, sizeof(labels));
+			apply_labels(info, &labels);
 		} else {
 			info->records++;
 			int err = on_record(ctx, record, expected);

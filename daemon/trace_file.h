@@ -19,7 +19,10 @@
 #include "report.h"
 
 #define CS_TRACE_MAGIC "CSTRACE\0"
-/* 2: a run record (wall clock, host, kernel) after the header; 1 still read. */
+/*
+ * 2: a run record (wall clock, host, kernel) after the header, and the
+ * target's labels before the summary; version 1 files still read.
+ */
 #define CS_TRACE_VERSION 2
 #define CS_TRACE_VERSION_MIN 1
 #define CS_TRACE_TARGET_LEN 256
@@ -27,6 +30,8 @@
 #define CS_TRACE_SUMMARY_TYPE 0x7f01
 /* Another: when and where the run started, first after the header. */
 #define CS_TRACE_RUN_TYPE 0x7f02
+/* And the target's namespace, cgroup and container, just before the summary. */
+#define CS_TRACE_LABELS_TYPE 0x7f03
 
 struct cs_trace_header {
 	char magic[8];
@@ -58,7 +63,16 @@ struct cs_trace_run {
 	char pad[6];
 };
 
+struct cs_trace_labels {
+	struct cs_event_header hdr;
+	__u32 netns_ino;
+	char cgroup[512];
+	char container[80];
+	__u32 pad;
+};
+
 _Static_assert(sizeof(struct cs_trace_header) == 288, "trace header size");
+_Static_assert(sizeof(struct cs_trace_labels) == 616, "trace labels record size");
 _Static_assert(sizeof(struct cs_trace_run) == 160, "trace run record size");
 _Static_assert(sizeof(struct cs_trace_summary) == 72, "trace summary size");
 
@@ -86,6 +100,7 @@ struct cs_trace_info {
 	uint64_t start_ns;
 	uint64_t records;
 	bool has_summary;       /* false: the file was cut short (run killed?) */
+	struct cs_target_labels labels; /* meta.labels points here when the file has them */
 	struct cs_report_meta meta; /* from the summary; meta.target -> target */
 };
 

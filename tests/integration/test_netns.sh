@@ -69,7 +69,8 @@ ns_start "$ns_b" server_b --workers 2
 "$CS_BIN" attach --pid "$server_a" --duration 120 --json >"$CS_TMP/a.json" 2>"$CS_TMP/a.err" &
 cs_a=$!
 cs_pids+=("$cs_a")
-"$CS_BIN" attach --port "$port" --netns "$ns_b" --duration 120 --json >"$CS_TMP/b.json" 2>"$CS_TMP/b.err" &
+# b is recorded, then reported from its trace: the labels travel in the file.
+"$CS_BIN" record --port "$port" --netns "$ns_b" --duration 120 -o "$CS_TMP/b.cstrace" 2>"$CS_TMP/b.err" &
 cs_b=$!
 cs_pids+=("$cs_b")
 cs_wait_attached "$CS_TMP/a.err"
@@ -82,7 +83,8 @@ ip netns exec "$ns_b" "$CS_LOAD" --port "$port" --connections 5 --requests 1100 
 wait "$load_a" || fail "csload in $ns_a failed"
 kill -INT "$cs_a" "$cs_b"
 wait "$cs_a" || { cat "$CS_TMP/a.err"; fail "connscope --pid failed"; }
-wait "$cs_b" || { cat "$CS_TMP/b.err"; fail "connscope --port --netns failed"; }
+wait "$cs_b" || { cat "$CS_TMP/b.err"; fail "connscope record --port --netns failed"; }
+"$CS_BIN" report --json "$CS_TMP/b.cstrace" >"$CS_TMP/b.json" || fail "connscope report of b's trace failed"
 sent_a=$(json_get "$CS_TMP/load_a.json" 'j["requests"]')
 sent_b=$(json_get "$CS_TMP/load_b.json" 'j["requests"]')
 note "clients: $sent_a requests in $ns_a, $sent_b in $ns_b"

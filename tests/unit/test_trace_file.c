@@ -220,6 +220,34 @@ Test(trace, round_trip)
 	cr_assert_eq(len, HEADERS_SIZE + r.offset[r.n - 1] + r.len[r.n - 1] + sizeof(struct cs_trace_summary));
 }
 
+Test(trace, the_targets_labels_round_trip)
+{
+	struct recording r = sample_records();
+	static const struct cs_target_labels labels = {
+		.netns_ino = 4026532301u, .cgroup = "/system.slice/docker-3f2a9c1b7d4e.scope", .container = "docker:3f2a9c1b7d4e"
+	};
+	struct cs_report_meta meta = sample_meta;
+	meta.labels = &labels;
+	write_trace(path, &r, "port 8080", &meta);
+	size_t len;
+	const unsigned char *bytes = slurp(path, &len);
+	struct read_result res;
+	read_bytes(bytes, len, &res);
+	cr_assert_eq(res.ret, 0, "%s", res.errmsg);
+	cr_assert(res.info.has_summary);
+	cr_assert_eq(res.info.meta.labels, &res.info.labels);
+	cr_assert_eq(res.info.labels.netns_ino, 4026532301u);
+	cr_assert_str_eq(res.info.labels.cgroup, labels.cgroup);
+	cr_assert_str_eq(res.info.labels.container, labels.container);
+	expect_records(&res.got.records, &r, r.n);
+	/* Without labels (a trace of a run that found none), none are read back. */
+	write_trace(path, &r, "port 8080", &sample_meta);
+	bytes = slurp(path, &len);
+	read_bytes(bytes, len, &res);
+	cr_assert_eq(res.ret, 0, "%s", res.errmsg);
+	cr_assert_null(res.info.meta.labels);
+}
+
 Test(trace, target_from_create_when_the_run_names_none)
 {
 	struct recording r = sample_records();
