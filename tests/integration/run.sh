@@ -16,7 +16,10 @@
 # another test's load would distort: they run alone, before the others.
 # --only picks one of the two groups (`make test` runs them one after the
 # other). No test needs the machine quiet: a test whose judgement depends on
-# how busy the machine is measures that itself.
+# how busy the machine is measures that itself. Those whose header also says
+#   # integration: plain build
+# (a real server's behaviour, a JVM's: seconds of start-up each) run with
+# the plain build only; every other test runs with each build given.
 #
 # With CS_TEST_TIMES naming a file, each test's "SECONDS NAME [BUILD]" is
 # appended to it (scripts/test-all.sh prints the slowest).
@@ -57,6 +60,9 @@ for b in "${builds[@]}"; do
   mkdir -p "$b/integration"
   for t in "${tests[@]}"; do
     rm -rf "$b/integration/$(basename "$t" .sh).failed" # a failure's files, from an earlier run
+    # A real server's behaviour (a JVM's) is checked once, with the plain
+    # build: the sanitized connscope runs the same code on csserver.
+    if [[ -e $b/SANITIZED ]] && grep -q '^# integration: plain build' "$t"; then continue; fi
     case $(group_of "$t") in
       exclusive) exclusive_jobs+=("$b $t") ;;
       *) shared_jobs+=("$b $t") ;;

@@ -11,6 +11,7 @@
 # the boss accepts (acceptor), the 2 loops poll and read what they polled
 # (event_loop), nobody is a poller or a worker.
 # integration: exclusive
+# integration: plain build
 # Runs alone: connscope's p99 is compared with the client's (see scenario 6).
 source "$(dirname "$0")/lib.sh"
 

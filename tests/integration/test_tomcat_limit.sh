@@ -7,6 +7,7 @@
 # 4 open connections, not that the acceptor is a bottleneck, and its p99
 # must agree with the clients'.
 # integration: exclusive
+# integration: plain build
 # Runs alone: a JVM starting beside other tests' load takes seconds more,
 # and connscope's p99 is compared with the client's.
 source "$(dirname "$0")/lib.sh"

@@ -8,6 +8,7 @@
 # threads' roles are found from what they did (their names are all
 # "http-nio-127.0."): one acceptor, a poller, 4 workers.
 # integration: exclusive
+# integration: plain build
 # Runs alone: connscope's p99 is compared with the client's (see scenario 6).
 source "$(dirname "$0")/lib.sh"
 
