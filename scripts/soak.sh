@@ -68,7 +68,8 @@ for run in $(seq "$runs"); do
     echo "run $run/$runs ($commit, load $load): passed in $took s"
   else
     failed_runs=$((failed_runs + 1))
-    echo "run $run/$runs ($commit, load $load): FAILED in $took s: ${names:-exit $rc, no test named}"
+    shown=${names//$'\n'/, }
+    echo "run $run/$runs ($commit, load $load): FAILED in $took s: ${shown:-exit $rc, no test named}"
     # Keep the failed tests' files (BUILD/integration/TEST.failed/) and logs.
     for d in "$dir"/src/build*/integration; do
       [[ -d $d ]] || continue
