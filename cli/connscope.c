@@ -58,6 +58,8 @@ static const char target_options_help[] =
 	"Options:\n"
 	"  -d, --duration SEC   stop after SEC seconds (default: until Ctrl-C or the target exits)\n"
 	"  -t, --tail P         the tail is the requests at or above percentile P (default 99)\n"
+	"      --slowest N      (attach) also list the N slowest requests (1-512): when, peer,\n"
+	"                       listener, thread, index on the connection, split by cause\n"
 	"      --sample-hz N    listener queue samples per second (1-1000, default 10)\n"
 	"      --ring-mb N      ring buffer size in MiB, a power of two (1-1024, default 8)\n"
 	"      --no-handshakes  do not follow local clients' SYN retransmits\n"
@@ -105,7 +107,20 @@ struct run_args {
 	bool json;
 	const char *output;
 	double tail_percentile;
+	size_t slowest;
 };
+
+/* --slowest N: list the N slowest requests (of the CS_EXEMPLARS the engine keeps). */
+static bool parse_slowest(const char *command, const char *text, size_t *out)
+{
+	long value;
+	if (parse_long(text, 1, CS_EXEMPLARS, &value)) {
+		*out = (size_t)value;
+		return true;
+	}
+	cs_cli_usage(command, "--slowest expects 1 to %d, not '%s'", CS_EXEMPLARS, text);
+	return false;
+}
 
 /* --tail P: the tail is the requests at or above percentile P. */
 static bool parse_tail(const char *command, const char *text, double *out)
@@ -132,6 +147,7 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 		{ "sample-hz", required_argument, NULL, 'S' },
 		{ "ring-mb", required_argument, NULL, 'R' },
 		{ "tail", required_argument, NULL, 't' },
+		{ "slowest", required_argument, NULL, 'W' },
 		{ "no-handshakes", no_argument, NULL, 'H' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -174,6 +190,12 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 			break;
 		case 't':
 			if (!parse_tail(command, optarg, &args->tail_percentile))
+				return EXIT_USAGE;
+			break;
+		case 'W':
+			if (recording)
+				return cs_cli_usage(command, "--slowest is for the report: 'connscope report --slowest N FILE'");
+			if (!parse_slowest(command, optarg, &args->slowest))
 				return EXIT_USAGE;
 			break;
 		case 'S':
@@ -246,6 +268,7 @@ static int cmd_attach(int argc, char **argv)
 		rc = EXIT_RUNTIME;
 	} else {
 		result.meta.tail_percentile = args.tail_percentile;
+		result.meta.slowest = args.slowest;
 		print_report(engine, &result.meta, args.json);
 	}
 	cs_engine_free(engine);
@@ -315,13 +338,14 @@ static int cmd_record(int argc, char **argv)
 static void report_help(FILE *out)
 {
 	fprintf(out,
-		"Usage: connscope report FILE [--json] [--tail P] [--interval SEC]\n"
+		"Usage: connscope report FILE [--json] [--tail P] [--slowest N] [--interval SEC]\n"
 		"\n"
 		"Replay a trace written by 'connscope record' through the engine and print\n"
 		"the same report attach would have printed.\n"
 		"\n"
 		"  -j, --json    print the report as one JSON object\n"
 		"  -t, --tail P  the tail is the requests at or above percentile P (default 99)\n"
+		"      --slowest N  also list the N slowest requests (1-512), one by one\n"
 		"  -i, --interval SEC\n"
 		"                a line per SEC seconds of the run instead: requests/s, p50,\n"
 		"                p99, the cause holding most of that interval's tail, drops\n"
@@ -363,22 +387,28 @@ static int cmd_report(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "tail", required_argument, NULL, 't' },
 		{ "interval", required_argument, NULL, 'i' },
+		{ "slowest", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	bool json = false;
 	double tail = 0, interval_s = 0;
+	size_t slowest_count = 0;
 	int c;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":jt:i:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":jt:i:W:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
 			break;
 		case 't':
 			if (!parse_tail("report", optarg, &tail))
+				return EXIT_USAGE;
+			break;
+		case 'W':
+			if (!parse_slowest("report", optarg, &slowest_count))
 				return EXIT_USAGE;
 			break;
 		case 'i':
@@ -406,6 +436,7 @@ static int cmd_report(int argc, char **argv)
 	if (cs_replay_trace(argv[optind], &engine, &meta))
 		return EXIT_RUNTIME;
 	meta.tail_percentile = tail;
+	meta.slowest = slowest_count;
 	print_report(engine, &meta, json);
 	cs_engine_free(engine);
 	return 0;

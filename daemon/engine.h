@@ -49,6 +49,9 @@ struct cs_exemplar {
 	uint16_t port;
 	uint16_t flags;
 	uint32_t index;       /* request number on its connection */
+	uint16_t peer_family; /* 0: the connection's accept was not seen */
+	uint16_t peer_port;
+	uint8_t peer_addr[16];
 };
 
 #define CS_EXEMPLARS 512
@@ -103,7 +106,9 @@ struct cs_conn {
 	uint16_t port;
 	uint16_t remote_port;
 	uint32_t remote_addr_hash;
-	uint32_t pad;
+	uint16_t family;         /* AF_INET or AF_INET6 */
+	uint16_t pad;
+	uint8_t remote_addr[16]; /* the peer, for the slowest requests' list */
 };
 
 /* A client address's recent idle closes, waiting to be answered by reconnects. */

@@ -319,6 +319,8 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 	}
 
 	text_threads(out, engine);
+	if (meta->slowest)
+		cs_report_slowest_text(out, engine, meta);
 
 	struct cs_finding findings[MAX_FINDINGS];
 	size_t n = cs_diagnose(engine, meta, findings, MAX_FINDINGS);

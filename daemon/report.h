@@ -37,6 +37,7 @@ struct cs_report_meta {
 	uint64_t probe_runs_skipped; /* probe runs the kernel skipped (recursion): each may be an event lost */
 	uint64_t records_read;     /* records taken off the ring buffer */
 	double tail_percentile;    /* the tail: requests at or above it (0: 99) */
+	size_t slowest;            /* list this many slowest requests (0: none) */
 	struct cs_netstat_delta netstat;
 	struct cs_run_stamp stamp;  /* when and where the run started */
 	const struct cs_target_labels *labels; /* NULL: not known (a trace file) */
@@ -56,6 +57,9 @@ struct cs_finding {
 size_t cs_diagnose(const struct cs_engine *engine, const struct cs_report_meta *meta,
 		   struct cs_finding *findings, size_t max);
 
+/* The meta->slowest slowest requests, one by one (report_slowest.c). */
+void cs_report_slowest_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
+void cs_report_slowest_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
 void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
 

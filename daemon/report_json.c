@@ -308,5 +308,8 @@ void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_r
 		cs_json_write_string(out, findings[i].advice);
 		fputc('}', out);
 	}
-	fputs("]}\n", out);
+	fputc(']', out);
+	if (meta->slowest)
+		cs_report_slowest_json(out, engine, meta);
+	fputs("}\n", out);
 }

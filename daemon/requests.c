@@ -202,6 +202,8 @@ void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	conn->port = ev->listener_port;
 	conn->remote_port = ev->tuple.remote_port;
 	conn->remote_addr_hash = cs_addr_hash(ev->tuple.remote_addr);
+	conn->family = ev->tuple.family;
+	memcpy(conn->remote_addr, ev->tuple.remote_addr, sizeof(conn->remote_addr));
 	struct cs_listener_stats *listener = cs_get_listener(engine, conn->port);
 	if (listener)
 		cs_limit_on_open(listener, ev->hdr.ts_ns);
@@ -370,6 +372,11 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 		.flags = req->flags,
 		.index = req->index,
 	};
+	if (conn) {
+		exemplar.peer_family = conn->family;
+		exemplar.peer_port = conn->remote_port;
+		memcpy(exemplar.peer_addr, conn->remote_addr, sizeof(exemplar.peer_addr));
+	}
 	keep_exemplar(stats, &exemplar);
 	return 0;
 }

@@ -53,6 +53,7 @@ int cs_trace_create(struct cs_trace_writer *writer, const char *path, const char
 	struct cs_trace_run run = {
 		.hdr = { .ts_ns = start_ns, .type = CS_TRACE_RUN_TYPE, .size = sizeof(run) },
 		.start_unix_ns = stamp ? stamp->start_unix_ns : 0,
+		.start_mono_ns = stamp ? stamp->start_mono_ns : 0,
 	};
 	if (stamp) {
 		memcpy(run.host, stamp->host, sizeof(run.host));
@@ -138,6 +139,7 @@ static void apply_run(struct cs_trace_info *info, const struct cs_trace_run *run
 {
 	struct cs_run_stamp *stamp = &info->meta.stamp;
 	stamp->start_unix_ns = run->start_unix_ns;
+	stamp->start_mono_ns = run->start_mono_ns;
 	memcpy(stamp->host, run->host, sizeof(stamp->host));
 	memcpy(stamp->kernel, run->kernel, sizeof(stamp->kernel));
 	stamp->host[sizeof(stamp->host) - 1] = '\0';

@@ -58,6 +58,7 @@ struct cs_trace_summary {
 struct cs_trace_run {
 	struct cs_event_header hdr;
 	__s64 start_unix_ns;
+	__u64 start_mono_ns;
 	char host[CS_RUN_STAMP_NAME_LEN];
 	char kernel[CS_RUN_STAMP_NAME_LEN];
 	char pad[6];
@@ -73,7 +74,7 @@ struct cs_trace_labels {
 
 _Static_assert(sizeof(struct cs_trace_header) == 288, "trace header size");
 _Static_assert(sizeof(struct cs_trace_labels) == 616, "trace labels record size");
-_Static_assert(sizeof(struct cs_trace_run) == 160, "trace run record size");
+_Static_assert(sizeof(struct cs_trace_run) == 168, "trace run record size");
 _Static_assert(sizeof(struct cs_trace_summary) == 72, "trace summary size");
 
 struct cs_trace_writer {

@@ -77,3 +77,22 @@ total = sum(float(l.split()[1]) * 0.2 for l in lines[:-1])  # full intervals: re
 assert lines and total <= 400.5, (total, lines)
 print("ok: %d intervals, %.0f requests in the full ones" % (len(lines), total))
 PY
+
+# report --slowest: the slowest requests one by one, as the run timed them.
+"$CS_BIN" report --slowest 3 --json "$CS_TMP/keep.cstrace" >"$CS_TMP/slowest.json" || fail "report --slowest failed"
+python3 - "$CS_TMP/slowest.json" <<'PY' || fail "the slowest requests are not the run's"
+import datetime, json, sys
+j = json.load(open(sys.argv[1]))
+s = j["slowest"]
+assert len(s) == 3, s
+assert [r["total_us"] for r in s] == sorted((r["total_us"] for r in s), reverse=True), s
+assert abs(s[0]["total_us"] - j["latency_us"]["max"]) < 0.002, (s[0], j["latency_us"]["max"])
+start = datetime.datetime.fromisoformat(j["run"]["start_utc"].replace("Z", "+00:00"))
+for r in s:
+    assert r["peer"] == "127.0.0.1" and r["port"] == j["listeners"][0]["port"], r
+    assert 0 <= r["index"] < 400 and abs(sum(r["causes_us"].values()) - r["total_us"]) < 0.01, r
+    end = datetime.datetime.fromisoformat(r["end_utc"].replace("Z", "+00:00"))
+    assert start <= end <= start + datetime.timedelta(seconds=j["duration_s"] + 1), (start, end)
+print("ok: the 3 slowest, slowest first, the first the run's max, from 127.0.0.1, within the run")
+PY
+"$CS_BIN" report --slowest 2 "$CS_TMP/keep.cstrace" | grep -A4 '^slowest 2 request(s)' || fail "no slowest list in the text report"

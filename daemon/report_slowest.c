@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The slowest requests one by one (--slowest N): when each ended, on the
+ * wall clock, who sent it, which listener and thread served it, which of
+ * its connection's requests it was, and where its time went. Enough to
+ * find it in the server's access log. They come from the engine's kept
+ * exemplars (the CS_EXEMPLARS slowest of the run).
+ */
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "report.h"
+#include "report_internal.h"
+
+static int slower_first(const void *a, const void *b)
+{
+	const struct cs_exemplar *x = a, *y = b;
+	return x->split.total_ns < y->split.total_ns ? 1 : x->split.total_ns > y->split.total_ns ? -1 : 0;
+}
+
+/* The n slowest kept, slowest first, in a new array (NULL: none, or out of memory). */
+static struct cs_exemplar *slowest(const struct cs_engine *engine, size_t want, size_t *n)
+{
+	size_t kept = engine->requests.exemplar_count;
+	*n = want < kept ? want : kept;
+	if (!*n)
+		return NULL;
+	struct cs_exemplar *sorted = malloc(kept * sizeof(*sorted));
+	if (!sorted) {
+		*n = 0;
+		return NULL;
+	}
+	memcpy(sorted, engine->requests.exemplars, kept * sizeof(*sorted));
+	qsort(sorted, kept, sizeof(*sorted), slower_first);
+	return sorted;
+}
+
+/*
+ * "127.0.0.1" or "::1"; "?" when the connection's accept was not seen. The
+ * wire stores IPv4 addresses IPv4-mapped (::ffff:a.b.c.d): shown as IPv4.
+ */
+static void peer_text(const struct cs_exemplar *e, char *buf, size_t len)
+{
+	static const uint8_t v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	const void *addr = e->peer_addr;
+	int family = AF_INET6;
+	if (!memcmp(e->peer_addr, v4_mapped, sizeof(v4_mapped))) {
+		addr = e->peer_addr + 12;
+		family = AF_INET;
+	}
+	if (!e->peer_family || !inet_ntop(family, addr, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
+static const char *comm_of(const struct cs_engine *engine, uint32_t tid)
+{
+	const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
+	return t && t->comm[0] ? t->comm : "?";
+}
+
+void cs_report_slowest_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	size_t n;
+	struct cs_exemplar *list = slowest(engine, meta->slowest, &n);
+	fprintf(out, "slowest %zu request(s) (of the %zu slowest kept)\n", n, engine->requests.exemplar_count);
+	for (size_t i = 0; i < n; i++) {
+		const struct cs_exemplar *e = &list[i];
+		char when[48], total[32], peer[64];
+		cs_run_stamp_format_at(&meta->stamp, e->end_ns, when, sizeof(when));
+		cs_format_duration(total, sizeof(total), e->split.total_ns);
+		peer_text(e, peer, sizeof(peer));
+		fprintf(out, "  %s %9s  %s:%u -> :%u  tid %u (%s)  request #%u on its connection\n    ", when, total,
+			peer, e->peer_port, e->port, e->reader_tid, comm_of(engine, e->reader_tid), e->index + 1);
+		/* Its causes, largest first. */
+		bool used[CS_CAUSE_COUNT] = { false };
+		for (int shown = 0; shown < CS_CAUSE_COUNT; shown++) {
+			int top = -1;
+			for (int c = 0; c < CS_CAUSE_COUNT; c++)
+				if (!used[c] && e->split.cause_ns[c] && (top < 0 || e->split.cause_ns[c] > e->split.cause_ns[top]))
+					top = c;
+			if (top < 0)
+				break;
+			used[top] = true;
+			char part[32];
+			cs_format_duration(part, sizeof(part), e->split.cause_ns[top]);
+			fprintf(out, "%s%s %s", shown ? ", " : "", cs_cause_names[top], part);
+		}
+		fputc('\n', out);
+	}
+	fputc('\n', out);
+	free(list);
+}
+
+void cs_report_slowest_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	size_t n;
+	struct cs_exemplar *list = slowest(engine, meta->slowest, &n);
+	fputs(",\"slowest\":[", out);
+	for (size_t i = 0; i < n; i++) {
+		const struct cs_exemplar *e = &list[i];
+		char when[48], peer[64];
+		cs_run_stamp_format_at(&meta->stamp, e->end_ns, when, sizeof(when));
+		peer_text(e, peer, sizeof(peer));
+		fprintf(out, "%s{\"end_utc\":", i ? "," : "");
+		if (strcmp(when, "unknown") != 0)
+			fprintf(out, "\"%s\"", when);
+		else
+			fputs("null", out);
+		fprintf(out, ",\"total_us\":%.3f,\"peer\":", (double)e->split.total_ns / 1e3);
+		cs_json_write_string(out, peer);
+		fprintf(out, ",\"peer_port\":%u,\"port\":%u,\"tid\":%u,\"comm\":", e->peer_port, e->port, e->reader_tid);
+		cs_json_write_string(out, comm_of(engine, e->reader_tid));
+		fprintf(out, ",\"index\":%u,\"causes_us\":{", e->index);
+		for (int c = 0; c < CS_CAUSE_COUNT; c++)
+			fprintf(out, "%s\"%s\":%.3f", c ? "," : "", cs_cause_names[c], (double)e->split.cause_ns[c] / 1e3);
+		fputs("}}", out);
+	}
+	fputc(']', out);
+	free(list);
+}
