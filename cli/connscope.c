@@ -339,6 +339,7 @@ static void report_help(FILE *out)
 {
 	fprintf(out,
 		"Usage: connscope report FILE [--json] [--tail P] [--slowest N] [--interval SEC]\n"
+		"                        [--from SEC] [--to SEC]\n"
 		"\n"
 		"Replay a trace written by 'connscope record' through the engine and print\n"
 		"the same report attach would have printed.\n"
@@ -346,6 +347,9 @@ static void report_help(FILE *out)
 		"  -j, --json    print the report as one JSON object\n"
 		"  -t, --tail P  the tail is the requests at or above percentile P (default 99)\n"
 		"      --slowest N  also list the N slowest requests (1-512), one by one\n"
+		"      --from SEC, --to SEC\n"
+		"                only the part of the recording from SEC to SEC seconds after\n"
+		"                its start: as if attached then (older connections partial)\n"
 		"  -i, --interval SEC\n"
 		"                a line per SEC seconds of the run instead: requests/s, p50,\n"
 		"                p99, the cause holding most of that interval's tail, drops\n"
@@ -358,21 +362,22 @@ static void interval_before_record(void *ctx, const struct cs_engine *engine, ui
 }
 
 /* connscope report --interval: a line per interval, then the run's totals. */
-static int report_intervals(const char *path, double interval_s, double tail)
+static int report_intervals(const char *path, double interval_s, double tail, const struct cs_replay_watch *window)
 {
 	struct cs_intervals intervals;
 	if (cs_intervals_init(&intervals, (uint64_t)(interval_s * 1e9), tail, stdout)) {
 		fprintf(stderr, "connscope: out of memory\n");
 		return EXIT_RUNTIME;
 	}
-	struct cs_replay_watch watch = { .before_record = interval_before_record, .ctx = &intervals };
+	struct cs_replay_watch watch = { .before_record = interval_before_record, .ctx = &intervals,
+					 .from_s = window->from_s, .to_s = window->to_s };
 	struct cs_engine *engine;
 	struct cs_report_meta meta;
 	int rc = EXIT_RUNTIME;
 	if (cs_replay_trace_watched(path, &engine, &meta, &watch) == 0) {
 		cs_intervals_finish(&intervals, engine);
-		printf("whole run: %" PRIu64 " requests in %.1f s; %" PRIu64 " records lost (the trace counts them for the "
-		       "whole run only)\n",
+		printf("%s: %" PRIu64 " requests in %.1f s; %" PRIu64 " records lost (the trace counts them for the "
+		       "whole run only)\n", window->to_s > 0 || window->from_s > 0 ? "the window" : "whole run",
 		       engine->requests.requests, meta.duration_s, meta.events_lost);
 		cs_engine_free(engine);
 		rc = 0;
@@ -388,9 +393,12 @@ static int cmd_report(int argc, char **argv)
 		{ "tail", required_argument, NULL, 't' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "slowest", required_argument, NULL, 'W' },
+		{ "from", required_argument, NULL, 'F' },
+		{ "to", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct cs_replay_watch window = { 0 };
 	bool json = false;
 	double tail = 0, interval_s = 0;
 	size_t slowest_count = 0;
@@ -398,7 +406,7 @@ static int cmd_report(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":jt:i:W:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":jt:i:W:F:T:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -410,6 +418,14 @@ static int cmd_report(int argc, char **argv)
 		case 'W':
 			if (!parse_slowest("report", optarg, &slowest_count))
 				return EXIT_USAGE;
+			break;
+		case 'F':
+			if (!parse_double(optarg, 0, 31536000, &window.from_s))
+				return cs_cli_usage("report", "--from expects seconds into the recording (0 or more), not '%s'", optarg);
+			break;
+		case 'T':
+			if (!parse_double(optarg, 0, 31536000, &window.to_s) || window.to_s <= 0)
+				return cs_cli_usage("report", "--to expects seconds into the recording (above 0), not '%s'", optarg);
 			break;
 		case 'i':
 			if (!parse_double(optarg, 0.001, 86400, &interval_s))
@@ -426,14 +442,16 @@ static int cmd_report(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return cs_cli_usage("report", "name one trace file");
+	if (window.to_s > 0 && window.to_s <= window.from_s)
+		return cs_cli_usage("report", "--to (%g s) must come after --from (%g s)", window.to_s, window.from_s);
 	if (interval_s > 0) {
 		if (json)
 			return cs_cli_usage("report", "--interval prints a table: it takes no --json");
-		return report_intervals(argv[optind], interval_s, tail);
+		return report_intervals(argv[optind], interval_s, tail, &window);
 	}
 	struct cs_engine *engine;
 	struct cs_report_meta meta;
-	if (cs_replay_trace(argv[optind], &engine, &meta))
+	if (cs_replay_trace_watched(argv[optind], &engine, &meta, &window))
 		return EXIT_RUNTIME;
 	meta.tail_percentile = tail;
 	meta.slowest = slowest_count;

@@ -11,15 +11,26 @@
 struct replay_feed {
 	struct cs_engine *engine;
 	const struct cs_replay_watch *watch;
+	uint64_t first_ns, last_ns; /* of every record, in the window or not */
+	uint64_t from_ns, to_ns;    /* the window, from the first record's time */
 };
 
 static int feed_engine(void *ctx, const void *record, size_t len)
 {
 	struct replay_feed *feed = ctx;
-	if (feed->watch) {
-		const struct cs_event_header *hdr = record;
-		feed->watch->before_record(feed->watch->ctx, feed->engine, hdr->ts_ns);
+	const struct cs_event_header *hdr = record;
+	if (!feed->first_ns && feed->watch) {
+		feed->from_ns = hdr->ts_ns + (uint64_t)(feed->watch->from_s * 1e9);
+		feed->to_ns = feed->watch->to_s > 0 ? hdr->ts_ns + (uint64_t)(feed->watch->to_s * 1e9) : UINT64_MAX;
 	}
+	if (!feed->first_ns)
+		feed->first_ns = hdr->ts_ns;
+	if (hdr->ts_ns > feed->last_ns)
+		feed->last_ns = hdr->ts_ns;
+	if (feed->watch && (hdr->ts_ns < feed->from_ns || hdr->ts_ns >= feed->to_ns))
+		return 0;
+	if (feed->watch && feed->watch->before_record)
+		feed->watch->before_record(feed->watch->ctx, feed->engine, hdr->ts_ns);
 	cs_engine_feed(feed->engine, record, len);
 	return 0;
 }
@@ -62,6 +73,13 @@ int cs_replay_trace_watched(const char *path, struct cs_engine **engine_out, str
 		info.meta.duration_s = (double)(engine->totals.last_ts_ns - engine->totals.first_ts_ns) / 1e9;
 	}
 	info.meta.records_read = info.records;
+	if (watch && (watch->from_s > 0 || watch->to_s > 0) && feed.first_ns) {
+		/* The window's own span, within the records there are. */
+		uint64_t to_ns = feed.to_ns < feed.last_ns ? feed.to_ns : feed.last_ns;
+		info.meta.duration_s = to_ns > feed.from_ns ? (double)(to_ns - feed.from_ns) / 1e9 : 0;
+		info.meta.window_from_s = watch->from_s;
+		info.meta.window_to_s = (double)(to_ns - feed.first_ns) / 1e9;
+	}
 	*meta_out = info.meta;
 	*engine_out = engine;
 	return 0;

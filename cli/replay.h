@@ -15,10 +15,17 @@
  */
 int cs_replay_trace(const char *path, struct cs_engine **engine_out, struct cs_report_meta *meta_out);
 
-/* The same, telling watch each record's time before the engine takes it. */
+/*
+ * The same, telling watch each record's time before the engine takes it
+ * (before_record may be NULL), and taking only the records from from_s to
+ * to_s seconds after the first (to_s 0: to the end). A window is the run
+ * as if connscope had attached at from_s and stopped at to_s: connections
+ * older than it are partial, as at an attach.
+ */
 struct cs_replay_watch {
 	void (*before_record)(void *ctx, const struct cs_engine *engine, uint64_t ts_ns);
 	void *ctx;
+	double from_s, to_s;
 };
 int cs_replay_trace_watched(const char *path, struct cs_engine **engine_out, struct cs_report_meta *meta_out,
 			    const struct cs_replay_watch *watch);

@@ -303,6 +303,9 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 			CS_CONN_TIMEOUT_NS / 1000000000ull);
 	fputc('\n', out);
 	text_labels(out, meta->labels);
+	if (meta->window_to_s > 0)
+		fprintf(out, "window %.1f s to %.1f s of the recording (connections older than it partial; lost records and "
+			"kernel counters: the whole run's)\n", meta->window_from_s, meta->window_to_s);
 	if (meta->stamp.start_unix_ns > 0) {
 		char started[48];
 		cs_run_stamp_format_utc(&meta->stamp, started, sizeof(started));

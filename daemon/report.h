@@ -38,6 +38,8 @@ struct cs_report_meta {
 	uint64_t records_read;     /* records taken off the ring buffer */
 	double tail_percentile;    /* the tail: requests at or above it (0: 99) */
 	size_t slowest;            /* list this many slowest requests (0: none) */
+	double window_from_s;      /* a part of a recording (report --from/--to), from its */
+	double window_to_s;        /* first record; to 0: the whole run */
 	struct cs_netstat_delta netstat;
 	struct cs_run_stamp stamp;  /* when and where the run started */
 	const struct cs_target_labels *labels; /* NULL: not known (a trace file) */

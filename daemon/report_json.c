@@ -268,6 +268,8 @@ void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_r
 	fputs("{\"target\":", out);
 	cs_json_write_string(out, meta->target);
 	json_run_stamp(out, &meta->stamp);
+	if (meta->window_to_s > 0)
+		fprintf(out, ",\"window\":{\"from_s\":%.3f,\"to_s\":%.3f}", meta->window_from_s, meta->window_to_s);
 	if (meta->labels && meta->labels->netns_ino) {
 		fprintf(out, ",\"target_labels\":{\"netns\":%" PRIu32 ",\"cgroup\":", meta->labels->netns_ino);
 		cs_json_write_string(out, meta->labels->cgroup);

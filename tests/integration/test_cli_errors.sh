@@ -97,7 +97,7 @@ own_rows=(
   "2|report: name one trace file|report a b"
   "2|report: --tail expects a percentile from 50 to 99.999, not '2'|report --tail 2 x"
   "2|report: option '--json' takes no value|report --json=yes x"
-  "2|report: unknown option '--bogus' \(options: --json, --tail, --interval, --slowest, --help\)|report --bogus x"
+  "2|report: unknown option '--bogus' \(options: --json, --tail, --interval, --slowest, --from, --to, --help\)|report --bogus x"
   "2|report: --interval expects seconds from 0.001 to 86400, not '0'|report --interval 0 x"
   "2|report: --interval prints a table: it takes no --json|report --interval 1 --json x"
   "2|report: --slowest expects 1 to 512, not '0'|report --slowest 0 x"

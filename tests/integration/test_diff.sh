@@ -96,3 +96,20 @@ for r in s:
 print("ok: the 3 slowest, slowest first, the first the run's max, from 127.0.0.1, within the run")
 PY
 "$CS_BIN" report --slowest 2 "$CS_TMP/keep.cstrace" | grep -A4 '^slowest 2 request(s)' || fail "no slowest list in the text report"
+
+# report --from/--to: a part of the recording, as if attached then. Each
+# connection of the run without keep-alive falls in one of two halves but
+# for the at most 4 (one per client connection) that straddle the cut.
+full=$(json_get "$CS_TMP/close.json" 'j["requests"]')
+"$CS_BIN" report --json --to 1000 "$CS_TMP/close.cstrace" >"$CS_TMP/all.json" || fail "report --to failed"
+assert_cmp "$(json_get "$CS_TMP/all.json" 'j["requests"]')" == "$full" "a window over the whole run: every request"
+mid=$(json_get "$CS_TMP/close.json" 'j["duration_s"] / 3')
+"$CS_BIN" report --json --to "$mid" "$CS_TMP/close.cstrace" >"$CS_TMP/first.json" || fail "report --to $mid failed"
+"$CS_BIN" report --json --from "$mid" "$CS_TMP/close.cstrace" >"$CS_TMP/second.json" || fail "report --from $mid failed"
+halves=$(( $(json_get "$CS_TMP/first.json" 'j["requests"]') + $(json_get "$CS_TMP/second.json" 'j["requests"]') ))
+assert_cmp "$halves" '<=' "$full" "requests in the two halves"
+assert_cmp "$halves" '>=' "$((full - 4))" "requests in the two halves, but those straddling the cut"
+assert_cmp "$(json_get "$CS_TMP/first.json" 'j["window"]["to_s"]')" '<=' "$(python3 -c "print($mid + 0.001)")" "the first half's window ends at the cut (ms printed)"
+rc=0; "$CS_BIN" report --from 2 --to 1 "$CS_TMP/close.cstrace" 2>"$CS_TMP/window.err" || rc=$?
+[[ $rc == 2 ]] && grep -q -- "--to (1 s) must come after --from (2 s)" "$CS_TMP/window.err" || fail "--to before --from: exit $rc, $(cat "$CS_TMP/window.err")"
+echo "ok: --from/--to"
