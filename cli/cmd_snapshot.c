@@ -16,7 +16,7 @@
 static void help(FILE *out)
 {
 	fprintf(out,
-		"Usage: connscope snapshot [--json] [--tail P] [--socket PATH]\n"
+		"Usage: connscope snapshot [--json] [--tail P] [--slowest N] [--socket PATH]\n"
 		"\n"
 		"Print the connscope daemon's report of what it has seen since it started (or\n"
 		"since 'connscope reset'): the same report 'connscope attach' prints.\n"
@@ -25,6 +25,7 @@ static void help(FILE *out)
 		"                     second by second, per-thread rates; see the README)\n"
 		"  -t, --tail P       the tail is the requests at or above percentile P (50-99.999,\n"
 		"                     default 99)\n"
+		"      --slowest N    also list the N slowest requests (1-512), one by one\n"
 		"  -s, --socket PATH  the daemon's control socket (default " CS_CTL_DEFAULT_SOCKET ")\n"
 		"  -h, --help         this help\n");
 }
@@ -35,6 +36,7 @@ int cmd_snapshot(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "tail", required_argument, NULL, 't' },
+		{ "slowest", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -44,7 +46,8 @@ int cmd_snapshot(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:jt:h", longopts, NULL)) != -1) {
+	long slowest;
+	while ((c = getopt_long(argc, argv, ":s:jt:W:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			path = optarg;
@@ -57,6 +60,11 @@ int cmd_snapshot(int argc, char **argv)
 				return cs_cli_usage("snapshot", "--tail expects a percentile from 50 to 99.999, not '%s'",
 						    optarg);
 			view.tail_milli_pct = (uint32_t)(tail * 1000.0 + 0.5);
+			break;
+		case 'W':
+			if (!parse_long(optarg, 1, CS_CTL_SLOWEST_MAX, &slowest))
+				return cs_cli_usage("snapshot", "--slowest expects 1 to %d, not '%s'", CS_CTL_SLOWEST_MAX, optarg);
+			view.slowest = (uint16_t)slowest;
 			break;
 		case 'h':
 			help(stdout);

@@ -170,6 +170,8 @@ void cs_ctl_view_encode(uint8_t out[CS_CTL_VIEW_LEN], const struct cs_ctl_view_r
 {
 	memset(out, 0, CS_CTL_VIEW_LEN);
 	out[0] = view->format;
+	out[2] = (uint8_t)(view->slowest & 0xff);
+	out[3] = (uint8_t)(view->slowest >> 8);
 	put_u32(out + 4, view->tail_milli_pct);
 }
 
@@ -178,9 +180,12 @@ int cs_ctl_view_decode(const uint8_t *payload, size_t len, struct cs_ctl_view_re
 	memset(view, 0, sizeof(*view));
 	if (len == 0)
 		return 0;
-	if (len != CS_CTL_VIEW_LEN || payload[1] || payload[2] || payload[3])
+	if (len != CS_CTL_VIEW_LEN || payload[1])
 		return -EINVAL;
 	view->format = payload[0];
+	view->slowest = (uint16_t)(payload[2] | payload[3] << 8);
+	if (view->slowest > CS_CTL_SLOWEST_MAX)
+		return -EINVAL;
 	view->tail_milli_pct = get_u32(payload + 4);
 	if (view->format > CS_CTL_FORMAT_TEXT)
 		return -EINVAL;

@@ -123,10 +123,13 @@ enum cs_ctl_format {
 /* What SNAPSHOT and STREAM ask for. */
 struct cs_ctl_view_request {
 	uint8_t format;           /* enum cs_ctl_format */
+	uint16_t slowest;         /* list this many slowest requests (0-512; 0: none) */
 	uint32_t tail_milli_pct;  /* the tail's percentile x 1000 (99000: p99); 0: default */
 };
 
+/* Payload: u8 format, u8 0, u16 slowest (little-endian), u32 tail_milli_pct. */
 #define CS_CTL_VIEW_LEN 8
+#define CS_CTL_SLOWEST_MAX 512
 void cs_ctl_view_encode(uint8_t out[CS_CTL_VIEW_LEN], const struct cs_ctl_view_request *view);
 /* An empty payload means the defaults (JSON, p99). Returns 0 or -EINVAL. */
 int cs_ctl_view_decode(const uint8_t *payload, size_t len, struct cs_ctl_view_request *view);

@@ -136,6 +136,8 @@ static void current_meta(const struct cs_ctl_server *server, const struct cs_ctl
 	/* The kernel's counters are taken at the end of a run: none mid-run. */
 	meta->netstat.valid = false;
 	meta->tail_percentile = view && view->tail_milli_pct ? view->tail_milli_pct / 1000.0 : 0;
+	_Static_assert(CS_CTL_SLOWEST_MAX == CS_EXEMPLARS, "the engine keeps the slowest a view may ask for");
+	meta->slowest = view ? view->slowest : 0;
 }
 
 /* Render a view (JSON or text) of the engine now. Returns the text (malloc'd) or NULL. */
@@ -323,7 +325,8 @@ static void handle_frame(struct cs_ctl_server *server, struct cs_ctl_client *c, 
 	case CS_CTL_STREAM:
 		if (cs_ctl_view_decode(payload, hdr->length, &c->view)) {
 			reject(server, c, CS_CTL_ERR_BAD_PAYLOAD,
-			       "expected the format (0 JSON, 1 text) and a tail percentile from 50 to 99.999");
+			       "expected the format (0 JSON, 1 text), up to 512 slowest requests and a tail percentile "
+			       "from 50 to 99.999");
 			return;
 		}
 		if (hdr->type == CS_CTL_STREAM) {
@@ -498,7 +501,8 @@ static void tick(struct cs_ctl_server *server, uint64_t now)
 		/* Readers asking for the same view share one rendering (and one hold of the lock). */
 		int same = -1;
 		for (int k = 0; k < shared_count && same < 0; k++)
-			if (shared[k].view.format == c->view.format && shared[k].view.tail_milli_pct == c->view.tail_milli_pct)
+			if (shared[k].view.format == c->view.format && shared[k].view.tail_milli_pct == c->view.tail_milli_pct &&
+			    shared[k].view.slowest == c->view.slowest)
 				same = k;
 		if (same < 0 && shared_count < CS_CTL_MAX_CLIENTS) {
 			same = shared_count++;

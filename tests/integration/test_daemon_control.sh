@@ -48,6 +48,17 @@ json_get "$CS_TMP/snap.json" 'j["live"]["source"]' | grep -qx daemon || fail "li
 grep -q "^requests    $requests " "$CS_TMP/snap.txt" || { cat "$CS_TMP/snap.txt"; fail "text snapshot: no requests line"; }
 grep -q "^listener :$SERVER_PORT" "$CS_TMP/snap.txt" || fail "text snapshot: no listener"
 echo "ok: snapshot (JSON and text) of the daemon's window"
+"$CS_BIN" snapshot --json --slowest 5 --socket "$sock" >"$CS_TMP/slow.json" || fail "snapshot --slowest failed"
+python3 - "$CS_TMP/slow.json" "$SERVER_PORT" <<'PY' || fail "snapshot --slowest: not the daemon's slowest requests"
+import json, sys
+j = json.load(open(sys.argv[1]))
+s = j["slowest"]
+assert len(s) == 5 and "live" in j, (len(s), list(j))
+assert [r["total_us"] for r in s] == sorted((r["total_us"] for r in s), reverse=True), s
+assert abs(s[0]["total_us"] - j["latency_us"]["max"]) < 0.002, (s[0], j["latency_us"]["max"])
+assert all(r["port"] == int(sys.argv[2]) and r["peer"] == "127.0.0.1" and r["end_utc"] for r in s), s
+print("ok: snapshot --slowest 5: slowest first, the first the max, each with its peer and time")
+PY
 "$CS_BIN" status --socket "$sock" | grep -q "^  processes  $SERVER_PID (csserver)" || fail "status does not name the server process"
 echo "ok: status names the server process"
 

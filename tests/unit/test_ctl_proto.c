@@ -193,11 +193,17 @@ Test(ctl_proto, hello_negotiation)
 Test(ctl_proto, view_request)
 {
 	uint8_t buf[CS_CTL_VIEW_LEN];
-	struct cs_ctl_view_request in = { .format = CS_CTL_FORMAT_TEXT, .tail_milli_pct = 99900 }, out;
+	struct cs_ctl_view_request in = { .format = CS_CTL_FORMAT_TEXT, .slowest = 300, .tail_milli_pct = 99900 }, out;
 	cs_ctl_view_encode(buf, &in);
 	cr_expect_eq(cs_ctl_view_decode(buf, sizeof(buf), &out), 0);
 	cr_expect_eq(out.format, CS_CTL_FORMAT_TEXT);
+	cr_expect_eq(out.slowest, 300);
 	cr_expect_eq(out.tail_milli_pct, 99900);
+	in.slowest = 513;
+	cs_ctl_view_encode(buf, &in);
+	cr_expect_eq(cs_ctl_view_decode(buf, sizeof(buf), &out), -EINVAL, "more than the 512 kept");
+	in.slowest = 0;
+	cs_ctl_view_encode(buf, &in);
 	cr_expect_eq(cs_ctl_view_decode(buf, 0, &out), 0, "empty: the defaults");
 	cr_expect_eq(out.format, CS_CTL_FORMAT_JSON);
 	cr_expect_eq(out.tail_milli_pct, 0);
