@@ -13,6 +13,8 @@ void cs_run_stamp_now(struct cs_run_stamp *stamp)
 	memset(stamp, 0, sizeof(*stamp));
 	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
 		stamp->start_unix_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	if (clock_gettime(CLOCK_MONOTONIC, &now) == 0)
+		stamp->start_monotonic_ns = (uint64_t)now.tv_sec * 1000000000 + (uint64_t)now.tv_nsec;
 	if (uname(&names) == 0) {
 		snprintf(stamp->host, sizeof(stamp->host), "%s", names.nodename);
 		snprintf(stamp->kernel, sizeof(stamp->kernel), "%s", names.release);

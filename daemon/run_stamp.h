@@ -14,6 +14,8 @@
 
 struct cs_run_stamp {
 	int64_t start_unix_ns;             /* CLOCK_REALTIME at the start; 0: unknown */
+	/* CLOCK_MONOTONIC at the same moment: record times (the probes' clock) to wall-clock. */
+	uint64_t start_monotonic_ns;
 	char host[CS_RUN_STAMP_NAME_LEN];  /* uname nodename */
 	char kernel[CS_RUN_STAMP_NAME_LEN]; /* uname release */
 };
