@@ -3,7 +3,8 @@
  * The engine's state as Prometheus text exposition (format 0.0.4) or as
  * OpenMetrics 1.0.0: request latency, accept-queue wait and each cause's
  * time as histograms, accepts, drops, wasted wake-ups, idle closes, race
- * resets and lost events as counters. Base units (seconds); counters
+ * resets and lost events as counters, the sampled backlog, the busiest
+ * threads, the pool and the build as gauges. Base units (seconds); counters
  * end in _total. OpenMetrics adds exemplars (a recent slow request) to the
  * latency and cause buckets. Pure: renders into a FILE *.
  */
@@ -24,6 +25,9 @@ enum cs_metrics_format {
 /* Content-Type of what cs_metrics_render writes in each format. */
 #define CS_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define CS_OPENMETRICS_CONTENT_TYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+/* Threads with per-thread series: the ones that read the most requests. */
+#define CS_METRICS_THREADS 8
 
 /* target: the label value naming what is watched (e.g. the process name). */
 void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,

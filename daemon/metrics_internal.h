@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What metrics.c and metrics_exemplars.c share: one
+ * What metrics.c, metrics_exemplars.c and metrics_series.c share: one
  * writer for both exposition formats, so that every family is written once
  * and the two formats cannot drift apart.
  */
@@ -59,5 +59,8 @@ size_t cs_mx_exemplar_labels(char *buf, size_t len, const struct cs_exemplar *ex
 /* One histogram series in seconds from a nanosecond cs_hist; ex may be NULL. */
 void cs_mx_histogram(const struct cs_mx_out *w, const char *name, const char *extra, const struct cs_hist *hist,
 		     const struct cs_mx_exemplars *ex);
+
+/* The families beyond the core ones (metrics_series.c): backlog depth, threads, pool, build. */
+void cs_mx_render_series(const struct cs_mx_out *w);
 
 #endif /* CS_METRICS_INTERNAL_H */

@@ -12,6 +12,7 @@
 #include "events.h"
 #include "metrics.h"
 #include "metrics_internal.h"
+#include "version.h"
 
 /* The run began at this wall-clock time, when the monotonic clock read MONO0. */
 #define UNIX0 1764590000000000000ll
@@ -280,4 +281,52 @@ Test(openmetrics, negotiated_from_the_accept_header)
 		     CS_METRICS_PROMETHEUS);
 	cr_expect_eq(cs_metrics_negotiate("GET /metrics HTTP/1.1\r\nX-Accept: application/openmetrics-text\r\n\r\n"),
 		     CS_METRICS_PROMETHEUS);
+}
+
+/* ---- the gauges ----------------------------------------------------------- */
+
+Test(metrics, threads_are_the_busiest_few_and_the_rest_is_bounded)
+{
+	struct cs_engine *engine = cs_engine_new();
+	/* tid 100 + t reads t + 1 requests: the top ones are tids 111..104. */
+	uint64_t sk = 0xffff888200000000ull;
+	for (uint32_t t = 0; t < 12; t++)
+		for (uint32_t r = 0; r <= t; r++, sk++)
+			feed_served(engine, PORT, 100 + t, sk, 100 * SEC + (sk & 0xffff) * MS, MS);
+	char *text = render(engine, "web");
+	size_t series = 0;
+	for (const char *p = strstr(text, "\nconnscope_thread_busy_ratio{"); p;
+	     p = strstr(p + 1, "\nconnscope_thread_busy_ratio{"))
+		series++;
+	cr_expect_eq(series, CS_METRICS_THREADS);
+	char key[128];
+	for (uint32_t t = 0; t < 12; t++) {
+		snprintf(key, sizeof(key), "connscope_thread_run_queue_p99_seconds{target=\"web\",tid=\"%u\",", 100 + t);
+		bool top = t >= 12 - CS_METRICS_THREADS;
+		cr_expect_eq(strstr(text, key) != NULL, top, "tid %u %s", 100 + t, top ? "missing" : "shown");
+	}
+	free(text);
+	cs_engine_free(engine);
+}
+
+Test(metrics, backlog_depth_build_info_and_listener_info)
+{
+	struct cs_engine *engine = cs_engine_new();
+	feed_accept(engine, (struct accept_spec){ .port = PORT, .tid = 5, .ts_ns = 10 * SEC,
+						  .established_ns = 10 * SEC - 1000, .comm = "nginx" });
+	/* Two sockets of the port (SO_REUSEPORT): the depth is theirs together, the latest sample. */
+	feed_sample(engine, (struct sample_spec){ .ts_ns = 11 * SEC, .port = PORT, .backlog = 9, .backlog_limit = 511 });
+	feed_sample(engine, (struct sample_spec){ .ts_ns = 12 * SEC, .port = PORT, .backlog = 4, .backlog_limit = 511 });
+	feed_sample(engine, (struct sample_spec){ .ts_ns = 12 * SEC, .sk = 0xffff888000abcdefull, .port = PORT,
+						  .backlog = 3, .backlog_limit = 511 });
+	char *text = render(engine, "web");
+	cr_expect_eq(series(text, "connscope_backlog_depth{target=\"web\",port=\"8080\"}"), 7);
+	cr_expect_not_null(strstr(text, "connscope_listener_info{target=\"web\",port=\"8080\",comm=\"nginx\"} 1\n"));
+	char build[128];
+	snprintf(build, sizeof(build), "connscope_build_info{target=\"web\",version=\"%s\",wire=\"%d\"} 1\n", CS_VERSION,
+		 CS_WIRE_VERSION);
+	cr_expect_not_null(strstr(text, build), "%s", text);
+	cr_expect_eq(series(text, "connscope_condition{target=\"web\",condition=\"pool_saturation\"}"), 0);
+	free(text);
+	cs_engine_free(engine);
 }
