@@ -79,7 +79,8 @@ static void consider_thread(uint64_t key, void *value, void *ctx)
 	if (at >= CS_METRICS_THREADS)
 		return;
 	size_t last = top->count < CS_METRICS_THREADS ? top->count : CS_METRICS_THREADS - 1;
-	memmove(&top->thread[at + 1], &top->thread[at], (last - at) * sizeof(top->thread[0]));
+	for (size_t i = last; i > at; i--)
+		top->thread[i] = top->thread[i - 1];
 	top->thread[at] = t;
 	if (top->count < CS_METRICS_THREADS)
 		top->count++;
