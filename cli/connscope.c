@@ -32,6 +32,7 @@
 #include "report.h"
 #include "session.h"
 #include "trace_file.h"
+#include "version.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
@@ -516,7 +517,7 @@ int main(int argc, char **argv)
 				"Try 'connscope --help'.\n", argv[2]);
 			return EXIT_USAGE;
 		}
-		printf("connscope 0.1 (wire format %d)\n", CS_WIRE_VERSION);
+		printf("connscope %s (wire format %d)\n", CS_VERSION, CS_WIRE_VERSION);
 		return 0;
 	}
 	if (!strcmp(command, "help") || !strcmp(command, "--help") || !strcmp(command, "-h")) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "metrics.h"
+#include "metrics_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -7,16 +8,14 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-/* Bucket bounds in seconds: 100 us to 10 s, the range of request tails. */
-static const double bucket_bounds_s[] = {
+const double cs_mx_bucket_bounds_s[CS_MX_BUCKETS] = {
 	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 	0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 };
-#define BUCKET_COUNT (sizeof(bucket_bounds_s) / sizeof(bucket_bounds_s[0]))
 
-/* A label value with \, " and newline escaped, as the format requires. */
-static void label_value(FILE *out, const char *value)
+void cs_mx_label_value(FILE *out, const char *value)
 {
 	for (; *value; value++) {
 		if (*value == '\\' || *value == '"')
@@ -28,48 +27,74 @@ static void label_value(FILE *out, const char *value)
 	}
 }
 
-static void header(FILE *out, const char *name, const char *type, const char *help)
+static bool ends_with(const char *text, const char *suffix)
 {
-	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	size_t len = strlen(text), suffix_len = strlen(suffix);
+	return len >= suffix_len && !strcmp(text + len - suffix_len, suffix);
 }
 
-/* Labels: target="...", then extra (e.g. port="80"), already formatted. */
-static void labels(FILE *out, const char *target, const char *extra)
+void cs_mx_header(const struct cs_mx_out *w, const char *name, const char *type, const char *help)
 {
-	fputs("{target=\"", out);
-	label_value(out, target);
-	fputc('"', out);
+	int len = (int)strlen(name);
+	if (w->openmetrics && !strcmp(type, "counter") && ends_with(name, "_total"))
+		len -= 6;
+	fprintf(w->out, "# HELP %.*s %s\n# TYPE %.*s %s\n", len, name, help, len, name, type);
+	/* OpenMetrics: a unit named must be the family name's suffix, as it is here. */
+	if (w->openmetrics && ends_with(name, "_seconds"))
+		fprintf(w->out, "# UNIT %s seconds\n", name);
+}
+
+void cs_mx_series(const struct cs_mx_out *w, const char *name, const char *extra)
+{
+	fprintf(w->out, "%s{target=\"", name);
+	cs_mx_label_value(w->out, w->target);
+	fputc('"', w->out);
 	if (extra && extra[0])
-		fprintf(out, ",%s", extra);
+		fprintf(w->out, ",%s", extra);
 }
 
-/* One histogram series in seconds from a nanosecond cs_hist. */
-static void histogram(FILE *out, const char *name, const char *target, const char *extra,
-		      const struct cs_hist *hist)
+void cs_mx_sample(const struct cs_mx_out *w, const char *name, const char *extra, uint64_t value)
 {
-	for (size_t i = 0; i < BUCKET_COUNT; i++) {
-		uint64_t bound_ns = (uint64_t)(bucket_bounds_s[i] * 1e9);
-		fprintf(out, "%s_bucket", name);
-		labels(out, target, extra);
-		fprintf(out, ",le=\"%g\"} %" PRIu64 "\n", bucket_bounds_s[i],
-			cs_hist_count_at_or_below(hist, bound_ns));
+	cs_mx_series(w, name, extra);
+	fprintf(w->out, "} %" PRIu64 "\n", value);
+}
+
+void cs_mx_sample_double(const struct cs_mx_out *w, const char *name, const char *extra, double value)
+{
+	cs_mx_series(w, name, extra);
+	fprintf(w->out, "} %.9g\n", value);
+}
+
+void cs_mx_histogram(const struct cs_mx_out *w, const char *name, const char *extra, const struct cs_hist *hist,
+		     const struct cs_mx_exemplars *ex)
+{
+	char bucket[128], label[64];
+	snprintf(bucket, sizeof(bucket), "%s_bucket", name);
+	for (size_t i = 0; i <= CS_MX_BUCKETS; i++) {
+		bool inf = i == CS_MX_BUCKETS;
+		uint64_t count = inf ? hist->count
+				     : cs_hist_count_at_or_below(hist, (uint64_t)(cs_mx_bucket_bounds_s[i] * 1e9));
+		if (inf)
+			snprintf(label, sizeof(label), "le=\"+Inf\"");
+		else
+			snprintf(label, sizeof(label), "le=\"%g\"", cs_mx_bucket_bounds_s[i]);
+		if (extra && extra[0]) {
+			cs_mx_series(w, bucket, extra);
+			fprintf(w->out, ",%s} %" PRIu64, label, count);
+		} else {
+			cs_mx_series(w, bucket, label);
+			fprintf(w->out, "} %" PRIu64, count);
+		}
+		if (w->openmetrics && ex && ex->pick[i])
+			cs_mx_write_exemplar(w, ex->pick[i], ex->value_ns[i]);
+		fputc('\n', w->out);
 	}
-	fprintf(out, "%s_bucket", name);
-	labels(out, target, extra);
-	fprintf(out, ",le=\"+Inf\"} %" PRIu64 "\n", hist->count);
-	fprintf(out, "%s_sum", name);
-	labels(out, target, extra);
-	fprintf(out, "} %.9f\n", (double)hist->sum / 1e9);
-	fprintf(out, "%s_count", name);
-	labels(out, target, extra);
-	fprintf(out, "} %" PRIu64 "\n", hist->count);
-}
-
-static void sample(FILE *out, const char *name, const char *target, const char *extra, uint64_t value)
-{
-	fputs(name, out);
-	labels(out, target, extra);
-	fprintf(out, "} %" PRIu64 "\n", value);
+	char series[128];
+	snprintf(series, sizeof(series), "%s_sum", name);
+	cs_mx_series(w, series, extra);
+	fprintf(w->out, "} %.9f\n", (double)hist->sum / 1e9);
+	snprintf(series, sizeof(series), "%s_count", name);
+	cs_mx_sample(w, series, extra, hist->count);
 }
 
 static void port_label(char *buf, size_t len, uint16_t port)
@@ -77,110 +102,182 @@ static void port_label(char *buf, size_t len, uint16_t port)
 	snprintf(buf, len, "port=\"%u\"", port);
 }
 
-void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
-		       const char *target)
+/* The histograms: latency per listener, each cause's time, accept wait per listener. */
+static void render_histograms(const struct cs_mx_out *w)
 {
+	const struct cs_engine *engine = w->engine;
+	struct cs_mx_exemplars ex;
 	char port[32];
 
-	header(out, "connscope_request_duration_seconds", "histogram",
-	       "Server-side request latency, from the kernel's view: first byte in to last byte out.");
+	cs_mx_header(w, "connscope_request_duration_seconds", "histogram",
+		     "Server-side request latency, from the kernel's view: first byte in to last byte out.");
 	for (size_t i = 0; i < engine->listener_count; i++) {
 		port_label(port, sizeof(port), engine->listeners[i].port);
-		histogram(out, "connscope_request_duration_seconds", target, port,
-			  engine->listeners[i].latency_ns);
+		cs_mx_pick_exemplars(engine, engine->listeners[i].port, -1, &ex);
+		cs_mx_histogram(w, "connscope_request_duration_seconds", port, engine->listeners[i].latency_ns, &ex);
 	}
 
-	header(out, "connscope_request_cause_seconds", "histogram",
-	       "Each request's time in each cause (accept_queue, listen_overflow, run_queue, "
-	       "event_loop, worker_pool, handler, send_drain).");
+	cs_mx_header(w, "connscope_request_cause_seconds", "histogram",
+		     "Each request's time in each cause (accept_queue, listen_overflow, run_queue, "
+		     "event_loop, worker_pool, handler, send_drain).");
 	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
 		char cause[48];
 		snprintf(cause, sizeof(cause), "cause=\"%s\"", cs_cause_names[c]);
-		histogram(out, "connscope_request_cause_seconds", target, cause, engine->requests.cause_ns[c]);
+		cs_mx_pick_exemplars(engine, 0, c, &ex);
+		cs_mx_histogram(w, "connscope_request_cause_seconds", cause, engine->requests.cause_ns[c], &ex);
 	}
 
-	header(out, "connscope_accept_wait_seconds", "histogram",
-	       "Time connections waited in the accept queue: ESTABLISHED to accept().");
+	cs_mx_header(w, "connscope_accept_wait_seconds", "histogram",
+		     "Time connections waited in the accept queue: ESTABLISHED to accept().");
 	for (size_t i = 0; i < engine->listener_count; i++) {
 		port_label(port, sizeof(port), engine->listeners[i].port);
-		histogram(out, "connscope_accept_wait_seconds", target, port, engine->listeners[i].accept_wait_ns);
+		cs_mx_histogram(w, "connscope_accept_wait_seconds", port, engine->listeners[i].accept_wait_ns, NULL);
 	}
+}
 
-	header(out, "connscope_requests_total", "counter", "Requests with a full timeline.");
-	for (size_t i = 0; i < engine->listener_count; i++) {
-		port_label(port, sizeof(port), engine->listeners[i].port);
-		sample(out, "connscope_requests_total", target, port, engine->listeners[i].requests);
+/* A per-listener family: one series per port. */
+static void per_listener(const struct cs_mx_out *w, const char *name, const char *type, const char *help,
+			 uint64_t (*value)(const struct cs_listener_stats *))
+{
+	char port[32];
+	cs_mx_header(w, name, type, help);
+	for (size_t i = 0; i < w->engine->listener_count; i++) {
+		port_label(port, sizeof(port), w->engine->listeners[i].port);
+		cs_mx_sample(w, name, port, value(&w->engine->listeners[i]));
 	}
-	header(out, "connscope_accepts_total", "counter", "Connections accepted.");
-	for (size_t i = 0; i < engine->listener_count; i++) {
-		port_label(port, sizeof(port), engine->listeners[i].port);
-		sample(out, "connscope_accepts_total", target, port, engine->listeners[i].accepts);
-	}
-	header(out, "connscope_listen_drops_total", "counter",
-	       "SYNs and handshake ACKs dropped because the accept queue was full (ListenOverflows).");
-	for (size_t i = 0; i < engine->listener_count; i++) {
-		port_label(port, sizeof(port), engine->listeners[i].port);
-		sample(out, "connscope_listen_drops_total", target, port, cs_listener_drops(&engine->listeners[i]));
-	}
-	header(out, "connscope_accept_eagain_total", "counter",
-	       "accept() calls that found the queue empty: wake-ups for nothing.");
-	for (size_t i = 0; i < engine->listener_count; i++) {
-		port_label(port, sizeof(port), engine->listeners[i].port);
-		sample(out, "connscope_accept_eagain_total", target, port, engine->listeners[i].eagain);
-	}
-	header(out, "connscope_backlog_limit", "gauge", "The listener's accept queue limit.");
-	for (size_t i = 0; i < engine->listener_count; i++) {
-		port_label(port, sizeof(port), engine->listeners[i].port);
-		sample(out, "connscope_backlog_limit", target, port, engine->listeners[i].backlog_limit);
-	}
+}
 
-	const struct cs_lifecycle_stats *life = &engine->lifecycle;
-	header(out, "connscope_connections_closed_total", "counter", "Connections closed, by who closed first.");
-	sample(out, "connscope_connections_closed_total", target, "by=\"server\"", life->closed_by[CS_CLOSED_BY_SERVER]);
-	sample(out, "connscope_connections_closed_total", target, "by=\"client\"", life->closed_by[CS_CLOSED_BY_CLIENT]);
-	sample(out, "connscope_connections_closed_total", target, "by=\"abort\"", life->closed_by[CS_CLOSED_BY_ABORT]);
-	header(out, "connscope_idle_closes_total", "counter",
-	       "Keep-alive connections the server closed after an idle gap.");
-	sample(out, "connscope_idle_closes_total", target, NULL, life->server_idle_closes);
-	header(out, "connscope_keepalive_race_resets_total", "counter",
-	       "Resets sent because a request reached a connection the server had just closed.");
-	sample(out, "connscope_keepalive_race_resets_total", target, NULL, life->keepalive_race_resets);
-	header(out, "connscope_requests_unanswered_total", "counter",
-	       "Requests on connections that closed before the server answered.");
-	sample(out, "connscope_requests_unanswered_total", target, NULL, engine->requests.unanswered);
+static uint64_t l_requests(const struct cs_listener_stats *l) { return l->requests; }
+static uint64_t l_accepts(const struct cs_listener_stats *l) { return l->accepts; }
+static uint64_t l_eagain(const struct cs_listener_stats *l) { return l->eagain; }
+static uint64_t l_backlog_limit(const struct cs_listener_stats *l) { return l->backlog_limit; }
 
-	header(out, "connscope_events_lost_total", "counter",
-	       "Events the probes could not hand over (ring buffer full): figures are a lower bound.");
-	sample(out, "connscope_events_lost_total", target, NULL, meta->events_lost);
-	header(out, "connscope_probe_runs_skipped_total", "counter",
-	       "Probe runs the kernel skipped (a probe interrupted on its own CPU by the same hook): "
-	       "each may be an event lost; most concern other sockets.");
-	sample(out, "connscope_probe_runs_skipped_total", target, NULL, meta->probe_runs_skipped);
+static void render_listeners(const struct cs_mx_out *w)
+{
+	per_listener(w, "connscope_requests_total", "counter", "Requests with a full timeline.", l_requests);
+	per_listener(w, "connscope_accepts_total", "counter", "Connections accepted.", l_accepts);
+	per_listener(w, "connscope_listen_drops_total", "counter",
+		     "SYNs and handshake ACKs dropped because the accept queue was full (ListenOverflows).",
+		     cs_listener_drops);
+	per_listener(w, "connscope_accept_eagain_total", "counter",
+		     "accept() calls that found the queue empty: wake-ups for nothing.", l_eagain);
+	per_listener(w, "connscope_backlog_limit", "gauge", "The listener's accept queue limit.", l_backlog_limit);
+}
+
+static void render_lifecycle(const struct cs_mx_out *w)
+{
+	const struct cs_lifecycle_stats *life = &w->engine->lifecycle;
+	cs_mx_header(w, "connscope_connections_closed_total", "counter", "Connections closed, by who closed first.");
+	cs_mx_sample(w, "connscope_connections_closed_total", "by=\"server\"", life->closed_by[CS_CLOSED_BY_SERVER]);
+	cs_mx_sample(w, "connscope_connections_closed_total", "by=\"client\"", life->closed_by[CS_CLOSED_BY_CLIENT]);
+	cs_mx_sample(w, "connscope_connections_closed_total", "by=\"abort\"", life->closed_by[CS_CLOSED_BY_ABORT]);
+	cs_mx_header(w, "connscope_idle_closes_total", "counter",
+		     "Keep-alive connections the server closed after an idle gap.");
+	cs_mx_sample(w, "connscope_idle_closes_total", NULL, life->server_idle_closes);
+	cs_mx_header(w, "connscope_keepalive_race_resets_total", "counter",
+		     "Resets sent because a request reached a connection the server had just closed.");
+	cs_mx_sample(w, "connscope_keepalive_race_resets_total", NULL, life->keepalive_race_resets);
+	cs_mx_header(w, "connscope_requests_unanswered_total", "counter",
+		     "Requests on connections that closed before the server answered.");
+	cs_mx_sample(w, "connscope_requests_unanswered_total", NULL, w->engine->requests.unanswered);
+}
+
+/* One series: where the target runs. Join on target to label the others. */
+static void render_target_info(const struct cs_mx_out *w)
+{
+	const struct cs_report_meta *meta = w->meta;
+	if (!meta->labels || !meta->labels->netns_ino)
+		return;
+	cs_mx_header(w, "connscope_target_info", "gauge",
+		     "Where the target runs: its network namespace (inode), cgroup v2 path and container.");
+	cs_mx_series(w, "connscope_target_info", NULL);
+	fprintf(w->out, ",netns=\"%" PRIu32 "\",cgroup=\"", meta->labels->netns_ino);
+	cs_mx_label_value(w->out, meta->labels->cgroup);
+	fputs("\",container=\"", w->out);
+	cs_mx_label_value(w->out, meta->labels->container);
+	fputs("\"} 1\n", w->out);
+}
+
+static void render_health(const struct cs_mx_out *w)
+{
+	const struct cs_engine *engine = w->engine;
+	const struct cs_report_meta *meta = w->meta;
+	cs_mx_header(w, "connscope_events_lost_total", "counter",
+		     "Events the probes could not hand over (ring buffer full): figures are a lower bound.");
+	cs_mx_sample(w, "connscope_events_lost_total", NULL, meta->events_lost);
+	cs_mx_header(w, "connscope_probe_runs_skipped_total", "counter",
+		     "Probe runs the kernel skipped (a probe interrupted on its own CPU by the same hook): "
+		     "each may be an event lost; most concern other sockets.");
+	cs_mx_sample(w, "connscope_probe_runs_skipped_total", NULL, meta->probe_runs_skipped);
 	struct cs_conn_partial partial = cs_engine_partial(engine);
-	header(out, "connscope_partial_total", "counter",
-	       "Connections older than the attach, seen only in part (never in a latency), by what was seen.");
-	sample(out, "connscope_partial_total", target, "seen=\"accept\"", partial.accepts);
-	sample(out, "connscope_partial_total", target, "seen=\"request\"", partial.requests);
-	sample(out, "connscope_partial_total", target, "seen=\"close\"", partial.closes);
-	header(out, "connscope_connections_forgotten_total", "counter",
-	       "Connections the engine stopped following: evicted from a full table, or timed out without events.");
-	sample(out, "connscope_connections_forgotten_total", target, "why=\"evicted\"", engine->conns_evicted);
-	sample(out, "connscope_connections_forgotten_total", target, "why=\"timed_out\"", engine->conns_timed_out);
-	if (meta->labels && meta->labels->netns_ino) {
-		/* One series: where the target runs. Join on target to label the others. */
-		header(out, "connscope_target_info", "gauge",
-		       "Where the target runs: its network namespace (inode), cgroup v2 path and container.");
-		fputs("connscope_target_info", out);
-		fputs("{target=\"", out);
-		label_value(out, target);
-		fprintf(out, "\",netns=\"%" PRIu32 "\",cgroup=\"", meta->labels->netns_ino);
-		label_value(out, meta->labels->cgroup);
-		fputs("\",container=\"", out);
-		label_value(out, meta->labels->container);
-		fputs("\"} 1\n", out);
+	cs_mx_header(w, "connscope_partial_total", "counter",
+		     "Connections older than the attach, seen only in part (never in a latency), by what was seen.");
+	cs_mx_sample(w, "connscope_partial_total", "seen=\"accept\"", partial.accepts);
+	cs_mx_sample(w, "connscope_partial_total", "seen=\"request\"", partial.requests);
+	cs_mx_sample(w, "connscope_partial_total", "seen=\"close\"", partial.closes);
+	cs_mx_header(w, "connscope_connections_forgotten_total", "counter",
+		     "Connections the engine stopped following: evicted from a full table, or timed out without events.");
+	cs_mx_sample(w, "connscope_connections_forgotten_total", "why=\"evicted\"", engine->conns_evicted);
+	cs_mx_sample(w, "connscope_connections_forgotten_total", "why=\"timed_out\"", engine->conns_timed_out);
+	render_target_info(w);
+	cs_mx_header(w, "connscope_events_total", "counter", "Events the engine took in.");
+	cs_mx_sample(w, "connscope_events_total", NULL, engine->totals.records);
+}
+
+void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
+		       const char *target, enum cs_metrics_format format)
+{
+	const struct cs_mx_out w = { .out = out, .openmetrics = format == CS_METRICS_OPENMETRICS,
+				     .target = target, .engine = engine, .meta = meta };
+	render_histograms(&w);
+	render_listeners(&w);
+	render_lifecycle(&w);
+	render_health(&w);
+	cs_mx_render_series(&w);
+	if (w.openmetrics)
+		fputs("# EOF\n", out);
+}
+
+/* The q of one media range's parameters ("; q=0.5; x=y"): 1 when none is given. */
+static double media_range_q(const char *params, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (params[i] != ';')
+			continue;
+		size_t j = i + 1;
+		while (j < len && (params[j] == ' ' || params[j] == '\t'))
+			j++;
+		if (j + 2 <= len && (params[j] == 'q' || params[j] == 'Q') && params[j + 1] == '=')
+			return strtod(params + j + 2, NULL);
 	}
-	header(out, "connscope_events_total", "counter", "Events the engine took in.");
-	sample(out, "connscope_events_total", target, NULL, engine->totals.records);
+	return 1.0;
+}
+
+enum cs_metrics_format cs_metrics_negotiate(const char *request_head)
+{
+	static const char type[] = "application/openmetrics-text";
+	for (const char *line = strchr(request_head, '\n'); line; line = strchr(line, '\n')) {
+		line++;
+		if (strncasecmp(line, "Accept:", 7) != 0)
+			continue;
+		const char *range = line + 7;
+		size_t line_len = strcspn(range, "\r\n");
+		const char *end = range + line_len;
+		while (range < end) {
+			size_t len = strcspn(range, ",");
+			if (range + len > end)
+				len = (size_t)(end - range);
+			const char *start = range;
+			while (start < range + len && (*start == ' ' || *start == '\t'))
+				start++;
+			size_t rest = (size_t)(range + len - start);
+			if (rest >= sizeof(type) - 1 && !strncasecmp(start, type, sizeof(type) - 1) &&
+			    media_range_q(start + sizeof(type) - 1, rest - (sizeof(type) - 1)) > 0)
+				return CS_METRICS_OPENMETRICS;
+			range += len + 1;
+		}
+	}
+	return CS_METRICS_PROMETHEUS;
 }
 
 int cs_parse_listen_address(const char *text, struct sockaddr_storage *addr, unsigned int *addr_len)

@@ -76,6 +76,7 @@ static void serve(struct cs_metrics_server *server, int fd)
 		return;
 	}
 
+	enum cs_metrics_format format = cs_metrics_negotiate(request);
 	char *body = NULL;
 	size_t body_len = 0;
 	FILE *out = open_memstream(&body, &body_len);
@@ -84,11 +85,12 @@ static void serve(struct cs_metrics_server *server, int fd)
 		return;
 	}
 	pthread_mutex_lock(server->engine_lock);
-	cs_metrics_render(out, server->engine, server->meta, server->target);
+	cs_metrics_render(out, server->engine, server->meta, server->target, format);
 	pthread_mutex_unlock(server->engine_lock);
 	fclose(out);
 	server->scrapes++;
-	respond(fd, "200 OK", CS_METRICS_CONTENT_TYPE, body, body_len);
+	respond(fd, "200 OK", format == CS_METRICS_OPENMETRICS ? CS_OPENMETRICS_CONTENT_TYPE : CS_METRICS_CONTENT_TYPE,
+		body, body_len);
 	free(body);
 }
 

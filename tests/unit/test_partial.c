@@ -292,7 +292,7 @@ Test(partial, counted_in_the_metrics)
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
 	cr_assert_not_null(out);
-	cs_metrics_render(out, engine, &meta, "web");
+	cs_metrics_render(out, engine, &meta, "web", CS_METRICS_PROMETHEUS);
 	fclose(out);
 	cr_expect_not_null(strstr(text, "connscope_partial_total{target=\"web\",seen=\"accept\"} 1\n"), "%s", text);
 	cr_expect_not_null(strstr(text, "connscope_partial_total{target=\"web\",seen=\"request\"} 1\n"));

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Two csservers, each watched by its own connscoped, scraped by a real
+# Prometheus (exemplar storage on) that loads dist/prometheus-rules.yml.
+# Checks: the rules pass promtool's check and unit tests; a scrape without
+# Accept is Prometheus text that promtool accepts, one that asks for
+# OpenMetrics is OpenMetrics (# EOF, exemplars whose thread is the server's,
+# whose time is within the test and whose value is that of a request the
+# client sent to /sleep/30); every metric dist/ uses is exported; Prometheus
+# scrapes both targets without error, its query results equal what each
+# daemon exports, its exemplar API returns the slow requests of both, and
+# the recording rules give a p99 per listener.
+source "$(dirname "$0")/lib.sh"
+
+CS_DAEMON=$CS_BUILD/connscoped
+root=$(cd "$(dirname "$0")/../.." && pwd)
+requests=1000
+slow_path=/sleep/30 # 2 % of the requests: slow ones, all in the handler
+
+note "the rules: promtool check and unit tests"
+promtool check rules "$root/dist/prometheus-rules.yml" || fail "promtool check rules"
+(cd "$root/dist" && promtool test rules prometheus-rules.test.yml) || fail "promtool test rules"
+
+started_s=$(date +%s)
+servers=() ports=() mports=()
+for i in 0 1; do
+  cs_start_server --workers 2
+  servers[i]=$SERVER_PID ports[i]=$SERVER_PORT mports[i]=$(cs_free_port)
+  cs_bg "$CS_DAEMON" --port "${ports[i]}" --metrics "${mports[i]}" --socket "$CS_TMP/run$i/connscoped.sock" \
+    2>"$CS_TMP/daemon$i.log"
+done
+for i in 0 1; do
+  attached="(attached to|now watching) pid ${servers[i]} "
+  for _ in $(seq 300); do grep -Eq "$attached" "$CS_TMP/daemon$i.log" && break; sleep 0.1; done
+  grep -Eq "$attached" "$CS_TMP/daemon$i.log" || { cat "$CS_TMP/daemon$i.log"; fail "daemon $i not attached"; }
+done
+echo "ok: two daemons on metrics ports ${mports[*]}, watching ports ${ports[*]}"
+
+prom_port=$(cs_free_port)
+cat >"$CS_TMP/prometheus.yml" <<YML
+global: { scrape_interval: 1s, evaluation_interval: 1s }
+rule_files: [ '$root/dist/prometheus-rules.yml' ]
+scrape_configs:
+  - job_name: connscope
+    static_configs: [ { targets: ['127.0.0.1:${mports[0]}', '127.0.0.1:${mports[1]}'] } ]
+YML
+cs_bg prometheus --config.file="$CS_TMP/prometheus.yml" --storage.tsdb.path="$CS_TMP/tsdb" \
+  --web.listen-address="127.0.0.1:$prom_port" --enable-feature=exemplar-storage --log.level=warn \
+  2>"$CS_TMP/prometheus.log"
+api() { curl -sf "http://127.0.0.1:$prom_port/api/v1/$1" "${@:2}"; }
+query() { api query --data-urlencode "query=$1"; }
+# The value of each series of a query result, one "INSTANCE VALUE" a line.
+by_instance() { python3 -c '
+import json, sys
+for r in json.loads(sys.argv[1])["data"]["result"]:
+    print(r["metric"].get("instance", "-"), r["value"][1])' "$1"; }
+for _ in $(seq 120); do [[ $(by_instance "$(query 'count(up == 1)' || echo '{"data":{"result":[]}}')") == "- 2" ]] && break; sleep 0.5; done
+[[ $(by_instance "$(query 'count(up == 1)')") == "- 2" ]] || { cat "$CS_TMP/prometheus.log"; fail "Prometheus does not scrape both targets"; }
+echo "ok: Prometheus scrapes both targets"
+
+for i in 0 1; do
+  "$CS_LOAD" --port "${ports[i]}" --connections 4 --requests "$requests" --mix "$slow_path:0.02" --quiet \
+    --json "$CS_TMP/load$i.json" || fail "load $i failed"
+done
+scrape() { curl -sf "${@:2}" "http://127.0.0.1:${mports[$1]}/metrics"; }
+metric() { scrape "$1" | awk -v m="$2" 'index($0, m "{") == 1 { s += $NF } END { print s + 0 }'; }
+for i in 0 1; do
+  for _ in $(seq 300); do [[ $(metric "$i" connscope_requests_total) -ge $((requests - 10)) ]] && break; sleep 0.1; done
+  served[i]=$(metric "$i" connscope_requests_total)
+  assert_cmp "${served[i]}" '>=' "$((requests - 10))" "daemon $i's requests ($requests sent)"
+  assert_cmp "${served[i]}" '<=' "$requests" "daemon $i's requests ($requests sent)"
+done
+
+note "the two formats"
+curl -sf -D "$CS_TMP/text.head" "http://127.0.0.1:${mports[0]}/metrics" >"$CS_TMP/metrics.txt"
+grep -qi '^Content-Type: text/plain; version=0.0.4' "$CS_TMP/text.head" || fail "text scrape: $(cat "$CS_TMP/text.head")"
+promtool check metrics <"$CS_TMP/metrics.txt" || fail "promtool rejects the Prometheus text"
+grep -q ' # {' "$CS_TMP/metrics.txt" && fail "exemplars in the Prometheus text format"
+echo "ok: Prometheus text, promtool check metrics passes"
+accept='application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5'
+curl -sf -D "$CS_TMP/om.head" -H "Accept: $accept" "http://127.0.0.1:${mports[0]}/metrics" >"$CS_TMP/metrics.om"
+grep -qi '^Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8' "$CS_TMP/om.head" ||
+  fail "OpenMetrics scrape: $(cat "$CS_TMP/om.head")"
+[[ $(tail -n 1 "$CS_TMP/metrics.om") == '# EOF' ]] || fail "OpenMetrics does not end in # EOF"
+grep -q '^# TYPE connscope_requests counter$' "$CS_TMP/metrics.om" || fail "OpenMetrics counter family keeps _total"
+# Every exemplar: a request read by one of csserver's threads, ended during
+# the test; among them, /sleep/30 requests (the only ones that slow), in the handler.
+python3 - "$CS_TMP/metrics.om" "${servers[0]}" "$started_s" "$(($(date +%s) + 1))" <<'PY' || fail "the exemplars are not csserver's requests"
+import os, re, sys
+path, pid, start, end = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+exemplars = []
+for line in open(path):
+    m = re.match(r"(\S+)\{(.*?)\} \d+ # \{(.*)\} (\S+) (\S+)$", line)
+    if m:
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(3)))
+        exemplars.append((m.group(1), labels, float(m.group(4)), float(m.group(5)), line.strip()))
+strangers = [e for e in exemplars if not os.path.isdir("/proc/%s/task/%s" % (pid, e[1]["tid"]))]
+outside = [e for e in exemplars if not start <= e[3] <= end]
+slow = [e for e in exemplars if e[0] == "connscope_request_duration_seconds_bucket" and e[2] >= 0.030
+        and e[1]["top_cause"] == "handler"]
+print("%d exemplars, %d not csserver's threads, %d outside the test's time, %d slow handler ones"
+      % (len(exemplars), len(strangers), len(outside), len(slow)))
+if slow:
+    print("exemplar as served: " + slow[-1][4])
+sys.exit(0 if exemplars and not strangers and not outside and slow else 1)
+PY
+
+note "every metric dist/ uses is exported"
+python3 - "$root/dist/grafana-connscope.json" "$root/dist/prometheus-rules.yml" "$CS_TMP/metrics.txt" <<'PY' || fail "dist/ uses metrics the daemon does not export"
+import re, sys
+exported = {line.split("{")[0].split(" ")[0] for line in open(sys.argv[3]) if line[0] != "#"}
+missing = set()
+for path in sys.argv[1:3]:
+    for name in re.findall(r"(?<![\w:])connscope_[a-z0-9_]+(?![\w:])", open(path).read()):
+        if name not in exported:
+            missing.add(name)
+print("dist/ uses %d names, all exported" % len(exported) if not missing else "missing: " + " ".join(sorted(missing)))
+sys.exit(1 if missing else 0)
+PY
+
+note "Prometheus: targets, queries, exemplars, recording rules"
+api targets >"$CS_TMP/targets.json"
+python3 - "$CS_TMP/targets.json" <<'PY' || fail "a target is not scraped cleanly"
+import json, sys
+targets = json.load(open(sys.argv[1]))["data"]["activeTargets"]
+for t in targets:
+    print(t["scrapeUrl"], t["health"], repr(t["lastError"]))
+sys.exit(0 if len(targets) == 2 and all(t["health"] == "up" and not t["lastError"] for t in targets) else 1)
+PY
+for i in 0 1; do
+  instance=127.0.0.1:${mports[i]}
+  for _ in $(seq 60); do
+    got=$(by_instance "$(query "sum by (instance) (connscope_requests_total{instance=\"$instance\"})")")
+    [[ $got == "$instance ${served[i]}" ]] && break
+    sleep 0.5
+  done
+  [[ $got == "$instance ${served[i]}" ]] || fail "Prometheus has '$got' for $instance, the daemon exports ${served[i]}"
+  echo "ok: Prometheus: $got requests, as daemon $i exports"
+done
+api query_exemplars --data-urlencode 'query=connscope_request_duration_seconds_bucket' \
+  --data-urlencode "start=$started_s" --data-urlencode "end=$(($(date +%s) + 1))" >"$CS_TMP/exemplars.json"
+python3 - "$CS_TMP/exemplars.json" "${mports[0]}:${servers[0]}" "${mports[1]}:${servers[1]}" <<'PY' || fail "Prometheus returned no slow exemplar of a server thread for each target"
+import json, os, sys
+result = json.load(open(sys.argv[1]))["data"]
+ok = True
+for pair in sys.argv[2:]:
+    mport, pid = pair.split(":")
+    mine = [e for s in result if s["seriesLabels"]["instance"] == "127.0.0.1:" + mport for e in s["exemplars"]]
+    slow = [e for e in mine if float(e["value"]) >= 0.030 and e["labels"]["top_cause"] == "handler"
+            and os.path.isdir("/proc/%s/task/%s" % (pid, e["labels"]["tid"]))]
+    print("instance 127.0.0.1:%s: %d exemplars, %d slow ones by csserver %s's threads; one: %s"
+          % (mport, len(mine), len(slow), pid, json.dumps(slow[0]) if slow else "-"))
+    ok = ok and bool(slow)
+sys.exit(0 if ok else 1)
+PY
+rule=listener:connscope_request_duration_seconds:p99_5m
+for _ in $(seq 60); do
+  p99s=$(by_instance "$(query "$rule")" | grep -vc NaN || true)
+  [[ $p99s == 2 ]] && break
+  sleep 0.5
+done
+by_instance "$(query "$rule")"
+[[ $p99s == 2 ]] || fail "no $rule for both listeners"
+# 2 % of the requests took 30 ms or more, the others far less: the p99 lies in the (25 ms, 50 ms] bucket.
+while read -r instance p99; do
+  assert_cmp "$p99" '>' 0.025 "$instance p99 by the recording rule"
+  assert_cmp "$p99" '<=' 0.05 "$instance p99 by the recording rule"
+done < <(by_instance "$(query "$rule")")
