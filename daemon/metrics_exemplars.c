@@ -57,6 +57,11 @@ size_t cs_mx_exemplar_labels(char *buf, size_t len, const struct cs_exemplar *ex
 	/* Cause names are plain identifiers and the rest numbers: nothing to escape. */
 	int n = snprintf(buf, len, "top_cause=\"%s\",tid=\"%" PRIu32 "\",port=\"%u\",request=\"%" PRIu32 "\"",
 			 cs_cause_names[top_cause(&ex->split)], ex->reader_tid, ex->port, ex->index);
+	/* The client's port finds the request in an access log that records it. */
+	if (n > 0 && (size_t)n < len && ex->peer_family) {
+		int more = snprintf(buf + n, len - (size_t)n, ",peer_port=\"%u\"", ex->peer_port);
+		n = more > 0 ? n + more : n;
+	}
 	return n < 0 ? 0 : (size_t)n;
 }
 

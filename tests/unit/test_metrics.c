@@ -226,7 +226,7 @@ Test(openmetrics, exemplar_is_the_latest_request_of_its_bucket_with_wall_clock_t
 	const char *ex = exemplar_on(om, key);
 	cr_assert_not_null(ex, "%s", om);
 	/* 101.5 s monotonic is 51.5 s after the stamp's MONO0: UNIX0 + 51.5 s. */
-	cr_expect(!strncmp(ex, " # {top_cause=\"handler\",tid=\"12\",port=\"8080\",request=\"2\"} 0.040000000 "
+	cr_expect(!strncmp(ex, " # {top_cause=\"handler\",tid=\"12\",port=\"8080\",request=\"2\",peer_port=\"40682\"} 0.040000000 "
 			   "1764590051.500\n", 78), "%.120s", ex);
 	snprintf(key, sizeof(key), "%s\"0.5\"} 3", b);
 	ex = exemplar_on(om, key);
@@ -251,7 +251,8 @@ Test(openmetrics, exemplar_is_the_latest_request_of_its_bucket_with_wall_clock_t
 
 Test(openmetrics, exemplar_labels_stay_under_128_characters)
 {
-	struct cs_exemplar ex = { .reader_tid = UINT32_MAX, .port = UINT16_MAX, .index = UINT32_MAX };
+	struct cs_exemplar ex = { .reader_tid = UINT32_MAX, .port = UINT16_MAX, .index = UINT32_MAX,
+				  .peer_family = 10, .peer_port = UINT16_MAX };
 	ex.split.cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = 1; /* the longest cause name */
 	char labels[256];
 	size_t len = cs_mx_exemplar_labels(labels, sizeof(labels), &ex);
@@ -262,6 +263,7 @@ Test(openmetrics, exemplar_labels_stay_under_128_characters)
 		chars += *c != '"' && *c != '=' && *c != ',';
 	cr_expect_leq(chars, 128, "%s", labels);
 	cr_expect_not_null(strstr(labels, "top_cause=\"listen_overflow\""));
+	cr_expect_not_null(strstr(labels, "peer_port=\"65535\""), "%s", labels);
 }
 
 Test(openmetrics, negotiated_from_the_accept_header)
