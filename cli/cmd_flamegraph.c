@@ -79,6 +79,8 @@ static void help(FILE *out)
 		"  -t, --tail P          the tail: requests at or above percentile P (50-99.999, default 99)\n"
 		"      --min-off-cpu-us N  off-CPU intervals shorter than N us are counted, not kept\n"
 		"                        (1-1000000, default 100)\n"
+		"      --no-jvm          do not ask java targets for their thread names and\n"
+		"                        compiled methods (/tmp/perf-PID.map, Compiler.perfmap)\n"
 		"  -q, --quiet           no progress lines on stderr\n"
 		"  -v, --verbose         show libbpf's log\n"
 		"  -h, --help            this help\n"
@@ -120,6 +122,7 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 		{ "hz", required_argument, NULL, 'Z' },
 		{ "tail", required_argument, NULL, 't' },
 		{ "min-off-cpu-us", required_argument, NULL, 'M' },
+		{ "no-jvm", no_argument, NULL, 'J' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -134,6 +137,8 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 	args->min_off_cpu_ns = 100 * 1000;
 	args->tail_percentile = 99;
 	cs_session_defaults(opts, &stop_requested);
+	/* Java frames: the JIT's map of compiled methods, written at the run's end. */
+	opts->jvm_perfmap = true;
 
 	optind = 1;
 	opterr = 0;
@@ -172,6 +177,9 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 			if (!parse_long(optarg, 1, 1000000, &value))
 				return cs_cli_usage("flamegraph", "--min-off-cpu-us expects microseconds, 1-1000000, not '%s'", optarg);
 			args->min_off_cpu_ns = (uint64_t)value * 1000;
+			break;
+		case 'J':
+			opts->no_jvm = true;
 			break;
 		case 'q':
 			opts->quiet = true;
