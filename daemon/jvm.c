@@ -70,8 +70,9 @@ static pid_t ns_id(const char *status_path, pid_t fallback)
 }
 
 /*
- * A JVM started with -Xrs (or an exec'd process that is no JVM) does not
- * catch SIGQUIT: the signal would end it. Ask the kernel before sending.
+ * A JVM started with -Xrs does not catch SIGQUIT (it starts its attach
+ * listener at once instead, unless the attach mechanism is off): the
+ * signal would end it. Ask the kernel before sending.
  */
 static bool catches_sigquit(pid_t pid)
 {
@@ -107,7 +108,8 @@ static int start_listener(pid_t pid, pid_t nspid, char *sock, size_t sock_len, c
 	if (is_socket(sock))
 		return 0;
 	if (!catches_sigquit(pid)) {
-		snprintf(why, why_len, "it does not handle SIGQUIT (started with -Xrs?)");
+		snprintf(why, why_len, "it has no attach listener and does not catch SIGQUIT, which would end it "
+			 "(-XX:+DisableAttachMechanism?)");
 		return -1;
 	}
 	char trigger[128];
@@ -315,7 +317,7 @@ size_t cs_jvm_collect(const pid_t *pids, size_t count, bool perfmap, bool quiet,
 		free(threads);
 		named += found;
 		if (!quiet && answered)
-			fprintf(stderr, "connscope: java pid %d: %zu thread names from the JVM (--no-jvm: not asked)\n",
+			fprintf(stderr, "connscope: java pid %d: %zu thread names from the JVM\n",
 				(int)pids[i], found);
 		else if (!quiet)
 			fprintf(stderr, "connscope: java pid %d did not give its thread names (%s): threads keep "
