@@ -29,6 +29,7 @@
 #include "flame_collect.h"
 #include "flame_join.h"
 #include "flame_tree.h"
+#include "jvm.h"
 #include "procfs.h"
 #include "report.h"
 #include "session.h"
@@ -137,8 +138,6 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 	args->min_off_cpu_ns = 100 * 1000;
 	args->tail_percentile = 99;
 	cs_session_defaults(opts, &stop_requested);
-	/* Java frames: the JIT's map of compiled methods, written at the run's end. */
-	opts->jvm_perfmap = true;
 
 	optind = 1;
 	opterr = 0;
@@ -318,13 +317,18 @@ static int collect_stack(void *ctx, const void *record, size_t len)
 }
 
 /* Every process the probes follow now (the shared target map). */
-static void snapshot_targets(struct fg_run *run)
+/* With jvm, a JVM's compiled Java methods too: the perf map it writes for this, removed once read. */
+static void snapshot_targets(struct fg_run *run, bool jvm)
 {
 	uint32_t tgids[MAX_TGIDS];
 	size_t count = 0;
 	cs_stacks_targets(&run->stacks, tgids, MAX_TGIDS, &count);
+	struct cs_jvm_perfmaps maps = { .count = 0 };
+	if (jvm)
+		cs_jvm_write_perfmaps(tgids, count, run->args->session.quiet, &maps);
 	for (size_t i = 0; i < count; i++)
 		snapshot_process(run, tgids[i]);
+	cs_jvm_remove_perfmaps(&maps);
 }
 
 static int start_stacks(void *ctx, struct cs_probes *probes, char *errmsg, size_t errlen)
@@ -337,7 +341,7 @@ static int start_stacks(void *ctx, struct cs_probes *probes, char *errmsg, size_
 	};
 	if (cs_stacks_start(&run->stacks, &options, probes, collect_stack, run, errmsg, errlen))
 		return -1;
-	snapshot_targets(run);
+	snapshot_targets(run, false);
 	return 0;
 }
 
@@ -517,7 +521,7 @@ int cmd_flamegraph(int argc, char **argv)
 	cs_stacks_counters(&run.stacks, counters);
 	const char *event_name = run.stacks.event_name;
 	int cpus = run.stacks.cpus_sampled;
-	snapshot_targets(&run); /* again: libraries loaded since; gone processes keep their first */
+	snapshot_targets(&run, !args.session.no_jvm); /* again: libraries loaded since; gone processes keep their first */
 	cs_stacks_stop(&run.stacks);
 
 	/* The tail, as attach's report computes it. */

@@ -302,8 +302,8 @@ static void emit_name(void *ctx_ptr, uint32_t tid, const char *name)
 	e->on_record(e->ctx, &ev, sizeof(ev));
 }
 
-size_t cs_jvm_collect(const pid_t *pids, size_t count, bool perfmap, bool quiet, cs_jvm_record_fn on_record,
-		      void *ctx, uint64_t now_ns)
+size_t cs_jvm_collect(const pid_t *pids, size_t count, bool quiet, cs_jvm_record_fn on_record, void *ctx,
+		      uint64_t now_ns)
 {
 	size_t named = 0;
 	for (size_t i = 0; i < count; i++) {
@@ -322,13 +322,42 @@ size_t cs_jvm_collect(const pid_t *pids, size_t count, bool perfmap, bool quiet,
 		else if (!quiet)
 			fprintf(stderr, "connscope: java pid %d did not give its thread names (%s): threads keep "
 				"their kernel names\n", (int)pids[i], why);
-		if (!perfmap || !answered)
-			continue;
-		char *done = cs_jvm_command(pids[i], "Compiler.perfmap", why, sizeof(why));
-		if (!done && !quiet)
-			fprintf(stderr, "connscope: java pid %d did not write /tmp/perf-%d.map (%s): its compiled "
-				"Java frames stay unnamed\n", (int)pids[i], (int)pids[i], why);
-		free(done);
 	}
 	return named;
+}
+
+/* Where the JVM writes its map: its own /tmp, named by its own pid. */
+static void perfmap_path(pid_t pid, char *path, size_t len)
+{
+	char status[64];
+	snprintf(status, sizeof(status), "/proc/%d/status", (int)pid);
+	snprintf(path, len, "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)ns_id(status, pid));
+}
+
+void cs_jvm_write_perfmaps(const uint32_t *tgids, size_t count, bool quiet, struct cs_jvm_perfmaps *maps)
+{
+	for (size_t i = 0; i < count; i++) {
+		pid_t pid = (pid_t)tgids[i];
+		if (!cs_jvm_is_java(pid))
+			continue;
+		char path[96], why[256];
+		perfmap_path(pid, path, sizeof(path));
+		bool existed = !access(path, F_OK);
+		char *done = cs_jvm_command(pid, "Compiler.perfmap", why, sizeof(why));
+		if (!done && !quiet)
+			fprintf(stderr, "connscope: java pid %d did not write its perf map (%s): its compiled Java "
+				"frames stay unnamed\n", (int)pid, why);
+		if (done && !existed && maps->count < sizeof(maps->pids) / sizeof(maps->pids[0]))
+			maps->pids[maps->count++] = pid;
+		free(done);
+	}
+}
+
+void cs_jvm_remove_perfmaps(const struct cs_jvm_perfmaps *maps)
+{
+	for (size_t i = 0; i < maps->count; i++) {
+		char path[96];
+		perfmap_path(maps->pids[i], path, sizeof(path));
+		unlink(path);
+	}
 }

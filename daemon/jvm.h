@@ -40,11 +40,25 @@ size_t cs_jvm_parse_threads(const char *output, pid_t pid,
 
 /*
  * A run's end: for every java process of pids, its thread names as
- * CS_EV_THREAD_NAME records (to on_record), and, with perfmap, its
- * /tmp/perf-PID.map written for the symboliser. A JVM that refuses gets
- * one line on stderr (unless quiet). Returns the names recorded.
+ * CS_EV_THREAD_NAME records (to on_record). A JVM that refuses gets one
+ * line on stderr (unless quiet). Returns the names recorded.
  */
-size_t cs_jvm_collect(const pid_t *pids, size_t count, bool perfmap, bool quiet, cs_jvm_record_fn on_record,
-		      void *ctx, uint64_t now_ns);
+size_t cs_jvm_collect(const pid_t *pids, size_t count, bool quiet, cs_jvm_record_fn on_record, void *ctx,
+		      uint64_t now_ns);
+
+/* The perf maps connscope had JVMs write, to remove once read. */
+struct cs_jvm_perfmaps {
+	pid_t pids[64];
+	size_t count;
+};
+
+/*
+ * Has every java process of tgids write /tmp/perf-PID.map (the JIT's
+ * compiled methods: Compiler.perfmap) for the symboliser; maps that were
+ * not there before go into maps. A JVM that refuses gets one line.
+ */
+void cs_jvm_write_perfmaps(const uint32_t *tgids, size_t count, bool quiet, struct cs_jvm_perfmaps *maps);
+/* Removes the maps cs_jvm_write_perfmaps wrote (each some megabytes in /tmp). */
+void cs_jvm_remove_perfmaps(const struct cs_jvm_perfmaps *maps);
 
 #endif /* CS_JVM_H */

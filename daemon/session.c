@@ -512,7 +512,7 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	cs_probes_sample_threads(&probes, now_ns());
 	/* What only a JVM knows, once the run is over: its threads' names. */
 	if (!opts->no_jvm)
-		cs_jvm_collect(s.live, s.live_count, opts->jvm_perfmap, opts->quiet, on_record_locked, &s, now_ns());
+		cs_jvm_collect(s.live, s.live_count, opts->quiet, on_record_locked, &s, now_ns());
 	lock_engine(opts); /* the labels are the live meta's too */
 	update_meta(&probes, &s, start_ns, &result->meta);
 	unlock_engine(opts);

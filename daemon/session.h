@@ -38,7 +38,6 @@ struct cs_session_options {
 	void *on_attached_ctx;
 	bool quiet;                        /* no progress lines on stderr */
 	bool no_jvm;                       /* --no-jvm: do not ask java targets for their thread names */
-	bool jvm_perfmap;                  /* and have them write /tmp/perf-PID.map (flame graphs) */
 
 	/* The daemon's needs: */
 	bool follow;                       /* keep going when targets exit; find
