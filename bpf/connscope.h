@@ -23,8 +23,9 @@
 #include <linux/types.h>
 #endif
 
-/* 2: CS_EV_THREAD_CPU; 3: CS_EV_THREAD_POLLS and CS_REQ_HANDED_OFF. Older traces still read. */
-#define CS_WIRE_VERSION 3
+/* 2: CS_EV_THREAD_CPU; 3: CS_EV_THREAD_POLLS and CS_REQ_HANDED_OFF; 4: CS_EV_THREAD_NAME.
+ * Older traces still read. */
+#define CS_WIRE_VERSION 4
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -42,6 +43,7 @@ enum cs_event_type {
 	CS_EV_ACK_OVERFLOW = 10,   /* a handshake's last ACK dropped: accept queue full */
 	CS_EV_THREAD_CPU = 11,     /* a target thread's time on a CPU (user space) */
 	CS_EV_THREAD_POLLS = 12,   /* a target thread's epoll totals (user space) */
+	CS_EV_THREAD_NAME = 13,    /* a thread's name inside its runtime (user space: a JVM's) */
 	CS_EV_TYPE_MAX,
 };
 
@@ -272,6 +274,21 @@ struct cs_ev_thread_polls {
 	__u32 tgid;
 };
 
+/*
+ * A thread's name as its runtime knows it, longer than the kernel's
+ * 15-character comm: a JVM's "http-nio-8080-exec-3" (asked at the end of
+ * a run through the JVM's attach mechanism). Names longer than the field
+ * are cut.
+ */
+#define CS_RUNTIME_NAME_LEN 64
+
+struct cs_ev_thread_name {
+	struct cs_event_header hdr;
+	__u32 tid;
+	__u32 tgid;
+	char name[CS_RUNTIME_NAME_LEN];
+};
+
 /* Target ports are a bitmap of 64-bit words (map target_ports). */
 #define CS_PORT_WORDS (65536 / 64)
 
@@ -395,6 +412,7 @@ _Static_assert(sizeof(struct cs_ev_cpu_sample) == 24 + sizeof(struct cs_stack), 
 _Static_assert(sizeof(struct cs_ev_off_cpu) == 40 + sizeof(struct cs_stack), "wire: off-cpu size");
 _Static_assert(sizeof(struct cs_ev_thread_cpu) == 32, "wire: thread cpu size");
 _Static_assert(sizeof(struct cs_ev_thread_polls) == 64, "wire: thread polls size");
+_Static_assert(sizeof(struct cs_ev_thread_name) == 88, "wire: thread name size");
 _Static_assert(sizeof(struct cs_thread_sched_sample) == 104, "iter: thread sample size");
 #endif
 

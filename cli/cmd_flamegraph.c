@@ -29,6 +29,7 @@
 #include "flame_collect.h"
 #include "flame_join.h"
 #include "flame_tree.h"
+#include "jvm.h"
 #include "procfs.h"
 #include "report.h"
 #include "session.h"
@@ -79,6 +80,8 @@ static void help(FILE *out)
 		"  -t, --tail P          the tail: requests at or above percentile P (50-99.999, default 99)\n"
 		"      --min-off-cpu-us N  off-CPU intervals shorter than N us are counted, not kept\n"
 		"                        (1-1000000, default 100)\n"
+		"      --no-jvm          do not ask java targets for their thread names and\n"
+		"                        compiled methods (/tmp/perf-PID.map, Compiler.perfmap)\n"
 		"  -q, --quiet           no progress lines on stderr\n"
 		"  -v, --verbose         show libbpf's log\n"
 		"  -h, --help            this help\n"
@@ -120,6 +123,7 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 		{ "hz", required_argument, NULL, 'Z' },
 		{ "tail", required_argument, NULL, 't' },
 		{ "min-off-cpu-us", required_argument, NULL, 'M' },
+		{ "no-jvm", no_argument, NULL, 'J' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -172,6 +176,9 @@ static int parse_args(int argc, char **argv, struct fg_args *args)
 			if (!parse_long(optarg, 1, 1000000, &value))
 				return cs_cli_usage("flamegraph", "--min-off-cpu-us expects microseconds, 1-1000000, not '%s'", optarg);
 			args->min_off_cpu_ns = (uint64_t)value * 1000;
+			break;
+		case 'J':
+			opts->no_jvm = true;
 			break;
 		case 'q':
 			opts->quiet = true;
@@ -310,13 +317,18 @@ static int collect_stack(void *ctx, const void *record, size_t len)
 }
 
 /* Every process the probes follow now (the shared target map). */
-static void snapshot_targets(struct fg_run *run)
+/* With jvm, a JVM's compiled Java methods too: the perf map it writes for this, removed once read. */
+static void snapshot_targets(struct fg_run *run, bool jvm)
 {
 	uint32_t tgids[MAX_TGIDS];
 	size_t count = 0;
 	cs_stacks_targets(&run->stacks, tgids, MAX_TGIDS, &count);
+	struct cs_jvm_perfmaps maps = { .count = 0 };
+	if (jvm)
+		cs_jvm_write_perfmaps(tgids, count, run->args->session.quiet, &maps);
 	for (size_t i = 0; i < count; i++)
 		snapshot_process(run, tgids[i]);
+	cs_jvm_remove_perfmaps(&maps);
 }
 
 static int start_stacks(void *ctx, struct cs_probes *probes, char *errmsg, size_t errlen)
@@ -329,7 +341,7 @@ static int start_stacks(void *ctx, struct cs_probes *probes, char *errmsg, size_
 	};
 	if (cs_stacks_start(&run->stacks, &options, probes, collect_stack, run, errmsg, errlen))
 		return -1;
-	snapshot_targets(run);
+	snapshot_targets(run, false);
 	return 0;
 }
 
@@ -509,7 +521,7 @@ int cmd_flamegraph(int argc, char **argv)
 	cs_stacks_counters(&run.stacks, counters);
 	const char *event_name = run.stacks.event_name;
 	int cpus = run.stacks.cpus_sampled;
-	snapshot_targets(&run); /* again: libraries loaded since; gone processes keep their first */
+	snapshot_targets(&run, !args.session.no_jvm); /* again: libraries loaded since; gone processes keep their first */
 	cs_stacks_stop(&run.stacks);
 
 	/* The tail, as attach's report computes it. */

@@ -64,6 +64,8 @@ static const char target_options_help[] =
 	"      --sample-hz N    listener queue samples per second (1-1000, default 10)\n"
 	"      --ring-mb N      ring buffer size in MiB, a power of two (1-1024, default 8)\n"
 	"      --no-handshakes  do not follow local clients' SYN retransmits\n"
+	"      --no-jvm         do not ask java targets for their thread names at the end\n"
+	"                       (through the JVM's attach mechanism, as jcmd does)\n"
 	"  -q, --quiet          no progress lines on stderr\n"
 	"  -v, --verbose        show libbpf's log\n"
 	"  -h, --help           this help\n";
@@ -150,6 +152,7 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 		{ "tail", required_argument, NULL, 't' },
 		{ "slowest", required_argument, NULL, 'W' },
 		{ "no-handshakes", no_argument, NULL, 'H' },
+		{ "no-jvm", no_argument, NULL, 'J' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -212,6 +215,9 @@ static int parse_run_args(const char *command, int argc, char **argv, struct run
 			break;
 		case 'H':
 			opts->probe.trace_handshakes = false;
+			break;
+		case 'J':
+			opts->no_jvm = true;
 			break;
 		case 'q':
 			opts->quiet = true;

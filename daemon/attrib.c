@@ -13,6 +13,11 @@
 #define REQUESTS_MIN 20
 /* Idle timeouts: this many server idle closes make a pattern. */
 #define IDLE_CLOSES_MIN 3
+/* Closes within a twentieth of the mode's gap pile up there when they are a quarter of all... */
+#define IDLE_PILE_WIDTH 20
+#define IDLE_PILE_SHARE 0.25
+/* ...otherwise they are spread over a schedule's period: the timeout is where they begin. */
+#define IDLE_SPREAD_PERCENTILE 2.0
 /* CPU saturation: a thread runnable-but-waiting this share of the run... */
 #define RUNQ_SHARE_MIN 0.05
 /* ...or run_queue this large a share of the tail. */
@@ -337,6 +342,31 @@ static void pool_saturation(const struct cs_engine *engine, const struct cs_tail
 					cond->pool_saturation.tail_share >= POOL_TAIL_SHARE_MIN;
 }
 
+/*
+ * The timeout a server's idle closes reveal. A server with a timer per
+ * connection (nginx, csserver) closes at the timeout: the closes pile up
+ * there, at the mode, which a few closes at other gaps do not move. A
+ * server that looks for idle connections on a schedule of its own
+ * (Tomcat's poller, about once a second) closes anywhere from the timeout
+ * to the timeout plus its period: no pile, and the timeout is where the
+ * closes begin, at their lowest gaps (the odd earlier close left out).
+ */
+static uint64_t inferred_idle_timeout_ns(const struct cs_hist *gaps)
+{
+	size_t best = 0;
+	for (size_t b = 1; b < CS_HIST_BUCKETS; b++)
+		if (gaps->buckets[b] > gaps->buckets[best])
+			best = b;
+	uint64_t low = cs_hist_bucket_lowest(best), high = cs_hist_bucket_highest(best);
+	uint64_t mode = low + (high - low) / 2;
+	uint64_t near = mode / IDLE_PILE_WIDTH;
+	uint64_t piled = cs_hist_count_at_or_below(gaps, mode + near) -
+			 cs_hist_count_at_or_below(gaps, mode - near - 1);
+	if ((double)piled >= IDLE_PILE_SHARE * (double)gaps->count)
+		return mode;
+	return cs_hist_percentile(gaps, IDLE_SPREAD_PERCENTILE);
+}
+
 void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			   struct cs_conditions *cond)
 {
@@ -367,16 +397,8 @@ void cs_compute_conditions(const struct cs_engine *engine, const struct cs_repor
 	cond->idle_timeout.server_idle_closes = life->server_idle_closes;
 	cond->idle_timeout.reconnects = life->reconnects;
 	cond->idle_timeout.keepalive_race_resets = life->keepalive_race_resets;
-	if (life->idle_gap_ns->count) {
-		/* The mode: the fullest bucket. */
-		size_t best = 0;
-		for (size_t b = 1; b < CS_HIST_BUCKETS; b++)
-			if (life->idle_gap_ns->buckets[b] > life->idle_gap_ns->buckets[best])
-				best = b;
-		uint64_t low = cs_hist_bucket_lowest(best), high = cs_hist_bucket_highest(best);
-		uint64_t mid = low + (high - low) / 2;
-		cond->idle_timeout.inferred_timeout_ms = (double)mid / 1e6;
-	}
+	if (life->idle_gap_ns->count)
+		cond->idle_timeout.inferred_timeout_ms = (double)inferred_idle_timeout_ns(life->idle_gap_ns) / 1e6;
 	cond->idle_timeout.flagged = life->server_idle_closes >= IDLE_CLOSES_MIN || life->keepalive_race_resets > 0;
 
 	/* listen_overflow and accept_contention, over all listeners */

@@ -37,6 +37,8 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_thread_cpu);
 	case CS_EV_THREAD_POLLS:
 		return sizeof(struct cs_ev_thread_polls);
+	case CS_EV_THREAD_NAME:
+		return sizeof(struct cs_ev_thread_name);
 	default:
 		return 0;
 	}
@@ -299,6 +301,7 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 		struct cs_ev_ack_overflow ack_overflow;
 		struct cs_ev_thread_cpu thread_cpu;
 		struct cs_ev_thread_polls polls;
+		struct cs_ev_thread_name name;
 	} ev;
 	memcpy(&ev, record, expected);
 
@@ -337,6 +340,9 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 		break;
 	case CS_EV_THREAD_POLLS:
 		err = cs_on_thread_polls(engine, &ev.polls);
+		break;
+	case CS_EV_THREAD_NAME:
+		err = cs_on_thread_name(engine, &ev.name);
 		break;
 	case CS_EV_ACK_OVERFLOW: {
 		struct cs_listener_stats *listener = cs_get_listener(engine, ev.ack_overflow.tuple.local_port);

@@ -61,6 +61,7 @@ struct cs_thread_stats {
 	uint32_t tid;
 	uint32_t tgid;
 	char comm[CS_COMM_LEN];
+	char runtime_name[CS_RUNTIME_NAME_LEN]; /* its JVM's name for it; "": none known */
 	uint64_t requests;         /* requests it read */
 	uint64_t cause_ns[CS_CAUSE_COUNT]; /* of the requests it read */
 	uint64_t runq_total_ns;    /* from its samples: all its run-queue waits */

@@ -29,5 +29,6 @@ void cs_limit_on_forget(struct cs_listener_stats *listener, uint64_t now_ns);
 void cs_limit_on_accept(struct cs_listener_stats *listener, uint64_t previous_return_ns,
 			const struct cs_ev_accept *ev);
 int cs_on_thread_polls(struct cs_engine *engine, const struct cs_ev_thread_polls *ev);
+int cs_on_thread_name(struct cs_engine *engine, const struct cs_ev_thread_name *ev);
 
 #endif /* CS_ENGINE_INTERNAL_H */

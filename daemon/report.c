@@ -254,12 +254,12 @@ static void text_thread(uint64_t key, void *value, void *ctx_ptr)
 		return;
 	}
 	if (!ctx->shown++)
-		fprintf(ctx->out, "threads   %-15s %-28s %9s %8s %11s\n", "comm", "roles", "requests", "accepts",
-			"ready polls");
+		fprintf(ctx->out, "threads   %-15s %-28s %9s %8s %11s  %s\n", "comm", "roles", "requests", "accepts",
+			"ready polls", "java name");
 	char names[64];
 	cs_format_roles(names, sizeof(names), roles);
-	fprintf(ctx->out, "  %-7u %-15s %-28s %9" PRIu64 " %8" PRIu64 " %11" PRIu64 "\n", t->tid,
-		t->comm[0] ? t->comm : "?", names, t->requests, t->accepts, t->ready_polls);
+	fprintf(ctx->out, "  %-7u %-15s %-28s %9" PRIu64 " %8" PRIu64 " %11" PRIu64 "  %s\n", t->tid,
+		t->comm[0] ? t->comm : "?", names, t->requests, t->accepts, t->ready_polls, t->runtime_name);
 }
 
 /* The threads that took a role, found from what they did (JSON threads[] has them all). */

@@ -147,6 +147,12 @@ static void json_thread(uint64_t key, void *value, void *ctx_ptr)
 	const struct cs_thread_stats *t = value;
 	fprintf(ctx->out, "%s{\"tid\":%u,\"pid\":%u,\"comm\":", ctx->count++ ? "," : "", t->tid, t->tgid);
 	cs_json_write_string(ctx->out, t->comm);
+	/* Only what a runtime named (a JVM's threads): null for the others. */
+	fputs(",\"java_name\":", ctx->out);
+	if (t->runtime_name[0])
+		cs_json_write_string(ctx->out, t->runtime_name);
+	else
+		fputs("null", ctx->out);
 	fprintf(ctx->out, ",\"requests\":%" PRIu64 ",\"runq_total_us\":%.3f,\"runq_max_us\":%.3f",
 		t->requests, (double)t->runq_total_ns / 1e3, (double)t->runq_max_ns / 1e3);
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)

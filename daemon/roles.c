@@ -58,6 +58,17 @@ void cs_format_roles(char *out, size_t len, unsigned roles)
 	}
 }
 
+int cs_on_thread_name(struct cs_engine *engine, const struct cs_ev_thread_name *ev)
+{
+	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, NULL);
+	if (!thread)
+		return -ENOMEM;
+	/* The record's name may fill its field: the copy always ends. */
+	memcpy(thread->runtime_name, ev->name, sizeof(thread->runtime_name) - 1);
+	thread->runtime_name[sizeof(thread->runtime_name) - 1] = '\0';
+	return 0;
+}
+
 int cs_on_thread_polls(struct cs_engine *engine, const struct cs_ev_thread_polls *ev)
 {
 	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, NULL);

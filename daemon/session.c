@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jvm.h"
 #include "netns.h"
 #include "procfs.h"
 #include "session_targets.h"
@@ -346,6 +347,16 @@ static void update_meta(struct cs_probes *probes, struct session *s, uint64_t st
 	update_labels(s, meta);
 }
 
+/* A record from user space after the loop: a JVM may take seconds to answer, unlocked. */
+static int on_record_locked(void *ctx, const void *record, size_t len)
+{
+	struct session *s = ctx;
+	lock_engine(s->opts);
+	int err = on_record(ctx, record, len);
+	unlock_engine(s->opts);
+	return err;
+}
+
 int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engine,
 		   struct cs_session_result *result, char *errmsg, size_t errlen)
 {
@@ -499,6 +510,9 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	if (!result->target_exited)
 		cs_probes_sample_listeners(&probes, now_ns());
 	cs_probes_sample_threads(&probes, now_ns());
+	/* What only a JVM knows, once the run is over: its threads' names. */
+	if (!opts->no_jvm)
+		cs_jvm_collect(s.live, s.live_count, opts->quiet, on_record_locked, &s, now_ns());
 	lock_engine(opts); /* the labels are the live meta's too */
 	update_meta(&probes, &s, start_ns, &result->meta);
 	unlock_engine(opts);

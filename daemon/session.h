@@ -37,6 +37,7 @@ struct cs_session_options {
 	int (*on_attached)(void *ctx, struct cs_probes *probes, char *errmsg, size_t errlen);
 	void *on_attached_ctx;
 	bool quiet;                        /* no progress lines on stderr */
+	bool no_jvm;                       /* --no-jvm: do not ask java targets for their thread names */
 
 	/* The daemon's needs: */
 	bool follow;                       /* keep going when targets exit; find

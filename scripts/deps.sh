@@ -23,7 +23,7 @@ test_packages=(
   apache2-utils wrk nginx libbpf-tools bpftrace time
   valgrind clang-tidy cppcheck libclang-rt-14-dev
   prometheus chromium groff-base tmux
-  tomcat10 openjdk-17-jre-headless openjdk-17-jdk-headless libnetty-java
+  tomcat10 openjdk-17-jre-headless openjdk-17-jdk-headless libnetty-java jetty9
 )
 
 # The commands each set runs, "command package": after an install each
@@ -43,7 +43,7 @@ bench_commands=("ab apache2-utils" "wrk wrk" "nginx nginx" "bpftrace bpftrace" "
 build_commands=("clang clang" "bpftool bpftool" "gcc gcc" "pkg-config pkg-config")
 
 # Server packages whose Debian service an install enables and starts.
-services=(nginx tomcat10 prometheus)
+services=(nginx tomcat10 jetty9 prometheus)
 
 set_name=${1:-}
 if [[ $set_name == --list ]]; then

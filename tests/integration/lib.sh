@@ -284,3 +284,24 @@ XML
   for _ in $(seq 300); do ss -Htln "sport = :$TOMCAT_PORT" | grep -q . && break; sleep 0.05; done
   cs_wait_port "$TOMCAT_PORT"
 }
+
+# cs_start_jetty "PROPERTY=VALUE..." [JSP_NAME JSP_TEXT]: Debian's Jetty 9
+# in a private base ($JETTY_BASE: modules http, deploy, jsp) on a free port
+# ($JETTY_PORT) with those start properties (jetty.threadPool.maxThreads=N,
+# ...), and a JSP in its ROOT webapp. Sets SERVER_PID (the JVM that
+# listens). Making the base and starting take about a second each.
+cs_start_jetty() {
+  [[ -e /usr/share/jetty9/start.jar ]] || fail "jetty9 is not installed (scripts/deps.sh installs it)"
+  JETTY_BASE=$CS_TMP/jetty JETTY_PORT=$(cs_free_port)
+  mkdir -p "$JETTY_BASE/webapps/ROOT"
+  java -jar /usr/share/jetty9/start.jar jetty.home=/usr/share/jetty9 jetty.base="$JETTY_BASE" \
+    --add-to-start=http,deploy,jsp >"$CS_TMP/jetty-base.log" 2>&1 || { cat "$CS_TMP/jetty-base.log"; fail "jetty's base"; }
+  echo ok >"$JETTY_BASE/webapps/ROOT/index.html"
+  [[ -n ${2:-} ]] && echo "$3" >"$JETTY_BASE/webapps/ROOT/$2"
+  # shellcheck disable=SC2086 # the properties are words
+  cs_bg java -jar /usr/share/jetty9/start.jar jetty.home=/usr/share/jetty9 jetty.base="$JETTY_BASE" \
+    jetty.http.host=127.0.0.1 jetty.http.port="$JETTY_PORT" $1 >"$CS_TMP/jetty.log" 2>&1
+  SERVER_PID=$BG_PID
+  for _ in $(seq 300); do ss -Htln "sport = :$JETTY_PORT" | grep -q . && break; sleep 0.05; done
+  cs_wait_port "$JETTY_PORT"
+}

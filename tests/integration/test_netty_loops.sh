@@ -48,3 +48,13 @@ assert_cmp "$(count_role poller)" '==' 0 "threads with the role poller"
 [[ " $(flagged "$r") " != *" pool_saturation "* ]] || fail "pool_saturation flagged without a pool"
 echo "ok: no pool_saturation"
 assert_p99_agrees "$r" "$CS_TMP/client.json"
+# The JVM's names for them, asked at the end: the 2 loops are the threads
+# of one NioEventLoopGroup, the acceptor the boss's, another group.
+note "java names $(json_get "$r" 'sorted((t["roles"], t["java_name"]) for t in j["threads"] if t["roles"])')"
+groups() { # the NioEventLoopGroup numbers of the threads with role $1 ('unnamed': no such name)
+  json_get "$r" "sorted(set((__import__('re').fullmatch(r'nioEventLoopGroup-(\d+)-\d+', t['java_name'] or '') or [0, 'unnamed'])[1] for t in j['threads'] if '$1' in t['roles']))"
+}
+loops=$(groups event_loop) boss=$(groups acceptor)
+[[ $loops =~ ^\[\'[0-9]+\'\]$ ]] || fail "the loops are not one NioEventLoopGroup's threads: $loops"
+[[ $boss =~ ^\[\'[0-9]+\'\]$ && $boss != "$loops" ]] || fail "the acceptor is not the boss group's thread: $boss"
+echo "ok: the loops are NioEventLoopGroup $loops's threads, the acceptor group $boss's"

@@ -6,7 +6,9 @@
 # acceptor accepts, its poller waits in epoll_wait(), its exec threads read
 # and serve: worker_pool leads the tail, pool_saturation is flagged, and the
 # threads' roles are found from what they did (their names are all
-# "http-nio-127.0."): one acceptor, a poller, 4 workers.
+# "http-nio-127.0."): one acceptor, a poller, 4 workers. At the end
+# connscope asks the JVM for its threads' names: the roles' threads are
+# the ones Tomcat named Acceptor, Poller and exec-N.
 # integration: exclusive
 # integration: plain build
 # Runs alone: connscope's p99 is compared with the client's (see scenario 6).
@@ -35,3 +37,16 @@ assert_cmp "$(count_role poller)" '>=' 1 "threads with the role poller"
 assert_cmp "$(count_role worker)" '==' 4 "threads with the role worker (maxThreads)"
 assert_cmp "$(count_role event_loop)" '==' 0 "threads with the role event_loop"
 assert_p99_agrees "$r" "$CS_TMP/client.json"
+# The JVM's own names, asked through its attach mechanism at the end: each
+# role's threads are the ones Tomcat named for that job.
+note "java names $(json_get "$r" 'sorted((t["roles"], t["java_name"]) for t in j["threads"] if t["roles"])')"
+names_ok() { # names_ok ROLE REGEX: every thread with ROLE has a java_name matching REGEX
+  json_get "$r" "all(__import__('re').fullmatch(r'$2', t['java_name'] or '') for t in j['threads'] if '$1' in t['roles'])"
+}
+[[ $(names_ok acceptor "http-nio-.*-$port-Acceptor") == True ]] || fail "the acceptor is not Tomcat's Acceptor thread"
+[[ $(names_ok poller "http-nio-.*-$port-Poller") == True ]] || fail "a poller is not Tomcat's Poller thread"
+[[ $(names_ok worker "http-nio-.*-$port-exec-[0-9]+") == True ]] || fail "a worker is not one of Tomcat's exec threads"
+echo "ok: the acceptor, poller and workers carry Tomcat's names for them"
+"$CS_BIN" report "$CS_TMP/tomcat.cstrace" >"$CS_TMP/tomcat.txt" || fail "text report failed"
+grep -q -- "-$port-Poller" "$CS_TMP/tomcat.txt" || fail "the text report does not show the names"
+echo "ok: the text report shows them"

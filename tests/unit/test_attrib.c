@@ -430,6 +430,24 @@ Test(conditions, server_idle_closes_reveal_the_timeout)
 	cr_assert_eq(engine->lifecycle.idle_gap_ns->count, 29);
 }
 
+Test(conditions, closes_on_a_poller_s_schedule_reveal_the_timeout_where_they_begin)
+{
+	/*
+	 * A server that looks for idle connections once a second (Tomcat's
+	 * poller) with a 300 ms timeout: each of 103 connections is closed
+	 * between 300 ms and 1.3 s after its last request, spread.
+	 */
+	for (uint32_t i = 0; i < 100; i++)
+		connection(0x0a000100 + i, 40000, 50 * US, 2, CS_CLOSED_BY_SERVER, 300 * MS + i * 10 * MS + 3 * MS);
+	/* Three that went idle together and were closed in the same pass: the fullest bucket. */
+	for (uint32_t i = 0; i < 3; i++)
+		connection(0x0a000200 + i, 40000, 50 * US, 2, CS_CLOSED_BY_SERVER, 1100 * MS);
+	struct cs_conditions c = conditions();
+	cr_assert(c.idle_timeout.flagged);
+	cr_assert(c.idle_timeout.inferred_timeout_ms >= 300.0 && c.idle_timeout.inferred_timeout_ms <= 330.0,
+		  "inferred %.3f ms", c.idle_timeout.inferred_timeout_ms);
+}
+
 Test(conditions, closes_that_are_not_idle_timeouts)
 {
 	/* The server closes right after answering (Connection: close): no idle gap. */

@@ -7,11 +7,13 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attrib.h"
 #include "engine.h"
 #include "events.h"
 #include "json_check.h"
+#include "jvm.h"
 #include "report.h"
 
 #define PORT 8080
@@ -241,4 +243,87 @@ Test(pools, a_blocking_reader_is_a_worker_and_a_trace_without_polls_names_no_rea
 	char names[64];
 	cs_format_roles(names, sizeof(names), CS_ROLE_ACCEPTOR | CS_ROLE_EVENT_LOOP | CS_ROLE_WORKER);
 	cr_assert_str_eq(names, "acceptor,event_loop,worker");
+}
+
+/* Thread.print as JDK 17 writes it (nid in hex), a JDK 19+ line (decimal), VM threads. */
+static const char thread_print[] =
+	"2026-12-01 12:00:00\nFull thread dump OpenJDK 64-Bit Server VM (17.0.13+11-Debian-2deb12u1 mixed mode):\n\n"
+	"\"http-nio-8080-Acceptor\" #31 daemon prio=5 os_prio=0 cpu=1.20ms elapsed=9.10s tid=0x00007f00 nid=0x2 runnable  [0x7f]\n"
+	"   java.lang.Thread.State: RUNNABLE\n\tat sun.nio.ch.Net.accept(java.base@17/Native Method)\n\n"
+	"\"http-nio-8080-Poller\" #30 daemon prio=5 os_prio=0 cpu=9.01ms elapsed=9.10s tid=0x00007f01 nid=0x3 runnable\n"
+	"\"http-nio-8080-exec-1\" #20 daemon prio=5 os_prio=0 cpu=50ms elapsed=9.2s tid=0x00007f02 nid=0xb waiting on condition\n"
+	"\"http-nio-8080-exec-2\" #21 daemon prio=5 os_prio=0 cpu=50ms elapsed=9.2s tid=0x00007f03 nid=0xc waiting\n"
+	"\"say \"hi\" exec-3\" #22 daemon prio=5 os_prio=0 cpu=50ms elapsed=9.2s tid=0x00007f04 nid=13 waiting\n"
+	"\"VM Thread\" os_prio=0 cpu=5.00ms elapsed=9.50s tid=0x00007f05 nid=0x0 runnable\n"
+	"\"GC Thread#0\" os_prio=0 cpu=1.00ms elapsed=9.50s tid=0x00007f06 nid=0x63 runnable\n"
+	"JNI global refs: 15, weak refs: 0\n";
+
+static int feed_name(void *ctx, const void *record, size_t len)
+{
+	(void)ctx;
+	cs_engine_feed(engine, record, len);
+	return 0;
+}
+
+struct names_seen {
+	uint32_t tids[16];
+	char names[16][CS_RUNTIME_NAME_LEN];
+	size_t count;
+};
+
+static void keep_name(void *ctx, uint32_t tid, const char *name)
+{
+	struct names_seen *seen = ctx;
+	cr_assert_lt(seen->count, 16);
+	seen->tids[seen->count] = tid;
+	snprintf(seen->names[seen->count++], CS_RUNTIME_NAME_LEN, "%s", name);
+}
+
+/* The JSON threads[] member name of thread tid, NULL when null or absent. */
+static const char *java_name_of(const struct json *threads, uint32_t tid)
+{
+	for (size_t i = 0; i < length(threads); i++) {
+		const struct json *t = element(threads, i);
+		if (number(t, "tid") != tid)
+			continue;
+		for (const struct json *m = t->child; m; m = m->next)
+			if (!strcmp(m->key, "java_name"))
+				return m->type == J_STRING ? m->string : NULL;
+		cr_assert_fail("thread %u has no java_name", tid);
+	}
+	return NULL;
+}
+
+Test(pools, a_jvm_s_thread_names_are_shown_beside_the_tids)
+{
+	/* The same pid namespace as this process: a nid is the tid. */
+	struct names_seen seen = { .count = 0 };
+	cr_assert_eq(cs_jvm_parse_threads(thread_print, getpid(), keep_name, &seen), 6);
+	cr_assert_eq(seen.tids[0], ACCEPTOR);
+	cr_assert_str_eq(seen.names[0], "http-nio-8080-Acceptor");
+	cr_assert_eq(seen.tids[4], 13);
+	cr_assert_str_eq(seen.names[4], "say \"hi\" exec-3", "a name holding quotes ends at the last one");
+	cr_assert_eq(seen.tids[5], 99);
+
+	tomcat_population();
+	for (size_t i = 0; i < seen.count; i++) {
+		struct cs_ev_thread_name ev = {
+			.hdr = { .ts_ns = clock_ns, .type = CS_EV_THREAD_NAME, .size = sizeof(ev) },
+			.tid = seen.tids[i], .tgid = 100,
+		};
+		memcpy(ev.name, seen.names[i], sizeof(ev.name));
+		feed_name(NULL, &ev, sizeof(ev));
+	}
+	char *text = render(true);
+	struct json *root = json_parse(text);
+	const struct json *threads = member(root, "threads", J_ARRAY);
+	cr_assert_str_eq(java_name_of(threads, ACCEPTOR), "http-nio-8080-Acceptor");
+	cr_assert_str_eq(java_name_of(threads, POLLER), "http-nio-8080-Poller");
+	cr_assert_str_eq(java_name_of(threads, POOL_FIRST), "http-nio-8080-exec-1");
+	cr_assert_null(java_name_of(threads, POOL_FIRST + 3), "a thread the JVM did not name has none");
+	json_free(root);
+	free(text);
+	text = render(false);
+	cr_assert(strstr(text, "http-nio-8080-Poller"), "%s", text);
+	free(text);
 }
