@@ -6,7 +6,10 @@
 # its attach mechanism): the JSP's compiled method is named in the graph,
 # and the map, written for connscope, is removed once read.
 # integration: exclusive
-# Runs alone: a JVM starting beside other tests' load takes seconds more.
+# integration: plain build
+# Runs alone: the JIT must have compiled the JSP's method within the
+# warm-up, which other tests' load can delay. With the plain build only:
+# the sanitized connscope symbolises csserver's frames the same way.
 source "$(dirname "$0")/lib.sh"
 
 JAVA_OPTS=-XX:+PreserveFramePointer cs_start_tomcat 'maxThreads="4"' spin.jsp \

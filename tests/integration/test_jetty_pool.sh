@@ -15,6 +15,7 @@
 # worker_pool together), the pool's threads by their JVM names serve and
 # poll in turn, Jetty's acceptor thread is the one acceptor, and the p99.
 # integration: exclusive
+# integration: plain build
 # Runs alone: a JVM starting beside other tests' load takes seconds more,
 # and connscope's p99 is compared with the client's.
 source "$(dirname "$0")/lib.sh"

@@ -11,6 +11,7 @@
 # timeout inferred where Tomcat's closes begin, never below the configured
 # one.
 # integration: exclusive
+# integration: plain build
 # Runs alone: a JVM starting beside other tests' load takes seconds more,
 # and connscope's p99 is compared with the client's.
 source "$(dirname "$0")/lib.sh"
