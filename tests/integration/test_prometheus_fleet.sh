@@ -8,7 +8,8 @@
 # client sent to /sleep/30); every metric dist/ uses is exported; Prometheus
 # scrapes both targets without error, its query results equal what each
 # daemon exports, its exemplar API returns the slow requests of both, and
-# the recording rules give a p99 per listener.
+# the recording rules give a p99 per listener. Then Debian's nginx behind a
+# third daemon: its requests, exemplars and both formats.
 source "$(dirname "$0")/lib.sh"
 
 CS_DAEMON=$CS_BUILD/connscoped
@@ -165,3 +166,27 @@ while read -r instance p99; do
   assert_cmp "$p99" '>' 0.025 "$instance p99 by the recording rule"
   assert_cmp "$p99" '<=' 0.05 "$instance p99 by the recording rule"
 done < <(by_instance "$(query "$rule")")
+
+note "Debian's nginx behind a third daemon: the same two formats"
+cs_start_nginx 75s 256
+ng_mport=$(cs_free_port)
+cs_bg "$CS_DAEMON" --port "$NGINX_PORT" --metrics "$ng_mport" --socket "$CS_TMP/run-nginx/connscoped.sock" \
+  2>"$CS_TMP/daemon-nginx.log"
+# The master and its worker both listen on the port: both are targets.
+attached="(attached to|now watching) pids? ([0-9]+,)*$SERVER_PID[ ,]"
+for _ in $(seq 300); do grep -Eq "$attached" "$CS_TMP/daemon-nginx.log" && break; sleep 0.1; done
+grep -Eq "$attached" "$CS_TMP/daemon-nginx.log" ||
+  { cat "$CS_TMP/daemon-nginx.log"; fail "the nginx daemon did not attach to the worker"; }
+"$CS_LOAD" --port "$NGINX_PORT" --connections 4 --requests 400 --quiet --json /dev/null || fail "load on nginx failed"
+om() { curl -sf -H "Accept: $accept" "http://127.0.0.1:$ng_mport/metrics"; }
+for _ in $(seq 300); do
+  [[ $(om | awk 'index($0, "connscope_requests_total{") == 1 { s += $NF } END { print s + 0 }') -ge 400 ]] && break
+  sleep 0.1
+done
+om >"$CS_TMP/nginx.om"
+assert_cmp "$(awk 'index($0, "connscope_requests_total{") == 1 { s += $NF } END { print s + 0 }' "$CS_TMP/nginx.om")" == 400 \
+  "nginx's requests in OpenMetrics (400 sent)"
+[[ $(tail -n 1 "$CS_TMP/nginx.om") == "# EOF" ]] || fail "nginx's OpenMetrics does not end with # EOF"
+grep -q '^connscope_request_duration_seconds_bucket{.* # {top_cause=' "$CS_TMP/nginx.om" || fail "no exemplar for nginx's requests"
+curl -sf "http://127.0.0.1:$ng_mport/metrics" | promtool check metrics || fail "promtool rejects nginx's Prometheus text"
+echo "ok: nginx: OpenMetrics with exemplars, Prometheus text that promtool accepts"
