@@ -355,6 +355,9 @@ static void text_causes(FILE *out, const json_t *diff)
 	fprintf(out, "\ntail causes        share of the tail's time, and time per tail request\n");
 	json_array_foreach(json_object_get(diff, "tail_causes"), i, c) {
 		const json_t *share = json_object_get(c, "share"), *per = json_object_get(c, "us_per_tail_request");
+		if (json_number_value(json_object_get(share, "before")) == 0 &&
+		    json_number_value(json_object_get(share, "after")) == 0)
+			continue; /* in neither tail */
 		fprintf(out, "  %-16s %5.1f%% -> %5.1f%%  ", json_string_value(json_object_get(c, "cause")),
 			100.0 * json_number_value(json_object_get(share, "before")),
 			100.0 * json_number_value(json_object_get(share, "after")));
