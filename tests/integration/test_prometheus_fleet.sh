@@ -4,8 +4,9 @@
 # Checks: the rules pass promtool's check and unit tests; a scrape without
 # Accept is Prometheus text that promtool accepts, one that asks for
 # OpenMetrics is OpenMetrics (# EOF, exemplars whose thread is the server's,
-# whose time is within the test and whose value is that of a request the
-# client sent to /sleep/30); every metric dist/ uses is exported; Prometheus
+# whose time is within the test, one above 25 ms where the /sleep/30
+# requests are, each one of the daemon's kept requests with that request's
+# value and top cause); every metric dist/ uses is exported; Prometheus
 # scrapes both targets without error, its query results equal what each
 # daemon exports, its exemplar API returns the slow requests of both, and
 # the recording rules give a p99 per listener. Then Debian's nginx behind a
@@ -84,10 +85,18 @@ grep -qi '^Content-Type: application/openmetrics-text; version=1.0.0; charset=ut
 [[ $(tail -n 1 "$CS_TMP/metrics.om") == '# EOF' ]] || fail "OpenMetrics does not end in # EOF"
 grep -q '^# TYPE connscope_requests counter$' "$CS_TMP/metrics.om" || fail "OpenMetrics counter family keeps _total"
 # Every exemplar: a request read by one of csserver's threads, ended during
-# the test; among them, /sleep/30 requests (the only ones that slow), in the handler.
-python3 - "$CS_TMP/metrics.om" "${servers[0]}" "$started_s" "$(($(date +%s) + 1))" <<'PY' || fail "the exemplars are not csserver's requests"
-import os, re, sys
+# the test, and one of the slow requests the daemon keeps, with that
+# request's own top cause (its list: snapshot --slowest). The /sleep/30
+# requests put one in the buckets above 25 ms; which request a bucket shows
+# (the most recent in it) depends on how busy the machine was, so its cause
+# is checked against the daemon's list, not assumed to be the handler.
+"$CS_BIN" snapshot --json --slowest 512 --socket "$CS_TMP/run0/connscoped.sock" >"$CS_TMP/kept.json" ||
+  fail "snapshot --slowest of daemon 0 failed"
+python3 - "$CS_TMP/metrics.om" "${servers[0]}" "$started_s" "$(($(date +%s) + 1))" "$CS_TMP/kept.json" <<'PY' || fail "the exemplars are not csserver's requests"
+import json, os, re, sys
 path, pid, start, end = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+# A request: its thread, its client's port and its index on that connection.
+kept = {(str(r["tid"]), str(r["peer_port"]), str(r["index"])): r for r in json.load(open(sys.argv[5]))["slowest"]}
 exemplars = []
 for line in open(path):
     m = re.match(r"(\S+)\{(.*?)\} \d+ # \{(.*)\} (\S+) (\S+)$", line)
@@ -96,13 +105,18 @@ for line in open(path):
         exemplars.append((m.group(1), labels, float(m.group(4)), float(m.group(5)), line.strip()))
 strangers = [e for e in exemplars if not os.path.isdir("/proc/%s/task/%s" % (pid, e[1]["tid"]))]
 outside = [e for e in exemplars if not start <= e[3] <= end]
-slow = [e for e in exemplars if e[0] == "connscope_request_duration_seconds_bucket" and e[2] >= 0.030
-        and e[1]["top_cause"] == "handler"]
-print("%d exemplars, %d not csserver's threads, %d outside the test's time, %d slow handler ones"
-      % (len(exemplars), len(strangers), len(outside), len(slow)))
-if slow:
-    print("exemplar as served: " + slow[-1][4])
-sys.exit(0 if exemplars and not strangers and not outside and slow else 1)
+durations = [e for e in exemplars if e[0] == "connscope_request_duration_seconds_bucket"]
+slow = [e for e in durations if e[2] > 0.025]
+def matches(e):
+    r = kept.get((e[1]["tid"], e[1].get("peer_port"), e[1]["request"]))
+    return r is not None and abs(r["total_us"] / 1e6 - e[2]) < 2e-6 and \
+        max(r["causes_us"], key=r["causes_us"].get) == e[1]["top_cause"]
+unmatched = [e for e in durations if not matches(e)]
+print("%d exemplars, %d not csserver's threads, %d outside the test's time, %d above 25 ms, %d not a kept request "
+      "with its top cause" % (len(exemplars), len(strangers), len(outside), len(slow), len(unmatched)))
+for e in unmatched[:3] + slow[-1:]:
+    print("exemplar as served: " + e[4])
+sys.exit(0 if exemplars and not strangers and not outside and slow and not unmatched else 1)
 PY
 
 note "every metric dist/ uses is exported"
@@ -146,9 +160,12 @@ ok = True
 for pair in sys.argv[2:]:
     mport, pid = pair.split(":")
     mine = [e for s in result if s["seriesLabels"]["instance"] == "127.0.0.1:" + mport for e in s["exemplars"]]
-    slow = [e for e in mine if float(e["value"]) >= 0.030 and e["labels"]["top_cause"] == "handler"
+    # Above 25 ms: the bucket of the /sleep/30 requests (its cause is the
+    # handler's on a quiet machine; the OpenMetrics check above ties causes
+    # to the daemon's own list).
+    slow = [e for e in mine if float(e["value"]) > 0.025
             and os.path.isdir("/proc/%s/task/%s" % (pid, e["labels"]["tid"]))]
-    print("instance 127.0.0.1:%s: %d exemplars, %d slow ones by csserver %s's threads; one: %s"
+    print("instance 127.0.0.1:%s: %d exemplars, %d above 25 ms by csserver %s's threads; one: %s"
           % (mport, len(mine), len(slow), pid, json.dumps(slow[0]) if slow else "-"))
     ok = ok and bool(slow)
 sys.exit(0 if ok else 1)
@@ -161,10 +178,15 @@ for _ in $(seq 60); do
 done
 by_instance "$(query "$rule")"
 [[ $p99s == 2 ]] || fail "no $rule for both listeners"
-# 2 % of the requests took 30 ms or more, the others far less: the p99 lies in the (25 ms, 50 ms] bucket.
+# 2 % of the requests took 30 ms or more: the p99 lies above 25 ms, and in
+# the (25 ms, 50 ms] bucket unless the clients saw a p99 above 50 ms (a
+# machine busy enough to slow 1 % of the others that much).
+client_p99_s=$(python3 -c "import json; print(max(json.load(open('$CS_TMP/load%d.json' % i))['latency_us']['p99'] for i in (0, 1)) / 1e6)")
 while read -r instance p99; do
   assert_cmp "$p99" '>' 0.025 "$instance p99 by the recording rule"
-  assert_cmp "$p99" '<=' 0.05 "$instance p99 by the recording rule"
+  if python3 -c "import sys; sys.exit(0 if $client_p99_s <= 0.05 else 1)"; then
+    assert_cmp "$p99" '<=' 0.05 "$instance p99 by the recording rule (the clients' p99 ${client_p99_s} s)"
+  fi
 done < <(by_instance "$(query "$rule")")
 
 note "Debian's nginx behind a third daemon: the same two formats"
