@@ -158,8 +158,10 @@ $(BUILD)/unit-tests-inproc: $(INPROC_OBJS) $(ENGINE_OBJS) $(SYMBOL_OBJS)
 demo: $(BUILD)/.deps-demo-ok $(PROGRAMS)
 	$(Q)bash scripts/demo.sh $(BUILD)
 
-unit-test: $(BUILD)/unit-tests
+# Then every fixture's reports against tests/golden/out.
+unit-test: $(BUILD)/unit-tests $(BUILD)/connscope
 	$(Q)$(BUILD)/unit-tests --jobs 2
+	$(Q)bash tests/golden/golden.sh check $(BUILD)
 
 # csidle (mk/bench.mk): the scale test's connections.
 integration-test: $(TEST_DEPS_OK) $(PROGRAMS) $(BUILD)/bench/csidle

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The reports of every recorded trace in tests/fixtures, compared byte for
+# byte with the ones kept in tests/golden/out: text, JSON, the slowest
+# requests, intervals and a diff. A change to how connscope analyses or
+# prints must show here as a reviewed change to those files.
+#
+# usage: golden.sh check BUILD     (fails on any difference, printing it)
+#        golden.sh update BUILD    (rewrites tests/golden/out)
+set -u
+mode=${1:?usage: golden.sh check|update BUILD}
+build=${2:?usage: golden.sh check|update BUILD}
+here=$(cd "$(dirname "$0")" && pwd)
+fixtures=$here/../fixtures
+out=$here/out
+cs=$build/connscope
+[[ -x $cs ]] || { echo "golden: $cs is missing: build it first" >&2; exit 2; }
+
+# name|command arguments (FIX is the fixture directory)
+cases() {
+  local f base
+  for f in "$fixtures"/*.cstrace; do
+    base=$(basename "$f" .cstrace)
+    echo "$base.txt|report $f"
+    echo "$base.json|report $f --json"
+    echo "$base.slowest.txt|report $f --slowest 3"
+    echo "$base.slowest.json|report $f --json --slowest 3"
+    echo "$base.interval.txt|report $f --interval 1"
+  done
+  echo "diff-s5.txt|diff $fixtures/s5close.cstrace $fixtures/s5keep.cstrace"
+  echo "diff-s5.json|diff $fixtures/s5close.cstrace $fixtures/s5keep.cstrace --json"
+  echo "diff-s4.txt|diff $fixtures/s4a.cstrace $fixtures/s4b.cstrace"
+}
+
+tmp=$(mktemp -d /tmp/connscope-golden.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+[[ $mode == update ]] && mkdir -p "$out"
+failed=0 checked=0
+while IFS='|' read -r name args; do
+  # shellcheck disable=SC2086 # the arguments are words by design
+  if ! "$cs" $args >"$tmp/$name" 2>"$tmp/$name.err"; then
+    echo "golden: connscope $args failed:"; cat "$tmp/$name.err"; failed=$((failed + 1)); continue
+  fi
+  # The fixtures' paths differ between checkouts: keep them relative.
+  sed -i "s|$fixtures/|fixtures/|g" "$tmp/$name"
+  checked=$((checked + 1))
+  if [[ $mode == update ]]; then
+    cp "$tmp/$name" "$out/$name"
+  elif ! diff -u "$out/$name" "$tmp/$name" >"$tmp/$name.diff"; then
+    echo "golden: $name differs (connscope $args):"; head -n 40 "$tmp/$name.diff"
+    failed=$((failed + 1))
+  fi
+done < <(cases)
+if [[ $failed -gt 0 ]]; then
+  echo "golden: $failed of $((checked + failed)) outputs differ (after a reviewed change: bash tests/golden/golden.sh update $build)"
+  exit 1
+fi
+echo "golden: $checked outputs identical"
