@@ -108,9 +108,11 @@ fuzz: fuzz-build
 	$(Q)for t in $(FUZZ_TARGETS); do \
 		$(MAKE) --no-print-directory fuzz-run-$$t SECONDS=$(FUZZ_SECONDS) || exit 1; done
 
+# A target per CPU at a time (each fuzzer is one thread), each one's lines
+# kept together.
 fuzz-short: fuzz-build
-	$(Q)for t in $(FUZZ_TARGETS); do \
-		$(MAKE) --no-print-directory fuzz-run-$$t SECONDS=$(FUZZ_TEST_SECONDS) || exit 1; done
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) --output-sync=target \
+		$(addprefix fuzz-run-,$(FUZZ_TARGETS)) SECONDS=$(FUZZ_TEST_SECONDS)
 
 -include $(shell find $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)
 
@@ -144,7 +146,7 @@ asan-build: $(SKEL) $(TEST_DEPS_OK)
 	$(Q)mkdir -p $(ASAN_BUILD)
 	$(Q)cp -p $(BUILD)/vmlinux.h $(BUILD)/connscope.bpf.o $(SKEL) $(DEPS_OK) $(TEST_DEPS_OK) $(ASAN_BUILD)/
 	$(Q)CFLAGS='$(ASAN_CFLAGS)' $(MAKE) --no-print-directory $(BUILD_JOBS) BUILD=$(ASAN_BUILD) \
-		all $(ASAN_BUILD)/unit-tests $(ASAN_BUILD)/bench/csidle
+		all $(ASAN_BUILD)/unit-tests-inproc $(ASAN_BUILD)/bench/csidle
 	$(Q)echo '$(ASAN_CFLAGS)' >$(ASAN_BUILD)/SANITIZED
 
 # In this order (not as prerequisites, which -j would run side by side).
@@ -161,7 +163,7 @@ asan-reports-clean:
 test-asan-unit: asan-build
 	$(Q)mkdir -p $(ASAN_LOGS)
 	$(Q)echo "  ASAN      unit tests"
-	$(Q)$(ASAN_ENV) $(ASAN_BUILD)/unit-tests --jobs $(NPROC)
+	$(Q)$(ASAN_ENV) $(ASAN_BUILD)/unit-tests-inproc
 
 test-asan-integration: asan-build
 	$(Q)mkdir -p $(ASAN_LOGS)
