@@ -14,18 +14,21 @@
 #                each run, their kept files copied first
 #   --rev REV    test commit REV (default HEAD, read once at the start: a
 #                commit made during the soak does not change what it tests)
+#   --follow     each run tests HEAD as it is when that run starts: the
+#                soak checks each commit made during it
 #
 # Prints one line per run, then the tally: each failed test with how many
 # runs it failed in and where its kept files are. Exits 1 if any run failed.
 set -u
-load=none keep=/tmp/connscope-soak rev=HEAD
+load=none keep=/tmp/connscope-soak rev=HEAD follow=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --load) load=${2:-}; shift 2 ;;
     --keep) keep=${2:-}; shift 2 ;;
     --rev) rev=${2:-}; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "soak.sh: unknown option $1 (--load, --keep, --rev)" >&2; exit 2 ;;
+    --follow) follow=1; shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "soak.sh: unknown option $1 (--load, --keep, --rev, --follow)" >&2; exit 2 ;;
     *) break ;;
   esac
 done
@@ -59,6 +62,9 @@ failed_runs=0
 for run in $(seq "$runs"); do
   dir=$(mktemp -d /tmp/connscope-soak-clone.XXXXXX)
   log=$keep/run-$run.log
+  if [[ $follow == 1 ]]; then
+    full_commit=$(git -C "$repo" rev-parse HEAD) commit=${full_commit:0:7}
+  fi
   git clone -q "$repo" "$dir/src" && git -C "$dir/src" checkout -q "$full_commit" || exit 1
   start=$(date +%s)
   (cd "$dir/src" && make test) >"$log" 2>&1
@@ -93,7 +99,7 @@ for run in $(seq "$runs"); do
   rm -rf "$dir"
 done
 
-echo "soak: $((runs - failed_runs)) of $runs runs passed ($commit, load $load; logs in $keep)"
+echo "soak: $((runs - failed_runs)) of $runs runs passed ($([[ $follow == 1 ]] && echo "HEAD at each run" || echo "$commit"), load $load; logs in $keep)"
 for n in "${!fails[@]}"; do
   printf '  %-50s failed in %d run(s):%s\n' "$n" "${fails[$n]}" "${where[$n]}"
 done | sort
