@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
+#include "units.h"
 
 int cs_intervals_init(struct cs_intervals *iv, uint64_t width_ns, double tail_percentile, FILE *out)
 {

@@ -14,7 +14,7 @@
 
 #include "engine.h"
 #include "probes.h"
-#include "report.h"
+#include "run_meta.h"
 #include "targets.h"
 
 #define CS_MAX_TARGETS 64

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "attrib.h"
+#include "diagnose.h"
 #include "engine.h"
 #include "events.h"
 #include "report.h"

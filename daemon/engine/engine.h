@@ -15,6 +15,7 @@
 
 #include "connscope.h"
 #include "hist.h"
+#include "records.h"
 #include "u64map.h"
 
 /* Where a request's time went. Order is the report's order. */
@@ -317,9 +318,6 @@ int cs_engine_reset(struct cs_engine *engine);
  * grow a table (the record is counted as malformed too, never silently lost).
  */
 int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len);
-
-/* Expected size of a record type, 0 if unknown. */
-size_t cs_record_size(uint16_t type);
 
 /* Partial connections, summed over listeners: never split, never in a latency. */
 struct cs_conn_partial cs_engine_partial(const struct cs_engine *engine);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnose.h"
 #include "engine.h"
 #include "events.h"
 #include "json_check.h"

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "engine.h"
-#include "report.h"
+#include "run_meta.h"
 
 #define CS_EVIDENCE_LEN 256
 

@@ -5,6 +5,7 @@
 
 #include "report.h"
 #include "attrib.h"
+#include "diagnose.h"
 #include "report_internal.h"
 
 /* Length of the valid UTF-8 sequence at s, or 0. */

@@ -4,12 +4,14 @@
  * an operator can act on. Each threshold is named and explained here; the
  * numbers quoted in a finding are the evidence.
  */
+#include "diagnose.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "attrib.h"
-#include "report.h"
+#include "units.h"
 
 /* A queue full in at least 1 % of samples is worth a line even without drops. */
 #define BACKLOG_FULL_SHARE_MIN 0.01

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnose.h"
 #include "units.h"
 
 #define TIME_WAIT_S 60 /* TCP_TIMEWAIT_LEN */

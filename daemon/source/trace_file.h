@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 #include "connscope.h"
-#include "report.h"
+#include "run_meta.h"
 
 #define CS_TRACE_MAGIC "CSTRACE\0"
 /*

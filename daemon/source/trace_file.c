@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "records.h"
 
 #define WRITE_BUFFER_BYTES (1u << 20)
 /* Largest record any wire version may carry; anything bigger is corrupt. */

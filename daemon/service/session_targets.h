@@ -15,7 +15,7 @@
 
 #include "probes.h"
 #include "procfs.h"
-#include "report.h"
+#include "run_meta.h"
 #include "targets.h"
 
 /* What the session watches: its processes and ports, and the probes' maps. */
