@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attrib.h"
+#include "report.h"
 
 /* One line of advice per condition: short enough for 80 columns with the name. */
 static const struct {

@@ -15,7 +15,7 @@
 #include <stdio.h>
 
 #include "engine.h"
-#include "report.h"
+#include "run_meta.h"
 #include "window.h"
 
 struct cs_live_info {

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 
 #include "engine.h"
-#include "report.h"
+#include "run_meta.h"
 
 enum cs_metrics_format {
 	CS_METRICS_PROMETHEUS,  /* text format 0.0.4 */

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "engine.h"
-#include "report.h"
+#include "run_meta.h"
 
 /* Bucket bounds in seconds: 100 us to 10 s, the range of request tails. */
 #define CS_MX_BUCKETS 16

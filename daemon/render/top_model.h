@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * connscope top's model: what one frame shows, read from a snapshot's
- * JSON (daemon/live.h). The daemon and the in-process engine both hand top
+ * JSON (daemon/render/live.h). The daemon and the in-process engine both hand top
  * that JSON, so top has one source format whichever runs the probes.
  *
  * Why JSON rather than a binary snapshot: it is the format `connscope
  * snapshot --json` already prints for scripts, so there is one encoding to
  * keep in step with the engine instead of two; at one frame a second its
  * cost (tens of microseconds to parse) does not matter; and the reader is
- * small, strict, bounded and fuzzed (daemon/json_read.c).
+ * small, strict, bounded and fuzzed (daemon/common/json_read.c).
  *
  * Pure code; every field is clamped or cut to fit, so any JSON (valid or
  * hostile) yields a drawable model.

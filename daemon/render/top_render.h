@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * connscope top's layout: a model (daemon/top_model.h) drawn into a grid
+ * connscope top's layout: a model (daemon/render/top_model.h) drawn into a grid
  * of cells, each one glyph with one attribute. The ncurses front end copies
  * the grid to the terminal; `top --once` prints it as text. Pure code, so
  * the layout at any size (80x24 included) is unit-tested.

@@ -16,6 +16,7 @@
 #include "ctl_socket.h"
 #include "errmsg.h"
 #include "live.h"
+#include "report.h"
 #include "units.h"
 
 #define TICK_NS NS_PER_SEC

@@ -2,13 +2,13 @@
 /*
  * connscoped's control socket: a Unix stream socket (mode 0600 in a 0700
  * directory) that answers connscope status, snapshot, reset and top with
- * the protocol of daemon/ctl_proto.h, from a thread of its own. Only root
+ * the protocol of daemon/service/ctl_proto.h, from a thread of its own. Only root
  * and the daemon's own user are served (SO_PEERCRED); every other peer is
  * refused and logged. No client can stop or block the daemon: reads and
  * writes are non-blocking, a request must arrive whole within a few
  * seconds, and a stream reader that falls a second behind is dropped.
  *
- * The thread also keeps the per-second windows (daemon/window.h) that the
+ * The thread also keeps the per-second windows (daemon/engine/window.h) that the
  * live view needs, ticking them once a second under the engine's lock.
  */
 #ifndef CS_CTL_SERVER_H
@@ -21,7 +21,7 @@
 
 #include "ctl_socket.h"
 #include "engine.h"
-#include "report.h"
+#include "run_meta.h"
 #include "window.h"
 
 #define CS_CTL_MAX_CLIENTS 16

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "engine.h"
-#include "report.h"
+#include "run_meta.h"
 
 struct cs_metrics_server {
 	int listen_fd;

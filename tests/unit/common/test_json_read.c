@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* The JSON reader (daemon/json_read.c). */
+/* The JSON reader (daemon/common/json_read.c). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Tests of the open-addressing table (daemon/u64map.c): put/get/remove
+ * Tests of the open-addressing table (daemon/common/u64map.c): put/get/remove
  * against a plain reference array under random churn, backward-shift
  * deletion inside crafted collision runs (also across the wrap-around),
  * growth, the max_count bound, key 0, and the visitor.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Tests of the engine (daemon/engine.c): synthetic wire records with
+ * Tests of the engine (daemon/engine/engine.c): synthetic wire records with
  * explicit timestamps in, listener and worker statistics out.
  */
 #include <criterion/criterion.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Tests of the log-linear histogram (daemon/hist.c).
+ * Tests of the log-linear histogram (daemon/engine/hist.c).
  *
  * Percentiles are checked against a sorted copy of the same values, with the
  * nearest-rank definition of hist.h computed in exact integer arithmetic:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Connection limits told apart from a slow or busy acceptor (daemon/limit.c
+ * Connection limits told apart from a slow or busy acceptor (daemon/engine/limit.c
  * and its use in the diagnosis and the conditions), on synthetic streams:
  * an acceptor that comes back to accept() right after a close while a
  * fixed number of connections is open, one that pauses on its own schedule

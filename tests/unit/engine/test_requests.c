@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Tests of the request half of the engine (daemon/requests.c): how one
+ * Tests of the request half of the engine (daemon/engine/requests.c): how one
  * request's time is split into causes (cs_split_request), and how request
  * records are joined with their connection's accept, up to its close. (A
  * local client's extra connect delay is joined in the kernel and arrives in

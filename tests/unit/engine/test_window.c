@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Per-second windows (daemon/window.c), the coarse histogram, engine reset. */
+/* Per-second windows (daemon/engine/window.c), the coarse histogram, engine reset. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Tests of the flamegraph join (daemon/flame_join.c) and of what the
- * collector keeps for it (daemon/flame_collect.c): synthetic requests,
+ * Tests of the flamegraph join (daemon/flame/flame_join.c) and of what the
+ * collector keeps for it (daemon/flame/flame_collect.c): synthetic requests,
  * samples and off-CPU intervals in, weighted paths out. The invariant
  * under every test: a request's weights add up to its time exactly.
  */

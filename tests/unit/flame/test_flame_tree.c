@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Tests of the frame tree and its writers: folded stacks and the SVG (daemon/flame_tree.c, flame_svg.c). */
+/* Tests of the frame tree and its writers: folded stacks and the SVG (daemon/flame/flame_tree.c, flame_svg.c). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Tests of the symboliser (daemon/symbols.c) against this very process:
+ * Tests of the symboliser (daemon/flame/symbols.c) against this very process:
  * its own functions (a PIE executable with .symtab), libc (a shared
  * object), an address with no function, unmapped memory, a JIT's perf
  * map, kernel addresses from /proc/kallsyms.

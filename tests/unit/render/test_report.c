@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Tests of the diagnosis (daemon/diagnose.c) and the text and JSON reports
- * (daemon/report.c). Each finding is triggered by a synthetic scenario built
+ * Tests of the diagnosis (daemon/analysis/diagnose.c) and the text and JSON reports
+ * (daemon/render/report.c). Each finding is triggered by a synthetic scenario built
  * for it, and must stay silent on a healthy one. Reports are rendered into
  * memory; the JSON one is parsed by the small strict parser below, so that
  * a stray comma, a NaN or a bad escape fails the test.

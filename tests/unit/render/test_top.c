@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* The live view: snapshot JSON (daemon/live.c), top's model and layout. */
+/* The live view: snapshot JSON (daemon/render/live.c), top's model and layout. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* connscoped's config file format (daemon/config.c): keys, errors with file:line, layering, trust. */
+/* connscoped's config file format (daemon/service/config.c): keys, errors with file:line, layering, trust. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>

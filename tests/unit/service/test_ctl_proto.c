@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* The control socket's framing and payloads (daemon/ctl_proto.c). */
+/* The control socket's framing and payloads (daemon/service/ctl_proto.c). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>

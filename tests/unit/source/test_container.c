@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Container labels from cgroup paths (daemon/container.c). */
+/* Container labels from cgroup paths (daemon/source/container.c). */
 #include <criterion/criterion.h>
 #include <string.h>
 

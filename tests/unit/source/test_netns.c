@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Listeners read from /proc/PID/net/tcp (daemon/netns.c): what connscoped sees of a namespace it can no longer enter. */
+/* Listeners read from /proc/PID/net/tcp (daemon/source/netns.c): what connscoped sees of a namespace it can no longer enter. */
 #include <criterion/criterion.h>
 #include <errno.h>
 

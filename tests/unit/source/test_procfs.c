@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Tests of cs_parse_tcp_counters() (daemon/procfs.c), the pure parser of
+ * Tests of cs_parse_tcp_counters() (daemon/source/procfs.c), the pure parser of
  * /proc/PID/net/netstat. Every input is copied, with its NUL, to the very end
  * of a mapping followed by a PROT_NONE page: reading past the text crashes.
  */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Targets by name and cgroup (daemon/targets.c): validation and the /proc and cgroupfs parsers. */
+/* Targets by name and cgroup (daemon/source/targets.c): validation and the /proc and cgroupfs parsers. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>

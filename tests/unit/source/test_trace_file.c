@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Tests of recorded traces (daemon/trace_file.c): a trace written with
+ * Tests of recorded traces (daemon/source/trace_file.c): a trace written with
  * cs_trace_create/write/finish reads back record for record with its
  * summary and target; a file cut at any byte, or with a corrupt header,
  * record header or trailer, is reported (never a crash, never a record
