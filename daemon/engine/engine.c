@@ -1,38 +1,19 @@
 // SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The engine's top: its life (new, free), each wire record checked and
+ * handed to its handler (the listener's records here; requests.c, roles.c
+ * and limit.c for the rest), and the run's totals. Nothing in the engine
+ * calls back up here: the handlers share the tables of tables.c.
+ */
 #include "engine.h"
 #include "engine_internal.h"
+#include "tables.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "units.h"
-
-/* Listening ports followed: the size of the probes' target_ports map. */
-#define CS_ENGINE_MAX_LISTENERS 1024
-
-/* Grow *array (of elem_size items) so that one more fits. */
-static int grow(void **array, size_t *cap, size_t count, size_t elem_size)
-{
-	if (count < *cap)
-		return 0;
-	size_t new_cap = *cap ? *cap * 2 : 8;
-	void *bigger = realloc(*array, new_cap * elem_size);
-	if (!bigger)
-		return -ENOMEM;
-	memset((char *)bigger + *cap * elem_size, 0, (new_cap - *cap) * elem_size);
-	*array = bigger;
-	*cap = new_cap;
-	return 0;
-}
-
-static struct cs_hist *new_hist(void)
-{
-	struct cs_hist *hist = malloc(sizeof(*hist));
-	if (hist)
-		cs_hist_init(hist);
-	return hist;
-}
 
 struct cs_engine *cs_engine_new(void)
 {
@@ -44,101 +25,15 @@ struct cs_engine *cs_engine_new(void)
 	return engine;
 }
 
-static void free_listener(struct cs_listener_stats *listener)
-{
-	free(listener->accept_wait_ns);
-	free(listener->latency_ns);
-	free(listener->handshake_extra_ns);
-	free(listener->sockets);
-	free(listener->workers);
-}
-
 void cs_engine_free(struct cs_engine *engine)
 {
 	if (!engine)
 		return;
 	for (size_t i = 0; i < engine->listener_count; i++)
-		free_listener(&engine->listeners[i]);
+		cs_listener_free(&engine->listeners[i]);
 	free(engine->listeners);
 	cs_requests_free(engine);
 	free(engine);
-}
-
-static struct cs_listener_stats *find_listener(const struct cs_engine *engine, uint16_t port)
-{
-	for (size_t i = 0; i < engine->listener_count; i++)
-		if (engine->listeners[i].port == port)
-			return &engine->listeners[i];
-	return NULL;
-}
-
-const struct cs_listener_stats *cs_engine_listener(const struct cs_engine *engine, uint16_t port)
-{
-	return find_listener(engine, port);
-}
-
-struct cs_listener_stats *cs_get_listener(struct cs_engine *engine, uint16_t port)
-{
-	struct cs_listener_stats *listener = find_listener(engine, port);
-	if (listener)
-		return listener;
-	/*
-	 * Each listener costs three histograms (~120 KB). The probes follow at
-	 * most 1024 target ports (target_ports in bpf/connscope.bpf.c), so a
-	 * stream with more is a corrupt or hostile trace: without this bound a
-	 * 3.6 MB trace of one record per port took 7.5 GB to replay. Refused
-	 * like any table that cannot grow: the record counts as malformed.
-	 */
-	if (engine->listener_count >= CS_ENGINE_MAX_LISTENERS)
-		return NULL;
-	if (grow((void **)&engine->listeners, &engine->listener_cap, engine->listener_count,
-		 sizeof(*engine->listeners)))
-		return NULL;
-	listener = &engine->listeners[engine->listener_count];
-	memset(listener, 0, sizeof(*listener));
-	listener->port = port;
-	listener->accept_wait_ns = new_hist();
-	listener->latency_ns = new_hist();
-	listener->handshake_extra_ns = new_hist();
-	if (!listener->accept_wait_ns || !listener->latency_ns || !listener->handshake_extra_ns) {
-		free_listener(listener);
-		return NULL;
-	}
-	engine->listener_count++;
-	return listener;
-}
-
-static struct cs_listener_socket *get_socket(struct cs_listener_stats *listener, uint64_t sk,
-					     uint32_t drops_now)
-{
-	for (size_t i = 0; i < listener->socket_count; i++)
-		if (listener->sockets[i].sk == sk)
-			return &listener->sockets[i];
-	if (grow((void **)&listener->sockets, &listener->socket_cap, listener->socket_count,
-		 sizeof(*listener->sockets)))
-		return NULL;
-	struct cs_listener_socket *socket = &listener->sockets[listener->socket_count++];
-	socket->sk = sk;
-	socket->drops_first = drops_now;
-	socket->drops_last = drops_now;
-	return socket;
-}
-
-static struct cs_worker_stats *get_worker(struct cs_listener_stats *listener, uint32_t tid,
-					  uint32_t pid, const char *comm)
-{
-	for (size_t i = 0; i < listener->worker_count; i++)
-		if (listener->workers[i].tid == tid && listener->workers[i].pid == pid)
-			return &listener->workers[i];
-	if (grow((void **)&listener->workers, &listener->worker_cap, listener->worker_count,
-		 sizeof(*listener->workers)))
-		return NULL;
-	struct cs_worker_stats *worker = &listener->workers[listener->worker_count++];
-	worker->tid = tid;
-	worker->pid = pid;
-	memcpy(worker->comm, comm, CS_COMM_LEN);
-	worker->comm[CS_COMM_LEN - 1] = '\0';
-	return worker;
 }
 
 static int on_accept(struct cs_engine *engine, const struct cs_ev_accept *ev)
@@ -146,9 +41,9 @@ static int on_accept(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	struct cs_listener_stats *listener = cs_get_listener(engine, ev->listener_port);
 	if (!listener)
 		return -ENOMEM;
-	struct cs_worker_stats *worker = get_worker(listener, ev->tid, ev->tgid, ev->comm);
+	struct cs_worker_stats *worker = cs_get_worker(listener, ev->tid, ev->tgid, ev->comm);
 	struct cs_listener_socket *socket =
-		get_socket(listener, ev->listener_sk, ev->listener_drops);
+		cs_get_socket(listener, ev->listener_sk, ev->listener_drops);
 	/* Every accepting thread is a thread of the report, even one that never reads. */
 	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, ev->comm);
 	if (!worker || !socket || !thread)
@@ -202,7 +97,7 @@ static int on_listener_sample(struct cs_engine *engine, const struct cs_ev_liste
 	struct cs_listener_stats *listener = cs_get_listener(engine, ev->port);
 	if (!listener)
 		return -ENOMEM;
-	struct cs_listener_socket *socket = get_socket(listener, ev->sk, ev->drops);
+	struct cs_listener_socket *socket = cs_get_socket(listener, ev->sk, ev->drops);
 	if (!socket)
 		return -ENOMEM;
 	socket->drops_last = ev->drops;
@@ -357,43 +252,4 @@ struct cs_conn_partial cs_engine_partial(const struct cs_engine *engine)
 	for (size_t i = 0; i < engine->listener_count; i++)
 		partial.accepts += engine->listeners[i].accepts_unmatched;
 	return partial;
-}
-
-uint64_t cs_listener_drops(const struct cs_listener_stats *listener)
-{
-	uint64_t drops = 0;
-	for (size_t i = 0; i < listener->socket_count; i++) {
-		const struct cs_listener_socket *socket = &listener->sockets[i];
-		/* Unsigned difference also spans a 32-bit wrap. */
-		drops += (uint32_t)(socket->drops_last - socket->drops_first);
-	}
-	return drops > listener->ack_overflows ? drops - listener->ack_overflows : 0;
-}
-
-const struct cs_worker_stats *cs_listener_busiest_worker(const struct cs_listener_stats *listener)
-{
-	const struct cs_worker_stats *busiest = NULL;
-	for (size_t i = 0; i < listener->worker_count; i++) {
-		const struct cs_worker_stats *worker = &listener->workers[i];
-		if (worker->accepts && (!busiest || worker->accepts > busiest->accepts))
-			busiest = worker;
-	}
-	return busiest;
-}
-
-size_t cs_listener_accepting_threads(const struct cs_listener_stats *listener)
-{
-	size_t threads = 0;
-	for (size_t i = 0; i < listener->worker_count; i++)
-		threads += listener->workers[i].accepts > 0;
-	return threads;
-}
-
-double cs_worker_busy_share(const struct cs_worker_stats *worker)
-{
-	if (worker->last_call_ns <= worker->first_call_ns)
-		return 0.0;
-	double span = (double)(worker->last_call_ns - worker->first_call_ns);
-	double outside = span - (double)worker->in_accept_ns;
-	return outside > 0 ? outside / span : 0.0;
 }

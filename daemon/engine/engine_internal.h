@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Functions shared by the engine's own files; not for its users. */
+/*
+ * The record handlers of requests.c, roles.c and limit.c, which engine.c
+ * dispatches to; not for the engine's users. The tables they share are
+ * tables.h.
+ */
 #ifndef CS_ENGINE_INTERNAL_H
 #define CS_ENGINE_INTERNAL_H
 
 #include "engine.h"
-
-struct cs_listener_stats *cs_get_listener(struct cs_engine *engine, uint16_t port);
-struct cs_thread_stats *cs_get_thread(struct cs_engine *engine, uint32_t tid, uint32_t tgid,
-				      const char *comm);
-
-uint32_t cs_addr_hash(const uint8_t addr[16]);
 
 int cs_requests_init(struct cs_engine *engine);
 void cs_requests_free(struct cs_engine *engine);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "tables.h"
 #include "units.h"
 
 /* A server close this long after the last bytes is an idle close. */
@@ -31,14 +32,6 @@ const char *const cs_cause_names[CS_CAUSE_COUNT] = {
 	[CS_CAUSE_HANDLER] = "handler",
 	[CS_CAUSE_SEND_DRAIN] = "send_drain",
 };
-
-uint32_t cs_addr_hash(const uint8_t addr[16])
-{
-	uint32_t hash = 2166136261u; /* FNV-1a */
-	for (int i = 0; i < 16; i++)
-		hash = (hash ^ addr[i]) * 16777619u;
-	return hash ? hash : 1;
-}
 
 int cs_requests_init(struct cs_engine *engine)
 {
@@ -79,24 +72,6 @@ void cs_requests_free(struct cs_engine *engine)
 	cs_u64map_free(&engine->conns);
 	cs_u64map_free(&engine->threads);
 	cs_u64map_free(&engine->idle_closed_from);
-}
-
-struct cs_thread_stats *cs_get_thread(struct cs_engine *engine, uint32_t tid, uint32_t tgid,
-				      const char *comm)
-{
-	int created;
-	struct cs_thread_stats *thread = cs_u64map_put(&engine->threads, tid, &created);
-	if (!thread)
-		return NULL;
-	if (created) {
-		thread->tid = tid;
-		thread->tgid = tgid;
-	}
-	if (comm && comm[0]) {
-		memcpy(thread->comm, comm, CS_COMM_LEN);
-		thread->comm[CS_COMM_LEN - 1] = '\0';
-	}
-	return thread;
 }
 
 /* ---- the accept side: connections the engine follows ---------------------- */

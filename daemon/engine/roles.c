@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "tables.h"
 
 const char *const cs_role_names[CS_ROLE_COUNT] = { "acceptor", "poller", "event_loop", "worker" };
 
