@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Attribution: where the tail's time went, ranked, with evidence; and the
+ * Attribution: where the tail's time went (tail.h, included), and the
  * conditions that shape the tail (non-persistent connections, idle
  * timeouts, listen overflow, accept contention, CPU saturation). Pure:
- * computed from the engine's state and the run's metadata.
+ * computed from the engine's state and the run's metadata. The
+ * conditions read the diagnosis, which reads the tail: tail.c, then
+ * diagnose.c, then attrib.c.
  */
 #ifndef CS_ATTRIB_H
 #define CS_ATTRIB_H
@@ -13,30 +15,11 @@
 
 #include "engine.h"
 #include "run_meta.h"
-
-#define CS_EVIDENCE_LEN 256
+#include "tail.h"
 
 /* pool_saturation's one line of advice. */
 #define CS_POOL_ADVICE "size the pool for the load (Tomcat maxThreads, Jetty QueuedThreadPool, Netty's " \
 	"executor group), or stop handlers blocking (virtual threads: pinned carriers)"
-
-struct cs_tail_cause {
-	enum cs_cause cause;
-	double share;          /* of the tail's total time */
-	uint64_t ns;           /* time in this cause over the tail */
-	uint64_t requests;     /* tail requests for which it was the largest cause */
-	char evidence[CS_EVIDENCE_LEN];
-};
-
-struct cs_tail {
-	double percentile;
-	uint64_t threshold_ns;   /* requests at or above this latency are the tail */
-	uint64_t requests;
-	uint64_t total_ns;
-	struct cs_tail_cause causes[CS_CAUSE_COUNT]; /* largest share first */
-};
-
-void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail);
 
 struct cs_conditions {
 	struct {
@@ -117,13 +100,6 @@ struct cs_conditions {
 		double lifetime_max_ms;
 	} lifecycle;
 };
-
-/*
- * True when the tail has requests and the accept path (accept queue and
- * SYN retransmits) is a negligible share of their time: a handful of
- * persistent connections, accepted once, cannot explain a tail.
- */
-bool cs_accept_path_negligible(const struct cs_engine *engine, const struct cs_report_meta *meta);
 
 void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			   struct cs_conditions *conditions);

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "attrib.h"
+#include "tail.h"
 #include "units.h"
 
 /* A queue full in at least 1 % of samples is worth a line even without drops. */
