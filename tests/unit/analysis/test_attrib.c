@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Tests of attribution (daemon/analysis/attrib.c): the tail's causes at a
+ * Tests of attribution (daemon/analysis/tail.c, attrib.c): the tail's causes at a
  * percentile, the conditions that shape the tail (non-persistent
  * connections, idle timeouts, listen overflow, accept contention, CPU
  * saturation), connection lifecycles, and the JSON report's request part.
