@@ -6,12 +6,13 @@
  * cumulative report: the last minute second by second (requests, accepts,
  * drops, p99), the window's latency, the last second's rates per listener
  * and per thread, each thread's run-queue p99 and busy share, and the
- * flagged conditions with one line of advice each. Pure: renders into a
- * FILE *.
+ * flagged conditions with one line of advice each. Pure: builds jansson
+ * values, and renders into a FILE *.
  */
 #ifndef CS_LIVE_H
 #define CS_LIVE_H
 
+#include <jansson.h>
 #include <stdio.h>
 
 #include "engine.h"
@@ -24,11 +25,14 @@ struct cs_live_info {
 	double since_reset_s;  /* since the statistics began (the last RESET) */
 };
 
-/* The "live" object alone. */
-void cs_live_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
-		  const struct cs_window *window, const struct cs_live_info *info);
+/* The "live" object alone (NULL: out of memory). */
+json_t *cs_live_value(const struct cs_engine *engine, const struct cs_report_meta *meta,
+		      const struct cs_window *window, const struct cs_live_info *info);
 
-/* The whole snapshot: the report JSON with "live" added as its last member. */
+/*
+ * The whole snapshot: the report's value (cs_report_value) with "live"
+ * added as its last member, dumped as one line. Returns 0 or -ENOMEM.
+ */
 int cs_snapshot_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
 		     const struct cs_window *window, const struct cs_live_info *info);
 

@@ -8,6 +8,7 @@
 #ifndef CS_REPORT_H
 #define CS_REPORT_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -17,13 +18,19 @@
 
 /* The meta->slowest slowest requests, one by one (report_slowest.c). */
 void cs_report_slowest_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
-void cs_report_slowest_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
+json_t *cs_report_slowest_value(const struct cs_engine *engine, const struct cs_report_meta *meta);
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
+/* The JSON report, one line (cs_report_value, dumped). */
 void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
 
-/* text as a JSON string: escaped, invalid UTF-8 replaced by U+FFFD. */
-void cs_json_write_string(FILE *out, const char *text);
-/* ,"roles":[...] of a thread (names of enum cs_thread_role). */
-void cs_json_roles(FILE *out, const struct cs_thread_stats *thread);
+/*
+ * The JSON report as a value, "schema_version" first (NULL: out of
+ * memory). The caller owns it; the snapshot adds its "live" to it.
+ */
+json_t *cs_report_value(const struct cs_engine *engine, const struct cs_report_meta *meta);
+/* {"p50":..,"p90":..,"p99":..,"p999":..,"max":..,"count":..}, the times in microseconds. */
+json_t *cs_report_percentiles_us(const struct cs_hist *hist);
+/* ["acceptor",...]: a thread's roles (names of enum cs_thread_role). */
+json_t *cs_report_roles(const struct cs_thread_stats *thread);
 
 #endif /* CS_REPORT_H */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "json.h"
 #include "report.h"
 #include "report_internal.h"
 
@@ -94,30 +95,27 @@ void cs_report_slowest_text(FILE *out, const struct cs_engine *engine, const str
 	free(list);
 }
 
-void cs_report_slowest_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+json_t *cs_report_slowest_value(const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
 	size_t n;
 	struct cs_exemplar *list = slowest(engine, meta->slowest, &n);
-	fputs(",\"slowest\":[", out);
+	json_t *out = json_array();
 	for (size_t i = 0; i < n; i++) {
 		const struct cs_exemplar *e = &list[i];
 		char when[48], peer[64];
 		cs_run_stamp_format_at(&meta->stamp, e->end_ns, when, sizeof(when));
 		peer_text(e, peer, sizeof(peer));
-		fprintf(out, "%s{\"end_utc\":", i ? "," : "");
-		if (strcmp(when, "unknown") != 0)
-			fprintf(out, "\"%s\"", when);
-		else
-			fputs("null", out);
-		fprintf(out, ",\"total_us\":%.3f,\"peer\":", (double)e->split.total_ns / 1e3);
-		cs_json_write_string(out, peer);
-		fprintf(out, ",\"peer_port\":%u,\"port\":%u,\"tid\":%u,\"comm\":", e->peer_port, e->port, e->reader_tid);
-		cs_json_write_string(out, comm_of(engine, e->reader_tid));
-		fprintf(out, ",\"index\":%u,\"causes_us\":{", e->index);
+		json_t *causes = json_object();
 		for (int c = 0; c < CS_CAUSE_COUNT; c++)
-			fprintf(out, "%s\"%s\":%.3f", c ? "," : "", cs_cause_names[c], (double)e->split.cause_ns[c] / 1e3);
-		fputs("}}", out);
+			json_object_set_new(causes, cs_cause_names[c], cs_json_us(e->split.cause_ns[c]));
+		json_array_append_new(out, json_pack("{s:o,s:o,s:o,s:I,s:I,s:I,s:o,s:I,s:o}", "end_utc",
+						     strcmp(when, "unknown") ? cs_json_text(when) : json_null(),
+						     "total_us", cs_json_us(e->split.total_ns), "peer", cs_json_text(peer),
+						     "peer_port", (json_int_t)e->peer_port, "port", (json_int_t)e->port,
+						     "tid", (json_int_t)e->reader_tid, "comm",
+						     cs_json_text(comm_of(engine, e->reader_tid)), "index",
+						     (json_int_t)e->index, "causes_us", causes));
 	}
-	fputc(']', out);
 	free(list);
+	return out;
 }

@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "top_model.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "json_read.h"
-
-/* A snapshot of 256 threads and 1024 listeners is some 20 000 tokens. */
-#define MAX_TOKENS 200000
+#include "json.h"
 
 /* A number made safe to draw: finite, within [lo, hi]. */
 static double clamp(double v, double lo, double hi)
@@ -18,153 +16,168 @@ static double clamp(double v, double lo, double hi)
 	return v > hi ? hi : v;
 }
 
-static double num(const struct cs_json *doc, int tok, const char *key)
+static double num(const json_t *obj, const char *key)
 {
-	return clamp(cs_json_number(doc, cs_json_get(doc, tok, key), 0), 0, 1e18);
+	return clamp(cs_json_num(obj, key, 0), 0, 1e18);
 }
 
-static uint64_t count(const struct cs_json *doc, int tok, const char *key)
+static uint64_t count(const json_t *obj, const char *key)
 {
-	return (uint64_t)num(doc, tok, key);
+	return (uint64_t)num(obj, key);
 }
 
-static void latency(const struct cs_json *doc, int tok, struct cs_top_latency *out)
+static void latency(const json_t *obj, struct cs_top_latency *out)
 {
-	out->p50_us = num(doc, tok, "p50");
-	out->p90_us = num(doc, tok, "p90");
-	out->p99_us = num(doc, tok, "p99");
-	out->p999_us = num(doc, tok, "p999");
-	out->max_us = num(doc, tok, "max");
-	out->count = count(doc, tok, "count");
+	out->p50_us = num(obj, "p50");
+	out->p90_us = num(obj, "p90");
+	out->p99_us = num(obj, "p99");
+	out->p999_us = num(obj, "p999");
+	out->max_us = num(obj, "max");
+	out->count = count(obj, "count");
 }
 
-static void listeners(const struct cs_json *doc, int root, int live, struct cs_top_model *m)
+static void listeners(const json_t *root, const json_t *live, struct cs_top_model *m)
 {
-	int arr = cs_json_get(doc, root, "listeners");
-	int live_arr = cs_json_get(doc, live, "listeners");
-	int l = cs_json_first(doc, arr);
-	for (int i = 0; i < cs_json_size(doc, arr) && m->listener_count < CS_TOP_LISTENERS;
-	     i++, l = cs_json_next(doc, l)) {
+	const json_t *live_list = json_object_get(live, "listeners");
+	size_t i, k;
+	const json_t *l, *w;
+	json_array_foreach(json_object_get(root, "listeners"), i, l) {
+		if (m->listener_count == CS_TOP_LISTENERS)
+			break;
 		struct cs_top_listener *out = &m->listeners[m->listener_count++];
-		out->port = (uint16_t)clamp(cs_json_number(doc, cs_json_get(doc, l, "port"), 0), 0, 65535);
-		out->backlog_max = (uint32_t)clamp(num(doc, l, "backlog_max"), 0, UINT32_MAX);
-		out->backlog_limit = (uint32_t)clamp(num(doc, l, "backlog_limit"), 0, UINT32_MAX);
-		out->drops = count(doc, l, "drops");
-		out->accept_wait_p99_us = num(doc, cs_json_get(doc, l, "accept_wait_us"), "p99");
+		out->port = (uint16_t)clamp(cs_json_num(l, "port", 0), 0, 65535);
+		out->backlog_max = (uint32_t)clamp(num(l, "backlog_max"), 0, UINT32_MAX);
+		out->backlog_limit = (uint32_t)clamp(num(l, "backlog_limit"), 0, UINT32_MAX);
+		out->drops = count(l, "drops");
+		out->accept_wait_p99_us = num(json_object_get(l, "accept_wait_us"), "p99");
 		/* The last second's figures are in live.listeners, by port. */
-		int w = cs_json_first(doc, live_arr);
-		for (int k = 0; k < cs_json_size(doc, live_arr) && k < 4096; k++, w = cs_json_next(doc, w)) {
-			if (cs_json_number(doc, cs_json_get(doc, w, "port"), -1) != out->port)
+		json_array_foreach(live_list, k, w) {
+			if (k >= 4096)
+				break;
+			if (cs_json_num(w, "port", -1) != out->port)
 				continue;
-			out->accepts_per_s = num(doc, w, "accepts_per_s");
-			out->backlog_now = (uint32_t)clamp(num(doc, w, "backlog_now"), 0, UINT32_MAX);
+			out->accepts_per_s = num(w, "accepts_per_s");
+			out->backlog_now = (uint32_t)clamp(num(w, "backlog_now"), 0, UINT32_MAX);
 			break;
 		}
 	}
 }
 
 /* ["acceptor","worker"] -> "aw"; unknown names are skipped. */
-static void role_letters(const struct cs_json *doc, int roles, char *out, size_t len)
+static void role_letters(const json_t *roles, char *out, size_t len)
 {
 	static const struct { const char *name; char letter; } known[] = {
 		{ "acceptor", 'a' }, { "poller", 'p' }, { "event_loop", 'l' }, { "worker", 'w' },
 	};
-	size_t used = 0;
-	int r = cs_json_first(doc, roles);
-	for (int i = 0; i < cs_json_size(doc, roles) && used + 1 < len; i++, r = cs_json_next(doc, r)) {
-		char name[16];
-		if (!cs_json_string(doc, r, name, sizeof(name)))
-			continue;
-		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+	size_t used = 0, i;
+	const json_t *r;
+	json_array_foreach(roles, i, r) {
+		const char *name = json_string_value(r);
+		for (size_t k = 0; name && k < sizeof(known) / sizeof(known[0]) && used + 1 < len; k++)
 			if (!strcmp(name, known[k].name))
 				out[used++] = known[k].letter;
 	}
 	out[used] = '\0';
 }
 
-static void threads(const struct cs_json *doc, int live, struct cs_top_model *m)
+static void threads(const json_t *live, struct cs_top_model *m)
 {
-	int arr = cs_json_get(doc, live, "threads");
-	int t = cs_json_first(doc, arr);
-	for (int i = 0; i < cs_json_size(doc, arr) && m->thread_count < CS_TOP_THREADS;
-	     i++, t = cs_json_next(doc, t)) {
+	size_t i;
+	const json_t *t;
+	json_array_foreach(json_object_get(live, "threads"), i, t) {
+		if (m->thread_count == CS_TOP_THREADS)
+			break;
 		struct cs_top_thread *out = &m->threads[m->thread_count++];
-		out->tid = (uint32_t)clamp(num(doc, t, "tid"), 0, UINT32_MAX);
-		out->pid = (uint32_t)clamp(num(doc, t, "pid"), 0, UINT32_MAX);
-		cs_json_string(doc, cs_json_get(doc, t, "comm"), out->comm, sizeof(out->comm));
-		out->requests_per_s = num(doc, t, "requests_per_s");
-		out->requests = count(doc, t, "requests");
-		out->accepts = count(doc, t, "accepts");
-		out->runq_p99_us = num(doc, t, "runq_p99_us");
-		out->busy_share = clamp(cs_json_number(doc, cs_json_get(doc, t, "busy_share"), 0), 0, 1);
-		role_letters(doc, cs_json_get(doc, t, "roles"), out->roles, sizeof(out->roles));
+		out->tid = (uint32_t)clamp(num(t, "tid"), 0, UINT32_MAX);
+		out->pid = (uint32_t)clamp(num(t, "pid"), 0, UINT32_MAX);
+		cs_json_str(t, "comm", out->comm, sizeof(out->comm));
+		out->requests_per_s = num(t, "requests_per_s");
+		out->requests = count(t, "requests");
+		out->accepts = count(t, "accepts");
+		out->runq_p99_us = num(t, "runq_p99_us");
+		out->busy_share = clamp(cs_json_num(t, "busy_share", 0), 0, 1);
+		role_letters(json_object_get(t, "roles"), out->roles, sizeof(out->roles));
 	}
+}
+
+/* The latest CS_WINDOW_SECONDS of live.seconds, should more come; -1 for a second without requests. */
+static void p99_series(const json_t *live, struct cs_top_model *m)
+{
+	const json_t *seconds = json_object_get(live, "seconds"), *s;
+	size_t n = json_array_size(seconds), i;
+	json_array_foreach(seconds, i, s) {
+		if (i + CS_WINDOW_SECONDS < n)
+			continue;
+		m->p99_series_us[m->series_len++] = num(s, "requests") > 0 ? num(s, "p99_us") : -1.0;
+	}
+}
+
+static void tail(const json_t *root, struct cs_top_model *m)
+{
+	const json_t *tail = json_object_get(root, "tail"), *c;
+	size_t i;
+	m->tail_percentile = clamp(cs_json_num(tail, "percentile", 99), 0, 100);
+	m->tail_threshold_us = num(tail, "threshold_us");
+	m->tail_requests = count(tail, "requests");
+	json_array_foreach(json_object_get(tail, "causes"), i, c) {
+		if (m->cause_count == CS_CAUSE_COUNT)
+			break;
+		cs_json_str(c, "cause", m->causes[m->cause_count].name, sizeof(m->causes[0].name));
+		m->causes[m->cause_count++].share = clamp(cs_json_num(c, "share", 0), 0, 1);
+	}
+}
+
+static void conditions(const json_t *live, struct cs_top_model *m)
+{
+	const json_t *list = json_object_get(live, "conditions");
+	size_t n = json_array_size(list);
+	m->condition_count = n < CS_TOP_CONDITIONS ? (int)n : CS_TOP_CONDITIONS;
+	for (int i = 0; i < m->condition_count; i++) {
+		cs_json_str(json_array_get(list, (size_t)i), "name", m->conditions[i].name, sizeof(m->conditions[i].name));
+		cs_json_str(json_array_get(list, (size_t)i), "advice", m->conditions[i].advice,
+			    sizeof(m->conditions[i].advice));
+	}
+}
+
+void cs_top_model_from_value(struct cs_top_model *m, const json_t *root)
+{
+	memset(m, 0, sizeof(*m));
+	const json_t *live = json_object_get(root, "live");
+	cs_json_str(root, "target", m->target, sizeof(m->target));
+	const json_t *labels = json_object_get(root, "target_labels");
+	double netns = num(labels, "netns");
+	if (netns > 0)
+		snprintf(m->netns, sizeof(m->netns), "%.0f", netns);
+	cs_json_str(labels, "container", m->container, sizeof(m->container));
+	cs_json_str(live, "source", m->source, sizeof(m->source));
+	m->duration_s = num(root, "duration_s");
+	m->uptime_s = num(live, "uptime_s");
+	const json_t *events = json_object_get(root, "events");
+	m->events = count(events, "received");
+	m->lost = count(events, "lost");
+	m->skipped = count(events, "skipped");
+	m->requests = count(root, "requests");
+	m->requests_per_s = num(json_object_get(live, "last"), "requests_per_s");
+	latency(json_object_get(root, "latency_us"), &m->total);
+	const json_t *window = json_object_get(live, "window");
+	latency(json_object_get(window, "latency_us"), &m->window);
+	m->window_seconds = (int)clamp(num(window, "seconds"), 0, CS_WINDOW_SECONDS);
+	p99_series(live, m);
+	tail(root, m);
+	listeners(root, live, m);
+	conditions(live, m);
+	threads(live, m);
 }
 
 int cs_top_model_from_json(struct cs_top_model *m, const char *json, size_t len)
 {
-	memset(m, 0, sizeof(*m));
-	struct cs_json doc;
-	int err = cs_json_parse(&doc, json, len, MAX_TOKENS);
-	if (err)
-		return err;
-	int root = 0;
-	int live = cs_json_get(&doc, root, "live");
-
-	cs_json_string(&doc, cs_json_get(&doc, root, "target"), m->target, sizeof(m->target));
-	int labels = cs_json_get(&doc, root, "target_labels");
-	if (labels >= 0) {
-		double netns = num(&doc, labels, "netns");
-		if (netns > 0)
-			snprintf(m->netns, sizeof(m->netns), "%.0f", netns);
-		cs_json_string(&doc, cs_json_get(&doc, labels, "container"), m->container, sizeof(m->container));
+	char err[8];
+	json_t *root = cs_json_load(json, len, "snapshot", err, sizeof(err));
+	if (!root) {
+		memset(m, 0, sizeof(*m));
+		return -EINVAL;
 	}
-	cs_json_string(&doc, cs_json_get(&doc, live, "source"), m->source, sizeof(m->source));
-	m->duration_s = num(&doc, root, "duration_s");
-	m->uptime_s = num(&doc, live, "uptime_s");
-	int events = cs_json_get(&doc, root, "events");
-	m->events = count(&doc, events, "received");
-	m->lost = count(&doc, events, "lost");
-	m->skipped = count(&doc, events, "skipped");
-	m->requests = count(&doc, root, "requests");
-	m->requests_per_s = num(&doc, cs_json_get(&doc, live, "last"), "requests_per_s");
-	latency(&doc, cs_json_get(&doc, root, "latency_us"), &m->total);
-	int window = cs_json_get(&doc, live, "window");
-	latency(&doc, cs_json_get(&doc, window, "latency_us"), &m->window);
-	m->window_seconds = (int)clamp(num(&doc, window, "seconds"), 0, CS_WINDOW_SECONDS);
-
-	int seconds = cs_json_get(&doc, live, "seconds");
-	int n = cs_json_size(&doc, seconds);
-	/* The latest CS_WINDOW_SECONDS, should more come. */
-	int s = cs_json_first(&doc, seconds);
-	for (int i = 0; i < n; i++, s = cs_json_next(&doc, s)) {
-		if (i < n - CS_WINDOW_SECONDS)
-			continue;
-		double requests = num(&doc, s, "requests");
-		m->p99_series_us[m->series_len++] = requests > 0 ? num(&doc, s, "p99_us") : -1.0;
-	}
-
-	int tail = cs_json_get(&doc, root, "tail");
-	m->tail_percentile = clamp(cs_json_number(&doc, cs_json_get(&doc, tail, "percentile"), 99), 0, 100);
-	m->tail_threshold_us = num(&doc, tail, "threshold_us");
-	m->tail_requests = count(&doc, tail, "requests");
-	int causes = cs_json_get(&doc, tail, "causes");
-	for (int i = 0; i < cs_json_size(&doc, causes) && m->cause_count < CS_CAUSE_COUNT; i++) {
-		int c = cs_json_at(&doc, causes, i);
-		cs_json_string(&doc, cs_json_get(&doc, c, "cause"), m->causes[m->cause_count].name,
-			       sizeof(m->causes[0].name));
-		m->causes[m->cause_count++].share = clamp(cs_json_number(&doc, cs_json_get(&doc, c, "share"), 0), 0, 1);
-	}
-
-	listeners(&doc, root, live, m);
-	int conditions = cs_json_get(&doc, live, "conditions");
-	for (int i = 0; i < cs_json_size(&doc, conditions) && m->condition_count < CS_TOP_CONDITIONS; i++) {
-		int c = cs_json_at(&doc, conditions, i);
-		struct cs_top_condition *out = &m->conditions[m->condition_count++];
-		cs_json_string(&doc, cs_json_get(&doc, c, "name"), out->name, sizeof(out->name));
-		cs_json_string(&doc, cs_json_get(&doc, c, "advice"), out->advice, sizeof(out->advice));
-	}
-	threads(&doc, live, m);
-	cs_json_free(&doc);
+	cs_top_model_from_value(m, root);
+	json_decref(root);
 	return 0;
 }

@@ -7,8 +7,8 @@
  * Why JSON rather than a binary snapshot: it is the format `connscope
  * snapshot --json` already prints for scripts, so there is one encoding to
  * keep in step with the engine instead of two; at one frame a second its
- * cost (tens of microseconds to parse) does not matter; and the reader is
- * small, strict, bounded and fuzzed (daemon/common/json_read.c).
+ * cost (tens of microseconds to parse) does not matter; and it is read
+ * with jansson, fuzzed here (tests/fuzz/fuzz_ctl_proto.c).
  *
  * Pure code; every field is clamped or cut to fit, so any JSON (valid or
  * hostile) yields a drawable model.
@@ -16,6 +16,7 @@
 #ifndef CS_TOP_MODEL_H
 #define CS_TOP_MODEL_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,7 +85,9 @@ struct cs_top_model {
 	int thread_count;
 };
 
-/* Returns 0, or the JSON reader's error (the model is then empty). */
+/* The model of a parsed snapshot; anything missing or mistyped reads as zero or empty. */
+void cs_top_model_from_value(struct cs_top_model *model, const json_t *snapshot);
+/* Returns 0, or -EINVAL when json is not valid JSON (the model is then empty). */
 int cs_top_model_from_json(struct cs_top_model *model, const char *json, size_t len);
 
 #endif /* CS_TOP_MODEL_H */

@@ -15,6 +15,7 @@
 #include "ctl_proto.h"
 #include "ctl_socket.h"
 #include "errmsg.h"
+#include "json.h"
 #include "live.h"
 #include "report.h"
 #include "units.h"
@@ -220,7 +221,7 @@ static void add_thread_process(uint64_t key, void *value, void *ctx)
 		add_process(ctx, t->tgid, t->comm);
 }
 
-static void status_processes(FILE *out, const struct cs_engine *engine)
+static json_t *status_processes(const struct cs_engine *engine)
 {
 	struct process_list list = { .count = 0 };
 	cs_u64map_each(&engine->threads, add_thread_process, &list);
@@ -229,44 +230,46 @@ static void status_processes(FILE *out, const struct cs_engine *engine)
 			const struct cs_worker_stats *w = &engine->listeners[i].workers[k];
 			add_process(&list, w->pid, w->comm);
 		}
-	fputs(",\"processes\":[", out);
-	for (size_t i = 0; i < list.count; i++) {
-		fprintf(out, "%s{\"pid\":%u,\"comm\":", i ? "," : "", list.pid[i]);
-		cs_json_write_string(out, list.comm[i]);
-		fputc('}', out);
-	}
-	fputc(']', out);
+	json_t *processes = json_array();
+	for (size_t i = 0; i < list.count; i++)
+		json_array_append_new(processes, json_pack("{s:I,s:o}", "pid", (json_int_t)list.pid[i], "comm",
+							   cs_json_text(list.comm[i])));
+	return processes;
+}
+
+/* The STATUS reply: who the daemon is, what it watches, and how its control socket fares. */
+static json_t *status_value(struct cs_ctl_server *server)
+{
+	struct cs_report_meta meta;
+	current_meta(server, NULL, &meta);
+	uint64_t now = now_ns();
+	const struct cs_engine *engine = server->engine;
+	json_t *ports = json_array();
+	for (size_t i = 0; i < engine->listener_count; i++)
+		json_array_append_new(ports, json_integer(engine->listeners[i].port));
+	return json_pack("{s:i,s:i,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I}}", "daemon_pid",
+			 (int)getpid(), "protocol", CS_CTL_VERSION, "target", cs_json_text(server->target),
+			 "uptime_s", cs_json_3((double)(now - server->start_ns) / 1e9), "since_reset_s",
+			 cs_json_3((double)(now - server->reset_ns) / 1e9), "events",
+			 (json_int_t)engine->totals.records, "lost", (json_int_t)meta.events_lost, "skipped",
+			 (json_int_t)meta.probe_runs_skipped, "requests", (json_int_t)engine->requests.requests,
+			 "ports", ports, "processes", status_processes(engine), "control", "connections",
+			 (json_int_t)server->connections, "refused", (json_int_t)server->refused, "rejected",
+			 (json_int_t)server->rejected, "streams_dropped", (json_int_t)server->streams_dropped, "busy",
+			 (json_int_t)server->busy);
 }
 
 static void send_status(struct cs_ctl_server *server, struct cs_ctl_client *c)
 {
-	char *text = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&text, &len);
-	if (!out) {
-		queue_error(c, CS_CTL_ERR_INTERNAL, "out of memory");
-		return;
-	}
 	pthread_mutex_lock(server->engine_lock);
-	struct cs_report_meta meta;
-	current_meta(server, NULL, &meta);
-	uint64_t now = now_ns();
-	fprintf(out, "{\"daemon_pid\":%d,\"protocol\":%d,\"target\":", (int)getpid(), CS_CTL_VERSION);
-	cs_json_write_string(out, server->target ? server->target : "");
-	fprintf(out, ",\"uptime_s\":%.3f,\"since_reset_s\":%.3f,\"events\":%" PRIu64 ",\"lost\":%" PRIu64
-		",\"skipped\":%" PRIu64 ",\"requests\":%" PRIu64 ",\"ports\":[", (double)(now - server->start_ns) / 1e9,
-		(double)(now - server->reset_ns) / 1e9, server->engine->totals.records, meta.events_lost,
-		meta.probe_runs_skipped, server->engine->requests.requests);
-	for (size_t i = 0; i < server->engine->listener_count; i++)
-		fprintf(out, "%s%u", i ? "," : "", server->engine->listeners[i].port);
-	fputc(']', out);
-	status_processes(out, server->engine);
-	fprintf(out, ",\"control\":{\"connections\":%" PRIu64 ",\"refused\":%" PRIu64 ",\"rejected\":%" PRIu64
-		",\"streams_dropped\":%" PRIu64 ",\"busy\":%" PRIu64 "}}\n", server->connections, server->refused,
-		server->rejected, server->streams_dropped, server->busy);
+	json_t *status = status_value(server);
 	pthread_mutex_unlock(server->engine_lock);
-	if (fclose(out) == 0)
+	size_t len = 0;
+	char *text = cs_json_dumps(status, &len);
+	if (text)
 		queue_frame(c, CS_CTL_STATUS | CS_CTL_RESPONSE, text, len);
+	else
+		queue_error(c, CS_CTL_ERR_INTERNAL, "out of memory");
 	free(text);
 }
 
