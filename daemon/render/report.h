@@ -23,6 +23,9 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 /* The JSON report, one line (cs_report_value, dumped). */
 void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
 
+/* The schema of every JSON report, snapshot and diff: raised when a field changes meaning or goes. */
+#define CS_REPORT_SCHEMA_VERSION 1
+
 /*
  * The JSON report as a value, "schema_version" first (NULL: out of
  * memory). The caller owns it; the snapshot adds its "live" to it.

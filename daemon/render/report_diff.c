@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "json.h"
 #include "report.h"
 
 /* The latency percentiles compared, by their names in latency_us. */
@@ -35,10 +36,7 @@ static void set_err(char *err, size_t err_len, const char *fmt, ...)
 /* A number at a path of object keys ("latency_us", "p99"); NAN if absent. */
 static double number_at(const json_t *root, const char *first, const char *second)
 {
-	const json_t *v = json_object_get(root, first);
-	if (v && second)
-		v = json_object_get(v, second);
-	return json_is_number(v) ? json_number_value(v) : NAN;
+	return second ? cs_json_num(json_object_get(root, first), second, NAN) : cs_json_num(root, first, NAN);
 }
 
 double cs_diff_bucket_percentile_us(const json_t *buckets, double pct)
@@ -66,17 +64,37 @@ double cs_diff_bucket_percentile_us(const json_t *buckets, double pct)
 	return json_number_value(json_array_get(json_array_get(buckets, json_array_size(buckets) - 1), 1));
 }
 
+/* Is report one this diff can read? which names it (its file) in err when not. */
 static int check_report(const json_t *report, const char *which, char *err, size_t err_len)
 {
-	static const char *const needed[] = { "duration_s", "requests", "latency_us", "tail", "conditions", "listeners" };
+	static const struct {
+		const char *key;
+		json_type type;
+	} needed[] = { { "duration_s", JSON_REAL },	 { "requests", JSON_INTEGER }, { "latency_us", JSON_OBJECT },
+		       { "tail", JSON_OBJECT },	 { "conditions", JSON_OBJECT }, { "listeners", JSON_ARRAY } };
 	if (!json_is_object(report)) {
 		set_err(err, err_len, "%s is not a JSON object", which);
 		return -1;
 	}
+	/* Reports from before the field have none: schema 1 too. */
+	const json_t *schema = json_object_get(report, "schema_version");
+	if (schema && json_integer_value(schema) != CS_REPORT_SCHEMA_VERSION) {
+		set_err(err, err_len, "%s is a report of schema_version %lld; this connscope reads %d", which,
+			(long long)json_integer_value(schema), CS_REPORT_SCHEMA_VERSION);
+		return -1;
+	}
 	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
-		if (!json_object_get(report, needed[i])) {
+		const json_t *value = json_object_get(report, needed[i].key);
+		if (!value) {
 			set_err(err, err_len, "%s has no '%s': not a connscope report (connscope report --json)", which,
-				needed[i]);
+				needed[i].key);
+			return -1;
+		}
+		/* A whole number of seconds may well be written as an integer. */
+		bool number = needed[i].type == JSON_REAL || needed[i].type == JSON_INTEGER;
+		if (number ? !json_is_number(value) : json_typeof(value) != needed[i].type) {
+			set_err(err, err_len, "%s: '%s' is not %s", which, needed[i].key,
+				number ? "a number" : needed[i].type == JSON_OBJECT ? "an object" : "an array");
 			return -1;
 		}
 	}
@@ -302,7 +320,7 @@ static json_t *listeners_diff(const json_t *before, const json_t *after)
 static json_t *build_diff(const json_t *before, const json_t *after, double extra_pct)
 {
 	json_t *diff = json_object();
-	json_object_set_new(diff, "schema_version", json_integer(1));
+	json_object_set_new(diff, "schema_version", json_integer(CS_REPORT_SCHEMA_VERSION));
 	json_object_set_new(diff, "before", run_summary(before));
 	json_object_set_new(diff, "after", run_summary(after));
 	json_object_set_new(diff, "latency_us", latency_diff(before, after, extra_pct));
@@ -432,7 +450,8 @@ static void text_diff(FILE *out, const json_t *diff)
 int cs_report_diff(FILE *out, const json_t *before, const json_t *after, const struct cs_diff_options *options,
 		   char *err, size_t err_len)
 {
-	if (check_report(before, "BEFORE", err, err_len) || check_report(after, "AFTER", err, err_len))
+	if (check_report(before, options->before_name ? options->before_name : "BEFORE", err, err_len) ||
+	    check_report(after, options->after_name ? options->after_name : "AFTER", err, err_len))
 		return -1;
 	json_t *diff = build_diff(before, after, options->extra_percentile);
 	if (!diff) {
@@ -440,11 +459,12 @@ int cs_report_diff(FILE *out, const json_t *before, const json_t *after, const s
 		return -1;
 	}
 	if (options->as_json) {
-		json_dumpf(diff, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-		fputc('\n', out);
-	} else {
-		text_diff(out, diff);
+		if (cs_json_dump(out, diff) == 0)
+			return 0;
+		set_err(err, err_len, "the comparison could not be written");
+		return -1;
 	}
+	text_diff(out, diff);
 	json_decref(diff);
 	return 0;
 }

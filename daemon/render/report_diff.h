@@ -15,12 +15,14 @@
 struct cs_diff_options {
 	bool as_json;
 	double extra_percentile; /* 0: none; else also compared, from the histograms */
+	const char *before_name, *after_name; /* the runs' files, for errors; NULL: "BEFORE", "AFTER" */
 };
 
 /*
  * Writes the comparison of before and after to out. Returns 0, or -1 with
- * why in err when either is not a connscope report (a field missing or of
- * the wrong type).
+ * why in err, naming the run, when either is not a connscope report (a
+ * field missing or of the wrong type, a schema_version other than
+ * CS_REPORT_SCHEMA_VERSION).
  */
 int cs_report_diff(FILE *out, const json_t *before, const json_t *after, const struct cs_diff_options *options,
 		   char *err, size_t err_len);

@@ -16,9 +16,6 @@
 /* Counts go to json_pack's "I", which takes a json_int_t. */
 #define JI(x) ((json_int_t)(x))
 
-/* The schema of every JSON report, snapshot and diff: raised when a field changes meaning or goes. */
-#define CS_REPORT_SCHEMA_VERSION 1
-
 json_t *cs_report_percentiles_us(const struct cs_hist *hist)
 {
 	json_t *p = json_object();

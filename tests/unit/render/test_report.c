@@ -686,6 +686,7 @@ Test(report_json, empty_engine)
 {
 	meta.duration_s = 0.0;
 	char *text = render(cs_report_json);
+	cr_expect(!strncmp(text, "{\"schema_version\":1,", 20), "schema_version comes first: %.40s", text);
 	struct json *root = json_parse(text);
 	cr_assert_eq(length(member(root, "listeners", J_ARRAY)), 0);
 	cr_assert_eq(length(member(root, "findings", J_ARRAY)), 0);
@@ -734,6 +735,19 @@ Test(report_json, utf8_thread_names_survive)
 	const struct json *w = element(member(l, "workers", J_ARRAY), 0);
 	cr_expect_str_eq(member(w, "comm", J_STRING)->string, comm, "JSON comm: %s",
 			 strstr(text, "\"comm\""));
+	json_free(root);
+	free(text);
+}
+
+Test(report_json, a_name_cut_mid_character_is_still_json)
+{
+	/* The kernel cuts comm at 15 bytes, whatever the character. */
+	static const char comm[] = "caf\xc3";
+	feed_accept(engine, (struct accept_spec){ .port = PORT, .tid = 1, .ts_ns = SEC, .comm = comm });
+	char *text = render(cs_report_json);
+	struct json *root = json_parse(text);
+	const struct json *w = element(member(element(member(root, "listeners", J_ARRAY), 0), "workers", J_ARRAY), 0);
+	cr_expect_str_eq(member(w, "comm", J_STRING)->string, "caf\xef\xbf\xbd", "the lone byte is U+FFFD");
 	json_free(root);
 	free(text);
 }

@@ -23,7 +23,7 @@ static int feed(void *ctx, const void *record, size_t len)
 	return 0;
 }
 
-/* A fixture's engine, and its JSON report as `connscope report --json` writes it. */
+/* A fixture's engine, and its JSON report as `connscope report --json` builds it. */
 static json_t *fixture_report(const char *name, struct cs_engine **engine_out)
 {
 	const char *dir = getenv("CS_FIXTURES") ? getenv("CS_FIXTURES") : "tests/fixtures";
@@ -36,15 +36,8 @@ static json_t *fixture_report(const char *name, struct cs_engine **engine_out)
 	cr_assert_not_null(engine);
 	cr_assert_eq(cs_trace_read(file, feed, engine, &info, errmsg, sizeof(errmsg)), 0, "%s: %s", path, errmsg);
 	fclose(file);
-	char *text = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&text, &len);
-	cs_report_json(mem, engine, &info.meta);
-	fclose(mem);
-	json_error_t error;
-	json_t *report = json_loadb(text, len, 0, &error);
-	cr_assert_not_null(report, "%s: report JSON: %s", name, error.text);
-	free(text);
+	json_t *report = cs_report_value(engine, &info.meta);
+	cr_assert_not_null(report, "%s: no report", name);
 	*engine_out = engine;
 	return report;
 }
@@ -134,6 +127,19 @@ Test(report_diff, a_run_against_itself_changes_nothing)
 	cs_engine_free(engine);
 }
 
+/* cs_report_diff's refusal of before, named "before.json". */
+static const char *refusal(json_t *before, const json_t *after)
+{
+	static char err[256];
+	err[0] = '\0';
+	struct cs_diff_options options = { .before_name = "before.json", .after_name = "after.json" };
+	FILE *devnull = fopen("/dev/null", "w");
+	cr_expect_eq(cs_report_diff(devnull, before, after, &options, err, sizeof(err)), -1);
+	fclose(devnull);
+	json_decref(before);
+	return err;
+}
+
 Test(report_diff, a_json_that_is_not_a_report_is_refused_by_name)
 {
 	json_t *report = json_pack("{s:f, s:i}", "duration_s", 1.0, "requests", 3);
@@ -144,6 +150,26 @@ Test(report_diff, a_json_that_is_not_a_report_is_refused_by_name)
 	fclose(devnull);
 	cr_expect(strstr(err, "BEFORE has no 'latency_us'"), "%s", err);
 	json_decref(report);
+
+	struct cs_engine *engine;
+	json_t *good = fixture_report("s5keep", &engine);
+	cr_expect_str_eq(refusal(json_pack("[i]", 1), good), "before.json is not a JSON object");
+	json_t *bad = json_deep_copy(good);
+	json_object_set_new(bad, "listeners", json_object());
+	cr_expect_str_eq(refusal(bad, good), "before.json: 'listeners' is not an array");
+	bad = json_deep_copy(good);
+	json_object_set_new(bad, "duration_s", json_string("7 s"));
+	cr_expect_str_eq(refusal(bad, good), "before.json: 'duration_s' is not a number");
+	bad = json_deep_copy(good);
+	json_object_set_new(bad, "schema_version", json_integer(2));
+	cr_expect_str_eq(refusal(bad, good), "before.json is a report of schema_version 2; this connscope reads 1");
+	/* A report from before schema_version is read as schema 1. */
+	json_t *old = json_deep_copy(good);
+	json_object_del(old, "schema_version");
+	json_decref(diff_json(old, good, 0));
+	json_decref(old);
+	json_decref(good);
+	cs_engine_free(engine);
 }
 
 Test(report_diff, percentiles_from_buckets_use_the_nearest_rank)

@@ -63,6 +63,8 @@ Test(live, snapshot_is_the_report_json_plus_live)
 	struct fixture f;
 	build(&f, 0, 0);
 	struct json *root = json_parse(f.json);
+	cr_expect(!strncmp(f.json, "{\"schema_version\":1,", 20), "the report's first member: %.40s", f.json);
+	cr_expect_eq(f.json[f.len - 1], '\n');
 	/* attach's members are there, unchanged in kind */
 	cr_expect_eq(number(root, "requests"), 500);
 	cr_expect_not_null(member(root, "tail", J_OBJECT));
