@@ -48,17 +48,14 @@ json_t *cs_json_text(const char *text)
 	char *fixed = malloc(len * 3 + 1);
 	if (!fixed)
 		return NULL;
+	static const char replacement[3] = { '\xef', '\xbf', '\xbd' }; /* U+FFFD */
 	for (size_t at = 0; at < len;) {
 		size_t n = utf8_length(text + at);
-		if (n) {
-			memcpy(fixed + used, text + at, n);
-			at += n;
-			used += n;
-		} else {
-			memcpy(fixed + used, "\xef\xbf\xbd", 3);
-			at++;
-			used += 3;
-		}
+		const char *from = n ? text + at : replacement;
+		size_t put = n ? n : sizeof(replacement);
+		memcpy(fixed + used, from, put);
+		used += put;
+		at += n ? n : 1;
 	}
 	value = json_stringn(fixed, used);
 	free(fixed);

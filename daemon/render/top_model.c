@@ -169,10 +169,10 @@ void cs_top_model_from_value(struct cs_top_model *m, const json_t *root)
 	threads(live, m);
 }
 
-int cs_top_model_from_json(struct cs_top_model *m, const char *json, size_t len)
+int cs_top_model_read(struct cs_top_model *m, const char *json, size_t len, const char *what, char *err,
+		      size_t err_len)
 {
-	char err[8];
-	json_t *root = cs_json_load(json, len, "snapshot", err, sizeof(err));
+	json_t *root = cs_json_load(json, len, what, err, err_len);
 	if (!root) {
 		memset(m, 0, sizeof(*m));
 		return -EINVAL;
@@ -180,4 +180,10 @@ int cs_top_model_from_json(struct cs_top_model *m, const char *json, size_t len)
 	cs_top_model_from_value(m, root);
 	json_decref(root);
 	return 0;
+}
+
+int cs_top_model_from_json(struct cs_top_model *m, const char *json, size_t len)
+{
+	char err[8];
+	return cs_top_model_read(m, json, len, "snapshot", err, sizeof(err));
 }

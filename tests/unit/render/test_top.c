@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The live view: snapshot JSON (daemon/render/live.c), top's model and layout. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,6 +211,24 @@ Test(top, any_size_and_an_empty_model_draw_without_harm)
 	free(text);
 	cs_top_screen_free(&s);
 	free(m);
+}
+
+Test(top, a_cut_snapshot_is_refused_naming_its_sender)
+{
+	struct fixture f;
+	build(&f, 0, 0);
+	struct cs_top_model *m = malloc(sizeof(*m));
+	char err[256];
+	/* A reply cut anywhere: an error, never a crash, and an empty model. */
+	for (size_t len = 0; len + 1 < f.len; len += 97) {
+		err[0] = '\0';
+		cr_assert_eq(cs_top_model_read(m, f.json, len, "connscoped's snapshot", err, sizeof(err)), -EINVAL);
+		cr_expect(!strncmp(err, "connscoped's snapshot: not valid JSON at line 1, column ", 56), "%s", err);
+		cr_expect_eq(m->target[0], '\0');
+	}
+	cr_expect_eq(cs_top_model_read(m, f.json, f.len, "connscoped's snapshot", err, sizeof(err)), 0);
+	free(m);
+	destroy(&f);
 }
 
 Test(top, hostile_json_yields_a_clamped_model)
