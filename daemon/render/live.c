@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "live.h"
 
-#include <errno.h>
 #include <stdlib.h>
 
 #include "attrib.h"
@@ -146,14 +145,20 @@ json_t *cs_live_value(const struct cs_engine *engine, const struct cs_report_met
 	return live;
 }
 
-int cs_snapshot_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
-		     const struct cs_window *window, const struct cs_live_info *info)
+json_t *cs_snapshot_value(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			  const struct cs_window *window, const struct cs_live_info *info)
 {
 	json_t *snapshot = cs_report_value(engine, meta);
 	/* Without its "live" a snapshot would pass for a report: nothing then. */
 	if (json_object_set_new(snapshot, "live", cs_live_value(engine, meta, window, info))) {
 		json_decref(snapshot);
-		return -ENOMEM;
+		return NULL;
 	}
-	return cs_json_dump(out, snapshot);
+	return snapshot;
+}
+
+int cs_snapshot_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
+		     const struct cs_window *window, const struct cs_live_info *info)
+{
+	return cs_json_dump(out, cs_snapshot_value(engine, meta, window, info));
 }

@@ -31,8 +31,11 @@ json_t *cs_live_value(const struct cs_engine *engine, const struct cs_report_met
 
 /*
  * The whole snapshot: the report's value (cs_report_value) with "live"
- * added as its last member, dumped as one line. Returns 0 or -ENOMEM.
+ * added as its last member (NULL: out of memory); and the same dumped as
+ * one line (0 or -ENOMEM).
  */
+json_t *cs_snapshot_value(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			  const struct cs_window *window, const struct cs_live_info *info);
 int cs_snapshot_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
 		     const struct cs_window *window, const struct cs_live_info *info);
 

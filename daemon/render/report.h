@@ -34,6 +34,6 @@ json_t *cs_report_value(const struct cs_engine *engine, const struct cs_report_m
 /* {"p50":..,"p90":..,"p99":..,"p999":..,"max":..,"count":..}, the times in microseconds. */
 json_t *cs_report_percentiles_us(const struct cs_hist *hist);
 /* ["acceptor",...]: a thread's roles (names of enum cs_thread_role). */
-json_t *cs_report_roles(const struct cs_thread_stats *thread);
+json_t *cs_report_roles(const struct cs_thread_stats *t);
 
 #endif /* CS_REPORT_H */

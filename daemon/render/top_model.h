@@ -86,14 +86,14 @@ struct cs_top_model {
 };
 
 /* The model of a parsed snapshot; anything missing or mistyped reads as zero or empty. */
-void cs_top_model_from_value(struct cs_top_model *model, const json_t *snapshot);
+void cs_top_model_from_value(struct cs_top_model *m, const json_t *root);
 /*
  * Parses len bytes of json (a snapshot from what: the daemon, a file)
  * into the model. Returns 0, or -EINVAL with err saying where the JSON
  * broke (cs_json_load); the model is then empty.
  */
-int cs_top_model_read(struct cs_top_model *model, const char *json, size_t len, const char *what, char *err,
+int cs_top_model_read(struct cs_top_model *m, const char *json, size_t len, const char *what, char *err,
 		      size_t err_len);
-int cs_top_model_from_json(struct cs_top_model *model, const char *json, size_t len);
+int cs_top_model_from_json(struct cs_top_model *m, const char *json, size_t len);
 
 #endif /* CS_TOP_MODEL_H */

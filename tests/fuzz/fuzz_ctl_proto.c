@@ -103,7 +103,8 @@ static void payload(uint16_t type, const uint8_t *data, uint32_t len)
 		struct cs_top_model *model = malloc(sizeof(*model));
 		if (!model)
 			abort();
-		int err = cs_top_model_from_json(model, (const char *)data, len);
+		char why[256];
+		int err = cs_top_model_read(model, (const char *)data, len, "fuzz", why, sizeof(why));
 		if (err != 0 && err != -EINVAL)
 			abort();
 		if (err == 0)

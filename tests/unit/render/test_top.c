@@ -94,7 +94,8 @@ Test(top, model_reads_the_snapshot)
 	struct fixture f;
 	build(&f, 99.9, 7);
 	struct cs_top_model *m = malloc(sizeof(*m));
-	cr_assert_eq(cs_top_model_from_json(m, f.json, f.len), 0);
+	char err[256];
+	cr_assert_eq(cs_top_model_read(m, f.json, f.len, "test", err, sizeof(err)), 0);
 	cr_expect_str_eq(m->target, "pid 42 (web) port 8080");
 	cr_expect_eq(m->skipped, 7);
 	struct cs_top_screen s;
@@ -140,7 +141,8 @@ Test(top, layout_at_80x24)
 	struct fixture f;
 	build(&f, 0, 0);
 	struct cs_top_model *m = malloc(sizeof(*m));
-	cr_assert_eq(cs_top_model_from_json(m, f.json, f.len), 0);
+	char err[256];
+	cr_assert_eq(cs_top_model_read(m, f.json, f.len, "test", err, sizeof(err)), 0);
 	struct cs_top_screen s;
 	cr_assert_eq(cs_top_screen_init(&s, 24, 80), 0);
 	struct cs_top_ui ui = { .sort = CS_TOP_SORT_REQUESTS, .unicode = true };
@@ -237,13 +239,14 @@ Test(top, hostile_json_yields_a_clamped_model)
 			   "\"tail\":{\"percentile\":1e9,\"causes\":[{\"cause\":\"handler\",\"share\":7}]},"
 			   "\"listeners\":[{\"port\":99999}],\"live\":{\"seconds\":[{\"requests\":1,\"p99_us\":-1}]}}";
 	struct cs_top_model *m = malloc(sizeof(*m));
-	cr_assert_eq(cs_top_model_from_json(m, json, strlen(json)), 0);
+	char err[256];
+	cr_assert_eq(cs_top_model_read(m, json, strlen(json), "test", err, sizeof(err)), 0);
 	cr_expect_eq(m->target[0], '?', "control characters never reach the terminal");
 	cr_expect_eq(m->duration_s, 0);
 	cr_expect_leq(m->tail_percentile, 100);
 	cr_expect_leq(m->causes[0].share, 1);
 	cr_expect_eq(m->listeners[0].port, 65535);
 	cr_expect_eq(m->p99_series_us[0], 0);
-	cr_expect_neq(cs_top_model_from_json(m, "{", 1), 0);
+	cr_expect_neq(cs_top_model_read(m, "{", 1, "test", err, sizeof(err)), 0);
 	free(m);
 }
