@@ -31,7 +31,8 @@ const char *cs_accept_mode_name(enum cs_accept_mode mode)
 	return mode_names[mode];
 }
 
-static void print_help(FILE *out)
+/* --help, in its sections: listening and the accept path. */
+static void print_help_accept(FILE *out)
 {
 	fprintf(out,
 "Usage: csserver [OPTION]...\n"
@@ -69,7 +70,13 @@ static void print_help(FILE *out)
 "                          it calls accept() again, as Tomcat's\n"
 "                          maxConnections does; 1-%d, 0 = no limit\n"
 "                          (default 0)\n"
-"\n"
+"\n",
+		CS_MAX_WORKERS, MAX_BACKLOG, MAX_ACCEPT_DELAY_US, MAX_CONNS_LIMIT);
+}
+
+static void print_help_connections(FILE *out)
+{
+	fprintf(out,
 "Connections:\n"
 "      --no-keepalive      Connection: close on every response, then close\n"
 "      --nagle             leave Nagle's algorithm on (no TCP_NODELAY): with\n"
@@ -91,7 +98,13 @@ static void print_help(FILE *out)
 "Other:\n"
 "  -q, --quiet             no informational messages (the listening line stays)\n"
 "  -h, --help              this text\n"
-"\n"
+"\n",
+		MAX_TIMEOUT_MS, MAX_TIMEOUT_MS, MIN_HEADER_BYTES, MAX_HEADER_BYTES);
+}
+
+static void print_help_routes(FILE *out)
+{
+	fprintf(out,
 "Routes (GET and HEAD; other methods get 405; query strings are ignored):\n"
 "  /            200 \"ok\\n\"\n"
 "  /bytes/N     N-byte body, N <= %llu (64 MiB)\n"
@@ -106,7 +119,14 @@ static void print_help(FILE *out)
 "  csserver: listening on 127.0.0.1:PORT mode=MODE workers=N backlog=B pid=PID\n"
 "SIGTERM or SIGINT stops the server (exit 0) once running handlers return;\n"
 "a per-worker summary goes to stderr. Bad options exit 2.\n"
-"\n"
+"\n",
+		(unsigned long long)CS_ROUTE_MAX_BYTES, (unsigned long long)CS_ROUTE_MAX_SLEEP_MS,
+		(unsigned long long)CS_ROUTE_MAX_BLOCK_MS, (unsigned long long)CS_ROUTE_MAX_SPIN_MS);
+}
+
+static void print_help_examples(FILE *out)
+{
+	fputs(
 "Examples:\n"
 "  csserver --port 8080\n"
 "      two workers share one listener: see the herd under wrk -t2 -c100 -d10s\n"
@@ -120,10 +140,15 @@ static void print_help(FILE *out)
 "      a new connection per request (ab -n 10000 -c 50, without -k)\n"
 "  csserver --idle-timeout-ms 200 --header-timeout-ms 300\n"
 "      server-side closes of idle keep-alive connections and of slow headers\n",
-		CS_MAX_WORKERS, MAX_BACKLOG, MAX_ACCEPT_DELAY_US, MAX_CONNS_LIMIT, MAX_TIMEOUT_MS, MAX_TIMEOUT_MS,
-		MIN_HEADER_BYTES, MAX_HEADER_BYTES,
-		(unsigned long long)CS_ROUTE_MAX_BYTES, (unsigned long long)CS_ROUTE_MAX_SLEEP_MS,
-		(unsigned long long)CS_ROUTE_MAX_BLOCK_MS, (unsigned long long)CS_ROUTE_MAX_SPIN_MS);
+	      out);
+}
+
+static void print_help(FILE *out)
+{
+	print_help_accept(out);
+	print_help_connections(out);
+	print_help_routes(out);
+	print_help_examples(out);
 }
 
 /* A whole-string decimal integer in [min, max], or a message naming the
@@ -237,94 +262,100 @@ static void set_defaults(struct cs_config *cfg)
 	cfg->block_worker = -1;
 }
 
-enum cs_options_result cs_options_parse(int argc, char **argv, struct cs_config *cfg,
-					FILE *out, FILE *err)
+/* An option that takes a value: 0, -1 after a message (a bad value), or 1
+ * when opt is not one of them. */
+static int parse_value_option(int opt, const char *arg, struct cs_config *cfg,
+			      const char **bind_text, FILE *err)
 {
-	const char *bind_text = "127.0.0.1";
 	long long v = 0; /* read into cfg even when the value was bad */
-	int opt;
+	int bad = 0;
 
-	set_defaults(cfg);
-	opterr = 0; /* our own messages, which name the option */
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":p:w:qh", long_options, NULL)) != -1) {
-		int bad = 0;
-
-		switch (opt) {
-		case 'p':
-			bad = parse_int_option("--port", optarg, 0, 65535, &v, err);
-			cfg->port = (int)v;
-			break;
-		case OPT_BIND:
-			bind_text = optarg;
-			break;
-		case 'w':
-			bad = parse_int_option("--workers", optarg, 1, CS_MAX_WORKERS, &v, err);
-			cfg->workers = (int)v;
-			break;
-		case OPT_BACKLOG:
-			bad = parse_int_option("--backlog", optarg, 1, MAX_BACKLOG, &v, err);
-			cfg->backlog = (int)v;
-			break;
-		case OPT_ACCEPT:
-			bad = parse_accept_mode(optarg, &cfg->accept_mode, err);
-			break;
-		case OPT_MULTI_ACCEPT:
-			cfg->multi_accept = true;
-			break;
-		case OPT_ACCEPT_DELAY_US:
-			bad = parse_int_option("--accept-delay-us", optarg, 0, MAX_ACCEPT_DELAY_US, &v, err);
-			cfg->accept_delay_us = (uint32_t)v;
-			break;
-		case OPT_MAX_CONNS:
-			bad = parse_int_option("--max-conns", optarg, 0, MAX_CONNS_LIMIT, &v, err);
-			cfg->max_conns = (uint32_t)v;
-			break;
-		case OPT_NAGLE:
-			cfg->nagle = true;
-			break;
-		case OPT_NO_KEEPALIVE:
-			cfg->keepalive = false;
-			break;
-		case OPT_IDLE_TIMEOUT_MS:
-			bad = parse_int_option("--idle-timeout-ms", optarg, 0, MAX_TIMEOUT_MS, &v, err);
-			cfg->idle_timeout_ms = (uint32_t)v;
-			break;
-		case OPT_HEADER_TIMEOUT_MS:
-			bad = parse_int_option("--header-timeout-ms", optarg, 0, MAX_TIMEOUT_MS, &v, err);
-			cfg->header_timeout_ms = (uint32_t)v;
-			break;
-		case OPT_MAX_HEADER_BYTES:
-			bad = parse_int_option("--max-header-bytes", optarg, MIN_HEADER_BYTES,
-					       MAX_HEADER_BYTES, &v, err);
-			cfg->max_header_bytes = (uint32_t)v;
-			break;
-		case OPT_BLOCK_WORKER:
-			/* Range checked below against --workers, which may
-			 * come later on the line. */
-			bad = parse_int_option("--block-worker", optarg, INT_MIN, INT_MAX, &v, err);
-			cfg->block_worker = (int)v;
-			break;
-		case 'q':
-			cfg->quiet = true;
-			break;
-		case 'h':
-			print_help(out);
-			return CS_OPTIONS_HELP;
-		case ':':
-			fprintf(err, "csserver: %s needs a value (see --help)\n", argv[optind - 1]);
-			return CS_OPTIONS_USAGE;
-		default:
-			fprintf(err, "csserver: unknown option '%s' (see --help)\n", argv[optind - 1]);
-			return CS_OPTIONS_USAGE;
-		}
-		if (bad)
-			return CS_OPTIONS_USAGE;
+	switch (opt) {
+	case 'p':
+		bad = parse_int_option("--port", arg, 0, 65535, &v, err);
+		cfg->port = (int)v;
+		break;
+	case OPT_BIND:
+		*bind_text = arg;
+		break;
+	case 'w':
+		bad = parse_int_option("--workers", arg, 1, CS_MAX_WORKERS, &v, err);
+		cfg->workers = (int)v;
+		break;
+	case OPT_BACKLOG:
+		bad = parse_int_option("--backlog", arg, 1, MAX_BACKLOG, &v, err);
+		cfg->backlog = (int)v;
+		break;
+	case OPT_ACCEPT:
+		bad = parse_accept_mode(arg, &cfg->accept_mode, err);
+		break;
+	case OPT_ACCEPT_DELAY_US:
+		bad = parse_int_option("--accept-delay-us", arg, 0, MAX_ACCEPT_DELAY_US, &v, err);
+		cfg->accept_delay_us = (uint32_t)v;
+		break;
+	case OPT_MAX_CONNS:
+		bad = parse_int_option("--max-conns", arg, 0, MAX_CONNS_LIMIT, &v, err);
+		cfg->max_conns = (uint32_t)v;
+		break;
+	case OPT_IDLE_TIMEOUT_MS:
+		bad = parse_int_option("--idle-timeout-ms", arg, 0, MAX_TIMEOUT_MS, &v, err);
+		cfg->idle_timeout_ms = (uint32_t)v;
+		break;
+	case OPT_HEADER_TIMEOUT_MS:
+		bad = parse_int_option("--header-timeout-ms", arg, 0, MAX_TIMEOUT_MS, &v, err);
+		cfg->header_timeout_ms = (uint32_t)v;
+		break;
+	case OPT_MAX_HEADER_BYTES:
+		bad = parse_int_option("--max-header-bytes", arg, MIN_HEADER_BYTES,
+				       MAX_HEADER_BYTES, &v, err);
+		cfg->max_header_bytes = (uint32_t)v;
+		break;
+	case OPT_BLOCK_WORKER:
+		/* Range checked in check_config(), against --workers, which
+		 * may come later on the line. */
+		bad = parse_int_option("--block-worker", arg, INT_MIN, INT_MAX, &v, err);
+		cfg->block_worker = (int)v;
+		break;
+	default:
+		return 1;
 	}
-	if (optind < argc) {
-		fprintf(err, "csserver: unexpected argument '%s' (see --help)\n", argv[optind]);
+	return bad ? -1 : 0;
+}
+
+/* An option without a value, or getopt's word for a mistake: how the
+ * parse goes on (CS_OPTIONS_RUN: with the next option). */
+static enum cs_options_result parse_flag_option(int opt, char **argv, struct cs_config *cfg,
+						FILE *out, FILE *err)
+{
+	switch (opt) {
+	case OPT_MULTI_ACCEPT:
+		cfg->multi_accept = true;
+		break;
+	case OPT_NAGLE:
+		cfg->nagle = true;
+		break;
+	case OPT_NO_KEEPALIVE:
+		cfg->keepalive = false;
+		break;
+	case 'q':
+		cfg->quiet = true;
+		break;
+	case 'h':
+		print_help(out);
+		return CS_OPTIONS_HELP;
+	case ':':
+		fprintf(err, "csserver: %s needs a value (see --help)\n", argv[optind - 1]);
+		return CS_OPTIONS_USAGE;
+	default:
+		fprintf(err, "csserver: unknown option '%s' (see --help)\n", argv[optind - 1]);
 		return CS_OPTIONS_USAGE;
 	}
+	return CS_OPTIONS_RUN;
+}
+
+/* The checks that take more than one option into account. */
+static enum cs_options_result check_config(struct cs_config *cfg, const char *bind_text, FILE *err)
+{
 	if (cfg->block_worker < -1 || cfg->block_worker >= cfg->workers) {
 		fprintf(err, "csserver: --block-worker: %d is out of range (allowed: -1..%d "
 			"with --workers %d)\n", cfg->block_worker, cfg->workers - 1, cfg->workers);
@@ -340,4 +371,31 @@ enum cs_options_result cs_options_parse(int argc, char **argv, struct cs_config 
 	if (resolve_bind(cfg, bind_text, err) != 0)
 		return CS_OPTIONS_USAGE;
 	return CS_OPTIONS_RUN;
+}
+
+enum cs_options_result cs_options_parse(int argc, char **argv, struct cs_config *cfg,
+					FILE *out, FILE *err)
+{
+	const char *bind_text = "127.0.0.1";
+	int opt;
+
+	set_defaults(cfg);
+	opterr = 0; /* our own messages, which name the option */
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, ":p:w:qh", long_options, NULL)) != -1) {
+		int valued = parse_value_option(opt, optarg, cfg, &bind_text, err);
+
+		if (valued < 0)
+			return CS_OPTIONS_USAGE;
+		if (valued == 0)
+			continue;
+		enum cs_options_result r = parse_flag_option(opt, argv, cfg, out, err);
+		if (r != CS_OPTIONS_RUN)
+			return r;
+	}
+	if (optind < argc) {
+		fprintf(err, "csserver: unexpected argument '%s' (see --help)\n", argv[optind]);
+		return CS_OPTIONS_USAGE;
+	}
+	return check_config(cfg, bind_text, err);
 }

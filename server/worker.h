@@ -95,8 +95,12 @@ void cs_worker_destroy(struct cs_worker *w);
 
 /* Pauses before an accept call, for --accept-delay-us. */
 void cs_accept_delay(const struct cs_config *cfg);
+/* The back-off after EMFILE & co, as nginx's accept_mutex_delay. */
+#define CS_ACCEPT_PAUSE_MS 100
+
 /* Reports a failed accept. Returns true if the error means "out of fds or
- * memory", after which the caller backs off instead of retrying. */
+ * memory", after which the caller backs off (CS_ACCEPT_PAUSE_MS) instead
+ * of retrying. */
 bool cs_accept_failed(int err, int worker_id);
 
 /* Asks the whole process to stop with exit code 1 after a fatal error. */
