@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void csl_opts_usage(FILE *out)
+/* --help, in its sections: the target and the load. */
+static void usage_load(FILE *out)
 {
 	fprintf(out,
 "Usage: csload --port N [options]\n"
@@ -44,7 +45,13 @@ void csl_opts_usage(FILE *out)
 "                           a server's keep-alive timeout)\n"
 "      --no-keepalive       one request per connection (Connection: close);\n"
 "                           the connect is part of the request's latency\n"
-"\n"
+"\n",
+		CSL_HARD_CAP_S);
+}
+
+static void usage_requests(FILE *out)
+{
+	fputs(
 "Requests:\n"
 "      --path PATH          request path (default /)\n"
 "      --mix PATH:FRACTION  send FRACTION (0..1) of the requests to PATH instead\n"
@@ -61,7 +68,13 @@ void csl_opts_usage(FILE *out)
 "                           idle. Removes the client's wake-up lag from every\n"
 "                           response (on VMs, up to milliseconds at p99); costs\n"
 "                           a CPU the server may need"
-"\n"
+"\n",
+	      out);
+}
+
+static void usage_output(FILE *out)
+{
+	fputs(
 "Output:\n"
 "      --json FILE          write one JSON object to FILE ('-': stdout, and the\n"
 "                           human summary goes to stderr). latency_us counts\n"
@@ -94,7 +107,14 @@ void csl_opts_usage(FILE *out)
 "  csload -p 8080 -n 1000 --no-keepalive --log req.log   1000 connections\n"
 "  csload -p 8080 --path /bytes/10240 --mix /block/50:0.02 -d 5\n"
 "  csload -p 8080 -c 4 --gap-ms 5100 -d 30            cross a 5 s idle timeout\n",
-		CSL_HARD_CAP_S);
+	      out);
+}
+
+void csl_opts_usage(FILE *out)
+{
+	usage_load(out);
+	usage_requests(out);
+	usage_output(out);
 }
 
 void csl_opts_defaults(struct csl_config *cfg)
@@ -262,130 +282,140 @@ static const struct option long_options[] = {
 		return CSL_OPTS_USAGE;                   \
 	} while (0)
 
-enum csl_opts_result csl_opts_parse(int argc, char **argv, struct csl_config *cfg,
-				    FILE *out, FILE *err)
+/* The paths asked for, timeouts, how the client waits, outputs, --help,
+ * and getopt's word for a mistake: as parse_option(). */
+static enum csl_opts_result parse_other_option(int c, char **argv, struct csl_config *cfg,
+						FILE *out, FILE *err)
+{
+	uint64_t u;
+	char msg[256];
+
+	switch (c) {
+	case OPT_NO_KEEPALIVE:
+		cfg->keepalive = false;
+		break;
+	case OPT_PATH:
+		if (!csl_path_valid(optarg))
+			BAD("--path '%s': must start with '/', at most %d bytes, no spaces or control characters",
+			    optarg, CSL_MAX_PATH_LEN);
+		strcpy(cfg->paths[0].path, optarg);
+		break;
+	case OPT_MIX:
+		if (cfg->npaths >= CSL_MAX_PATHS)
+			BAD("at most %d --mix entries", CSL_MAX_PATHS - 1);
+		if (csl_mix_parse(optarg, &cfg->paths[cfg->npaths], msg, sizeof(msg)) < 0)
+			BAD("%s", msg);
+		cfg->npaths++;
+		break;
+	case OPT_SEED:
+		if (!parse_u64(optarg, 0, UINT64_MAX, &u))
+			BAD("--seed '%s': expected an unsigned integer", optarg);
+		cfg->seed = u;
+		break;
+	case OPT_CONNECT_TIMEOUT:
+		if (!parse_u64(optarg, 1, 3600000, &u))
+			BAD("--connect-timeout-ms '%s': expected 1..3600000", optarg);
+		cfg->connect_timeout_ms = (unsigned int)u;
+		break;
+	case OPT_TIMEOUT:
+		if (!parse_u64(optarg, 1, 3600000, &u))
+			BAD("--timeout-ms '%s': expected 1..3600000", optarg);
+		cfg->timeout_ms = (unsigned int)u;
+		break;
+	case OPT_BUSY_POLL:
+		cfg->busy_poll = true;
+		break;
+	case OPT_SPIN:
+		if (!parse_u64(optarg, 0, 100000, &u))
+			BAD("--spin-us '%s': expected 0..100000", optarg);
+		cfg->spin_us = (unsigned int)u;
+		break;
+	case OPT_JSON:
+		cfg->json_file = optarg;
+		break;
+	case OPT_LOG:
+		cfg->log_file = optarg;
+		break;
+	case 'q':
+		cfg->quiet = true;
+		break;
+	case OPT_SELF_TEST:
+		cfg->self_test = true;
+		break;
+	case 'h':
+		csl_opts_usage(out);
+		return CSL_OPTS_HELP;
+	case ':':
+		BAD("option '%s' needs a value", argv[optind - 1]);
+	default:
+		BAD("unknown option '%s'", argv[optind - 1]);
+	}
+	return CSL_OPTS_RUN;
+}
+
+/* One option: CSL_OPTS_RUN to go on with the next, or the parse's result.
+ * Here the target and the load's shape; the rest in parse_other_option(). */
+static enum csl_opts_result parse_option(int c, char **argv, struct csl_config *cfg,
+					 bool *have_port, FILE *out, FILE *err)
 {
 	uint64_t u;
 	double d;
-	bool have_port = false;
+
+	switch (c) {
+	case 'H':
+		if (strlen(optarg) >= sizeof(cfg->host))
+			BAD("--host '%s' is too long", optarg);
+		strcpy(cfg->host, optarg);
+		break;
+	case 'p':
+		if (!parse_u64(optarg, 1, 65535, &u))
+			BAD("--port '%s': expected 1..65535", optarg);
+		cfg->port = (uint16_t)u;
+		*have_port = true;
+		break;
+	case 'c':
+		if (!parse_u64(optarg, 1, CSL_MAX_CONNECTIONS, &u))
+			BAD("--connections '%s': expected 1..%d", optarg, CSL_MAX_CONNECTIONS);
+		cfg->connections = (unsigned int)u;
+		break;
+	case 't':
+		if (!parse_u64(optarg, 1, CSL_MAX_THREADS, &u))
+			BAD("--threads '%s': expected 1..%d", optarg, CSL_MAX_THREADS);
+		cfg->threads = (unsigned int)u;
+		break;
+	case 'd':
+		if (!parse_double(optarg, 0.001, CSL_MAX_DURATION_S, &d))
+			BAD("--duration '%s': expected seconds, 0.001..%.0f", optarg,
+			    CSL_MAX_DURATION_S);
+		cfg->duration_s = d;
+		break;
+	case 'n':
+		if (!parse_u64(optarg, 1, UINT64_C(1) << 40, &u))
+			BAD("--requests '%s': expected a positive count", optarg);
+		cfg->requests = u;
+		break;
+	case 'R':
+		if (!parse_double(optarg, 0.001, 1e7, &d))
+			BAD("--rate '%s': expected requests/s, 0.001..1e7", optarg);
+		cfg->rate = d;
+		break;
+	case OPT_GAP:
+		if (!parse_double(optarg, 0.0, 3600e3, &d))
+			BAD("--gap-ms '%s': expected milliseconds, 0..3600000", optarg);
+		cfg->gap_ms = d;
+		break;
+	default:
+		return parse_other_option(c, argv, cfg, out, err);
+	}
+	return CSL_OPTS_RUN;
+}
+
+/* The checks that take more than one option into account, and the
+ * values that follow from several. */
+static enum csl_opts_result check_config(struct csl_config *cfg, bool have_port, FILE *err)
+{
 	char msg[256];
 
-	csl_opts_defaults(cfg);
-	optind = 1;
-	opterr = 0;
-	for (;;) {
-		int c = getopt_long(argc, argv, ":H:p:c:t:d:n:R:qh", long_options, NULL);
-		if (c == -1)
-			break;
-		switch (c) {
-		case 'H':
-			if (strlen(optarg) >= sizeof(cfg->host))
-				BAD("--host '%s' is too long", optarg);
-			strcpy(cfg->host, optarg);
-			break;
-		case 'p':
-			if (!parse_u64(optarg, 1, 65535, &u))
-				BAD("--port '%s': expected 1..65535", optarg);
-			cfg->port = (uint16_t)u;
-			have_port = true;
-			break;
-		case 'c':
-			if (!parse_u64(optarg, 1, CSL_MAX_CONNECTIONS, &u))
-				BAD("--connections '%s': expected 1..%d", optarg, CSL_MAX_CONNECTIONS);
-			cfg->connections = (unsigned int)u;
-			break;
-		case 't':
-			if (!parse_u64(optarg, 1, CSL_MAX_THREADS, &u))
-				BAD("--threads '%s': expected 1..%d", optarg, CSL_MAX_THREADS);
-			cfg->threads = (unsigned int)u;
-			break;
-		case 'd':
-			if (!parse_double(optarg, 0.001, CSL_MAX_DURATION_S, &d))
-				BAD("--duration '%s': expected seconds, 0.001..%.0f", optarg,
-				    CSL_MAX_DURATION_S);
-			cfg->duration_s = d;
-			break;
-		case 'n':
-			if (!parse_u64(optarg, 1, UINT64_C(1) << 40, &u))
-				BAD("--requests '%s': expected a positive count", optarg);
-			cfg->requests = u;
-			break;
-		case 'R':
-			if (!parse_double(optarg, 0.001, 1e7, &d))
-				BAD("--rate '%s': expected requests/s, 0.001..1e7", optarg);
-			cfg->rate = d;
-			break;
-		case OPT_GAP:
-			if (!parse_double(optarg, 0.0, 3600e3, &d))
-				BAD("--gap-ms '%s': expected milliseconds, 0..3600000", optarg);
-			cfg->gap_ms = d;
-			break;
-		case OPT_NO_KEEPALIVE:
-			cfg->keepalive = false;
-			break;
-		case OPT_PATH:
-			if (!csl_path_valid(optarg))
-				BAD("--path '%s': must start with '/', at most %d bytes, no spaces or control characters",
-				    optarg, CSL_MAX_PATH_LEN);
-			strcpy(cfg->paths[0].path, optarg);
-			break;
-		case OPT_MIX:
-			if (cfg->npaths >= CSL_MAX_PATHS)
-				BAD("at most %d --mix entries", CSL_MAX_PATHS - 1);
-			if (csl_mix_parse(optarg, &cfg->paths[cfg->npaths], msg, sizeof(msg)) < 0)
-				BAD("%s", msg);
-			cfg->npaths++;
-			break;
-		case OPT_SEED:
-			if (!parse_u64(optarg, 0, UINT64_MAX, &u))
-				BAD("--seed '%s': expected an unsigned integer", optarg);
-			cfg->seed = u;
-			break;
-		case OPT_CONNECT_TIMEOUT:
-			if (!parse_u64(optarg, 1, 3600000, &u))
-				BAD("--connect-timeout-ms '%s': expected 1..3600000", optarg);
-			cfg->connect_timeout_ms = (unsigned int)u;
-			break;
-		case OPT_TIMEOUT:
-			if (!parse_u64(optarg, 1, 3600000, &u))
-				BAD("--timeout-ms '%s': expected 1..3600000", optarg);
-			cfg->timeout_ms = (unsigned int)u;
-			break;
-		case OPT_BUSY_POLL:
-			cfg->busy_poll = true;
-			break;
-		case OPT_SPIN:
-			if (!parse_u64(optarg, 0, 100000, &u))
-				BAD("--spin-us '%s': expected 0..100000", optarg);
-			cfg->spin_us = (unsigned int)u;
-			break;
-		case OPT_JSON:
-			cfg->json_file = optarg;
-			break;
-		case OPT_LOG:
-			cfg->log_file = optarg;
-			break;
-		case 'q':
-			cfg->quiet = true;
-			break;
-		case OPT_SELF_TEST:
-			cfg->self_test = true;
-			break;
-		case 'h':
-			csl_opts_usage(out);
-			return CSL_OPTS_HELP;
-		case ':':
-			BAD("option '%s' needs a value", argv[optind - 1]);
-		default:
-			BAD("unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		BAD("unexpected argument '%s'", argv[optind]);
-	if (cfg->self_test)
-		return CSL_OPTS_RUN;
-
-	/* Cross-option checks. */
 	if (!have_port)
 		BAD("--port is required");
 	if (csl_target_parse(cfg->host, cfg->port, &cfg->addr, &cfg->addr_len, msg, sizeof(msg)) < 0)
@@ -410,4 +440,27 @@ enum csl_opts_result csl_opts_parse(int argc, char **argv, struct csl_config *cf
 	else
 		cfg->time_limit_s = cfg->duration_s = CSL_DEFAULT_DURATION_S;
 	return CSL_OPTS_RUN;
+}
+
+enum csl_opts_result csl_opts_parse(int argc, char **argv, struct csl_config *cfg,
+				    FILE *out, FILE *err)
+{
+	bool have_port = false;
+
+	csl_opts_defaults(cfg);
+	optind = 1;
+	opterr = 0;
+	for (;;) {
+		int c = getopt_long(argc, argv, ":H:p:c:t:d:n:R:qh", long_options, NULL);
+		if (c == -1)
+			break;
+		enum csl_opts_result r = parse_option(c, argv, cfg, &have_port, out, err);
+		if (r != CSL_OPTS_RUN)
+			return r;
+	}
+	if (optind < argc)
+		BAD("unexpected argument '%s'", argv[optind]);
+	if (cfg->self_test)
+		return CSL_OPTS_RUN;
+	return check_config(cfg, have_port, err);
 }

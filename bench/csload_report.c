@@ -19,11 +19,10 @@ static const char *target_fmt(const struct csl_config *cfg)
 	return cfg->addr.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u";
 }
 
-void csl_report_text(FILE *out, const struct csl_config *cfg, const struct csl_stats *st)
+/* The run's first lines: what was measured, how much. */
+static void report_run(FILE *out, const struct csl_config *cfg, const struct csl_stats *st,
+		       const struct csl_summary *sum)
 {
-	struct csl_summary sum;
-	csl_stats_summarize(st, &sum);
-
 	fprintf(out, "csload ");
 	fprintf(out, target_fmt(cfg), cfg->host, cfg->port);
 	if (cfg->rate > 0)
@@ -34,17 +33,21 @@ void csl_report_text(FILE *out, const struct csl_config *cfg, const struct csl_s
 		cfg->keepalive ? "keep-alive" : "no keep-alive", cfg->connections,
 		cfg->connections == 1 ? "" : "s", cfg->threads, cfg->threads == 1 ? "" : "s");
 	fprintf(out, "  %" PRIu64 " requests in %.3f s, %.1f req/s\n", st->requests,
-		sum.duration_s, sum.rate_rps);
+		sum->duration_s, sum->rate_rps);
 	if (st->unsent)
 		fprintf(out, "  WARNING: %" PRIu64 " requests fell due but were never sent: "
 			"every connection was busy (the server could not keep up)\n", st->unsent);
+}
 
+/* Latency: the summary row, the distribution, and the send lag. */
+static void report_latency(FILE *out, const struct csl_stats *st, const struct csl_summary *sum)
+{
 	fprintf(out, "  Latency, from the intended send time:\n");
 	fprintf(out, "        min      p50      p90      p99    p99.9   p99.99      max     mean\n");
 	fprintf(out, "  ");
-	double row[] = { sum.latency_us.min, sum.latency_us.p50, sum.latency_us.p90,
-			 sum.latency_us.p99, sum.latency_us.p999, sum.latency_us.p9999,
-			 sum.latency_us.max, sum.latency_us.mean };
+	double row[] = { sum->latency_us.min, sum->latency_us.p50, sum->latency_us.p90,
+			 sum->latency_us.p99, sum->latency_us.p999, sum->latency_us.p9999,
+			 sum->latency_us.max, sum->latency_us.mean };
 	for (unsigned int i = 0; i < sizeof(row) / sizeof(row[0]); i++)
 		put_us(out, row[i]);
 	fprintf(out, "\n");
@@ -58,19 +61,24 @@ void csl_report_text(FILE *out, const struct csl_config *cfg, const struct csl_s
 	}
 
 	fprintf(out, "  Send lag (written - intended): p50 ");
-	put_us(out, sum.send_lag_us.p50);
+	put_us(out, sum->send_lag_us.p50);
 	fprintf(out, ", p99 ");
-	put_us(out, sum.send_lag_us.p99);
+	put_us(out, sum->send_lag_us.p99);
 	fprintf(out, ", max ");
-	put_us(out, sum.send_lag_us.max);
+	put_us(out, sum->send_lag_us.max);
 	fprintf(out, "\n");
+}
 
-	fprintf(out, "  Connects: %" PRIu64 ", p50 ", sum.connect_us.count);
-	put_us(out, sum.connect_us.p50);
+/* Connects, errors by kind, and each --mix path's share. */
+static void report_connects_errors(FILE *out, const struct csl_config *cfg,
+				   const struct csl_stats *st, const struct csl_summary *sum)
+{
+	fprintf(out, "  Connects: %" PRIu64 ", p50 ", sum->connect_us.count);
+	put_us(out, sum->connect_us.p50);
 	fprintf(out, ", p99 ");
-	put_us(out, sum.connect_us.p99);
+	put_us(out, sum->connect_us.p99);
 	fprintf(out, ", max ");
-	put_us(out, sum.connect_us.max);
+	put_us(out, sum->connect_us.max);
 	fprintf(out, "\n    %" PRIu64 " took >= 1 s (SYN retransmits); %" PRIu64
 		" reconnects; %" PRIu64 " idle connections closed by the server\n",
 		st->connects_over_1s, st->reconnects, st->idle_closes);
@@ -94,12 +102,22 @@ void csl_report_text(FILE *out, const struct csl_config *cfg, const struct csl_s
 		for (unsigned int i = 0; i < cfg->npaths; i++) {
 			fprintf(out, "    %-24s %10" PRIu64 " %8" PRIu64 " ", cfg->paths[i].path,
 				st->path_requests[i], st->path_errors[i]);
-			put_us(out, sum.path_us[i].p50);
-			put_us(out, sum.path_us[i].p99);
-			put_us(out, sum.path_us[i].max);
+			put_us(out, sum->path_us[i].p50);
+			put_us(out, sum->path_us[i].p99);
+			put_us(out, sum->path_us[i].max);
 			fprintf(out, "\n");
 		}
 	}
+}
+
+void csl_report_text(FILE *out, const struct csl_config *cfg, const struct csl_stats *st)
+{
+	struct csl_summary sum;
+	csl_stats_summarize(st, &sum);
+
+	report_run(out, cfg, st, &sum);
+	report_latency(out, st, &sum);
+	report_connects_errors(out, cfg, st, &sum);
 }
 
 /* Paths are printable ASCII (csl_path_valid): only " and \ need escapes. */
