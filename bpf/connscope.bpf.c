@@ -682,8 +682,8 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 		return 0;
 	conn->phase = PHASE_HANDLING;
 	conn->first_read_ns = now;
-	conn->reader_tid = (__u32)pid_tgid;
-	conn->tgid = pid_tgid >> 32;
+	conn->reader_tid = cs_tid_of(pid_tgid);
+	conn->tgid = cs_tgid_of(pid_tgid);
 	note_reader(conn);
 	__u64 run_delay = current_run_delay();
 	__u32 looked_at = conn->last_reader_tid;
@@ -719,7 +719,7 @@ int BPF_PROG(on_tcp_sendmsg, const struct sock *sk, const struct msghdr *msg, co
 
 	if (!conn || conn->phase != PHASE_HANDLING)
 		return 0;
-	mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), bpf_ktime_get_ns(), true);
+	mark_first_send(conn, cs_tid_of(bpf_get_current_pid_tgid()), bpf_ktime_get_ns(), true);
 	return 0;
 }
 
@@ -738,7 +738,7 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (conn->phase == PHASE_HANDLING)
-		mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), now, true);
+		mark_first_send(conn, cs_tid_of(bpf_get_current_pid_tgid()), now, true);
 	conn->last_send_ns = now;
 	/* Preempted between the first and the last send: the client waited on us. */
 	__u64 run_delay = current_run_delay();
@@ -841,7 +841,7 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	ev->pad = 0;
 	if (new_state == TCP_FIN_WAIT1) {
 		ev->closed_by = CS_CLOSED_BY_SERVER;
-		ev->tgid = late ? conn->tgid : bpf_get_current_pid_tgid() >> 32;
+		ev->tgid = late ? conn->tgid : cs_tgid_of(bpf_get_current_pid_tgid());
 	} else {
 		ev->closed_by = new_state == TCP_CLOSE_WAIT ? CS_CLOSED_BY_CLIENT : CS_CLOSED_BY_ABORT;
 		ev->tgid = conn->tgid;
@@ -952,12 +952,15 @@ int BPF_PROG(on_receive_reset, struct sock *sk)
 
 /* ---- the connection enters the accept queue; client handshakes ---------- */
 
+/* The last of an IPv6 address's four 32-bit words. */
+#define IN6_LAST_WORD 3
+
 /* The low 32 bits of an address as the key uses it (IPv4: the address). */
 static __always_inline __u32 addr_low32(const struct sock *sk, bool remote)
 {
 	if (BPF_CORE_READ(sk, __sk_common.skc_family) == AF_INET6)
-		return remote ? BPF_CORE_READ(sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32[3])
-			      : BPF_CORE_READ(sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[3]);
+		return remote ? BPF_CORE_READ(sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32[IN6_LAST_WORD])
+			      : BPF_CORE_READ(sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[IN6_LAST_WORD]);
 	return remote ? BPF_CORE_READ(sk, __sk_common.skc_daddr)
 		      : BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
 }
@@ -1118,7 +1121,7 @@ static __always_inline int on_client_syn_sent(const struct sock *sk)
 	hs->syn_sent_ns = bpf_ktime_get_ns();
 	hs->last_syn_ns = hs->syn_sent_ns;
 	hs->syn_retransmits = 0;
-	hs->tgid = bpf_get_current_pid_tgid() >> 32;
+	hs->tgid = cs_tgid_of(bpf_get_current_pid_tgid());
 	return 0;
 }
 
@@ -1184,7 +1187,7 @@ static __always_inline int on_accept_enter(int listen_fd)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 
-	if (!is_target_tgid(pid_tgid >> 32))
+	if (!is_target_tgid(cs_tgid_of(pid_tgid)))
 		return 0;
 	struct sock *listener = tcp_sock_of_fd(listen_fd);
 	if (!listener)
@@ -1205,7 +1208,7 @@ static __always_inline int on_accept_enter(int listen_fd)
 static __always_inline int on_accept_exit(long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
+	__u32 tid = cs_tid_of(pid_tgid);
 	struct accept_call *call;
 	struct cs_ev_accept *ev;
 
@@ -1221,7 +1224,7 @@ static __always_inline int on_accept_exit(long ret)
 	ev->listener_sk = call->listener_sk;
 	ev->enter_ns = call->enter_ns;
 	ev->ret = (__s32)ret;
-	ev->tgid = pid_tgid >> 32;
+	ev->tgid = cs_tgid_of(pid_tgid);
 	ev->tid = tid;
 	ev->backlog = listener->sk_ack_backlog;
 	ev->backlog_limit = listener->sk_max_ack_backlog;
@@ -1291,7 +1294,7 @@ static __always_inline int on_poll_exit(long ret)
 	if (ret <= 0)
 		return 0;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u32 tgid = cs_tgid_of(pid_tgid), tid = cs_tid_of(pid_tgid);
 	if (!is_target_tgid(tgid))
 		return 0;
 	struct poll_thread *thread = bpf_map_lookup_elem(&poll_threads, &tid);

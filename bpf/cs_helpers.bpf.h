@@ -38,6 +38,17 @@
 #define NSEC_PER_USEC 1000ull
 #define NSEC_PER_MSEC 1000000ull
 
+/* bpf_get_current_pid_tgid(): the process (tgid) above, the thread below. */
+static __always_inline __u32 cs_tgid_of(__u64 pid_tgid)
+{
+	return pid_tgid >> 32;
+}
+
+static __always_inline __u32 cs_tid_of(__u64 pid_tgid)
+{
+	return (__u32)pid_tgid;
+}
+
 /* ---- counters -------------------------------------------------------------- */
 
 /* Add to one slot of a per-CPU array of counters. */

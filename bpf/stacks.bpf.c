@@ -154,7 +154,7 @@ SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
+	__u32 tgid = cs_tgid_of(pid_tgid);
 
 	if (!tgid || !is_target_tgid(tgid))
 		return 0;
@@ -164,7 +164,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		add(CS_STK_SAMPLES_LOST, 1);
 		return 0;
 	}
-	ev->tid = (__u32)pid_tgid;
+	ev->tid = cs_tid_of(pid_tgid);
 	ev->tgid = tgid;
 	set_kernel_frames(&ev->stack, bpf_get_stack(ctx, ev->stack.kernel_ips, STACK_BYTES, 0));
 	read_user_stack(ctx, &ev->stack);
