@@ -83,7 +83,7 @@ struct head_info {
 	bool has_length;
 	uint64_t length;
 	bool chunked;
-	bool te_other;   /* a Transfer-Encoding other than chunked last */
+	bool te_other; /* a Transfer-Encoding other than chunked last */
 	bool conn_close;
 	bool conn_keepalive;
 };

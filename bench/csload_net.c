@@ -22,7 +22,7 @@
 #include "csload_worker.h"
 
 #define MAX_EVENTS 256
-#define POLL_NS 50000000ull        /* wake at least this often to see a stop */
+#define POLL_NS 50000000ull /* wake at least this often to see a stop */
 #define SIGNAL_DRAIN_NS 200000000ull
 #define TIMERFD_ID UINT32_MAX
 
@@ -222,8 +222,7 @@ static void check_stop(struct csl_worker *w, uint64_t now)
 		if (w->open)
 			dispatch(w, now);
 		begin_stop(w, now, CSL_DRAIN_NS);
-	}
-	else if (atomic_load(&run->stop))
+	} else if (atomic_load(&run->stop))
 		begin_stop(w, now, SIGNAL_DRAIN_NS);
 }
 

@@ -89,7 +89,7 @@ void fail_request(struct csl_worker *w, struct slot *s, enum csl_err kind, uint6
 }
 
 void connect_failed(struct csl_worker *w, struct slot *s, int err, enum csl_err kind,
-			   uint64_t now)
+		    uint64_t now)
 {
 	struct csl_run *run = w->run;
 	int zero = 0;

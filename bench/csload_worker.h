@@ -38,31 +38,31 @@
 #define LOG_BUF_SIZE 65536
 
 enum phase {
-	PH_IDLE,        /* no request; connected or not. Open loop: in the idle queue */
-	PH_GAP,         /* closed loop: waiting --gap-ms before the next request */
-	PH_CONNECTING,  /* request due, non-blocking connect in progress */
-	PH_SENDING,     /* connected, request partly written */
-	PH_WAITING,     /* request sent, reading the response */
-	PH_RETIRED,     /* closed loop: no more requests for this slot */
+	PH_IDLE,       /* no request; connected or not. Open loop: in the idle queue */
+	PH_GAP,        /* closed loop: waiting --gap-ms before the next request */
+	PH_CONNECTING, /* request due, non-blocking connect in progress */
+	PH_SENDING,    /* connected, request partly written */
+	PH_WAITING,    /* request sent, reading the response */
+	PH_RETIRED,    /* closed loop: no more requests for this slot */
 };
 
 struct slot {
-	int fd;                  /* -1 when not connected */
+	int fd; /* -1 when not connected */
 	unsigned int id;
 	enum phase phase;
-	uint32_t events;         /* registered epoll interest, 0 if none */
-	bool ever_connected;     /* the next connect is a reconnect */
-	bool got_byte;           /* a response byte arrived */
+	uint32_t events;     /* registered epoll interest, 0 if none */
+	bool ever_connected; /* the next connect is a reconnect */
+	bool got_byte;       /* a response byte arrived */
 	uint16_t local_port;
 	unsigned int path;
 	size_t written;
 	uint64_t intended_ns;
-	uint64_t began_ns;          /* the client actually started on the request */
+	uint64_t began_ns; /* the client actually started on the request */
 	uint64_t connect_start_ns;
 	uint64_t sent_ns;
 	uint64_t sent_run_delay_ns; /* the thread's run_delay then (busy-poll) */
 	struct csl_http_resp resp;
-	char *carry;             /* unconsumed bytes of a partial head or line */
+	char *carry; /* unconsumed bytes of a partial head or line */
 	size_t carry_len;
 };
 
@@ -74,7 +74,7 @@ struct csl_worker {
 	struct slot *slots;
 	int epfd;
 	int tfd;
-	uint64_t tfd_armed;      /* current timerfd deadline, 0 when disarmed */
+	uint64_t tfd_armed; /* current timerfd deadline, 0 when disarmed */
 	struct csl_timers timers;
 	struct csl_stats stats;
 	uint64_t rng;
@@ -90,15 +90,15 @@ struct csl_worker {
 
 	/* open loop */
 	bool open;
-	uint64_t quota;          /* requests for this worker; UINT64_MAX: time only */
-	uint64_t next_k;         /* the next request of this worker's schedule */
-	unsigned int *idle;      /* FIFO ring of idle slot ids; closed loop: ready
+	uint64_t quota;     /* requests for this worker; UINT64_MAX: time only */
+	uint64_t next_k;    /* the next request of this worker's schedule */
+	unsigned int *idle; /* FIFO ring of idle slot ids; closed loop: ready
 				  * to issue their next request */
 	unsigned int idle_head, idle_count;
 
 	char *logbuf;
 	size_t loglen;
-	int schedstat_fd;        /* /proc/thread-self/schedstat, busy-poll only; -1 */
+	int schedstat_fd; /* /proc/thread-self/schedstat, busy-poll only; -1 */
 };
 
 static inline uint64_t splitmix64(uint64_t *x)

@@ -157,10 +157,10 @@ struct {
 
 /* Request phase of a connection. */
 enum conn_phase {
-	PHASE_IDLE = 0,   /* no request in progress */
-	PHASE_WAITING,    /* bytes ready, the server has not read them yet */
-	PHASE_HANDLING,   /* read, no response sent yet */
-	PHASE_SENDING,    /* response (partly) sent */
+	PHASE_IDLE = 0, /* no request in progress */
+	PHASE_WAITING,  /* bytes ready, the server has not read them yet */
+	PHASE_HANDLING, /* read, no response sent yet */
+	PHASE_SENDING,  /* response (partly) sent */
 };
 
 /* Everything about one server-side connection, in its socket's storage. */
@@ -176,8 +176,8 @@ struct conn_state {
 	__u64 drain_runq_ns;
 	__u64 last_reader_task;   /* that thread's task_struct: read, never trusted (see below) */
 	__u64 start_run_delay_ns; /* the last reader's sched_info.run_delay when bytes came */
-	__u64 read_run_delay_ns; /* reader's sched_info.run_delay at the first read */
-	__u64 send_run_delay_ns; /* sender's at the first send; 0: not seen in its thread */
+	__u64 read_run_delay_ns;  /* reader's sched_info.run_delay at the first read */
+	__u64 send_run_delay_ns;  /* sender's at the first send; 0: not seen in its thread */
 	__u64 last_activity_ns;
 	__u64 handshake_extra_ns;
 	__u32 write_seq_at_read; /* tcp write_seq at the first read: moves once we answer */
@@ -187,7 +187,7 @@ struct conn_state {
 	__u32 reader_tid;
 	__u32 sender_tid;
 	__u32 last_reader_tid; /* kept across requests: who will likely read the next */
-	__u32 requests;       /* requests started on this connection */
+	__u32 requests;        /* requests started on this connection */
 	__u32 send_eagain;
 	__u16 phase;
 	__u16 flags;          /* enum cs_request_flags of the current request */
@@ -262,9 +262,9 @@ struct {
  * end_seq leaves through a device, the client is still waiting.
  */
 struct drain_state {
-	__u32 end_seq;         /* write_seq when the last send returned */
+	__u32 end_seq; /* write_seq when the last send returned */
 	__u32 pad;
-	__u64 drained_ns;      /* 0 until that byte was handed to a device */
+	__u64 drained_ns; /* 0 until that byte was handed to a device */
 };
 
 struct {
@@ -490,8 +490,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		if (conn->phase == PHASE_WAITING) {
 			flags |= CS_REQ_UNREAD | CS_REQ_NO_RESPONSE;
 			conn->unread_at_close = 1;
-		}
-		else if (conn->phase == PHASE_HANDLING)
+		} else if (conn->phase == PHASE_HANDLING)
 			flags |= CS_REQ_NO_RESPONSE;
 		ev->flags = flags;
 		submit_event(ev);

@@ -45,7 +45,7 @@ struct {
 
 /* A target thread off its CPU: since when, and where it stopped. */
 struct off_cpu_state {
-	__u64 off_ns;   /* 0: on its CPU (or never seen off it) */
+	__u64 off_ns; /* 0: on its CPU (or never seen off it) */
 	__u64 wake_ns;
 	__u64 first_return; /* the word at user bp + 8 when stack was walked */
 	__u32 tgid;

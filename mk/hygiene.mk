@@ -6,7 +6,8 @@
 #   make test-asan      the unit tests and every integration test, built with
 #                       ASan + UBSan (+ LeakSanitizer) in build-asan/
 #   make test-valgrind  every unit test under valgrind memcheck
-#   make lint           clang-tidy (.clang-tidy; the BPF program too) and cppcheck
+#   make lint           clang-tidy (.clang-tidy; the BPF program too), cppcheck
+#                       and clang-format (.clang-format) over FORMAT_SRCS
 #   make test-hygiene   all of these but the long fuzz run, one after the
 #                       other (`make test` runs the same steps: see
 #                       scripts/test-all.sh)
@@ -17,7 +18,7 @@
 .PHONY: fuzz fuzz-short fuzz-build test-asan test-asan-unit test-asan-integration asan-reports \
 	asan-reports-clean \
 	integration-both asan-build test-valgrind \
-	lint lint-commands lint-tidy lint-tidy-bpf lint-cppcheck test-hygiene clean-hygiene
+	lint lint-commands lint-tidy lint-tidy-bpf lint-cppcheck lint-format test-hygiene clean-hygiene
 
 # `make clean` removes these builds too.
 clean: clean-hygiene
@@ -217,7 +218,7 @@ LINT_CFLAGS := -std=gnu11 -D_GNU_SOURCE -include tests/lint/analyzer_models.h -i
 	       -Ibpf -Idaemon -Iserver -Ibench
 NPROC       := $(shell nproc 2>/dev/null || echo 2)
 
-lint: lint-commands lint-cppcheck lint-tidy lint-tidy-bpf
+lint: lint-commands lint-format lint-cppcheck lint-tidy lint-tidy-bpf
 
 # Every command a test runs is in scripts/deps.sh's test set, or comes
 # with every Debian system.
@@ -239,6 +240,15 @@ lint-tidy-bpf: $(BUILD)/vmlinux.h | $(TEST_DEPS_OK)
 	$(Q)clang-tidy --quiet --warnings-as-errors="*" \
 		--checks=-misc-unused-parameters $(LINT_BPF_SRCS) \
 		-- -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -I$(BUILD) -Ibpf 2>/dev/null
+
+# The files already in .clang-format's style, which must stay so: the
+# reference server, the load tools and the BPF programs. The rest of the
+# tree joins this list once it is formatted. `clang-format -i $(FORMAT_SRCS)`
+# puts a file back in style.
+FORMAT_SRCS := $(wildcard server/*.[ch] bench/*.[ch] bench/bpf/*.c bpf/*.c bpf/*.h)
+lint-format: | $(TEST_DEPS_OK)
+	$(Q)echo "  FORMAT    $(words $(FORMAT_SRCS)) files"
+	$(Q)clang-format --dry-run -Werror $(FORMAT_SRCS)
 
 lint-cppcheck: | $(TEST_DEPS_OK)
 	$(Q)echo "  CPPCHECK  $(words $(LINT_SRCS)) files"

@@ -22,10 +22,10 @@
 #include "http_parse.h"
 #include "log.h"
 
-#define DRIVE_BUDGET 64           /* steps per wake-up before others get a turn */
-#define STALL_TIMEOUT_MS 60000    /* a response with no progress, without --idle-timeout-ms */
+#define DRIVE_BUDGET 64              /* steps per wake-up before others get a turn */
+#define STALL_TIMEOUT_MS 60000       /* a response with no progress, without --idle-timeout-ms */
 #define DISCARD_MAX_BYTES (1u << 20) /* bigger request bodies: close, don't skip */
-#define FREE_CONNS_MAX 1024       /* recycled structs kept per worker */
+#define FREE_CONNS_MAX 1024          /* recycled structs kept per worker */
 
 static _Atomic uint64_t alloc_warned_ns, timer_warned_ns, close_warned_ns, nodelay_warned_ns;
 
@@ -126,7 +126,7 @@ static uint64_t conn_deadline_ns(const struct cs_conn *c)
 		return c->wake_ns;
 	case CS_CONN_WRITING:
 		return conn_ms_after(c->progress_ns,
-				cfg->idle_timeout_ms ? cfg->idle_timeout_ms : STALL_TIMEOUT_MS);
+				     cfg->idle_timeout_ms ? cfg->idle_timeout_ms : STALL_TIMEOUT_MS);
 	case CS_CONN_LINGERING:
 		return c->linger_until_ns;
 	}

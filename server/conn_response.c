@@ -24,8 +24,8 @@
  * pointers into it at a time.
  */
 #define PATTERN_BYTES (256u * 1024)
-#define WRITE_IOV_MAX 17          /* out[] and 16 pattern slices: 4 MiB per writev */
-#define LINGER_MS 1000            /* how long to drain a client after our FIN */
+#define WRITE_IOV_MAX 17 /* out[] and 16 pattern slices: 4 MiB per writev */
+#define LINGER_MS 1000   /* how long to drain a client after our FIN */
 #define DATE_REFRESH_NS (100 * CS_NS_PER_MS)
 
 static char pattern[PATTERN_BYTES];

@@ -13,8 +13,8 @@
 
 #define MAX_BACKLOG 65535
 #define MAX_CONNS_LIMIT 1000000
-#define MAX_ACCEPT_DELAY_US 10000000   /* 10 s */
-#define MAX_TIMEOUT_MS 3600000         /* 1 hour */
+#define MAX_ACCEPT_DELAY_US 10000000 /* 10 s */
+#define MAX_TIMEOUT_MS 3600000       /* 1 hour */
 #define MIN_HEADER_BYTES 256
 #define MAX_HEADER_BYTES (1 << 20)
 
@@ -35,91 +35,91 @@ const char *cs_accept_mode_name(enum cs_accept_mode mode)
 static void print_help_accept(FILE *out)
 {
 	fprintf(out,
-"Usage: csserver [OPTION]...\n"
-"connscope's reference HTTP/1.1 server: an epoll server that reproduces\n"
-"accept-path pathologies on demand, as a target for the profiler.\n"
-"\n"
-"Listening:\n"
-"  -p, --port N            TCP port, 0-65535, 0 = kernel's pick (default 8080)\n"
-"      --bind ADDR         numeric IPv4 or IPv6 address (default 127.0.0.1)\n"
-"  -w, --workers N         threads with an epoll loop each, 1-%d (default 2)\n"
-"      --backlog N         listen() backlog, 1-%d (default 511); the kernel\n"
-"                          caps it at net.core.somaxconn\n"
-"\n"
-"Accept path:\n"
-"      --accept MODE       how connections reach the workers (default shared):\n"
-"          shared      every worker's epoll watches the one listener, level-\n"
-"                      triggered: a thundering herd, the losers' accept4()\n"
-"                      fails with EAGAIN\n"
-"          exclusive   the same with EPOLLEXCLUSIVE\n"
-"          reuseport   one SO_REUSEPORT listener per worker\n"
-"          acceptor    one thread (cs-acceptor) blocks in accept4() and hands\n"
-"                      connections to the workers in turn\n"
-"          pool        Tomcat's NIO connector: cs-acceptor accepts, one\n"
-"                      thread (cs-poller) waits in epoll_wait() and queues\n"
-"                      ready connections, --workers pool threads (cs-pool-N)\n"
-"                      read and serve them (/, /block/MS, /spin/MS; a\n"
-"                      /block holds its pool thread)\n"
-"      --multi-accept      epoll modes: accept until EAGAIN on each readiness\n"
-"                          event (default: one per event, like nginx's\n"
-"                          multi_accept off)\n"
-"      --accept-delay-us N pause N us before every accept call (a slow or\n"
-"                          starved acceptor), 0-%d (default 0)\n"
-"      --max-conns N       acceptor mode: while N connections are open the\n"
-"                          acceptor waits (off-CPU) for one to close before\n"
-"                          it calls accept() again, as Tomcat's\n"
-"                          maxConnections does; 1-%d, 0 = no limit\n"
-"                          (default 0)\n"
-"\n",
+		"Usage: csserver [OPTION]...\n"
+		"connscope's reference HTTP/1.1 server: an epoll server that reproduces\n"
+		"accept-path pathologies on demand, as a target for the profiler.\n"
+		"\n"
+		"Listening:\n"
+		"  -p, --port N            TCP port, 0-65535, 0 = kernel's pick (default 8080)\n"
+		"      --bind ADDR         numeric IPv4 or IPv6 address (default 127.0.0.1)\n"
+		"  -w, --workers N         threads with an epoll loop each, 1-%d (default 2)\n"
+		"      --backlog N         listen() backlog, 1-%d (default 511); the kernel\n"
+		"                          caps it at net.core.somaxconn\n"
+		"\n"
+		"Accept path:\n"
+		"      --accept MODE       how connections reach the workers (default shared):\n"
+		"          shared      every worker's epoll watches the one listener, level-\n"
+		"                      triggered: a thundering herd, the losers' accept4()\n"
+		"                      fails with EAGAIN\n"
+		"          exclusive   the same with EPOLLEXCLUSIVE\n"
+		"          reuseport   one SO_REUSEPORT listener per worker\n"
+		"          acceptor    one thread (cs-acceptor) blocks in accept4() and hands\n"
+		"                      connections to the workers in turn\n"
+		"          pool        Tomcat's NIO connector: cs-acceptor accepts, one\n"
+		"                      thread (cs-poller) waits in epoll_wait() and queues\n"
+		"                      ready connections, --workers pool threads (cs-pool-N)\n"
+		"                      read and serve them (/, /block/MS, /spin/MS; a\n"
+		"                      /block holds its pool thread)\n"
+		"      --multi-accept      epoll modes: accept until EAGAIN on each readiness\n"
+		"                          event (default: one per event, like nginx's\n"
+		"                          multi_accept off)\n"
+		"      --accept-delay-us N pause N us before every accept call (a slow or\n"
+		"                          starved acceptor), 0-%d (default 0)\n"
+		"      --max-conns N       acceptor mode: while N connections are open the\n"
+		"                          acceptor waits (off-CPU) for one to close before\n"
+		"                          it calls accept() again, as Tomcat's\n"
+		"                          maxConnections does; 1-%d, 0 = no limit\n"
+		"                          (default 0)\n"
+		"\n",
 		CS_MAX_WORKERS, MAX_BACKLOG, MAX_ACCEPT_DELAY_US, MAX_CONNS_LIMIT);
 }
 
 static void print_help_connections(FILE *out)
 {
 	fprintf(out,
-"Connections:\n"
-"      --no-keepalive      Connection: close on every response, then close\n"
-"      --nagle             leave Nagle's algorithm on (no TCP_NODELAY): with\n"
-"                          /split, the body waits for the client's delayed ACK\n"
-"      --idle-timeout-ms N close keep-alive connections idle for N ms, and\n"
-"                          responses that make no progress for N ms;\n"
-"                          0-%d, 0 = never (default 0; a stalled response\n"
-"                          is then dropped after 60 s)\n"
-"      --header-timeout-ms N\n"
-"                          408 and close when a request header is not\n"
-"                          complete N ms after its first byte (or after\n"
-"                          connecting); 0-%d, 0 = no limit (default 5000)\n"
-"      --max-header-bytes N\n"
-"                          413 and close for a larger request header,\n"
-"                          %d-%d (default 8192)\n"
-"      --block-worker K    /block/MS blocks only on worker K, other workers\n"
-"                          answer it at once; -1 = all (default -1)\n"
-"\n"
-"Other:\n"
-"  -q, --quiet             no informational messages (the listening line stays)\n"
-"  -h, --help              this text\n"
-"\n",
+		"Connections:\n"
+		"      --no-keepalive      Connection: close on every response, then close\n"
+		"      --nagle             leave Nagle's algorithm on (no TCP_NODELAY): with\n"
+		"                          /split, the body waits for the client's delayed ACK\n"
+		"      --idle-timeout-ms N close keep-alive connections idle for N ms, and\n"
+		"                          responses that make no progress for N ms;\n"
+		"                          0-%d, 0 = never (default 0; a stalled response\n"
+		"                          is then dropped after 60 s)\n"
+		"      --header-timeout-ms N\n"
+		"                          408 and close when a request header is not\n"
+		"                          complete N ms after its first byte (or after\n"
+		"                          connecting); 0-%d, 0 = no limit (default 5000)\n"
+		"      --max-header-bytes N\n"
+		"                          413 and close for a larger request header,\n"
+		"                          %d-%d (default 8192)\n"
+		"      --block-worker K    /block/MS blocks only on worker K, other workers\n"
+		"                          answer it at once; -1 = all (default -1)\n"
+		"\n"
+		"Other:\n"
+		"  -q, --quiet             no informational messages (the listening line stays)\n"
+		"  -h, --help              this text\n"
+		"\n",
 		MAX_TIMEOUT_MS, MAX_TIMEOUT_MS, MIN_HEADER_BYTES, MAX_HEADER_BYTES);
 }
 
 static void print_help_routes(FILE *out)
 {
 	fprintf(out,
-"Routes (GET and HEAD; other methods get 405; query strings are ignored):\n"
-"  /            200 \"ok\\n\"\n"
-"  /bytes/N     N-byte body, N <= %llu (64 MiB)\n"
-"  /sleep/MS    answer after MS ms without blocking the loop, MS <= %llu\n"
-"  /block/MS    block the worker's loop MS ms in one nanosleep (off-CPU, in\n"
-"               handle_block), MS <= %llu\n"
-"  /spin/MS     burn CPU on the worker for MS ms (on-CPU, in handle_spin),\n"
-"               MS <= %llu\n"
-"  /split/N     like /bytes/N, but the body goes in a write of its own\n"
-"\n"
-"Once listening, one line goes to stdout:\n"
-"  csserver: listening on 127.0.0.1:PORT mode=MODE workers=N backlog=B pid=PID\n"
-"SIGTERM or SIGINT stops the server (exit 0) once running handlers return;\n"
-"a per-worker summary goes to stderr. Bad options exit 2.\n"
-"\n",
+		"Routes (GET and HEAD; other methods get 405; query strings are ignored):\n"
+		"  /            200 \"ok\\n\"\n"
+		"  /bytes/N     N-byte body, N <= %llu (64 MiB)\n"
+		"  /sleep/MS    answer after MS ms without blocking the loop, MS <= %llu\n"
+		"  /block/MS    block the worker's loop MS ms in one nanosleep (off-CPU, in\n"
+		"               handle_block), MS <= %llu\n"
+		"  /spin/MS     burn CPU on the worker for MS ms (on-CPU, in handle_spin),\n"
+		"               MS <= %llu\n"
+		"  /split/N     like /bytes/N, but the body goes in a write of its own\n"
+		"\n"
+		"Once listening, one line goes to stdout:\n"
+		"  csserver: listening on 127.0.0.1:PORT mode=MODE workers=N backlog=B pid=PID\n"
+		"SIGTERM or SIGINT stops the server (exit 0) once running handlers return;\n"
+		"a per-worker summary goes to stderr. Bad options exit 2.\n"
+		"\n",
 		(unsigned long long)CS_ROUTE_MAX_BYTES, (unsigned long long)CS_ROUTE_MAX_SLEEP_MS,
 		(unsigned long long)CS_ROUTE_MAX_BLOCK_MS, (unsigned long long)CS_ROUTE_MAX_SPIN_MS);
 }
@@ -127,20 +127,20 @@ static void print_help_routes(FILE *out)
 static void print_help_examples(FILE *out)
 {
 	fputs(
-"Examples:\n"
-"  csserver --port 8080\n"
-"      two workers share one listener: see the herd under wrk -t2 -c100 -d10s\n"
-"  csserver --accept reuseport --block-worker 0\n"
-"      then GET /block/200: one SO_REUSEPORT queue stalls, the other drains\n"
-"  csserver --accept acceptor --accept-delay-us 2000 --backlog 16\n"
-"      a slow dedicated acceptor and a short queue: the accept queue overflows\n"
-"  csserver --accept acceptor --max-conns 4 --idle-timeout-ms 300\n"
-"      at 4 open connections new ones wait in the queue for an idle close\n"
-"  csserver --no-keepalive --workers 1\n"
-"      a new connection per request (ab -n 10000 -c 50, without -k)\n"
-"  csserver --idle-timeout-ms 200 --header-timeout-ms 300\n"
-"      server-side closes of idle keep-alive connections and of slow headers\n",
-	      out);
+		"Examples:\n"
+		"  csserver --port 8080\n"
+		"      two workers share one listener: see the herd under wrk -t2 -c100 -d10s\n"
+		"  csserver --accept reuseport --block-worker 0\n"
+		"      then GET /block/200: one SO_REUSEPORT queue stalls, the other drains\n"
+		"  csserver --accept acceptor --accept-delay-us 2000 --backlog 16\n"
+		"      a slow dedicated acceptor and a short queue: the accept queue overflows\n"
+		"  csserver --accept acceptor --max-conns 4 --idle-timeout-ms 300\n"
+		"      at 4 open connections new ones wait in the queue for an idle close\n"
+		"  csserver --no-keepalive --workers 1\n"
+		"      a new connection per request (ab -n 10000 -c 50, without -k)\n"
+		"  csserver --idle-timeout-ms 200 --header-timeout-ms 300\n"
+		"      server-side closes of idle keep-alive connections and of slow headers\n",
+		out);
 }
 
 static void print_help(FILE *out)
@@ -184,7 +184,8 @@ static int parse_accept_mode(const char *arg, enum cs_accept_mode *mode, FILE *e
 		}
 	}
 	fprintf(err, "csserver: --accept: '%s' is not a mode "
-		"(allowed: shared, exclusive, reuseport, acceptor, pool)\n", arg);
+		     "(allowed: shared, exclusive, reuseport, acceptor, pool)\n",
+		arg);
 	return -1;
 }
 
@@ -210,7 +211,8 @@ static int resolve_bind(struct cs_config *cfg, const char *text, FILE *err)
 		return 0;
 	}
 	fprintf(err, "csserver: --bind: '%s' is not a numeric IPv4 or IPv6 address "
-		"(e.g. 127.0.0.1 or ::1)\n", text);
+		     "(e.g. 127.0.0.1 or ::1)\n",
+		text);
 	return -1;
 }
 
@@ -358,7 +360,8 @@ static enum cs_options_result check_config(struct cs_config *cfg, const char *bi
 {
 	if (cfg->block_worker < -1 || cfg->block_worker >= cfg->workers) {
 		fprintf(err, "csserver: --block-worker: %d is out of range (allowed: -1..%d "
-			"with --workers %d)\n", cfg->block_worker, cfg->workers - 1, cfg->workers);
+			     "with --workers %d)\n",
+			cfg->block_worker, cfg->workers - 1, cfg->workers);
 		return CS_OPTIONS_USAGE;
 	}
 	/* Only the acceptor thread can stop accepting on its own: in the epoll

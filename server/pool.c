@@ -20,9 +20,9 @@
 #include "route.h"
 #include "worker.h"
 
-#define POOL_FD_SLOTS 65536     /* connections above this fd are refused */
+#define POOL_FD_SLOTS 65536 /* connections above this fd are refused */
 #define POOL_EVENTS 256
-#define WRITE_WAIT_MS 5000      /* a client that reads nothing this long is dropped */
+#define WRITE_WAIT_MS 5000 /* a client that reads nothing this long is dropped */
 
 /* A connection's bytes read but not yet answered, kept across hand-offs. */
 struct cs_pool_conn {

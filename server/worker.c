@@ -18,9 +18,9 @@
 #include "log.h"
 
 #define MAX_EVENTS 256
-#define TIMERS_PER_TURN 1024       /* expired timers handled before polling again */
+#define TIMERS_PER_TURN 1024 /* expired timers handled before polling again */
 #define INBOX_BATCH 64
-#define INBOX_PER_WAKE 1024        /* hand-offs opened before polling again */
+#define INBOX_PER_WAKE 1024 /* hand-offs opened before polling again */
 #define INITIAL_TIMERS 1024
 
 atomic_bool cs_stop_requested;
@@ -61,7 +61,8 @@ bool cs_accept_failed(int err, int worker_id)
 		struct rlimit rl;
 		long limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (long)rl.rlim_cur : -1;
 		cs_log_warn("%s: accept: %s (limit %ld): pausing accepts for %d ms; "
-			    "raise it with ulimit -n", who, strerror(err), limit, CS_ACCEPT_PAUSE_MS);
+			    "raise it with ulimit -n",
+			    who, strerror(err), limit, CS_ACCEPT_PAUSE_MS);
 	} else if (out_of_resources) {
 		cs_log_warn("%s: accept: %s: pausing accepts for %d ms", who, strerror(err),
 			    CS_ACCEPT_PAUSE_MS);
