@@ -11,7 +11,10 @@
  *   csload_stats.c    histograms and counters (pure, no I/O)
  *   csload_report.c   human and JSON renderers, to a FILE *
  *   csload_timer.c    indexed min-heap of deadlines (pure)
- *   csload_net.c      one worker thread: epoll loop over its connections
+ *   csload_net.c      one worker thread: epoll loop over its connections,
+ *                     and the worker's life (csload_worker.h: its state)
+ *   csload_slot.c     a connection slot's requests: connect, send, complete
+ *   csload_events.c   what the worker's epoll set and timers report
  *   csload_selftest.c `--self-test`: checks of the pure modules
  *
  * Every time is CLOCK_MONOTONIC nanoseconds, the clock of

@@ -53,7 +53,7 @@ struct outcome {
 };
 
 /*
- * Feeds `resp` the way csload_net.c does: split at `split` into two reads,
+ * Feeds `resp` the way csload_events.c does: split at `split` into two reads,
  * unconsumed bytes carried over, then EOF if `eof`.
  */
 static struct outcome run_parser(const char *resp, size_t split, bool eof)
