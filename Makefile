@@ -11,7 +11,7 @@ BPFTOOL  ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 CFLAGS   += $(WARN) -std=gnu11 -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE \
-            -I$(BUILD) -Ibpf -Idaemon
+            -I$(BUILD) -Ibpf $(DAEMON_INCLUDES)
 LDLIBS_BPF := -lbpf -lelf -lz
 LDLIBS_JSON := -ljansson
 
@@ -23,32 +23,43 @@ Q    := @
 msg  := @printf '  %-9s %s\n'
 endif
 
+# daemon/ is in rooms, earliest first: a file includes headers of its own
+# room or an earlier one, never a later one (tests/lint/test_includes.py,
+# in make lint). Includes stay bare ("engine.h"): each room is on the path.
+DAEMON_ROOMS := common source engine analysis render flame service
+DAEMON_INCLUDES := $(addprefix -Idaemon/,$(DAEMON_ROOMS))
+DAEMON_SRCS := $(wildcard $(addsuffix /*.c,$(addprefix daemon/,$(DAEMON_ROOMS))))
+
 # The loader (BPF skeleton and the run loop) is linked only into the tools.
 # Everything else in daemon/ (the pure engine, reports, /proc parsing) is
 # shared by the tools and the unit tests.
-LOADER_SRCS := daemon/probes.c daemon/session.c daemon/metrics_server.c daemon/ctl_server.c \
-               daemon/ctl_socket.c
+LOADER_SRCS := daemon/source/probes.c daemon/service/session.c daemon/service/metrics_server.c \
+               daemon/service/ctl_server.c daemon/service/ctl_socket.c
 # connscope flamegraph: its stack probes (BPF, connscope only) and the
 # symboliser (reads /proc and ELF files with libelf; unit-tested).
-FLAME_LOADER_SRCS := daemon/stacks.c
-SYMBOL_SRCS := daemon/symbols.c daemon/elf_symbols.c
-ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$(wildcard daemon/*.c))
+FLAME_LOADER_SRCS := daemon/flame/stacks.c
+SYMBOL_SRCS := daemon/flame/symbols.c daemon/flame/elf_symbols.c
+ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$(DAEMON_SRCS))
 # connscoped's: targets followed in a session, the config file, capabilities.
-LOADER_SRCS += daemon/session_targets.c daemon/config_file.c daemon/privileges.c
-LOADER_SRCS += daemon/probes_endpoints.c
+LOADER_SRCS += daemon/service/session_targets.c daemon/service/config_file.c daemon/service/privileges.c
+LOADER_SRCS += daemon/source/probes_endpoints.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
 # connscope's commands: cli/connscope.c dispatches and runs attach, record and
 # report; cli/cmd_*.c the other commands, one file each; connscoped's main is apart.
 CLI_SRCS    := $(filter-out cli/connscoped.c,$(wildcard cli/*.c))
 DAEMON_MAIN := cli/connscoped.c
 SERVER_SRCS := $(wildcard server/*.c)
-LOADGEN_SRCS := $(wildcard bench/csload*.c) daemon/hist.c
-UNIT_SRCS   := $(wildcard tests/unit/*.c) $(wildcard server/http_parse.c)
+LOADGEN_SRCS := $(wildcard bench/csload*.c) daemon/engine/hist.c
+# The unit tests are in daemon/'s rooms too (tests/unit/ROOM/), and
+# tests/unit/server/ for server/'s parser; their shared helpers
+# (events.h, json_check.h) stay in tests/unit/.
+UNIT_TEST_SRCS := $(wildcard tests/unit/*/test_*.c)
+UNIT_SRCS   := $(UNIT_TEST_SRCS) $(wildcard server/http_parse.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 ENGINE_OBJS := $(call obj,$(ENGINE_SRCS))
-LOADER_OBJS := $(call obj,$(filter $(wildcard daemon/*.c),$(LOADER_SRCS)))
+LOADER_OBJS := $(call obj,$(LOADER_SRCS))
 FLAME_LOADER_OBJS := $(call obj,$(FLAME_LOADER_SRCS))
 SYMBOL_OBJS := $(call obj,$(SYMBOL_SRCS))
 CLI_OBJS    := $(call obj,$(CLI_SRCS))
@@ -134,7 +145,8 @@ $(BUILD)/csload: $(LOADGEN_OBJS)
 	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ -lm
 
 # The unit tests need Criterion: the test set.
-$(call obj,$(wildcard tests/unit/*.c)): | $(TEST_DEPS_OK)
+$(call obj,$(UNIT_TEST_SRCS)): | $(TEST_DEPS_OK)
+$(call obj,$(UNIT_TEST_SRCS)): CFLAGS += -Itests/unit
 $(BUILD)/unit-tests: $(UNIT_OBJS) $(ENGINE_OBJS) $(SYMBOL_OBJS)
 	$(msg) LINK $@
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lcriterion -lelf $(LDLIBS_JSON) -lm
@@ -147,7 +159,7 @@ INPROC_OBJS := $(patsubst %.c,$(BUILD)/obj-inproc/%.o,$(UNIT_SRCS) tests/unit/in
 $(BUILD)/obj-inproc/%.o: %.c | $(DEPS_OK)
 	$(msg) CC-INPROC $<
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -Wno-dangling-pointer -Itests/unit/inproc -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) -Wno-dangling-pointer -Itests/unit/inproc -Itests/unit -c $< -o $@
 
 $(BUILD)/unit-tests-inproc: $(INPROC_OBJS) $(ENGINE_OBJS) $(SYMBOL_OBJS)
 	$(msg) LINK $@

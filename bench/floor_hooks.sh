@@ -4,7 +4,7 @@
 # as it changes. Left out: maps, the license, the iterators (run only when
 # the daemon walks listeners or threads, never on the server's path) and
 # net_dev_start_xmit (attached only while an answer drains: see
-# daemon/probes.c; the loads here never hold bytes back).
+# daemon/source/probes.c; the loads here never hold bytes back).
 set -euo pipefail
 src=${1:?usage: floor_hooks.sh bpf/connscope.bpf.c}
 grep -o 'SEC("[^"]*")' "$src" |

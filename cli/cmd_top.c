@@ -8,8 +8,8 @@
  * Its data: connscoped's STREAM when a daemon answers on the control
  * socket; otherwise, given --port or --pid, the engine in this process
  * (the probes attached by a session in a thread, as `attach` does). Either
- * way a frame is the snapshot JSON (daemon/live.h) read into a model
- * (daemon/top_model.c) and laid out by daemon/top_render.c; this file only
+ * way a frame is the snapshot JSON (daemon/render/live.h) read into a model
+ * (daemon/render/top_model.c) and laid out by daemon/render/top_render.c; this file only
  * moves bytes, keys and cells.
  */
 #include <curses.h>

@@ -12,13 +12,15 @@
 #                       other (`make test` runs the same steps: see
 #                       scripts/test-all.sh)
 #
-# Included by the Makefile, so $(BUILD), $(SKEL), $(ENGINE_SRCS), $(Q) and
-# $(msg) are the Makefile's.
+# Included by the Makefile, so $(BUILD), $(SKEL), $(ENGINE_SRCS),
+# $(DAEMON_SRCS), $(DAEMON_ROOMS), $(DAEMON_INCLUDES), $(Q) and $(msg) are
+# the Makefile's.
 
 .PHONY: fuzz fuzz-short fuzz-build test-asan test-asan-unit test-asan-integration asan-reports \
 	asan-reports-clean \
 	integration-both asan-build test-valgrind \
-	lint lint-commands lint-tidy lint-tidy-bpf lint-cppcheck lint-format test-hygiene clean-hygiene
+	lint lint-commands lint-includes lint-tidy lint-tidy-bpf lint-cppcheck lint-format test-hygiene \
+	clean-hygiene
 
 # `make clean` removes these builds too.
 clean: clean-hygiene
@@ -52,7 +54,7 @@ FUZZ_TEST_SECONDS ?= 8
 FUZZ_TARGETS := fuzz_trace fuzz_engine fuzz_http_parse fuzz_ctl_proto
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -MMD -MP -fno-omit-frame-pointer $(WARN) \
-		$(FUZZ_SAN) -fsanitize=fuzzer-no-link -Ibpf -Idaemon -Iserver -Itests/fuzz
+		$(FUZZ_SAN) -fsanitize=fuzzer-no-link -Ibpf $(DAEMON_INCLUDES) -Iserver -Itests/fuzz
 # Inputs bigger than this say nothing more: a few dozen records, or a
 # request header with its pipelined followers.
 FUZZ_MAX_LEN_fuzz_trace      := 16384
@@ -87,7 +89,7 @@ $(FUZZ_BUILD)/fuzz_http_parse: $(call fuzz_obj,tests/fuzz/fuzz_http_parse.c serv
 	$(msg) FUZZ-LD $@
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@
 
-# connscoped's config parser (daemon/config.c) with the engine's objects.
+# connscoped's config parser (daemon/service/config.c) with the engine's objects.
 $(FUZZ_BUILD)/fuzz_config: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_config.o $(FUZZ_ENGINE_OBJS)
 	$(msg) FUZZ-LD $@
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ $(LDLIBS_JSON) -lm
@@ -109,9 +111,11 @@ fuzz: fuzz-build
 	$(Q)for t in $(FUZZ_TARGETS); do \
 		$(MAKE) --no-print-directory fuzz-run-$$t SECONDS=$(FUZZ_SECONDS) || exit 1; done
 
+# A target per CPU at a time (each fuzzer is one thread), each one's lines
+# kept together.
 fuzz-short: fuzz-build
-	$(Q)for t in $(FUZZ_TARGETS); do \
-		$(MAKE) --no-print-directory fuzz-run-$$t SECONDS=$(FUZZ_TEST_SECONDS) || exit 1; done
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) --output-sync=target \
+		$(addprefix fuzz-run-,$(FUZZ_TARGETS)) SECONDS=$(FUZZ_TEST_SECONDS)
 
 -include $(shell find $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)
 
@@ -145,7 +149,7 @@ asan-build: $(SKEL) $(TEST_DEPS_OK)
 	$(Q)mkdir -p $(ASAN_BUILD)
 	$(Q)cp -p $(BUILD)/vmlinux.h $(BUILD)/connscope.bpf.o $(SKEL) $(DEPS_OK) $(TEST_DEPS_OK) $(ASAN_BUILD)/
 	$(Q)CFLAGS='$(ASAN_CFLAGS)' $(MAKE) --no-print-directory $(BUILD_JOBS) BUILD=$(ASAN_BUILD) \
-		all $(ASAN_BUILD)/unit-tests $(ASAN_BUILD)/bench/csidle
+		all $(ASAN_BUILD)/unit-tests-inproc $(ASAN_BUILD)/bench/csidle
 	$(Q)echo '$(ASAN_CFLAGS)' >$(ASAN_BUILD)/SANITIZED
 
 # In this order (not as prerequisites, which -j would run side by side).
@@ -162,7 +166,7 @@ asan-reports-clean:
 test-asan-unit: asan-build
 	$(Q)mkdir -p $(ASAN_LOGS)
 	$(Q)echo "  ASAN      unit tests"
-	$(Q)$(ASAN_ENV) $(ASAN_BUILD)/unit-tests --jobs $(NPROC)
+	$(Q)$(ASAN_ENV) $(ASAN_BUILD)/unit-tests-inproc
 
 test-asan-integration: asan-build
 	$(Q)mkdir -p $(ASAN_LOGS)
@@ -211,20 +215,32 @@ test-valgrind: $(BUILD)/unit-tests-inproc
 # cppcheck does not see the BPF programs (*.bpf.c): it cannot follow
 # vmlinux.h and the BPF helper macros; clang-tidy checks them below.
 
-LINT_SRCS   := $(filter-out %.bpf.c,$(wildcard daemon/*.c cli/*.c server/*.c bench/*.c))
+LINT_SRCS   := $(filter-out %.bpf.c,$(DAEMON_SRCS) $(wildcard cli/*.c server/*.c bench/*.c))
 # -isystem: the generated skeleton is not ours to lint; the analyzer models
 # tell clang what libbpf does with what the skeleton allocates.
 LINT_CFLAGS := -std=gnu11 -D_GNU_SOURCE -include tests/lint/analyzer_models.h -isystem $(BUILD) \
-	       -Ibpf -Idaemon -Iserver -Ibench
+	       -Ibpf $(DAEMON_INCLUDES) -Iserver -Ibench
 NPROC       := $(shell nproc 2>/dev/null || echo 2)
 
-lint: lint-commands lint-format lint-cppcheck lint-tidy lint-tidy-bpf
+lint: lint-commands lint-includes lint-format lint-cppcheck lint-tidy lint-tidy-bpf
+
+# No .c file over 600 lines in the programs' folders, no function over 80
+# anywhere (tests/lint/test_sizes.py).
+lint-sizes:
+	$(Q)echo "  SIZES     daemon cli server bench bpf tests"
+	$(Q)python3 tests/lint/test_sizes.py daemon cli server functions:bench functions:bpf functions:tests
 
 # Every command a test runs is in scripts/deps.sh's test set, or comes
 # with every Debian system.
 lint-commands:
 	$(Q)echo "  COMMANDS  tests/integration scripts"
 	$(Q)python3 tests/lint/test_commands.py
+
+# daemon/'s rooms: no file includes a header of a later room (the order is
+# the Makefile's DAEMON_ROOMS, passed here so that the two cannot differ).
+lint-includes:
+	$(Q)echo "  INCLUDES  daemon/ rooms: $(DAEMON_ROOMS)"
+	$(Q)python3 tests/lint/test_includes.py $(DAEMON_ROOMS)
 
 lint-tidy: $(SKEL) | $(TEST_DEPS_OK)
 	$(Q)echo "  TIDY      $(words $(LINT_SRCS)) files"
@@ -253,5 +269,5 @@ lint-format: | $(TEST_DEPS_OK)
 lint-cppcheck: | $(TEST_DEPS_OK)
 	$(Q)echo "  CPPCHECK  $(words $(LINT_SRCS)) files"
 	$(Q)cppcheck --quiet --error-exitcode=1 --inline-suppr --enable=warning,performance,portability \
-		--std=c11 -D_GNU_SOURCE -D__linux__ -D__x86_64__ -Ibpf -Idaemon -Iserver -Ibench \
+		--std=c11 -D_GNU_SOURCE -D__linux__ -D__x86_64__ -Ibpf $(DAEMON_INCLUDES) -Iserver -Ibench \
 		-j $(NPROC) $(LINT_SRCS)

@@ -3,7 +3,7 @@
 # HEAD, and tallies every failure by test name. A test that fails once in
 # ten runs is a bug: this is how to find it before CI does.
 #
-# usage: scripts/soak.sh [--load none|cpu|io] [--keep DIR] N
+# usage: scripts/soak.sh [--load none|cpu|io] [--keep DIR] [--rev REV] N
 #
 #   --load cpu   a busy process at nice 0, pinned to CPU 0, for the whole
 #                soak: the machine a test shares with other work
@@ -12,17 +12,23 @@
 #   --keep DIR   where each run's log and failed tests' kept files go
 #                (default /tmp/connscope-soak); the clones are deleted after
 #                each run, their kept files copied first
+#   --rev REV    test commit REV (default HEAD, read once at the start: a
+#                commit made during the soak does not change what it tests)
+#   --follow     each run tests HEAD as it is when that run starts: the
+#                soak checks each commit made during it
 #
 # Prints one line per run, then the tally: each failed test with how many
 # runs it failed in and where its kept files are. Exits 1 if any run failed.
 set -u
-load=none keep=/tmp/connscope-soak
+load=none keep=/tmp/connscope-soak rev=HEAD follow=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --load) load=${2:-}; shift 2 ;;
     --keep) keep=${2:-}; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "soak.sh: unknown option $1 (--load, --keep)" >&2; exit 2 ;;
+    --rev) rev=${2:-}; shift 2 ;;
+    --follow) follow=1; shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "soak.sh: unknown option $1 (--load, --keep, --rev, --follow)" >&2; exit 2 ;;
     *) break ;;
   esac
 done
@@ -30,7 +36,8 @@ runs=${1:-}
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "soak.sh: give the number of runs, e.g. scripts/soak.sh 10" >&2; exit 2; }
 [[ $load == none || $load == cpu || $load == io ]] || { echo "soak.sh: --load takes none, cpu or io, not '$load'" >&2; exit 2; }
 repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel) || exit 2
-commit=$(git -C "$repo" rev-parse --short HEAD)
+full_commit=$(git -C "$repo" rev-parse --verify --quiet "$rev^{commit}") || { echo "soak.sh: no commit '$rev'" >&2; exit 2; }
+commit=${full_commit:0:7}
 mkdir -p "$keep" || exit 2
 
 load_pids=()
@@ -55,7 +62,10 @@ failed_runs=0
 for run in $(seq "$runs"); do
   dir=$(mktemp -d /tmp/connscope-soak-clone.XXXXXX)
   log=$keep/run-$run.log
-  git clone -q "$repo" "$dir/src" || exit 1
+  if [[ $follow == 1 ]]; then
+    full_commit=$(git -C "$repo" rev-parse HEAD) commit=${full_commit:0:7}
+  fi
+  git clone -q "$repo" "$dir/src" && git -C "$dir/src" checkout -q "$full_commit" || exit 1
   start=$(date +%s)
   (cd "$dir/src" && make test) >"$log" 2>&1
   rc=$?
@@ -89,7 +99,7 @@ for run in $(seq "$runs"); do
   rm -rf "$dir"
 done
 
-echo "soak: $((runs - failed_runs)) of $runs runs passed ($commit, load $load; logs in $keep)"
+echo "soak: $((runs - failed_runs)) of $runs runs passed ($([[ $follow == 1 ]] && echo "HEAD at each run" || echo "$commit"), load $load; logs in $keep)"
 for n in "${!fails[@]}"; do
   printf '  %-50s failed in %d run(s):%s\n' "$n" "${fails[$n]}" "${where[$n]}"
 done | sort

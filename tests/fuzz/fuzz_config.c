@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Fuzz target: connscoped's config file parser (daemon/config.c), given the
+ * Fuzz target: connscoped's config file parser (daemon/service/config.c), given the
  * input as a file's whole text, in a buffer of exactly its length (ASan
  * reports any read past it; the parser must not need a NUL).
  *

@@ -3,7 +3,7 @@
 
 Each seed: a byte choosing the payload limit (>= 128: a client's 16 MiB,
 64-127: the daemon's 64 KiB), a byte choosing the read size, then a byte
-stream of control frames (daemon/ctl_proto.h). The snapshot seeds frame a
+stream of control frames (daemon/service/ctl_proto.h). The snapshot seeds frame a
 real `connscope snapshot --json` answer, given as the argument:
 
   connscope snapshot --json > /tmp/snap.json

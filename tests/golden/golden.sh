@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The reports of every recorded trace in tests/fixtures, compared byte for
-# byte with the ones kept in tests/golden/out: text, JSON, the slowest
-# requests, intervals and a diff. A change to how connscope analyses or
-# prints must show here as a reviewed change to those files.
+# The reports of every recorded trace in tests/fixtures, compared with the
+# ones kept in tests/golden/out: text, JSON, the slowest requests,
+# intervals and a diff. Text byte for byte; JSON value for value
+# (json_same.py: key order and number spelling may change, nothing else).
+# A change to how connscope analyses or prints must show here as a
+# reviewed change to those files.
 #
 # usage: golden.sh check BUILD     (fails on any difference, printing it)
 #        golden.sh update BUILD    (rewrites tests/golden/out)
@@ -45,6 +47,11 @@ while IFS='|' read -r name args; do
   checked=$((checked + 1))
   if [[ $mode == update ]]; then
     cp "$tmp/$name" "$out/$name"
+  elif [[ $name == *.json ]]; then
+    if ! python3 "$here/json_same.py" "$out/$name" "$tmp/$name" >"$tmp/$name.diff" 2>&1; then
+      echo "golden: $name differs (connscope $args):"; cat "$tmp/$name.diff"
+      failed=$((failed + 1))
+    fi
   elif ! diff -u "$out/$name" "$tmp/$name" >"$tmp/$name.diff"; then
     echo "golden: $name differs (connscope $args):"; head -n 40 "$tmp/$name.diff"
     failed=$((failed + 1))
@@ -54,4 +61,4 @@ if [[ $failed -gt 0 ]]; then
   echo "golden: $failed of $((checked + failed)) outputs differ (after a reviewed change: bash tests/golden/golden.sh update $build)"
   exit 1
 fi
-echo "golden: $checked outputs identical"
+echo "golden: $checked outputs as kept"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A raw client of connscoped's control socket, for the integration tests:
-it speaks the protocol of daemon/ctl_proto.h byte by byte, so that the
+it speaks the protocol of daemon/service/ctl_proto.h byte by byte, so that the
 tests can send what connscope never would (bad magic, other versions,
 oversized or unknown requests, half a request) and read exactly what
 comes back.

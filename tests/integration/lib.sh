@@ -116,6 +116,14 @@ netstat_counter() {
   awk -v name="$1" '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) col[$i] = i; h = 1 } else print $col[name] }' /proc/net/netstat
 }
 
+# listener_drops PORT: the drops the kernel counted on the listening sockets
+# of PORT in this namespace (sk_drops, `ss -m`'s d): its listen overflows
+# and any other drop of a SYN or third ACK there. Unlike ListenOverflows,
+# no other listener on the machine adds to it.
+listener_drops() {
+  ss -ltnmH "sport = :$1" | awk '{ if (match($0, /,d[0-9]+\)/)) n += substr($0, RSTART + 2, RLENGTH - 3) } END { print n + 0 }'
+}
+
 json_get() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 
 # assert_cmp A OP B [what]: numeric comparison with floats, OP one of < <= > >= ==.

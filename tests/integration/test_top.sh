@@ -34,6 +34,8 @@ daemon=$!; cs_pids+=("$daemon")
 cs_wait_attached "$CS_TMP/daemon.log"
 # Open loop, 300 requests/s for at most 40 s; 5 % wait 100 ms in the handler (/sleep: off the
 # loop), so that the p99 tail is theirs even when the shared CPUs add run-queue waits.
+# The server's threads' waits for a CPU from here, as the kernel counts them.
+runq_snapshot "$SERVER_PID" "$CS_TMP/runq.before"; load_start=$(date +%s.%N)
 cs_bg "$CS_LOAD" --port "$SERVER_PORT" --connections 16 --rate 300 --duration 40 \
   --mix /sleep/100:0.05 --quiet --json /dev/null
 
@@ -47,7 +49,12 @@ sleep 3 # a few seconds of the load in the window
 check_figures() {
 screen >"$CS_TMP/s1.txt"
 cat "$CS_TMP/s1.txt"
-python3 - "$CS_TMP/s1.txt" "$SERVER_PORT" "$sock" <<'PY' 
+runq_snapshot "$SERVER_PID" "$CS_TMP/runq.after"
+local waited_us
+read -r waited_us _ < <(runq_delta "$CS_TMP/runq.before" "$CS_TMP/runq.after" \
+  "$(awk -v now="$(date +%s.%N)" -v start="$load_start" 'BEGIN { print now - start }')")
+note "the server's threads waited ${waited_us} us for a CPU since the load began (schedstat)"
+python3 - "$CS_TMP/s1.txt" "$SERVER_PORT" "$sock" "$waited_us" <<'PY'
 import re, sys
 s = open(sys.argv[1]).read(); port = sys.argv[2]; lines = s.splitlines()
 def need(pattern, what):
@@ -64,8 +71,15 @@ m = need(r"^tail p99: \d+ request\(s\) at or above ([\d.]+) (ms|us|s)", "tail li
 threshold_ms = float(m.group(1)) * {"ms": 1, "us": 1e-3, "s": 1e3}[m.group(2)]
 assert threshold_ms >= 80, f"the tail begins at {threshold_ms} ms: the 5 % of 100 ms requests are the tail"
 first_cause = re.search(r"^tail p99.*\n  (\w+) ", s, re.M).group(1)
-assert first_cause == "handler", f"the tail's first cause is {first_cause}, not handler (/sleep)"
-print("ok: handler leads the tail")
+# On a machine busy with other work the server's threads can wait longer
+# for a CPU than the 100 ms handler: run_queue may then lead, but only if
+# the kernel saw them wait at least that long in all.
+waited_us = int(sys.argv[4])
+if first_cause == "run_queue" and waited_us >= 100000:
+    print(f"ok: run_queue leads the tail; the kernel saw the server's threads wait {waited_us} us")
+else:
+    assert first_cause == "handler", f"the tail's first cause is {first_cause}, not handler (/sleep); the server's threads waited {waited_us} us for a CPU"
+    print("ok: handler leads the tail")
 need(r"^conditions", "conditions")
 need(r"^threads +tid +comm +req/s +accepts +runq p99 +busy +sort: req/s", "threads header")
 rows = re.findall(r"^ +(?:[apwl]+ +)?(\d+) +csw-(\d) +(\d+) +(\d+) ", s, re.M)

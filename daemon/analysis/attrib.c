@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The conditions that shape the tail, each flagged or not with its
+ * figures; the accept contention ones from the diagnosis's findings.
+ */
+#include "attrib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnose.h"
+#include "units.h"
+
+#define TIME_WAIT_S 60 /* TCP_TIMEWAIT_LEN */
+/* Non-persistent: fewer requests than this per connection. */
+#define NON_PERSISTENT_RPC 2.0
+#define REQUESTS_MIN 20
+/* Idle timeouts: this many server idle closes make a pattern. */
+#define IDLE_CLOSES_MIN 3
+/* Closes within a twentieth of the mode's gap pile up there when they are a quarter of all... */
+#define IDLE_PILE_WIDTH 20
+#define IDLE_PILE_SHARE 0.25
+/* ...otherwise they are spread over a schedule's period: the timeout is where they begin. */
+#define IDLE_SPREAD_PERCENTILE 2.0
+/* CPU saturation: a thread runnable-but-waiting this share of the run... */
+#define RUNQ_SHARE_MIN 0.05
+/* ...or run_queue this large a share of the tail. */
+#define RUNQ_TAIL_SHARE_MIN 0.2
+/* Pool saturation: requests waiting for a pool thread this large a share of the tail. */
+#define POOL_TAIL_SHARE_MIN 0.2
+
+struct runq_scan {
+	uint64_t total, top_ns, max_wait;
+	uint32_t top_tid;
+	char top_comm[CS_COMM_LEN];
+};
+
+static void scan_thread(uint64_t key, void *value, void *ctx)
+{
+	(void)key;
+	const struct cs_thread_stats *t = value;
+	struct runq_scan *scan = ctx;
+	scan->total += t->runq_total_ns;
+	if (t->runq_max_ns > scan->max_wait)
+		scan->max_wait = t->runq_max_ns;
+	if (t->runq_total_ns > scan->top_ns) {
+		scan->top_ns = t->runq_total_ns;
+		scan->top_tid = t->tid;
+		memcpy(scan->top_comm, t->comm, CS_COMM_LEN);
+	}
+}
+
+/* connection_limit: the flagged listener, else the one closest to it. */
+static void compute_connection_limit(const struct cs_engine *engine, struct cs_conditions *cond)
+{
+	struct cs_limit_evidence best = { .blocked_share = -1.0 };
+	const struct cs_listener_stats *best_listener = NULL;
+	for (size_t i = 0; i < engine->listener_count; i++) {
+		const struct cs_listener_stats *l = &engine->listeners[i];
+		struct cs_limit_evidence e;
+		cs_listener_limit(engine, l, &e);
+		if (!best_listener || (e.flagged && !best.flagged) ||
+		    (e.flagged == best.flagged && e.waits > best.waits)) {
+			best = e;
+			best_listener = l;
+		}
+	}
+	if (!best_listener)
+		return;
+	typeof(cond->connection_limit) *c = &cond->connection_limit;
+	c->flagged = best.flagged;
+	c->port = best_listener->port;
+	c->open_connections = best.open_connections;
+	c->plateau_s = (double)best.plateau_ns / 1e9;
+	c->blocked_share = best.blocked_share;
+	c->on_cpu_share = best.on_cpu_share;
+	c->handler_share = best.handler_share;
+	c->waits = best.waits;
+	c->queued_waits = best.queued_waits;
+	c->wait_share = best.wait_share;
+	c->accept_wait_p99_us = (double)cs_hist_percentile(best_listener->accept_wait_ns, 99.0) / 1e3;
+	c->freed_by_idle_close = best.freed_by[CS_FREED_BY_IDLE_CLOSE];
+	c->freed_by_client = best.freed_by[CS_FREED_BY_CLIENT];
+	c->freed_other = best.freed_by[CS_FREED_BY_OTHER];
+}
+
+/* pool_saturation: ready requests that waited for a free pool thread, a large part of the tail. */
+static void pool_saturation(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_conditions *cond)
+{
+	struct cs_pool_scan pool;
+	cs_scan_pool(engine, &pool);
+	cond->pool_saturation.pool_threads = pool.threads;
+	cond->pool_saturation.poller_tid = pool.poller_tid;
+	memcpy(cond->pool_saturation.poller_comm, pool.poller_comm, CS_COMM_LEN);
+	cond->pool_saturation.busy_share = cs_pool_busy_share(&pool);
+	cond->pool_saturation.wait_p99_us =
+		(double)cs_hist_percentile(engine->requests.cause_ns[CS_CAUSE_WORKER_POOL], 99.0) / 1e3;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
+		if (tail->causes[c].cause != CS_CAUSE_WORKER_POOL)
+			continue;
+		cond->pool_saturation.tail_share = tail->causes[c].share;
+		if (tail->requests)
+			cond->pool_saturation.tail_wait_mean_us = (double)tail->causes[c].ns / (double)tail->requests / 1e3;
+	}
+	cond->pool_saturation.flagged = engine->requests.requests >= REQUESTS_MIN &&
+					cond->pool_saturation.tail_share >= POOL_TAIL_SHARE_MIN;
+}
+
+/*
+ * The timeout a server's idle closes reveal. A server with a timer per
+ * connection (nginx, csserver) closes at the timeout: the closes pile up
+ * there, at the mode, which a few closes at other gaps do not move. A
+ * server that looks for idle connections on a schedule of its own
+ * (Tomcat's poller, about once a second) closes anywhere from the timeout
+ * to the timeout plus its period: no pile, and the timeout is where the
+ * closes begin, at their lowest gaps (the odd earlier close left out).
+ */
+static uint64_t inferred_idle_timeout_ns(const struct cs_hist *gaps)
+{
+	size_t best = 0;
+	for (size_t b = 1; b < CS_HIST_BUCKETS; b++)
+		if (gaps->buckets[b] > gaps->buckets[best])
+			best = b;
+	uint64_t low = cs_hist_bucket_lowest(best), high = cs_hist_bucket_highest(best);
+	uint64_t mode = low + (high - low) / 2;
+	uint64_t near = mode / IDLE_PILE_WIDTH;
+	uint64_t piled = cs_hist_count_at_or_below(gaps, mode + near) -
+			 cs_hist_count_at_or_below(gaps, mode - near - 1);
+	if ((double)piled >= IDLE_PILE_SHARE * (double)gaps->count)
+		return mode;
+	return cs_hist_percentile(gaps, IDLE_SPREAD_PERCENTILE);
+}
+
+void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			   struct cs_conditions *cond)
+{
+	const struct cs_request_stats *req = &engine->requests;
+	const struct cs_lifecycle_stats *life = &engine->lifecycle;
+	memset(cond, 0, sizeof(*cond));
+
+	/* non_persistent: connection set-up paid by (nearly) every request */
+	cond->non_persistent.connections = req->first_on_connection;
+	cond->non_persistent.median_latency_us = (double)cs_hist_percentile(req->latency_ns, 50.0) / 1e3;
+	if (req->requests) {
+		cond->non_persistent.setup_share = (double)req->first_on_connection / (double)req->requests;
+		cond->non_persistent.requests_per_connection =
+			req->first_on_connection ? (double)req->requests / (double)req->first_on_connection : 0.0;
+	}
+	if (req->first_on_connection)
+		cond->non_persistent.setup_cost_us = (double)req->setup_ns / (double)req->first_on_connection / 1e3;
+	/*
+	 * Connections the server's idle timeout ended are that condition's
+	 * doing, not the client's choice: do not blame keep-alive for them.
+	 */
+	bool idle_closes_explain = life->server_idle_closes * 2 >= req->first_on_connection;
+	cond->non_persistent.flagged = req->requests >= REQUESTS_MIN && req->first_on_connection &&
+				       cond->non_persistent.requests_per_connection < NON_PERSISTENT_RPC &&
+				       !idle_closes_explain;
+
+	/* idle_timeout: the server closes idle keep-alive connections */
+	cond->idle_timeout.server_idle_closes = life->server_idle_closes;
+	cond->idle_timeout.reconnects = life->reconnects;
+	cond->idle_timeout.keepalive_race_resets = life->keepalive_race_resets;
+	if (life->idle_gap_ns->count)
+		cond->idle_timeout.inferred_timeout_ms = (double)inferred_idle_timeout_ns(life->idle_gap_ns) / 1e6;
+	cond->idle_timeout.flagged = life->server_idle_closes >= IDLE_CLOSES_MIN || life->keepalive_race_resets > 0;
+
+	/* listen_overflow and accept_contention, over all listeners */
+	for (size_t i = 0; i < engine->listener_count; i++) {
+		const struct cs_listener_stats *l = &engine->listeners[i];
+		cond->listen_overflow.drops += cs_listener_drops(l);
+		cond->listen_overflow.delayed_connections += l->handshakes_delayed_1s;
+		cond->listen_overflow.failed_connections += l->handshakes_failed;
+		cond->accept_contention.eagain += l->eagain;
+		const struct cs_worker_stats *w = cs_listener_busiest_worker(l);
+		if (w && l->accepts) {
+			double share = (double)w->accepts / (double)l->accepts;
+			if (share > cond->accept_contention.busiest_worker_share)
+				cond->accept_contention.busiest_worker_share = share;
+		}
+		double p99_us = (double)cs_hist_percentile(l->accept_wait_ns, 99.0) / 1e3;
+		if (p99_us > cond->accept_contention.accept_wait_p99_us)
+			cond->accept_contention.accept_wait_p99_us = p99_us;
+	}
+	cond->listen_overflow.flagged = cond->listen_overflow.drops > 0 || cond->listen_overflow.delayed_connections > 0;
+	compute_connection_limit(engine, cond);
+
+	struct cs_finding findings[32];
+	size_t n = cs_diagnose(engine, meta, findings, 32);
+	for (size_t i = 0; i < n; i++) {
+		const char *code = findings[i].code;
+		if (!strcmp(code, "accept_thread_bottleneck") || !strcmp(code, "accept_queue_wait"))
+			cond->accept_contention.acceptor_bottleneck = true;
+		else if (!strcmp(code, "unfair_accepts"))
+			cond->accept_contention.unfair = true;
+		else if (!strcmp(code, "thundering_herd"))
+			cond->accept_contention.thundering_herd = true;
+	}
+	cond->accept_contention.flagged = cond->accept_contention.acceptor_bottleneck ||
+					  cond->accept_contention.unfair ||
+					  cond->accept_contention.thundering_herd;
+
+	/* cpu_saturation: server threads waiting for a CPU */
+	struct runq_scan scan = { 0 };
+	cs_u64map_each(&engine->threads, scan_thread, &scan);
+	cond->cpu_saturation.runq_total_ns = scan.total;
+	cond->cpu_saturation.top_tid = scan.top_tid;
+	memcpy(cond->cpu_saturation.top_comm, scan.top_comm, CS_COMM_LEN);
+	cond->cpu_saturation.top_runq_ns = scan.top_ns;
+	cond->cpu_saturation.runq_max_ns = scan.max_wait;
+	cond->cpu_saturation.top_runq_share = meta->duration_s > 0 ? (double)scan.top_ns / (meta->duration_s * NS_PER_SEC) : 0.0;
+	struct cs_tail tail;
+	cs_compute_tail(engine, meta->tail_percentile > 0 ? meta->tail_percentile : 99.0, &tail);
+	double runq_tail_share = 0;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		if (tail.causes[c].cause == CS_CAUSE_RUN_QUEUE)
+			runq_tail_share = tail.causes[c].share;
+	cond->cpu_saturation.flagged = cond->cpu_saturation.top_runq_share >= RUNQ_SHARE_MIN ||
+				       (req->requests >= REQUESTS_MIN && runq_tail_share >= RUNQ_TAIL_SHARE_MIN);
+	pool_saturation(engine, &tail, cond);
+
+	/* lifecycle figures */
+	cond->lifecycle.closed_by_server = life->closed_by[CS_CLOSED_BY_SERVER];
+	cond->lifecycle.closed_by_client = life->closed_by[CS_CLOSED_BY_CLIENT];
+	cond->lifecycle.aborted = life->closed_by[CS_CLOSED_BY_ABORT];
+	cond->lifecycle.time_wait_created = life->time_wait_created;
+	cond->lifecycle.resets_sent = life->resets_sent;
+	cond->lifecycle.resets_received = life->resets_received;
+	cond->lifecycle.lifetime_p50_ms = (double)cs_hist_percentile(life->lifetime_ns, 50.0) / 1e6;
+	cond->lifecycle.lifetime_p99_ms = (double)cs_hist_percentile(life->lifetime_ns, 99.0) / 1e6;
+	cond->lifecycle.lifetime_max_ms = (double)life->lifetime_ns->max / 1e6;
+	/* TIME_WAIT lasts 60 s: count the server closes of the run's last 60 s. */
+	uint64_t end_second = engine->totals.last_ts_ns / 1000000000ull;
+	for (size_t i = 0; i < 64; i++) {
+		uint64_t second = life->server_close_second[i];
+		if (life->server_close_count[i] && second + TIME_WAIT_S > end_second)
+			cond->lifecycle.time_wait_now += life->server_close_count[i];
+	}
+}

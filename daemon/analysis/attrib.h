@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Attribution: where the tail's time went (tail.h, included), and the
+ * conditions that shape the tail (non-persistent connections, idle
+ * timeouts, listen overflow, accept contention, CPU saturation). Pure:
+ * computed from the engine's state and the run's metadata. The
+ * conditions read the diagnosis, which reads the tail: tail.c, then
+ * diagnose.c, then attrib.c.
+ */
+#ifndef CS_ATTRIB_H
+#define CS_ATTRIB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "run_meta.h"
+#include "tail.h"
+
+/* pool_saturation's one line of advice. */
+#define CS_POOL_ADVICE "size the pool for the load (Tomcat maxThreads, Jetty QueuedThreadPool, Netty's " \
+	"executor group), or stop handlers blocking (virtual threads: pinned carriers)"
+
+struct cs_conditions {
+	struct {
+		bool flagged;
+		uint64_t connections;           /* connections that carried requests */
+		double requests_per_connection;
+		double setup_share;             /* share of requests that paid set-up */
+		double setup_cost_us;           /* mean accept queue + SYN retransmit delay paid */
+		double median_latency_us;
+	} non_persistent;
+	struct {
+		bool flagged;
+		uint64_t server_idle_closes;
+		double inferred_timeout_ms;     /* the idle gaps' mode */
+		uint64_t reconnects;
+		uint64_t keepalive_race_resets;
+	} idle_timeout;
+	struct {
+		bool flagged;
+		uint64_t drops;
+		uint64_t delayed_connections;   /* local clients delayed >= 1 s */
+		uint64_t failed_connections;    /* local clients that gave up */
+	} listen_overflow;
+	struct {
+		bool flagged;
+		bool acceptor_bottleneck;
+		bool unfair;
+		bool thundering_herd;
+		double busiest_worker_share;
+		uint64_t eagain;
+		double accept_wait_p99_us;
+	} accept_contention;
+	struct {
+		bool flagged;
+		uint16_t port;                  /* the listener (flagged, else the most waits) */
+		uint32_t open_connections;      /* the plateau */
+		double plateau_s;               /* time open connections stayed there */
+		double blocked_share;           /* the acceptor's time outside accept(); -1: unknown */
+		double on_cpu_share;
+		double handler_share;
+		uint64_t waits;                 /* accepts it came back to right after a close */
+		uint64_t queued_waits;          /* accepts of connections queued while it was away */
+		double wait_share;              /* of those connections' wait, the share that ended with a close */
+		double accept_wait_p99_us;
+		uint64_t freed_by_idle_close;   /* the closes that freed those slots */
+		uint64_t freed_by_client;
+		uint64_t freed_other;
+	} connection_limit;
+	struct {
+		bool flagged;
+		uint64_t runq_total_ns;         /* all server threads */
+		uint32_t top_tid;
+		char top_comm[CS_COMM_LEN];
+		uint64_t top_runq_ns;
+		double top_runq_share;          /* of the run's duration */
+		uint64_t runq_max_ns;
+	} cpu_saturation;
+	struct {
+		bool flagged;
+		uint32_t pool_threads;          /* threads that read requests a poller handed them */
+		uint32_t poller_tid;            /* the thread that handed out the most */
+		char poller_comm[CS_COMM_LEN];
+		double busy_share;              /* pool threads' serving time over the run, per thread */
+		double tail_share;              /* worker_pool's share of the tail's time */
+		double tail_wait_mean_us;       /* a tail request's mean wait for a pool thread */
+		double wait_p99_us;             /* over all requests */
+	} pool_saturation;
+	struct {
+		uint64_t closed_by_server;
+		uint64_t closed_by_client;
+		uint64_t aborted;
+		uint64_t time_wait_created;
+		uint64_t time_wait_now;         /* server closes in the last 60 s of the run */
+		uint64_t resets_sent;
+		uint64_t resets_received;
+		double lifetime_p50_ms;
+		double lifetime_p99_ms;
+		double lifetime_max_ms;
+	} lifecycle;
+};
+
+void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			   struct cs_conditions *conditions);
+
+#endif /* CS_ATTRIB_H */

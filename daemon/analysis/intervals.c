@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "intervals.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "units.h"
+
+int cs_intervals_init(struct cs_intervals *iv, uint64_t width_ns, double tail_percentile, FILE *out)
+{
+	memset(iv, 0, sizeof(*iv));
+	iv->width_ns = width_ns;
+	iv->tail_percentile = tail_percentile > 0 ? tail_percentile : 99.0;
+	iv->out = out;
+	iv->prev_latency = calloc(1, sizeof(*iv->prev_latency));
+	iv->prev_bucket_cause_ns = calloc(CS_HIST_BUCKETS, sizeof(*iv->prev_bucket_cause_ns));
+	if (!iv->prev_latency || !iv->prev_bucket_cause_ns) {
+		cs_intervals_free(iv);
+		return -1;
+	}
+	cs_hist_init(iv->prev_latency);
+	return 0;
+}
+
+void cs_intervals_free(struct cs_intervals *iv)
+{
+	free(iv->prev_latency);
+	free(iv->prev_bucket_cause_ns);
+	iv->prev_latency = NULL;
+	iv->prev_bucket_cause_ns = NULL;
+}
+
+static uint64_t total_drops(const struct cs_engine *engine)
+{
+	uint64_t drops = 0;
+	for (size_t i = 0; i < engine->listener_count; i++)
+		drops += cs_listener_drops(&engine->listeners[i]);
+	return drops;
+}
+
+/*
+ * The interval's histogram: the engine's now less the one at the last
+ * boundary, bucket by bucket (min and max are the buckets' bounds: the
+ * exact ones of the interval are not kept).
+ */
+static void interval_latency(const struct cs_intervals *iv, const struct cs_hist *now, struct cs_hist *out)
+{
+	cs_hist_init(out);
+	for (size_t b = 0; b < CS_HIST_BUCKETS; b++) {
+		uint64_t n = now->buckets[b] - iv->prev_latency->buckets[b];
+		if (!n)
+			continue;
+		out->buckets[b] = n;
+		out->count += n;
+		if (out->min == UINT64_MAX || out->min > cs_hist_bucket_lowest(b))
+			out->min = cs_hist_bucket_lowest(b);
+		out->max = cs_hist_bucket_highest(b);
+	}
+}
+
+/* The cause holding most of the interval's tail time (its buckets from the percentile's up). */
+static int interval_top_cause(const struct cs_intervals *iv, const struct cs_engine *engine,
+			      const struct cs_hist *latency, double *share)
+{
+	uint64_t cause_ns[CS_CAUSE_COUNT] = { 0 }, total = 0;
+	size_t first = cs_hist_bucket_index(cs_hist_percentile(latency, iv->tail_percentile));
+	for (size_t b = first; b < CS_HIST_BUCKETS; b++)
+		for (int c = 0; c < CS_CAUSE_COUNT; c++)
+			cause_ns[c] += engine->requests.bucket_cause_ns[b][c] - iv->prev_bucket_cause_ns[b][c];
+	int top = -1;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
+		total += cause_ns[c];
+		if (cause_ns[c] && (top < 0 || cause_ns[c] > cause_ns[top]))
+			top = c;
+	}
+	*share = top >= 0 && total ? (double)cause_ns[top] / (double)total : 0;
+	return top;
+}
+
+static void print_line(struct cs_intervals *iv, const struct cs_engine *engine, uint64_t start_ns, uint64_t end_ns)
+{
+	if (!iv->lines++)
+		fprintf(iv->out, "%9s %9s %10s %10s  %-24s %7s\n", "from_s", "req/s", "p50", "p99", "top cause (tail share)",
+			"drops");
+	struct cs_hist latency;
+	interval_latency(iv, engine->requests.latency_ns, &latency);
+	double span_s = (double)(end_ns - start_ns) / 1e9;
+	char p50[32] = "-", p99[32] = "-", cause[48] = "-";
+	if (latency.count) {
+		cs_format_duration(p50, sizeof(p50), cs_hist_percentile(&latency, 50));
+		cs_format_duration(p99, sizeof(p99), cs_hist_percentile(&latency, 99));
+		double share;
+		int top = interval_top_cause(iv, engine, &latency, &share);
+		if (top >= 0)
+			snprintf(cause, sizeof(cause), "%s (%.0f%%)", cs_cause_names[top], 100.0 * share);
+	}
+	uint64_t drops = total_drops(engine);
+	iv->requests_in_lines += latency.count;
+	iv->drops_in_lines += drops - iv->prev_drops;
+	fprintf(iv->out, "%9.1f %9.1f %10s %10s  %-24s %7" PRIu64 "\n", (double)(start_ns - iv->first_ns) / 1e9,
+		span_s > 0 ? (double)latency.count / span_s : 0.0, p50, p99, cause, drops - iv->prev_drops);
+	/* This boundary is the next interval's start. */
+	memcpy(iv->prev_latency, engine->requests.latency_ns, sizeof(*iv->prev_latency));
+	memcpy(iv->prev_bucket_cause_ns, engine->requests.bucket_cause_ns,
+	       CS_HIST_BUCKETS * sizeof(*iv->prev_bucket_cause_ns));
+	iv->prev_drops = drops;
+}
+
+void cs_intervals_advance(struct cs_intervals *iv, const struct cs_engine *engine, uint64_t ts_ns)
+{
+	if (!iv->next_end_ns) {
+		iv->first_ns = ts_ns;
+		iv->next_end_ns = ts_ns + iv->width_ns;
+		return;
+	}
+	while (ts_ns >= iv->next_end_ns) {
+		print_line(iv, engine, iv->next_end_ns - iv->width_ns, iv->next_end_ns);
+		iv->next_end_ns += iv->width_ns;
+	}
+}
+
+void cs_intervals_finish(struct cs_intervals *iv, const struct cs_engine *engine)
+{
+	uint64_t last = engine->totals.last_ts_ns;
+	if (iv->next_end_ns && last > iv->next_end_ns - iv->width_ns)
+		print_line(iv, engine, iv->next_end_ns - iv->width_ns, last);
+}

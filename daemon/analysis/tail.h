@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The tail: the requests at or above a percentile, and where their time
+ * went, cause by cause, ranked, with evidence. Pure: computed from the
+ * engine's state and the run's metadata.
+ */
+#ifndef CS_TAIL_H
+#define CS_TAIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "run_meta.h"
+
+#define CS_EVIDENCE_LEN 256
+
+struct cs_tail_cause {
+	enum cs_cause cause;
+	double share;          /* of the tail's total time */
+	uint64_t ns;           /* time in this cause over the tail */
+	uint64_t requests;     /* tail requests for which it was the largest cause */
+	char evidence[CS_EVIDENCE_LEN];
+};
+
+struct cs_tail {
+	double percentile;
+	uint64_t threshold_ns;   /* requests at or above this latency are the tail */
+	uint64_t requests;
+	uint64_t total_ns;
+	struct cs_tail_cause causes[CS_CAUSE_COUNT]; /* largest share first */
+};
+
+void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail);
+
+/*
+ * True when the tail has requests and the accept path (accept queue and
+ * SYN retransmits) is a negligible share of their time: a handful of
+ * persistent connections, accepted once, cannot explain a tail.
+ */
+bool cs_accept_path_negligible(const struct cs_engine *engine, const struct cs_report_meta *meta);
+
+/* The pool behind handed-off requests: its threads, their serving time, the poller. */
+struct cs_pool_scan {
+	uint32_t threads;
+	uint64_t serving_ns;
+	uint64_t serving_span_ns;  /* each pool thread's first read to last send, summed */
+	uint32_t poller_tid;
+	uint64_t poller_handed_out;
+	char poller_comm[CS_COMM_LEN];
+};
+
+/*
+ * The pool's threads and its poller, from the engine's threads: the
+ * tail's evidence and the pool_saturation condition both read it.
+ */
+void cs_scan_pool(const struct cs_engine *engine, struct cs_pool_scan *pool);
+/* The pool threads' serving time over the time they served, at most 1. */
+double cs_pool_busy_share(const struct cs_pool_scan *pool);
+
+#endif /* CS_TAIL_H */

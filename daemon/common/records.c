@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "records.h"
+
+size_t cs_record_size(uint16_t type)
+{
+	switch (type) {
+	case CS_EV_ACCEPT:
+		return sizeof(struct cs_ev_accept);
+	case CS_EV_LISTENER_SAMPLE:
+		return sizeof(struct cs_ev_listener_sample);
+	case CS_EV_HANDSHAKE:
+		return sizeof(struct cs_ev_handshake);
+	case CS_EV_PROC_FORK:
+	case CS_EV_PROC_EXIT:
+		return sizeof(struct cs_ev_proc);
+	case CS_EV_REQUEST:
+		return sizeof(struct cs_ev_request);
+	case CS_EV_CONN_CLOSE:
+		return sizeof(struct cs_ev_conn_close);
+	case CS_EV_RESET:
+		return sizeof(struct cs_ev_reset);
+	case CS_EV_THREAD_SAMPLE:
+		return sizeof(struct cs_ev_thread_sample);
+	case CS_EV_ACK_OVERFLOW:
+		return sizeof(struct cs_ev_ack_overflow);
+	case CS_EV_THREAD_CPU:
+		return sizeof(struct cs_ev_thread_cpu);
+	case CS_EV_THREAD_POLLS:
+		return sizeof(struct cs_ev_thread_polls);
+	case CS_EV_THREAD_NAME:
+		return sizeof(struct cs_ev_thread_name);
+	default:
+		return 0;
+	}
+}

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "units.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+void cs_format_duration(char *buf, size_t len, uint64_t ns)
+{
+	/* Switch units on the rounded value: never "1000 us" or "1000 ms". */
+	if (ns < 1000)
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+	else if (ns < 999500)
+		snprintf(buf, len, "%.0f us", (double)ns / 1e3);
+	else if (ns < 99950000)
+		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+	else if (ns < 999500000)
+		snprintf(buf, len, "%.0f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+}

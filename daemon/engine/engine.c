@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The engine's top: its life (new, free), each wire record checked and
+ * handed to its handler (the listener's records here; requests.c, roles.c
+ * and limit.c for the rest), and the run's totals. Nothing in the engine
+ * calls back up here: the handlers share the tables of tables.c.
+ */
+#include "engine.h"
+#include "engine_internal.h"
+#include "tables.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "units.h"
+
+struct cs_engine *cs_engine_new(void)
+{
+	struct cs_engine *engine = calloc(1, sizeof(struct cs_engine));
+	if (engine && cs_requests_init(engine)) {
+		cs_engine_free(engine);
+		return NULL;
+	}
+	return engine;
+}
+
+void cs_engine_free(struct cs_engine *engine)
+{
+	if (!engine)
+		return;
+	for (size_t i = 0; i < engine->listener_count; i++)
+		cs_listener_free(&engine->listeners[i]);
+	free(engine->listeners);
+	cs_requests_free(engine);
+	free(engine);
+}
+
+static int on_accept(struct cs_engine *engine, const struct cs_ev_accept *ev)
+{
+	struct cs_listener_stats *listener = cs_get_listener(engine, ev->listener_port);
+	if (!listener)
+		return -ENOMEM;
+	struct cs_worker_stats *worker = cs_get_worker(listener, ev->tid, ev->tgid, ev->comm);
+	struct cs_listener_socket *socket =
+		cs_get_socket(listener, ev->listener_sk, ev->listener_drops);
+	/* Every accepting thread is a thread of the report, even one that never reads. */
+	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, ev->comm);
+	if (!worker || !socket || !thread)
+		return -ENOMEM;
+	socket->drops_last = ev->listener_drops;
+	socket->backlog_limit = ev->backlog_limit;
+	socket->backlog_last = ev->backlog;
+	listener->backlog_limit = ev->backlog_limit;
+
+	cs_limit_on_accept(listener, worker->last_call_ns, ev);
+	if (ev->hdr.ts_ns >= ev->enter_ns)
+		worker->in_accept_ns += ev->hdr.ts_ns - ev->enter_ns;
+	if (!worker->first_call_ns || ev->enter_ns < worker->first_call_ns)
+		worker->first_call_ns = ev->enter_ns;
+	if (ev->hdr.ts_ns > worker->last_call_ns)
+		worker->last_call_ns = ev->hdr.ts_ns;
+	if (ev->ret < 0) {
+		if (ev->ret == -EAGAIN) {
+			worker->eagain++;
+			listener->eagain++;
+		} else {
+			worker->errors++;
+			listener->accept_errors++;
+		}
+		return 0;
+	}
+
+	worker->accepts++;
+	thread->accepts++;
+	listener->accepts++;
+	if (!listener->first_accept_ns)
+		listener->first_accept_ns = ev->hdr.ts_ns;
+	listener->last_accept_ns = ev->hdr.ts_ns;
+	listener->backlog_at_accept_sum += ev->backlog;
+	if (ev->backlog > listener->backlog_at_accept_max)
+		listener->backlog_at_accept_max = ev->backlog;
+	/* A full queue seen by accept() counts as a backlog observation too. */
+	if (ev->backlog > listener->backlog_max)
+		listener->backlog_max = ev->backlog;
+
+	if (ev->established_ns && ev->established_ns <= ev->hdr.ts_ns)
+		cs_hist_record(listener->accept_wait_ns, ev->hdr.ts_ns - ev->established_ns);
+	else
+		listener->accepts_unmatched++;
+	cs_conn_accepted(engine, ev);
+	return 0;
+}
+
+static int on_listener_sample(struct cs_engine *engine, const struct cs_ev_listener_sample *ev)
+{
+	struct cs_listener_stats *listener = cs_get_listener(engine, ev->port);
+	if (!listener)
+		return -ENOMEM;
+	struct cs_listener_socket *socket = cs_get_socket(listener, ev->sk, ev->drops);
+	if (!socket)
+		return -ENOMEM;
+	socket->drops_last = ev->drops;
+	socket->backlog_limit = ev->backlog_limit;
+	socket->backlog_last = ev->backlog;
+
+	listener->backlog_limit = ev->backlog_limit;
+	listener->backlog_samples++;
+	listener->backlog_sample_sum += ev->backlog;
+	/* The kernel's test (sk_acceptq_is_full): the queue holds limit + 1. */
+	if (ev->backlog > ev->backlog_limit)
+		listener->backlog_full_samples++;
+	if (ev->backlog > 0)
+		listener->backlog_nonempty_samples++;
+	if (ev->backlog > listener->backlog_max)
+		listener->backlog_max = ev->backlog;
+	return 0;
+}
+
+static int on_handshake(struct cs_engine *engine, const struct cs_ev_handshake *ev)
+{
+	struct cs_listener_stats *listener = cs_get_listener(engine, ev->tuple.local_port);
+	if (!listener)
+		return -ENOMEM;
+	listener->handshakes_retransmitted += ev->syn_retransmits > 0;
+	if (!ev->established) {
+		listener->handshakes_failed++;
+		return 0;
+	}
+	listener->handshakes_slow++;
+	cs_hist_record(listener->handshake_extra_ns, ev->extra_ns);
+	if (ev->extra_ns >= NS_PER_SEC)
+		listener->handshakes_delayed_1s++;
+	return 0;
+}
+
+int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
+{
+	struct cs_event_header hdr;
+	int err;
+
+	if (len < sizeof(hdr)) {
+		engine->totals.malformed++;
+		return -EINVAL;
+	}
+	memcpy(&hdr, record, sizeof(hdr));
+	size_t expected = cs_record_size(hdr.type);
+	if (!expected || hdr.size != expected || len < expected) {
+		engine->totals.malformed++;
+		return -EINVAL;
+	}
+
+	/* Records may be unaligned (replay buffers): copy before use. */
+	union {
+		struct cs_ev_accept accept;
+		struct cs_ev_listener_sample sample;
+		struct cs_ev_handshake handshake;
+		struct cs_ev_proc proc;
+		struct cs_ev_request request;
+		struct cs_ev_conn_close close;
+		struct cs_ev_reset reset;
+		struct cs_ev_thread_sample thread;
+		struct cs_ev_ack_overflow ack_overflow;
+		struct cs_ev_thread_cpu thread_cpu;
+		struct cs_ev_thread_polls polls;
+		struct cs_ev_thread_name name;
+	} ev;
+	memcpy(&ev, record, expected);
+
+	switch (hdr.type) {
+	case CS_EV_ACCEPT:
+		err = on_accept(engine, &ev.accept);
+		break;
+	case CS_EV_LISTENER_SAMPLE:
+		err = on_listener_sample(engine, &ev.sample);
+		break;
+	case CS_EV_HANDSHAKE:
+		err = on_handshake(engine, &ev.handshake);
+		break;
+	case CS_EV_PROC_FORK:
+		engine->totals.forks++;
+		err = 0;
+		break;
+	case CS_EV_PROC_EXIT:
+		engine->totals.exits++;
+		err = 0;
+		break;
+	case CS_EV_REQUEST:
+		err = cs_on_request(engine, &ev.request);
+		break;
+	case CS_EV_CONN_CLOSE:
+		err = cs_on_conn_close(engine, &ev.close);
+		break;
+	case CS_EV_RESET:
+		err = cs_on_reset(engine, &ev.reset);
+		break;
+	case CS_EV_THREAD_SAMPLE:
+		err = cs_on_thread_sample(engine, &ev.thread);
+		break;
+	case CS_EV_THREAD_CPU:
+		err = cs_on_thread_cpu(engine, &ev.thread_cpu);
+		break;
+	case CS_EV_THREAD_POLLS:
+		err = cs_on_thread_polls(engine, &ev.polls);
+		break;
+	case CS_EV_THREAD_NAME:
+		err = cs_on_thread_name(engine, &ev.name);
+		break;
+	case CS_EV_ACK_OVERFLOW: {
+		struct cs_listener_stats *listener = cs_get_listener(engine, ev.ack_overflow.tuple.local_port);
+		err = listener ? 0 : -ENOMEM;
+		if (listener)
+			listener->ack_overflows++;
+		break;
+	}
+	default:
+		err = -EINVAL;
+		break;
+	}
+	if (err) {
+		engine->totals.malformed++;
+		return err;
+	}
+	engine->totals.records++;
+	engine->totals.by_type[hdr.type]++;
+	/*
+	 * Forget connections not heard of for a while. A sweep walks the whole
+	 * table, so it waits for CS_CONN_SWEEP_NS of record time and for as
+	 * many records as 1/64 of the slots it walks: a hostile trace of ever
+	 * later timestamps cannot make every record pay a walk.
+	 */
+	engine->records_since_sweep++;
+	if (hdr.ts_ns >= engine->next_sweep_ns &&
+	    engine->records_since_sweep >= (engine->conns.capacity + engine->idle_closed_from.capacity) / 64) {
+		cs_conns_sweep(engine, hdr.ts_ns);
+		engine->next_sweep_ns = hdr.ts_ns + CS_CONN_SWEEP_NS;
+		engine->records_since_sweep = 0;
+	}
+	if (!engine->totals.first_ts_ns || hdr.ts_ns < engine->totals.first_ts_ns)
+		engine->totals.first_ts_ns = hdr.ts_ns;
+	if (hdr.ts_ns > engine->totals.last_ts_ns)
+		engine->totals.last_ts_ns = hdr.ts_ns;
+	return 0;
+}
+
+struct cs_conn_partial cs_engine_partial(const struct cs_engine *engine)
+{
+	struct cs_conn_partial partial = {
+		.requests = engine->requests.partial,
+		.closes = engine->lifecycle.closed_partial,
+	};
+	for (size_t i = 0; i < engine->listener_count; i++)
+		partial.accepts += engine->listeners[i].accepts_unmatched;
+	return partial;
+}

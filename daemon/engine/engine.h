@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The connscope engine: wire records in, statistics out.
+ *
+ * Pure code: no BPF, no I/O, no clock. Every record carries its own
+ * timestamp, so the same engine serves the live daemon, offline replay of a
+ * recorded trace, and unit tests feeding synthetic streams.
+ */
+#ifndef CS_ENGINE_H
+#define CS_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "connscope.h"
+#include "hist.h"
+#include "records.h"
+#include "u64map.h"
+
+/* Where a request's time went. Order is the report's order. */
+enum cs_cause {
+	CS_CAUSE_ACCEPT_QUEUE,    /* ESTABLISHED -> accept() (first request on a connection) */
+	CS_CAUSE_LISTEN_OVERFLOW, /* extra connect delay from SYN retransmits */
+	CS_CAUSE_RUN_QUEUE,       /* the serving thread was runnable, not running */
+	CS_CAUSE_EVENT_LOOP,      /* data ready, the thread busy elsewhere or not polling */
+	CS_CAUSE_WORKER_POOL,     /* handed off by a poller, waiting for a free pool thread */
+	CS_CAUSE_HANDLER,         /* first read -> first send, on CPU or blocked */
+	CS_CAUSE_SEND_DRAIN,      /* first send -> the response's last byte left */
+	CS_CAUSE_COUNT,
+};
+
+extern const char *const cs_cause_names[CS_CAUSE_COUNT];
+
+/* One request's time, split by cause (they add up to total_ns). */
+struct cs_request_split {
+	uint64_t cause_ns[CS_CAUSE_COUNT];
+	uint64_t total_ns;
+};
+
+/* A slow request kept whole, as evidence for the tail's causes. */
+struct cs_exemplar {
+	struct cs_request_split split;
+	uint64_t end_ns;
+	uint32_t reader_tid;
+	uint32_t sender_tid;
+	uint32_t tgid;
+	uint32_t bytes_out;
+	uint32_t send_eagain;
+	uint16_t port;
+	uint16_t flags;
+	uint32_t index;       /* request number on its connection */
+	uint16_t peer_family; /* 0: the connection's accept was not seen */
+	uint16_t peer_port;
+	uint8_t peer_addr[16];
+};
+
+#define CS_EXEMPLARS 512
+
+/* A server thread: what it served and how long it waited for a CPU. */
+struct cs_thread_stats {
+	uint32_t tid;
+	uint32_t tgid;
+	char comm[CS_COMM_LEN];
+	char runtime_name[CS_RUNTIME_NAME_LEN]; /* its JVM's name for it; "": none known */
+	uint64_t requests;         /* requests it read */
+	uint64_t cause_ns[CS_CAUSE_COUNT]; /* of the requests it read */
+	uint64_t runq_total_ns;    /* from its samples: all its run-queue waits */
+	uint64_t runq_max_ns;
+	uint64_t runq_waits;
+	uint32_t runq_per_request[CS_COARSE_BUCKETS]; /* each request's run-queue time (ns) */
+	uint64_t cpu_ns;           /* from its samples: time on a CPU since attach */
+	uint64_t cpu_sampled_ns;   /* when that was read; 0: never (a trace without it) */
+	/* The epoll path (struct cs_ev_thread_polls, totals since attach). */
+	uint64_t ready_polls;
+	uint64_t reads_own;
+	uint64_t reads_handed;
+	uint64_t handed_out;
+	uint64_t reads_blocking;
+	uint64_t accepts;          /* connections it accepted, any listener */
+	uint64_t serving_ns;       /* first read to last send of the requests it read */
+	uint64_t first_read_ns;    /* the first of those requests' first read */
+	uint64_t last_send_ns;     /* the last of their last sends */
+	uint64_t handed_requests;  /* requests it read that a poller handed it */
+};
+
+/* What a thread does, from its behaviour (roles.c); a thread may have several. */
+enum cs_thread_role {
+	CS_ROLE_ACCEPTOR = 1 << 0,   /* calls accept() */
+	CS_ROLE_POLLER = 1 << 1,     /* polls; other threads read what it polled */
+	CS_ROLE_EVENT_LOOP = 1 << 2, /* polls and serves the sockets it polled */
+	CS_ROLE_WORKER = 1 << 3,     /* serves sockets another thread polled, or reads blocking */
+};
+#define CS_ROLE_COUNT 4
+extern const char *const cs_role_names[CS_ROLE_COUNT]; /* by bit position */
+
+/* The roles of a thread. */
+unsigned cs_thread_roles(const struct cs_thread_stats *thread);
+/* "acceptor,poller" (at most 48 bytes), "" for none. */
+void cs_format_roles(char *out, size_t len, unsigned roles);
+
+/* A connection the engine follows from accept() to close. */
+struct cs_conn {
+	uint64_t established_ns;
+	uint64_t accept_ns;
+	uint64_t last_seen_ns;   /* its latest record: the accept or a request */
+	uint32_t accept_tid;
+	uint16_t port;
+	uint16_t remote_port;
+	uint32_t remote_addr_hash;
+	uint16_t family;         /* AF_INET or AF_INET6 */
+	uint16_t pad;
+	uint8_t remote_addr[16]; /* the peer, for the slowest requests' list */
+};
+
+/* A client address's recent idle closes, waiting to be answered by reconnects. */
+struct cs_idle_closes {
+	uint64_t last_close_ns;
+	uint64_t pending;
+};
+
+/* Connection lifecycles and resets, over all listeners. */
+struct cs_lifecycle_stats {
+	uint64_t closed_by[4];          /* by enum cs_closer */
+	uint64_t closed_partial;        /* connections older than the attach */
+	uint64_t requests_on_closed;    /* requests carried by closed connections */
+	uint64_t server_idle_closes;    /* the server closed after an idle gap */
+	struct cs_hist *idle_gap_ns;    /* that gap */
+	struct cs_hist *lifetime_ns;    /* ESTABLISHED -> close */
+	uint64_t reconnects;            /* a client connected again soon after an idle close */
+	uint64_t resets_sent;
+	uint64_t resets_received;
+	uint64_t keepalive_race_resets; /* sent because data hit a connection the server closed */
+	uint64_t time_wait_created;     /* server-side closes: sockets left in TIME_WAIT */
+	/* Server closes per second over the last 64 s, for TIME_WAIT still alive. */
+	uint64_t server_close_second[64];
+	uint64_t server_close_count[64];
+};
+
+/* A thread that called accept() on a listener. */
+struct cs_worker_stats {
+	uint32_t tid;
+	uint32_t pid;
+	char comm[CS_COMM_LEN];
+	uint64_t accepts;        /* connections it took */
+	uint64_t eagain;         /* accept() calls that found the queue empty */
+	uint64_t errors;         /* other accept() failures (EMFILE, ...) */
+	uint64_t in_accept_ns;   /* time spent inside accept() calls */
+	uint64_t first_call_ns;  /* its first accept() call began */
+	uint64_t last_call_ns;   /* its last accept() call returned */
+};
+
+/* One listening socket of a port (SO_REUSEPORT gives several). */
+struct cs_listener_socket {
+	uint64_t sk;
+	uint32_t drops_first;    /* sk_drops when first seen */
+	uint32_t drops_last;     /* sk_drops when last seen */
+	uint32_t backlog_limit;
+	uint32_t backlog_last;
+};
+
+/* Open-connection counts whose time is kept apart; more share the last. */
+#define CS_OPEN_LEVELS 64
+
+/* An accept of a queued connection with no close in the acceptor's time away (limit.c). */
+struct cs_limit_pending {
+	uint64_t enter_ns;           /* the accept() call began; 0: none pending */
+	uint64_t accept_ns;          /* it returned */
+	uint64_t away_ns;            /* the acceptor's time away before it */
+	uint64_t waited_ns;          /* the connection's wait with the acceptor away */
+};
+
+/* Everything known about one listening port. */
+struct cs_listener_stats {
+	uint16_t port;
+
+	uint64_t accepts;            /* successful accept() calls */
+	uint64_t accepts_unmatched;  /* accepted sockets never seen entering the
+	                                queue (queued before attach): no wait */
+	uint64_t eagain;             /* accept() calls that returned EAGAIN */
+	uint64_t accept_errors;      /* other failed accept() calls */
+	uint64_t first_accept_ns;
+	uint64_t last_accept_ns;
+	struct cs_hist *accept_wait_ns; /* ESTABLISHED -> accept() return */
+	uint64_t requests;              /* requests with a full timeline */
+	struct cs_hist *latency_ns;     /* their server-side latency */
+
+	/* queue depth seen by accept() calls (what was left behind) */
+	uint64_t backlog_at_accept_sum;
+	uint32_t backlog_at_accept_max;
+
+	/* queue depth from the periodic listener samples (sock_diag) */
+	uint64_t backlog_samples;        /* (socket, sample) pairs */
+	uint64_t backlog_full_samples;   /* of which the queue was full */
+	uint64_t backlog_nonempty_samples;
+	uint64_t backlog_sample_sum;
+	uint32_t backlog_max;
+	uint32_t backlog_limit;
+
+	uint64_t ack_overflows;          /* third ACKs dropped: queue full (see cs_listener_drops) */
+
+	/* local clients' connects to this port that were slow */
+	uint64_t handshakes_retransmitted; /* whose SYN was retransmitted */
+	uint64_t handshakes_slow;        /* that got in, slowly (SYN or last-ACK drops) */
+	uint64_t handshakes_failed;      /* the client gave up */
+	uint64_t handshakes_delayed_1s;  /* delayed by >= 1 s */
+	struct cs_hist *handshake_extra_ns; /* connect delay beyond one round trip */
+
+	/*
+	 * Open connections and the acceptor's waits with them (limit.c): a
+	 * server at its connection limit stops calling accept() until one
+	 * closes, and comes back right after that close.
+	 */
+	uint32_t open_conns;         /* followed: accepted, not yet closed or forgotten */
+	uint32_t open_max;
+	uint64_t open_changed_ns;    /* when open_conns last changed */
+	uint64_t open_level_ns[CS_OPEN_LEVELS]; /* time with that many open (the last: or more) */
+	uint64_t first_close_ns;     /* first close since the last accept returned; 0: none */
+	uint32_t open_before_close;  /* open_conns just before that close */
+	uint8_t first_close_kind;    /* enum cs_slot_freer */
+	uint64_t queued_gaps;        /* accepts of a connection queued before the call began */
+	uint64_t queued_gap_ns;      /* how long those waited with the acceptor out of accept() */
+	uint64_t limit_gaps;         /* of which the acceptor came back just after a close */
+	uint64_t limit_gap_ns;
+	uint32_t limit_open_min;     /* open connections when those closes came: the plateau */
+	uint32_t limit_open_max;
+	uint64_t limit_freed_by[3];  /* those closes, by enum cs_slot_freer */
+	struct cs_limit_pending limit_pending; /* an accept no close preceded */
+
+	struct cs_listener_socket *sockets;
+	size_t socket_count, socket_cap;
+	struct cs_worker_stats *workers;
+	size_t worker_count, worker_cap;
+};
+
+/* What freed a slot: the close that ended a wait at a connection limit. */
+enum cs_slot_freer {
+	CS_FREED_BY_IDLE_CLOSE,   /* the server closed an idle keep-alive connection */
+	CS_FREED_BY_CLIENT,       /* the client closed first */
+	CS_FREED_BY_OTHER,        /* a server close after a response, or an abort */
+};
+
+/* All requests: latency, and per latency bucket the time of each cause. */
+struct cs_request_stats {
+	uint64_t requests;            /* requests with a full timeline */
+	uint64_t first_on_connection; /* of which paid connection set-up */
+	uint64_t unanswered;          /* closed before the server answered */
+	uint64_t partial;             /* started before attach: no timeline */
+	uint64_t held_back;           /* response bytes held in the send queue */
+	uint64_t send_eagain;
+	struct cs_hist *latency_ns;
+	uint64_t (*bucket_cause_ns)[CS_CAUSE_COUNT]; /* [CS_HIST_BUCKETS] */
+	uint64_t (*bucket_dominant)[CS_CAUSE_COUNT]; /* requests whose largest cause it was */
+	struct cs_hist *cause_ns[CS_CAUSE_COUNT];    /* each request's time in each cause */
+	uint64_t setup_ns;            /* accept_queue + listen_overflow of first requests */
+	struct cs_exemplar exemplars[CS_EXEMPLARS]; /* min-heap on total_ns */
+	size_t exemplar_count;
+};
+
+struct cs_engine_totals {
+	uint64_t records;                  /* records accepted */
+	uint64_t by_type[CS_EV_TYPE_MAX];
+	uint64_t malformed;                /* records rejected as malformed */
+	uint64_t forks;
+	uint64_t exits;
+	uint64_t first_ts_ns;              /* earliest record */
+	uint64_t last_ts_ns;               /* latest record */
+};
+
+#define CS_MAX_CONNS (1u << 20)  /* connections followed at once */
+/*
+ * A followed connection with no record for this long is forgotten (its
+ * close was lost with a full ring buffer, or it idles): what the engine
+ * keeps of it only serves its first request, which cannot have waited in
+ * the accept queue that long. Checked every CS_CONN_SWEEP_NS of record time.
+ */
+#define CS_CONN_TIMEOUT_NS (300ull * 1000000000ull)
+#define CS_CONN_SWEEP_NS (10ull * 1000000000ull)
+/* A full table forgets the least recently seen of this many connections. */
+#define CS_CONN_EVICT_SAMPLE 32
+
+/* Records about connections the engine could not follow whole. */
+struct cs_conn_partial {
+	uint64_t accepts;        /* accepted, never seen entering the queue */
+	uint64_t requests;       /* begun before attach: no timeline */
+	uint64_t closes;         /* closed, never seen established */
+};
+
+struct cs_engine {
+	struct cs_listener_stats *listeners;
+	size_t listener_count, listener_cap;
+	struct cs_engine_totals totals;
+	struct cs_request_stats requests;
+	struct cs_lifecycle_stats lifecycle;
+	struct cs_u64map conns;            /* sk -> struct cs_conn */
+	struct cs_u64map threads;          /* tid -> struct cs_thread_stats */
+	struct cs_u64map idle_closed_from; /* remote address -> struct cs_idle_closes */
+	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
+	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
+	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */
+	uint64_t records_since_sweep;
+	size_t evict_cursor;               /* where the next eviction sample starts */
+};
+
+struct cs_engine *cs_engine_new(void);
+void cs_engine_free(struct cs_engine *engine);
+
+/*
+ * Clear the statistics, keep following open connections (engine_reset.c).
+ * Returns 0, or -ENOMEM with the engine unchanged.
+ */
+int cs_engine_reset(struct cs_engine *engine);
+
+/*
+ * Feed one raw wire record of len bytes. Returns 0, or -EINVAL when the
+ * record is malformed (unknown type, wrong size): it is counted in
+ * totals.malformed and otherwise ignored. -ENOMEM when the engine could not
+ * grow a table (the record is counted as malformed too, never silently lost).
+ */
+int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len);
+
+/* Partial connections, summed over listeners: never split, never in a latency. */
+struct cs_conn_partial cs_engine_partial(const struct cs_engine *engine);
+
+/* Listener of a port, or NULL. */
+const struct cs_listener_stats *cs_engine_listener(const struct cs_engine *engine, uint16_t port);
+
+/*
+ * Listen-overflow drops since attach, as the kernel's ListenOverflows counts
+ * them: the listeners' sk_drops deltas, less the second count sk_drops
+ * takes for each third ACK dropped on a full queue.
+ */
+uint64_t cs_listener_drops(const struct cs_listener_stats *listener);
+
+/* The worker that took the most accepts, or NULL when none did. */
+const struct cs_worker_stats *cs_listener_busiest_worker(const struct cs_listener_stats *listener);
+
+/* Split a request record into causes; false when it has no full timeline. */
+bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
+		      struct cs_request_split *split);
+
+/*
+ * Share of its active span (first accept call to last return) a worker
+ * spent outside accept(): near 1 for an accept thread that never waits for
+ * connections, i.e. one that cannot keep up.
+ */
+double cs_worker_busy_share(const struct cs_worker_stats *worker);
+
+/*
+ * The acceptor's time outside accept(), split (limit.c): on a CPU (its
+ * sampled CPU time), in handlers (requests it read), waiting for a CPU
+ * (its run-queue total), and blocked: the rest.
+ * cpu_known is false without CPU samples (a trace recorded before them).
+ */
+struct cs_acceptor_time {
+	uint64_t outside_ns;
+	uint64_t on_cpu_ns;
+	uint64_t handler_ns;
+	uint64_t runq_ns;
+	uint64_t blocked_ns;
+	bool cpu_known;
+};
+void cs_acceptor_time(const struct cs_engine *engine, const struct cs_worker_stats *worker,
+		      struct cs_acceptor_time *time);
+
+/*
+ * A listener's server at its connection limit (limit.c): the evidence,
+ * and flagged when its acceptor was away from accept() with connections
+ * queued, came back right after a close in most of those waits, and was
+ * blocked rather than busy meanwhile.
+ */
+struct cs_limit_evidence {
+	bool flagged;
+	uint32_t open_connections;   /* at the plateau: open when a close let the acceptor back */
+	uint32_t open_min;           /* the lowest such count (== open_connections: a flat plateau) */
+	uint64_t plateau_ns;         /* time open connections stayed at their highest */
+	uint64_t waits;              /* accepts the acceptor came back to after a close */
+	uint64_t queued_waits;       /* accepts of connections queued while it was away */
+	uint64_t waited_ns;          /* the accept wait those connections had with it away */
+	double wait_share;           /* of all the wait queued connections had with it away */
+	uint64_t freed_by[3];        /* the closes that let it back, by enum cs_slot_freer */
+	uint32_t acceptor_tid;
+	char acceptor_comm[CS_COMM_LEN];
+	double blocked_share;        /* of its time outside accept(); -1: CPU time unknown */
+	double on_cpu_share;
+	double handler_share;
+};
+void cs_listener_limit(const struct cs_engine *engine, const struct cs_listener_stats *listener,
+		       struct cs_limit_evidence *evidence);
+
+/* Threads that took at least one connection. */
+size_t cs_listener_accepting_threads(const struct cs_listener_stats *listener);
+
+#endif /* CS_ENGINE_H */

@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Requests and connection lifecycles: joins each request record with its
+ * connection (accept, SYN retransmits), splits its time into causes, and
+ * keeps per-latency-bucket cause totals so that the tail's causes can be
+ * read off exactly at any percentile.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+#include "tables.h"
+#include "units.h"
+
+/* A server close this long after the last bytes is an idle close. */
+#define IDLE_CLOSE_MIN_NS (5 * NS_PER_MS)
+/* A new connection from the same client this soon after an idle close is a reconnect. */
+#define RECONNECT_WINDOW_NS NS_PER_SEC
+/* Resets the kernel sends when data reaches a connection the server closed. */
+#define RST_REASON_ABORT_ON_DATA 8
+#define RST_REASON_TIMEWAIT_SOCKET 9
+/* ...and when the server closes with a request that arrived but was never read. */
+#define RST_REASON_ABORT_ON_CLOSE 11
+
+const char *const cs_cause_names[CS_CAUSE_COUNT] = {
+	[CS_CAUSE_ACCEPT_QUEUE] = "accept_queue",
+	[CS_CAUSE_LISTEN_OVERFLOW] = "listen_overflow",
+	[CS_CAUSE_RUN_QUEUE] = "run_queue",
+	[CS_CAUSE_EVENT_LOOP] = "event_loop",
+	[CS_CAUSE_WORKER_POOL] = "worker_pool",
+	[CS_CAUSE_HANDLER] = "handler",
+	[CS_CAUSE_SEND_DRAIN] = "send_drain",
+};
+
+int cs_requests_init(struct cs_engine *engine)
+{
+	struct cs_request_stats *r = &engine->requests;
+	struct cs_lifecycle_stats *l = &engine->lifecycle;
+	r->latency_ns = malloc(sizeof(*r->latency_ns));
+	r->bucket_cause_ns = calloc(CS_HIST_BUCKETS, sizeof(*r->bucket_cause_ns));
+	r->bucket_dominant = calloc(CS_HIST_BUCKETS, sizeof(*r->bucket_dominant));
+	l->idle_gap_ns = malloc(sizeof(*l->idle_gap_ns));
+	l->lifetime_ns = malloc(sizeof(*l->lifetime_ns));
+	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
+		r->cause_ns[c] = malloc(sizeof(*r->cause_ns[c]));
+		if (!r->cause_ns[c])
+			return -ENOMEM;
+		cs_hist_init(r->cause_ns[c]);
+	}
+	if (!r->latency_ns || !r->bucket_cause_ns || !r->bucket_dominant || !l->idle_gap_ns || !l->lifetime_ns)
+		return -ENOMEM;
+	cs_hist_init(r->latency_ns);
+	cs_hist_init(l->idle_gap_ns);
+	cs_hist_init(l->lifetime_ns);
+	if (cs_u64map_init(&engine->conns, sizeof(struct cs_conn), CS_MAX_CONNS) ||
+	    cs_u64map_init(&engine->threads, sizeof(struct cs_thread_stats), 65536) ||
+	    cs_u64map_init(&engine->idle_closed_from, sizeof(struct cs_idle_closes), 65536))
+		return -ENOMEM;
+	return 0;
+}
+
+void cs_requests_free(struct cs_engine *engine)
+{
+	free(engine->requests.latency_ns);
+	free(engine->requests.bucket_cause_ns);
+	free(engine->requests.bucket_dominant);
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		free(engine->requests.cause_ns[c]);
+	free(engine->lifecycle.idle_gap_ns);
+	free(engine->lifecycle.lifetime_ns);
+	cs_u64map_free(&engine->conns);
+	cs_u64map_free(&engine->threads);
+	cs_u64map_free(&engine->idle_closed_from);
+}
+
+/* ---- the accept side: connections the engine follows ---------------------- */
+
+struct sweep_ctx {
+	uint64_t now_ns;
+	struct cs_engine *engine;
+};
+
+/* A followed connection is no longer counted open on its listener. */
+static void conn_forgotten(struct cs_engine *engine, const struct cs_conn *conn, uint64_t now_ns)
+{
+	struct cs_listener_stats *listener = cs_get_listener(engine, conn->port);
+	if (listener)
+		cs_limit_on_forget(listener, now_ns);
+}
+
+static int conn_timed_out(uint64_t key, const void *value, void *ctx_ptr)
+{
+	(void)key;
+	const struct cs_conn *conn = value;
+	struct sweep_ctx *ctx = ctx_ptr;
+	int expired = ctx->now_ns > conn->last_seen_ns && ctx->now_ns - conn->last_seen_ns >= CS_CONN_TIMEOUT_NS;
+	if (expired && ctx->engine)
+		conn_forgotten(ctx->engine, conn, ctx->now_ns);
+	return expired;
+}
+
+static int idle_closes_expired(uint64_t key, const void *value, void *ctx_ptr)
+{
+	(void)key;
+	const struct cs_idle_closes *closes = value;
+	const struct sweep_ctx *ctx = ctx_ptr;
+	return ctx->now_ns > closes->last_close_ns && ctx->now_ns - closes->last_close_ns > RECONNECT_WINDOW_NS;
+}
+
+/*
+ * Forget connections without a record for CS_CONN_TIMEOUT_NS, and idle
+ * closes that no reconnect can answer any more: neither table grows with
+ * lost close records or client addresses that never come back.
+ */
+void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns)
+{
+	struct sweep_ctx ctx = { .now_ns = now_ns, .engine = engine };
+	engine->conns_timed_out += cs_u64map_remove_if(&engine->conns, conn_timed_out, &ctx);
+	cs_u64map_remove_if(&engine->idle_closed_from, idle_closes_expired, &ctx);
+}
+
+/*
+ * The table is full: forget the least recently seen of CS_CONN_EVICT_SAMPLE
+ * connections from a cursor that moves on each time (an approximate LRU at
+ * a fixed cost per eviction). Returns 1 when one went.
+ */
+static int evict_one(struct cs_engine *engine)
+{
+	struct cs_u64map *conns = &engine->conns;
+	uint64_t oldest_key = 0, oldest_seen_ns = UINT64_MAX, key;
+	size_t seen = 0;
+	for (size_t step = 0; step < conns->capacity && seen < CS_CONN_EVICT_SAMPLE; step++) {
+		size_t slot = (engine->evict_cursor + step) & (conns->capacity - 1);
+		const struct cs_conn *conn = cs_u64map_slot(conns, slot, &key);
+		if (!conn)
+			continue;
+		seen++;
+		if (conn->last_seen_ns <= oldest_seen_ns) {
+			oldest_seen_ns = conn->last_seen_ns;
+			oldest_key = key;
+		}
+		engine->evict_cursor = slot + 1;
+	}
+	if (!oldest_key)
+		return 0;
+	const struct cs_conn *oldest = cs_u64map_get(conns, oldest_key);
+	if (oldest)
+		conn_forgotten(engine, oldest, oldest_seen_ns);
+	cs_u64map_remove(conns, oldest_key);
+	engine->conns_evicted++;
+	return 1;
+}
+
+void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev)
+{
+	if (!ev->sk)
+		return;
+	int created;
+	struct cs_conn *conn = cs_u64map_put(&engine->conns, ev->sk, &created);
+	if (!conn && engine->conns.max_count && engine->conns.count >= engine->conns.max_count &&
+	    evict_one(engine))
+		conn = cs_u64map_put(&engine->conns, ev->sk, &created);
+	if (!conn) {
+		engine->conns_evicted++;
+		return;
+	}
+	/* A recycled socket address starts a new connection (the old one's
+	 * close was lost: it is no longer open). */
+	if (!created)
+		conn_forgotten(engine, conn, ev->hdr.ts_ns);
+	memset(conn, 0, sizeof(*conn));
+	conn->established_ns = ev->established_ns;
+	conn->accept_ns = ev->hdr.ts_ns;
+	conn->last_seen_ns = ev->hdr.ts_ns;
+	conn->accept_tid = ev->tid;
+	conn->port = ev->listener_port;
+	conn->remote_port = ev->tuple.remote_port;
+	conn->remote_addr_hash = cs_addr_hash(ev->tuple.remote_addr);
+	conn->family = ev->tuple.family;
+	memcpy(conn->remote_addr, ev->tuple.remote_addr, sizeof(conn->remote_addr));
+	struct cs_listener_stats *listener = cs_get_listener(engine, conn->port);
+	if (listener)
+		cs_limit_on_open(listener, ev->hdr.ts_ns);
+
+	/* A client coming back soon after the server closed its idle connection. */
+	struct cs_idle_closes *closes = cs_u64map_get(&engine->idle_closed_from, conn->remote_addr_hash);
+	if (closes && closes->pending && ev->hdr.ts_ns - closes->last_close_ns <= RECONNECT_WINDOW_NS) {
+		engine->lifecycle.reconnects++;
+		closes->pending--;
+	}
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static uint64_t span(uint64_t from, uint64_t to)
+{
+	return to > from ? to - from : 0;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
+		      struct cs_request_split *split)
+{
+	memset(split, 0, sizeof(*split));
+	if (req->flags & (CS_REQ_NO_RESPONSE | CS_REQ_PARTIAL) || !req->start_ns ||
+	    !req->first_read_ns || !req->first_send_ns)
+		return false;
+
+	/* The first request may have waited in the accept queue: it began then. */
+	uint64_t pickup_from = req->start_ns;
+	if (req->index == 0) {
+		const struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
+		if (conn && conn->accept_ns && conn->established_ns &&
+		    req->start_ns <= conn->accept_ns) {
+			split->cause_ns[CS_CAUSE_ACCEPT_QUEUE] = span(conn->established_ns, conn->accept_ns);
+			pickup_from = conn->accept_ns;
+		}
+		split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = req->handshake_extra_ns;
+	}
+
+	uint64_t pickup = span(pickup_from, req->first_read_ns);
+	uint64_t handler = span(req->first_read_ns, req->first_send_ns);
+	uint64_t drain_end = req->drain_end_ns > req->last_send_ns ? req->drain_end_ns : req->last_send_ns;
+	uint64_t drain = span(req->first_send_ns, drain_end);
+	uint64_t pickup_runq = min_u64(req->pickup_runq_ns, pickup);
+	uint64_t handler_runq = min_u64(req->handler_runq_ns, handler);
+	uint64_t drain_runq = min_u64(req->drain_runq_ns, drain);
+
+	split->cause_ns[CS_CAUSE_RUN_QUEUE] = pickup_runq + handler_runq + drain_runq;
+	/* Ready, not yet read: the poller's thread pool was busy, or the loop was. */
+	enum cs_cause waited = req->flags & CS_REQ_HANDED_OFF ? CS_CAUSE_WORKER_POOL : CS_CAUSE_EVENT_LOOP;
+	split->cause_ns[waited] = pickup - pickup_runq;
+	split->cause_ns[CS_CAUSE_HANDLER] = handler - handler_runq;
+	split->cause_ns[CS_CAUSE_SEND_DRAIN] = drain - drain_runq;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		split->total_ns += split->cause_ns[c];
+	return true;
+}
+
+/* Keep the CS_EXEMPLARS slowest requests: a min-heap on total_ns. */
+static void heap_swap(struct cs_exemplar *a, struct cs_exemplar *b)
+{
+	struct cs_exemplar t = *a;
+	*a = *b;
+	*b = t;
+}
+
+static void keep_exemplar(struct cs_request_stats *stats, const struct cs_exemplar *candidate)
+{
+	struct cs_exemplar *heap = stats->exemplars;
+	size_t n = stats->exemplar_count;
+	if (n < CS_EXEMPLARS) {
+		size_t i = n;
+		heap[i] = *candidate;
+		stats->exemplar_count++;
+		while (i > 0 && heap[(i - 1) / 2].split.total_ns > heap[i].split.total_ns) {
+			heap_swap(&heap[(i - 1) / 2], &heap[i]);
+			i = (i - 1) / 2;
+		}
+		return;
+	}
+	if (candidate->split.total_ns <= heap[0].split.total_ns)
+		return;
+	heap[0] = *candidate;
+	for (size_t i = 0;;) {
+		size_t smallest = i, left = 2 * i + 1, right = left + 1;
+		if (left < n && heap[left].split.total_ns < heap[smallest].split.total_ns)
+			smallest = left;
+		if (right < n && heap[right].split.total_ns < heap[smallest].split.total_ns)
+			smallest = right;
+		if (smallest == i)
+			break;
+		heap_swap(&heap[i], &heap[smallest]);
+		i = smallest;
+	}
+}
+
+int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	struct cs_request_split split;
+
+	struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
+	if (conn && req->hdr.ts_ns > conn->last_seen_ns)
+		conn->last_seen_ns = req->hdr.ts_ns;
+	if (req->flags & CS_REQ_HELD_BACK)
+		stats->held_back++;
+	stats->send_eagain += req->send_eagain;
+	if (!cs_split_request(engine, req, &split)) {
+		if (req->flags & CS_REQ_NO_RESPONSE)
+			stats->unanswered++;
+		else
+			stats->partial++;
+		return 0;
+	}
+
+	stats->requests++;
+	if (req->index == 0) {
+		stats->first_on_connection++;
+		stats->setup_ns += split.cause_ns[CS_CAUSE_ACCEPT_QUEUE] + split.cause_ns[CS_CAUSE_LISTEN_OVERFLOW];
+	}
+	size_t bucket = cs_hist_bucket_index(split.total_ns);
+	cs_hist_record(stats->latency_ns, split.total_ns);
+	int dominant = 0;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
+		stats->bucket_cause_ns[bucket][c] += split.cause_ns[c];
+		cs_hist_record(stats->cause_ns[c], split.cause_ns[c]);
+		if (split.cause_ns[c] > split.cause_ns[dominant])
+			dominant = c;
+	}
+	stats->bucket_dominant[bucket][dominant]++;
+
+	struct cs_listener_stats *listener = cs_get_listener(engine, req->listener_port);
+	if (listener && listener->latency_ns) {
+		cs_hist_record(listener->latency_ns, split.total_ns);
+		listener->requests++;
+	}
+	struct cs_thread_stats *thread = cs_get_thread(engine, req->reader_tid, req->tgid, NULL);
+	if (thread) {
+		thread->requests++;
+		for (int c = 0; c < CS_CAUSE_COUNT; c++)
+			thread->cause_ns[c] += split.cause_ns[c];
+		cs_coarse_record(thread->runq_per_request, split.cause_ns[CS_CAUSE_RUN_QUEUE]);
+		uint64_t end_ns = req->last_send_ns > req->first_read_ns ? req->last_send_ns : req->first_send_ns;
+		thread->serving_ns += span(req->first_read_ns, end_ns);
+		if (!thread->first_read_ns || req->first_read_ns < thread->first_read_ns)
+			thread->first_read_ns = req->first_read_ns;
+		if (end_ns > thread->last_send_ns)
+			thread->last_send_ns = end_ns;
+		thread->handed_requests += (req->flags & CS_REQ_HANDED_OFF) != 0;
+	}
+
+	struct cs_exemplar exemplar = {
+		.split = split,
+		.end_ns = req->hdr.ts_ns,
+		.reader_tid = req->reader_tid,
+		.sender_tid = req->sender_tid,
+		.tgid = req->tgid,
+		.bytes_out = req->bytes_out,
+		.send_eagain = req->send_eagain,
+		.port = req->listener_port,
+		.flags = req->flags,
+		.index = req->index,
+	};
+	if (conn) {
+		exemplar.peer_family = conn->family;
+		exemplar.peer_port = conn->remote_port;
+		memcpy(exemplar.peer_addr, conn->remote_addr, sizeof(exemplar.peer_addr));
+	}
+	keep_exemplar(stats, &exemplar);
+	return 0;
+}
+
+/* ---- connection ends and resets ------------------------------------------ */
+
+int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev)
+{
+	struct cs_lifecycle_stats *life = &engine->lifecycle;
+	if (ev->closed_by < 4)
+		life->closed_by[ev->closed_by]++;
+	if (ev->partial)
+		life->closed_partial++;
+	life->requests_on_closed += ev->requests;
+	if (ev->established_ns && ev->hdr.ts_ns >= ev->established_ns)
+		cs_hist_record(life->lifetime_ns, ev->hdr.ts_ns - ev->established_ns);
+
+	enum cs_slot_freer freer = ev->closed_by == CS_CLOSED_BY_CLIENT ? CS_FREED_BY_CLIENT : CS_FREED_BY_OTHER;
+	if (ev->closed_by == CS_CLOSED_BY_SERVER) {
+		/* The side that closes first keeps the socket in TIME_WAIT. */
+		life->time_wait_created++;
+		uint64_t second = ev->hdr.ts_ns / NS_PER_SEC;
+		if (life->server_close_second[second % 64] != second) {
+			life->server_close_second[second % 64] = second;
+			life->server_close_count[second % 64] = 0;
+		}
+		life->server_close_count[second % 64]++;
+		uint64_t gap_ns = span(ev->last_activity_ns, ev->hdr.ts_ns);
+		if (ev->requests > 0 && gap_ns >= IDLE_CLOSE_MIN_NS) {
+			life->server_idle_closes++;
+			freer = CS_FREED_BY_IDLE_CLOSE;
+			cs_hist_record(life->idle_gap_ns, gap_ns);
+			struct cs_idle_closes *closes = cs_u64map_put(&engine->idle_closed_from,
+								      cs_addr_hash(ev->tuple.remote_addr), NULL);
+			if (closes) {
+				/* Closes older than the window can no longer be answered. */
+				if (ev->hdr.ts_ns - closes->last_close_ns > RECONNECT_WINDOW_NS)
+					closes->pending = 0;
+				closes->pending++;
+				closes->last_close_ns = ev->hdr.ts_ns;
+			}
+		}
+	}
+	const struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
+	if (conn) {
+		struct cs_listener_stats *listener = cs_get_listener(engine, conn->port);
+		if (listener)
+			cs_limit_on_close(listener, ev->hdr.ts_ns, conn->accept_ns, freer);
+	}
+	cs_u64map_remove(&engine->conns, ev->sk);
+	return 0;
+}
+
+int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev)
+{
+	struct cs_lifecycle_stats *life = &engine->lifecycle;
+	if (ev->direction == CS_RESET_RECEIVED) {
+		life->resets_received++;
+		return 0;
+	}
+	life->resets_sent++;
+	if (ev->reason == RST_REASON_ABORT_ON_DATA || ev->reason == RST_REASON_TIMEWAIT_SOCKET ||
+	    (ev->reason == RST_REASON_ABORT_ON_CLOSE && (ev->flags & CS_RESET_UNREAD_REQUEST)))
+		life->keepalive_race_resets++;
+	return 0;
+}
+
+int cs_on_thread_sample(struct cs_engine *engine, const struct cs_ev_thread_sample *ev)
+{
+	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, ev->comm);
+	if (!thread)
+		return -ENOMEM;
+	/* Samples carry totals since attach: the latest wins. */
+	thread->runq_total_ns = ev->runq_total_ns;
+	thread->runq_max_ns = ev->runq_max_ns;
+	thread->runq_waits = ev->runq_waits;
+	return 0;
+}
+
+int cs_on_thread_cpu(struct cs_engine *engine, const struct cs_ev_thread_cpu *ev)
+{
+	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, NULL);
+	if (!thread)
+		return -ENOMEM;
+	/* A total since attach, like the run-queue samples: the latest wins. */
+	thread->cpu_ns = ev->cpu_ns;
+	thread->cpu_sampled_ns = ev->hdr.ts_ns ? ev->hdr.ts_ns : 1;
+	return 0;
+}

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The human rendering of the engine's statistics (report_json.c: the JSON one). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "report.h"
+#include "attrib.h"
+#include "diagnose.h"
+#include "report_internal.h"
+
+/* ---- text ---------------------------------------------------------------- */
+
+static void text_percentiles(FILE *out, const struct cs_hist *hist)
+{
+	char value[32];
+	for (size_t i = 0; i < PERCENTILE_COUNT; i++) {
+		cs_format_duration(value, sizeof(value), cs_hist_percentile(hist, report_percentiles[i]));
+		fprintf(out, "  %s %s", i == PERCENTILE_COUNT - 1 ? "p99.9" : report_percentile_names[i], value);
+	}
+	cs_format_duration(value, sizeof(value), hist->max);
+	fprintf(out, "  max %s\n", value);
+}
+
+static void text_workers(FILE *out, const struct cs_listener_stats *l)
+{
+	fprintf(out, "  %-11s %8s %8s %-16s %9s %7s %8s\n", "workers", "pid", "tid", "comm",
+		"accepts", "share", "EAGAIN");
+	for (size_t i = 0; i < l->worker_count; i++) {
+		const struct cs_worker_stats *w = &l->workers[i];
+		fprintf(out, "  %-11s %8u %8u %-16s %9" PRIu64 " %6.1f%% %8" PRIu64 "\n", "", w->pid,
+			w->tid, w->comm, w->accepts, 100.0 * share(w->accepts, l->accepts), w->eagain);
+	}
+}
+
+static void text_listener(FILE *out, const struct cs_listener_stats *l, const struct cs_report_meta *meta)
+{
+	fprintf(out, "listener :%u  (%zu socket%s, backlog limit %u)\n", l->port, l->socket_count,
+		l->socket_count == 1 ? "" : "s", l->backlog_limit);
+	fprintf(out, "  %-11s %" PRIu64 " (%.1f/s)   EAGAIN %" PRIu64 "   errors %" PRIu64, "accepts",
+		l->accepts, per_second(l->accepts, meta->duration_s), l->eagain, l->accept_errors);
+	if (l->accepts_unmatched)
+		fprintf(out, "   partial %" PRIu64 " (queued before attach)", l->accepts_unmatched);
+	fputc('\n', out);
+	fprintf(out, "  %-11s", "accept wait");
+	text_percentiles(out, l->accept_wait_ns);
+	fprintf(out, "  %-11s max %u / limit %u   full %.1f%% of %" PRIu64 " samples   non-empty %.1f%%   "
+		"mean %.1f\n", "backlog", l->backlog_max, l->backlog_limit,
+		100.0 * share(l->backlog_full_samples, l->backlog_samples), l->backlog_samples,
+		100.0 * share(l->backlog_nonempty_samples, l->backlog_samples),
+		l->backlog_samples ? (double)l->backlog_sample_sum / (double)l->backlog_samples : 0.0);
+	fprintf(out, "  %-11s %" PRIu64 " SYN(s) dropped on this listener", "drops", cs_listener_drops(l));
+	if (meta->netstat.valid)
+		fprintf(out, "  (kernel: ListenOverflows +%" PRIu64 ", ListenDrops +%" PRIu64
+			", SyncookiesSent +%" PRIu64 ")", meta->netstat.listen_overflows,
+			meta->netstat.listen_drops, meta->netstat.syncookies_sent);
+	fputc('\n', out);
+	if (l->handshakes_retransmitted) {
+		char max[32] = "-";
+		if (l->handshake_extra_ns->count)
+			cs_format_duration(max, sizeof(max), l->handshake_extra_ns->max);
+		fprintf(out, "  %-11s %" PRIu64 " local connect(s) retransmitted SYNs: %" PRIu64
+			" delayed >= 1 s (max %s), %" PRIu64 " never got in (the client gave up)\n", "handshakes",
+			l->handshakes_retransmitted, l->handshakes_delayed_1s, max, l->handshakes_failed);
+	}
+	text_workers(out, l);
+}
+
+static void text_bar(FILE *out, double share)
+{
+	const int width = 30;
+	/*
+	 * A share is in [0, 1] for any real run, but cause times summed from a
+	 * hostile or corrupt trace can wrap around 2^64 and make it huge;
+	 * converting such a double to int is undefined (found by fuzz_engine).
+	 */
+	if (!(share >= 0.0))
+		share = 0.0;
+	if (share > 1.0)
+		share = 1.0;
+	int filled = (int)(share * width + 0.5);
+	for (int i = 0; i < width; i++)
+		fputs(i < filled ? "#" : ".", out);
+}
+
+static void text_requests(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	const struct cs_request_stats *r = &engine->requests;
+	if (r->requests == 0 && r->unanswered == 0 && r->partial == 0)
+		return;
+	fprintf(out, "requests    %" PRIu64 " (%.1f/s) on %" PRIu64 " new connection(s)", r->requests,
+		per_second(r->requests, meta->duration_s), r->first_on_connection);
+	if (r->unanswered || r->partial)
+		fprintf(out, "; %" PRIu64 " unanswered, %" PRIu64 " partial (began before attach)",
+			r->unanswered, r->partial);
+	fprintf(out, "\nlatency    ");
+	text_percentiles(out, r->latency_ns);
+
+	struct cs_tail tail;
+	cs_compute_tail(engine, tail_percentile(meta), &tail);
+	if (tail.requests) {
+		char threshold[32];
+		cs_format_duration(threshold, sizeof(threshold), tail.threshold_ns);
+		fprintf(out, "\nwhere the tail goes (p%g: %" PRIu64 " request(s) at or above %s)\n",
+			tail.percentile, tail.requests, threshold);
+		for (int i = 0; i < CS_CAUSE_COUNT; i++) {
+			const struct cs_tail_cause *c = &tail.causes[i];
+			if (c->share < 0.005)
+				continue;
+			fprintf(out, "  %-16s ", cs_cause_names[c->cause]);
+			text_bar(out, c->share);
+			fprintf(out, " %5.1f%%\n", 100.0 * c->share);
+			if (c->evidence[0])
+				fprintf(out, "  %-16s %s\n", "", c->evidence);
+		}
+	}
+	fputc('\n', out);
+}
+
+/* The pool_saturation line and its advice; 1 when shown. */
+static int text_pool_saturation(FILE *out, const struct cs_conditions *cond)
+{
+	if (!cond->pool_saturation.flagged)
+		return 0;
+	char wait[32];
+	cs_format_duration(wait, sizeof(wait), (uint64_t)(cond->pool_saturation.tail_wait_mean_us * 1e3));
+	fprintf(out, "  ! pool_saturation: ready requests waited for a pool thread (%.0f%% of the tail's time, "
+		"%s per tail request): %s (tid %u) polls and hands them to %u pool thread(s), busy %.0f%% "
+		"of the time they served\n"
+		"      -> %s\n",
+		100.0 * cond->pool_saturation.tail_share, wait, cond->pool_saturation.poller_comm[0] ?
+		cond->pool_saturation.poller_comm : "?", cond->pool_saturation.poller_tid,
+		cond->pool_saturation.pool_threads, 100.0 * cond->pool_saturation.busy_share, CS_POOL_ADVICE);
+	return 1;
+}
+
+static void text_conditions(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	struct cs_conditions cond;
+	cs_compute_conditions(engine, meta, &cond);
+	const struct cs_lifecycle_stats *life = &engine->lifecycle;
+	uint64_t closes = cond.lifecycle.closed_by_server + cond.lifecycle.closed_by_client + cond.lifecycle.aborted;
+	if (closes || life->resets_sent || life->resets_received)
+		fprintf(out, "connections closed by server %" PRIu64 ", by client %" PRIu64 ", aborted %" PRIu64
+			"; resets sent %" PRIu64 ", received %" PRIu64 "; TIME_WAIT left by the server ~%" PRIu64
+			"; lifetime p50 %.1f ms\n\n", cond.lifecycle.closed_by_server,
+			cond.lifecycle.closed_by_client, cond.lifecycle.aborted, life->resets_sent,
+			life->resets_received, cond.lifecycle.time_wait_now, cond.lifecycle.lifetime_p50_ms);
+
+	fprintf(out, "conditions\n");
+	int shown = 0;
+	if (cond.non_persistent.flagged) {
+		char setup[32], median[32];
+		cs_format_duration(setup, sizeof(setup), (uint64_t)(cond.non_persistent.setup_cost_us * 1e3));
+		cs_format_duration(median, sizeof(median), (uint64_t)(cond.non_persistent.median_latency_us * 1e3));
+		shown++;
+		fprintf(out, "  ! non_persistent: %.2f requests per connection; %.0f%% of requests paid connection "
+			"set-up (accept queue and SYN retries: %s on average; the median request takes %s)\n"
+			"      -> turn on keep-alive (HTTP/1.1 persistent connections, client connection pools)\n",
+			cond.non_persistent.requests_per_connection, 100.0 * cond.non_persistent.setup_share,
+			setup, median);
+	}
+	if (cond.idle_timeout.flagged) {
+		shown++;
+		fprintf(out, "  ! idle_timeout: the server closed %" PRIu64 " idle keep-alive connection(s) after "
+			"~%.1f ms idle; %" PRIu64 " reconnect(s) followed; %" PRIu64 " keep-alive race reset(s) "
+			"(a request hit a connection the server had just closed)\n"
+			"      -> make the server's idle timeout longer than the clients' (or have clients close first)\n",
+			cond.idle_timeout.server_idle_closes, cond.idle_timeout.inferred_timeout_ms,
+			cond.idle_timeout.reconnects, cond.idle_timeout.keepalive_race_resets);
+	}
+	if (cond.listen_overflow.flagged) {
+		shown++;
+		fprintf(out, "  ! listen_overflow: %" PRIu64 " SYN(s) dropped; %" PRIu64 " local connection(s) "
+			"delayed >= 1 s, %" PRIu64 " never got in (their clients gave up retrying)\n"
+			"      -> raise the listen backlog and net.core.somaxconn; accept faster\n",
+			cond.listen_overflow.drops, cond.listen_overflow.delayed_connections,
+			cond.listen_overflow.failed_connections);
+	}
+	if (cond.accept_contention.flagged) {
+		char p99[32];
+		cs_format_duration(p99, sizeof(p99), (uint64_t)(cond.accept_contention.accept_wait_p99_us * 1e3));
+		shown++;
+		fprintf(out, "  ! accept_contention:%s%s%s accept wait p99 %s, busiest worker %.0f%% of accepts, "
+			"%" PRIu64 " EAGAIN\n      -> see the diagnosis below\n",
+			cond.accept_contention.acceptor_bottleneck ? " accepting lags;" : "",
+			cond.accept_contention.unfair ? " unfair spread;" : "",
+			cond.accept_contention.thundering_herd ? " thundering herd;" : "",
+			p99, 100.0 * cond.accept_contention.busiest_worker_share, cond.accept_contention.eagain);
+	}
+	if (cond.connection_limit.flagged) {
+		char p99[32];
+		cs_format_duration(p99, sizeof(p99), (uint64_t)(cond.connection_limit.accept_wait_p99_us * 1e3));
+		shown++;
+		fprintf(out, "  ! connection_limit: :%u stopped accepting at %u open connection(s) (held there "
+			"%.1f s); its acceptor waited for closes, blocked, not busy; accept wait p99 %s; slots "
+			"freed by %" PRIu64 " idle close(s), %" PRIu64 " client close(s)\n"
+			"      -> raise the connection limit (Tomcat maxConnections, nginx worker_connections, Node "
+			"maxConnections) or free slots sooner (shorter keep-alive timeout)\n",
+			cond.connection_limit.port, cond.connection_limit.open_connections,
+			cond.connection_limit.plateau_s, p99, cond.connection_limit.freed_by_idle_close,
+			cond.connection_limit.freed_by_client);
+	}
+	if (cond.cpu_saturation.flagged) {
+		char total[32], top[32], longest[32];
+		cs_format_duration(total, sizeof(total), cond.cpu_saturation.runq_total_ns);
+		cs_format_duration(top, sizeof(top), cond.cpu_saturation.top_runq_ns);
+		cs_format_duration(longest, sizeof(longest), cond.cpu_saturation.runq_max_ns);
+		shown++;
+		fprintf(out, "  ! cpu_saturation: server threads waited %s for a CPU; most %s (tid %u): %s "
+			"(%.1f%% of the run); longest wait %s\n"
+			"      -> reduce parallelism (fewer threads than cores), or move other work off these CPUs\n",
+			total, cond.cpu_saturation.top_comm, cond.cpu_saturation.top_tid, top,
+			100.0 * cond.cpu_saturation.top_runq_share, longest);
+	}
+	shown += text_pool_saturation(out, &cond);
+	if (!shown)
+		fprintf(out, "  none flagged\n");
+	fputc('\n', out);
+}
+
+/* A pool of hundreds of threads would drown the report: this many rows, then a count. */
+#define TEXT_THREADS_MAX 24
+
+struct text_threads_ctx {
+	FILE *out;
+	size_t shown, more;
+};
+
+static void text_thread(uint64_t key, void *value, void *ctx_ptr)
+{
+	(void)key;
+	const struct cs_thread_stats *t = value;
+	struct text_threads_ctx *ctx = ctx_ptr;
+	unsigned roles = cs_thread_roles(t);
+	if (!roles)
+		return;
+	if (ctx->shown == TEXT_THREADS_MAX) {
+		ctx->more++;
+		return;
+	}
+	if (!ctx->shown++)
+		fprintf(ctx->out, "threads   %-15s %-28s %9s %8s %11s  %s\n", "comm", "roles", "requests", "accepts",
+			"ready polls", "java name");
+	char names[64];
+	cs_format_roles(names, sizeof(names), roles);
+	fprintf(ctx->out, "  %-7u %-15s %-28s %9" PRIu64 " %8" PRIu64 " %11" PRIu64 "  %s\n", t->tid,
+		t->comm[0] ? t->comm : "?", names, t->requests, t->accepts, t->ready_polls, t->runtime_name);
+}
+
+/* The threads that took a role, found from what they did (JSON threads[] has them all). */
+static void text_threads(FILE *out, const struct cs_engine *engine)
+{
+	struct text_threads_ctx ctx = { .out = out };
+	cs_u64map_each(&engine->threads, text_thread, &ctx);
+	if (ctx.more)
+		fprintf(out, "  and %zu more thread(s) with roles (JSON threads[])\n", ctx.more);
+	if (ctx.shown)
+		fputc('\n', out);
+}
+
+/* Which container: "  netns 4026532301, cgroup /x/y, container docker:ID". */
+static void text_labels(FILE *out, const struct cs_target_labels *labels)
+{
+	if (!labels || !labels->netns_ino)
+		return;
+	fprintf(out, "  netns %" PRIu32, labels->netns_ino);
+	if (labels->cgroup[0])
+		fprintf(out, ", cgroup %s", labels->cgroup);
+	if (labels->container[0])
+		fprintf(out, ", container %s", labels->container);
+	fputc('\n', out);
+}
+
+void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	fprintf(out, "connscope: %s, %.1f s, %" PRIu64 " events, %" PRIu64 " lost", meta->target,
+		meta->duration_s, engine->totals.records, meta->events_lost);
+	if (meta->probe_runs_skipped)
+		fprintf(out, ", %" PRIu64 " probe runs skipped by the kernel", meta->probe_runs_skipped);
+	/* What could not be followed whole: counted, kept out of every latency. */
+	struct cs_conn_partial partial = cs_engine_partial(engine);
+	if (partial.accepts || partial.requests || partial.closes)
+		fprintf(out, ", partial (older than the attach): %" PRIu64 " accept(s), %" PRIu64
+			" request(s), %" PRIu64 " close(s)", partial.accepts, partial.requests, partial.closes);
+	if (engine->conns_evicted || engine->conns_timed_out)
+		fprintf(out, ", connections forgotten: %" PRIu64 " evicted (table full), %" PRIu64
+			" timed out (no event for %llu s)", engine->conns_evicted, engine->conns_timed_out,
+			CS_CONN_TIMEOUT_NS / 1000000000ull);
+	fputc('\n', out);
+	text_labels(out, meta->labels);
+	if (meta->window_to_s > 0)
+		fprintf(out, "window %.1f s to %.1f s of the recording (connections older than it partial; lost records and "
+			"kernel counters: the whole run's)\n", meta->window_from_s, meta->window_to_s);
+	if (meta->stamp.start_unix_ns > 0) {
+		char started[48];
+		cs_run_stamp_format_utc(&meta->stamp, started, sizeof(started));
+		fprintf(out, "started %s on %s, kernel %s\n", started, meta->stamp.host, meta->stamp.kernel);
+	}
+	fputc('\n', out);
+	text_requests(out, engine, meta);
+	text_conditions(out, engine, meta);
+	if (engine->listener_count == 0)
+		fprintf(out, "no accept activity seen on the target's listeners\n");
+	for (size_t i = 0; i < engine->listener_count; i++) {
+		text_listener(out, &engine->listeners[i], meta);
+		fputc('\n', out);
+	}
+
+	text_threads(out, engine);
+	if (meta->slowest)
+		cs_report_slowest_text(out, engine, meta);
+
+	struct cs_finding findings[MAX_FINDINGS];
+	size_t n = cs_diagnose(engine, meta, findings, MAX_FINDINGS);
+	fprintf(out, "diagnosis\n");
+	if (n == 0)
+		fprintf(out, "  no accept-path problem found\n");
+	for (size_t i = 0; i < n; i++) {
+		if (findings[i].port)
+			fprintf(out, "  ! :%u %s\n", findings[i].port, findings[i].text);
+		else
+			fprintf(out, "  ! %s\n", findings[i].text);
+		if (findings[i].advice[0])
+			fprintf(out, "      -> %s\n", findings[i].advice);
+	}
+	if (engine->totals.malformed || meta->table_full)
+		fprintf(out, "\nnote: %" PRIu64 " malformed record(s), %" PRIu64
+			" in-kernel table insert(s) failed\n", engine->totals.malformed, meta->table_full);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */

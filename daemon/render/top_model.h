@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * connscope top's model: what one frame shows, read from a snapshot's
+ * JSON (daemon/render/live.h). The daemon and the in-process engine both hand top
+ * that JSON, so top has one source format whichever runs the probes.
+ *
+ * Why JSON rather than a binary snapshot: it is the format `connscope
+ * snapshot --json` already prints for scripts, so there is one encoding to
+ * keep in step with the engine instead of two; at one frame a second its
+ * cost (tens of microseconds to parse) does not matter; and the reader is
+ * small, strict, bounded and fuzzed (daemon/common/json_read.c).
+ *
+ * Pure code; every field is clamped or cut to fit, so any JSON (valid or
+ * hostile) yields a drawable model.
+ */
+#ifndef CS_TOP_MODEL_H
+#define CS_TOP_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "window.h"
+
+#define CS_TOP_LISTENERS 16
+#define CS_TOP_THREADS 256
+#define CS_TOP_CONDITIONS 8
+
+struct cs_top_latency {
+	double p50_us, p90_us, p99_us, p999_us, max_us;
+	uint64_t count;
+};
+
+struct cs_top_listener {
+	uint16_t port;
+	double accepts_per_s;
+	uint32_t backlog_now, backlog_max, backlog_limit;
+	uint64_t drops;
+	double accept_wait_p99_us;
+};
+
+struct cs_top_thread {
+	uint32_t tid, pid;
+	char comm[CS_COMM_LEN * 2];
+	double requests_per_s;
+	uint64_t requests, accepts;
+	double runq_p99_us;
+	double busy_share;
+	char roles[8];              /* one letter a role: a acceptor, p poller, l event loop, w worker */
+};
+
+struct cs_top_condition {
+	char name[32];
+	char advice[128];
+};
+
+struct cs_top_model {
+	char target[160];
+	char netns[16];             /* the target's network namespace (inode); "" not known */
+	char container[80];         /* "docker:ID", "systemd:x.service"; "" none */
+	char source[32];
+	double duration_s;          /* the statistics' span (since start or reset) */
+	double uptime_s;
+	uint64_t events, lost, skipped; /* records received and lost; probe runs the kernel skipped */
+	uint64_t requests;
+	double requests_per_s;      /* the last second */
+	struct cs_top_latency total;   /* since the statistics began */
+	struct cs_top_latency window;  /* the last minute */
+	int window_seconds;
+	double p99_series_us[CS_WINDOW_SECONDS]; /* oldest first; < 0: no request that second */
+	int series_len;
+	double tail_percentile, tail_threshold_us;
+	uint64_t tail_requests;
+	struct {
+		char name[24];
+		double share;
+	} causes[CS_CAUSE_COUNT];
+	int cause_count;
+	struct cs_top_listener listeners[CS_TOP_LISTENERS];
+	int listener_count;
+	struct cs_top_condition conditions[CS_TOP_CONDITIONS];
+	int condition_count;
+	struct cs_top_thread threads[CS_TOP_THREADS];
+	int thread_count;
+};
+
+/* Returns 0, or the JSON reader's error (the model is then empty). */
+int cs_top_model_from_json(struct cs_top_model *model, const char *json, size_t len);
+
+#endif /* CS_TOP_MODEL_H */

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What the engine cannot know: the run around it (its target, duration,
+ * lost records, kernel counters, when and where it ran). The session and
+ * the trace file fill it in; the analysis and the renderers read it.
+ */
+#ifndef CS_RUN_META_H
+#define CS_RUN_META_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "run_stamp.h"
+
+/* Kernel-wide TCP counters (TcpExt of /proc/PID/net/netstat) over the run. */
+struct cs_netstat_delta {
+	bool valid;
+	uint64_t listen_overflows;
+	uint64_t listen_drops;
+	uint64_t syncookies_sent;
+};
+
+/* Where the target runs: its network namespace and cgroup (the first target's). */
+struct cs_target_labels {
+	uint32_t netns_ino;        /* the namespace's inode, as /proc/PID/ns/net shows it */
+	char cgroup[512];          /* its cgroup v2 path; "" not known */
+	char container[80];        /* "docker:ID", "systemd:x.service" (container.h); "" none */
+};
+
+struct cs_report_meta {
+	const char *target;        /* e.g. "pid 1234 (csserver)" or "port 8080" */
+	double duration_s;
+	uint64_t events_lost;      /* ring-buffer records that could not be reserved */
+	uint64_t table_full;       /* in-kernel table inserts that failed */
+	uint64_t probe_runs_skipped; /* probe runs the kernel skipped (recursion): each may be an event lost */
+	uint64_t records_read;     /* records taken off the ring buffer */
+	double tail_percentile;    /* the tail: requests at or above it (0: 99) */
+	size_t slowest;            /* list this many slowest requests (0: none) */
+	double window_from_s;      /* a part of a recording (report --from/--to), from its */
+	double window_to_s;        /* first record; to 0: the whole run */
+	struct cs_netstat_delta netstat;
+	struct cs_run_stamp stamp;  /* when and where the run started */
+	const struct cs_target_labels *labels; /* NULL: not known (a trace file) */
+};
+
+#endif /* CS_RUN_META_H */

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "trace_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "records.h"
+
+#define WRITE_BUFFER_BYTES (1u << 20)
+/* Largest record any wire version may carry; anything bigger is corrupt. */
+#define MAX_RECORD_BYTES 4096
+
+int cs_trace_create(struct cs_trace_writer *writer, const char *path, const char *target,
+		    uint64_t start_ns, const struct cs_run_stamp *stamp)
+{
+	memset(writer, 0, sizeof(*writer));
+	/*
+	 * O_NOFOLLOW: never write through a symlink planted in a shared
+	 * directory. O_NONBLOCK: a FIFO without a reader fails at once (ENXIO)
+	 * instead of hanging; the regular-file check below refuses it anyway.
+	 */
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	writer->file = fdopen(fd, "wb");
+	if (!writer->file) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	setvbuf(writer->file, NULL, _IOFBF, WRITE_BUFFER_BYTES);
+
+	struct cs_trace_header header = {
+		.file_version = CS_TRACE_VERSION,
+		.wire_version = CS_WIRE_VERSION,
+		.start_ns = start_ns,
+		.header_size = sizeof(header),
+	};
+	memcpy(header.magic, CS_TRACE_MAGIC, sizeof(header.magic));
+	snprintf(header.target, sizeof(header.target), "%s", target ? target : "");
+	struct cs_trace_run run = {
+		.hdr = { .ts_ns = start_ns, .type = CS_TRACE_RUN_TYPE, .size = sizeof(run) },
+		.start_unix_ns = stamp ? stamp->start_unix_ns : 0,
+		.start_mono_ns = stamp ? stamp->start_mono_ns : 0,
+	};
+	if (stamp) {
+		memcpy(run.host, stamp->host, sizeof(run.host));
+		memcpy(run.kernel, stamp->kernel, sizeof(run.kernel));
+	}
+	if (fwrite(&header, sizeof(header), 1, writer->file) != 1 || fwrite(&run, sizeof(run), 1, writer->file) != 1)
+		writer->error = -EIO;
+	return writer->error;
+}
+
+int cs_trace_write(struct cs_trace_writer *writer, const void *record, size_t len)
+{
+	if (writer->error)
+		return writer->error;
+	if (fwrite(record, len, 1, writer->file) != 1)
+		writer->error = errno ? -errno : -EIO;
+	else
+		writer->records++;
+	return writer->error;
+}
+
+int cs_trace_finish(struct cs_trace_writer *writer, const struct cs_report_meta *meta)
+{
+	if (meta->labels && meta->labels->netns_ino) {
+		struct cs_trace_labels labels = {
+			.hdr = { .type = CS_TRACE_LABELS_TYPE, .size = sizeof(labels) },
+			.netns_ino = meta->labels->netns_ino,
+		};
+		snprintf(labels.cgroup, sizeof(labels.cgroup), "%s", meta->labels->cgroup);
+		snprintf(labels.container, sizeof(labels.container), "%s", meta->labels->container);
+		cs_trace_write(writer, &labels, sizeof(labels));
+	}
+	struct cs_trace_summary summary = {
+		.hdr = { .type = CS_TRACE_SUMMARY_TYPE, .size = sizeof(summary) },
+		.duration_ns = (uint64_t)(meta->duration_s * 1e9),
+		.events_lost = meta->events_lost,
+		.table_full = meta->table_full,
+		.listen_overflows = meta->netstat.listen_overflows,
+		.listen_drops = meta->netstat.listen_drops,
+		.syncookies_sent = meta->netstat.syncookies_sent,
+		.netstat_valid = meta->netstat.valid,
+		.probe_runs_skipped = meta->probe_runs_skipped > UINT32_MAX ? UINT32_MAX
+									     : (uint32_t)meta->probe_runs_skipped,
+	};
+	cs_trace_write(writer, &summary, sizeof(summary));
+	/* The target is named once the run has found it: fill it in now. */
+	if (!writer->error && meta->target) {
+		char target[CS_TRACE_TARGET_LEN] = "";
+		snprintf(target, sizeof(target), "%s", meta->target);
+		if (fseek(writer->file, (long)offsetof(struct cs_trace_header, target), SEEK_SET) ||
+		    fwrite(target, sizeof(target), 1, writer->file) != 1)
+			writer->error = -EIO;
+	}
+	if (fclose(writer->file) && !writer->error)
+		writer->error = -errno;
+	writer->file = NULL;
+	return writer->error;
+}
+
+__attribute__((format(printf, 3, 4)))
+static int corrupt(char *errmsg, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(errmsg, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* A file cut short (the recorder was killed): what came before is good. */
+__attribute__((format(printf, 3, 4)))
+static int truncated(char *errmsg, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(errmsg, errlen, fmt, ap);
+	va_end(ap);
+	return -ENODATA;
+}
+
+/* The run's wall clock, host and kernel; the names NUL-terminated whatever the file says. */
+static void apply_run(struct cs_trace_info *info, const struct cs_trace_run *run)
+{
+	struct cs_run_stamp *stamp = &info->meta.stamp;
+	stamp->start_unix_ns = run->start_unix_ns;
+	stamp->start_mono_ns = run->start_mono_ns;
+	memcpy(stamp->host, run->host, sizeof(stamp->host));
+	memcpy(stamp->kernel, run->kernel, sizeof(stamp->kernel));
+	stamp->host[sizeof(stamp->host) - 1] = '\0';
+	stamp->kernel[sizeof(stamp->kernel) - 1] = '\0';
+}
+
+/* The target's labels; the names NUL-terminated whatever the file says. */
+static void apply_labels(struct cs_trace_info *info, const struct cs_trace_labels *record)
+{
+	info->labels.netns_ino = record->netns_ino;
+	memcpy(info->labels.cgroup, record->cgroup, sizeof(info->labels.cgroup));
+	memcpy(info->labels.container, record->container, sizeof(info->labels.container));
+	info->labels.cgroup[sizeof(info->labels.cgroup) - 1] = '\0';
+	info->labels.container[sizeof(info->labels.container) - 1] = '\0';
+	info->meta.labels = &info->labels;
+}
+
+static void apply_summary(struct cs_trace_info *info, const struct cs_trace_summary *summary)
+{
+	info->has_summary = true;
+	info->meta.duration_s = (double)summary->duration_ns / 1e9;
+	info->meta.events_lost = summary->events_lost;
+	info->meta.table_full = summary->table_full;
+	info->meta.probe_runs_skipped = summary->probe_runs_skipped;
+	info->meta.netstat.valid = summary->netstat_valid != 0;
+	info->meta.netstat.listen_overflows = summary->listen_overflows;
+	info->meta.netstat.listen_drops = summary->listen_drops;
+	info->meta.netstat.syncookies_sent = summary->syncookies_sent;
+}
+
+int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs_trace_info *info,
+		  char *errmsg, size_t errlen)
+{
+	struct cs_trace_header header;
+	memset(info, 0, sizeof(*info));
+	info->meta.target = info->target;
+
+	size_t got = fread(&header, 1, sizeof(header), file);
+	if (got < sizeof(header.magic) || memcmp(header.magic, CS_TRACE_MAGIC, sizeof(header.magic)) != 0)
+		return corrupt(errmsg, errlen, "not a connscope trace (bad magic)");
+	if (got < sizeof(header))
+		return corrupt(errmsg, errlen, "truncated header (%zu of %zu bytes)", got, sizeof(header));
+	/* Wire versions only add record types: older ones read as they were. */
+	if (header.file_version < CS_TRACE_VERSION_MIN || header.file_version > CS_TRACE_VERSION ||
+	    header.wire_version < CS_WIRE_VERSION_MIN ||
+	    header.wire_version > CS_WIRE_VERSION)
+		return corrupt(errmsg, errlen,
+			       "trace format %u (wire %u) is not one this connscope reads (%u to %u, wire %u to %u)",
+			       header.file_version, header.wire_version, CS_TRACE_VERSION_MIN, CS_TRACE_VERSION,
+			       CS_WIRE_VERSION_MIN, CS_WIRE_VERSION);
+	if (header.header_size != sizeof(header))
+		return corrupt(errmsg, errlen, "header size %u, expected %zu", header.header_size, sizeof(header));
+	memcpy(info->target, header.target, sizeof(info->target));
+	info->target[sizeof(info->target) - 1] = '\0';
+	info->start_ns = header.start_ns;
+
+	uint64_t offset = sizeof(header);
+	unsigned char record[MAX_RECORD_BYTES];
+	for (;;) {
+		struct cs_event_header hdr;
+		got = fread(&hdr, 1, sizeof(hdr), file);
+		if (got == 0)
+			break;
+		if (info->has_summary)
+			return corrupt(errmsg, errlen, "data after the summary at offset %" PRIu64, offset);
+		if (got < sizeof(hdr))
+			return truncated(errmsg, errlen, "truncated record header at offset %" PRIu64, offset);
+		size_t expected = hdr.type == CS_TRACE_SUMMARY_TYPE ? sizeof(struct cs_trace_summary)
+				  : hdr.type == CS_TRACE_RUN_TYPE   ? sizeof(struct cs_trace_run)
+				  : hdr.type == CS_TRACE_LABELS_TYPE ? sizeof(struct cs_trace_labels)
+								    : cs_record_size(hdr.type);
+		if (!expected)
+			return corrupt(errmsg, errlen, "unknown record type %u at offset %" PRIu64, hdr.type, offset);
+		if (hdr.size != expected)
+			return corrupt(errmsg, errlen, "record type %u at offset %" PRIu64 " says %u bytes, expected %zu",
+				       hdr.type, offset, hdr.size, expected);
+		memcpy(record, &hdr, sizeof(hdr));
+		got = fread(record + sizeof(hdr), 1, expected - sizeof(hdr), file);
+		if (got < expected - sizeof(hdr))
+			return truncated(errmsg, errlen, "truncated record at offset %" PRIu64, offset);
+		if (hdr.type == CS_TRACE_SUMMARY_TYPE) {
+			struct cs_trace_summary summary;
+			memcpy(&summary, record, sizeof(summary));
+			apply_summary(info, &summary);
+		} else if (hdr.type == CS_TRACE_RUN_TYPE) {
+			struct cs_trace_run run;
+			memcpy(&run, record, sizeof(run));
+			apply_run(info, &run);
+		} else if (hdr.type == CS_TRACE_LABELS_TYPE) {
+			struct cs_trace_labels labels;
+			memcpy(&labels, record, sizeof(labels));
+			apply_labels(info, &labels);
+		} else {
+			info->records++;
+			int err = on_record(ctx, record, expected);
+			if (err)
+				return err;
+		}
+		offset += expected;
+	}
+	if (ferror(file))
+		return corrupt(errmsg, errlen, "read error at offset %" PRIu64 ": %s", offset, strerror(errno));
+	return 0;
+}

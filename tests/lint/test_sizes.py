@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Files and functions a reader can hold: no .c file over MAX_FILE_LINES
+lines and no function over MAX_FUNCTION_LINES lines, in the given folders.
+
+A function runs from the line of its name to its closing brace at column 0
+(the tree's style: `name(args)` then `{` and `}` alone at column 0). Data
+tables (`... = {` at column 0) are not functions and are not counted.
+
+usage: test_sizes.py [--list] DIR... [functions:DIR]...
+  functions:DIR  only the function limit there (BPF objects, benches and
+                 tests may be long files)
+  --list         print what is over, longest first, without failing
+"""
+import os
+import re
+import sys
+
+MAX_FILE_LINES = 600
+MAX_FUNCTION_LINES = 80
+# A definition's first line: a name and '(' at its top level, no ';' and no
+# '=' (a declaration or a table).
+SIGNATURE = re.compile(r"^[A-Za-z_][\w\s\*,()]*?\b(\w+)\s*\(")
+
+
+def functions(path):
+    with open(path, errors="replace") as source:
+        lines = source.read().split("\n")
+    start = name = None
+    for number, line in enumerate(lines, 1):
+        if start is None:
+            match = SIGNATURE.match(line)
+            if match and not line.rstrip().endswith(";") and "=" not in line.split("(")[0]:
+                start, name = number, match.group(1)
+            continue
+        if line.startswith("}"):
+            yield name, start, number - start + 1
+            start = None
+        elif line.rstrip().endswith(";") and not line.startswith((" ", "\t", "{")):
+            start = None  # a prototype spread over several lines
+
+
+def main():
+    args = sys.argv[1:]
+    listing = "--list" in args
+    dirs = [a for a in args if a != "--list"]
+    problems = []
+    for top in dirs:
+        whole_files = not top.startswith("functions:")
+        top = top.removeprefix("functions:")
+        for root, _, files in os.walk(top):
+            for file in sorted(files):
+                if not file.endswith(".c"):
+                    continue
+                path = os.path.join(root, file)
+                with open(path, errors="replace") as source:
+                    count = source.read().count("\n")
+                if whole_files and count > MAX_FILE_LINES:
+                    problems.append((count, f"{path}: {count} lines (at most {MAX_FILE_LINES})"))
+                for name, start, length in functions(path):
+                    if length > MAX_FUNCTION_LINES:
+                        problems.append((length, f"{path}:{start}: {name}() is {length} lines (at most {MAX_FUNCTION_LINES})"))
+    for _, text in sorted(problems, reverse=True):
+        print(text)
+    if problems and not listing:
+        print(f"sizes: {len(problems)} file(s) or function(s) too long: split them by what they do")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Connection limits told apart from a slow or busy acceptor (daemon/engine/limit.c
+ * and its use in the diagnosis and the conditions), on synthetic streams:
+ * an acceptor that comes back to accept() right after a close while a
+ * fixed number of connections is open, one that pauses on its own schedule
+ * (the demo's), and one that is on a CPU between accepts.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attrib.h"
+#include "diagnose.h"
+#include "engine.h"
+#include "events.h"
+#include "report.h"
+
+#define PORT 8080
+#define ACCEPTOR_TID 7
+#define LIMIT 4
+#define WAITS 20
+
+static struct cs_engine *engine;
+static struct cs_report_meta meta;
+static uint64_t clock_ns;
+static uint64_t open_sks[LIMIT]; /* the connections open now, oldest first */
+
+static void setup(void)
+{
+	engine = cs_engine_new();
+	cr_assert_not_null(engine);
+	meta = (struct cs_report_meta){ .target = "pid 100 (server)", .duration_s = 10.0 };
+	clock_ns = 1000 * SEC;
+	memset(open_sks, 0, sizeof(open_sks));
+}
+
+static void teardown(void)
+{
+	cs_engine_free(engine);
+}
+
+TestSuite(limit, .init = setup, .fini = teardown);
+
+static uint64_t next_sk = 0xffff888000000000ull;
+
+/* The acceptor's accept() call from enter_ns to ts_ns of a connection queued since established_ns. */
+static uint64_t accept_one(uint64_t established_ns, uint64_t enter_ns, uint64_t ts_ns)
+{
+	uint64_t sk = ++next_sk;
+	struct cs_ev_accept ev = make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100,
+								      .tid = ACCEPTOR_TID, .ts_ns = ts_ns,
+								      .enter_ns = enter_ns,
+								      .established_ns = established_ns,
+								      .backlog = 3, .backlog_limit = 128,
+								      .comm = "acceptor" },
+					  sk, 0x0a000002, (uint16_t)(40000 + sk % 1000));
+	FEED_OK(engine, ev);
+	return ev.sk;
+}
+
+static void close_one(uint64_t sk, uint64_t ts_ns, uint64_t idle_ns, uint8_t closed_by)
+{
+	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = ts_ns, .established_ns = ts_ns - SEC,
+						     .last_activity_ns = ts_ns - idle_ns, .requests = 1,
+						     .port = PORT, .closed_by = closed_by });
+}
+
+static void thread_cpu(uint64_t cpu_ns)
+{
+	struct cs_ev_thread_cpu ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_THREAD_CPU, sizeof(ev), clock_ns);
+	ev.cpu_ns = cpu_ns;
+	ev.tid = ACCEPTOR_TID;
+	ev.tgid = 100;
+	FEED_OK(engine, ev);
+}
+
+/*
+ * A server at LIMIT open connections: each time the server closes an idle
+ * one (after 300 ms), its acceptor comes back 50 us later and takes a
+ * connection that waited since 10 ms after the previous accept.
+ */
+static void scenario_at_limit(void)
+{
+	for (int i = 0; i < LIMIT; i++) {
+		clock_ns += MS;
+		open_sks[i] = accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
+	}
+	for (int w = 0; w < WAITS; w++) {
+		uint64_t previous_return_ns = clock_ns;
+		uint64_t close_ns = previous_return_ns + 300 * MS;
+		close_one(open_sks[0], close_ns, 300 * MS, CS_CLOSED_BY_SERVER);
+		memmove(open_sks, open_sks + 1, (LIMIT - 1) * sizeof(open_sks[0]));
+		clock_ns = close_ns + 60 * US;
+		open_sks[LIMIT - 1] = accept_one(previous_return_ns + 10 * MS, close_ns + 50 * US, clock_ns);
+	}
+}
+
+/*
+ * The demo's slow acceptor: it pauses 2 ms before each accept whatever
+ * happens; each connection it hands off is served and closed 200 us later.
+ */
+static void scenario_pausing_acceptor(void)
+{
+	for (int i = 0; i < 200; i++) {
+		uint64_t previous_return_ns = clock_ns;
+		uint64_t sk = accept_one(clock_ns - 10 * MS, clock_ns + 2 * MS, clock_ns + 2 * MS + 10 * US);
+		clock_ns += 2 * MS + 10 * US;
+		close_one(sk, previous_return_ns + 2 * MS + 210 * US, 0, CS_CLOSED_BY_SERVER);
+	}
+}
+
+static bool has_finding(const char *code)
+{
+	struct cs_finding findings[32];
+	size_t n = cs_diagnose(engine, &meta, findings, 32);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(findings[i].code, code))
+			return true;
+	return false;
+}
+
+Test(limit, flagged_when_the_acceptor_comes_back_after_closes)
+{
+	scenario_at_limit();
+	thread_cpu(2 * MS); /* blocked: 2 ms on a CPU in 6 s */
+	struct cs_conditions c;
+	cs_compute_conditions(engine, &meta, &c);
+	cr_assert(c.connection_limit.flagged);
+	cr_assert_eq(c.connection_limit.open_connections, LIMIT);
+	cr_assert_eq(c.connection_limit.waits, WAITS);
+	cr_assert_eq(c.connection_limit.freed_by_idle_close, WAITS);
+	cr_assert_eq(c.connection_limit.freed_by_client, 0);
+	cr_assert_gt(c.connection_limit.blocked_share, 0.99);
+	/* Open connections stayed at LIMIT from the 4th accept to the end, but for 10 us per close. */
+	cr_assert_gt(c.connection_limit.plateau_s, 5.9);
+	cr_assert_not(c.accept_contention.acceptor_bottleneck);
+	cr_assert(has_finding("connection_limit"));
+	cr_assert_not(has_finding("accept_thread_bottleneck"));
+	cr_assert_not(has_finding("accept_queue_wait"));
+}
+
+Test(limit, client_closes_are_told_from_idle_closes)
+{
+	for (int i = 0; i < LIMIT; i++) {
+		clock_ns += MS;
+		open_sks[i] = accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
+	}
+	for (int w = 0; w < WAITS; w++) {
+		uint64_t previous_return_ns = clock_ns;
+		uint64_t close_ns = previous_return_ns + 100 * MS;
+		close_one(open_sks[w % LIMIT], close_ns, 0, CS_CLOSED_BY_CLIENT);
+		clock_ns = close_ns + 60 * US;
+		open_sks[w % LIMIT] = accept_one(previous_return_ns + MS, close_ns + 50 * US, clock_ns);
+	}
+	thread_cpu(MS);
+	struct cs_conditions c;
+	cs_compute_conditions(engine, &meta, &c);
+	cr_assert(c.connection_limit.flagged);
+	cr_assert_eq(c.connection_limit.freed_by_client, WAITS);
+	cr_assert_eq(c.connection_limit.freed_by_idle_close, 0);
+}
+
+Test(limit, a_slot_freed_before_its_socket_closes_counts_too)
+{
+	/* Tomcat counts its latch down, then closes: the acceptor is back 20 us before the close. */
+	for (int i = 0; i < LIMIT; i++) {
+		clock_ns += MS;
+		open_sks[i] = accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
+	}
+	for (int w = 0; w < WAITS; w++) {
+		uint64_t previous_return_ns = clock_ns;
+		uint64_t enter_ns = previous_return_ns + 300 * MS;
+		uint64_t sk = accept_one(previous_return_ns + 10 * MS, enter_ns, enter_ns + 10 * US);
+		close_one(open_sks[0], enter_ns + 20 * US, 300 * MS, CS_CLOSED_BY_SERVER);
+		memmove(open_sks, open_sks + 1, (LIMIT - 1) * sizeof(open_sks[0]));
+		open_sks[LIMIT - 1] = sk;
+		clock_ns = enter_ns + 30 * US;
+	}
+	thread_cpu(MS);
+	struct cs_conditions c;
+	cs_compute_conditions(engine, &meta, &c);
+	cr_assert(c.connection_limit.flagged);
+	cr_assert_eq(c.connection_limit.waits, WAITS);
+	cr_assert_eq(c.connection_limit.open_connections, LIMIT);
+	cr_assert_eq(c.connection_limit.freed_by_idle_close, WAITS);
+	cr_assert_gt(c.connection_limit.plateau_s, 5.9);
+	cr_assert(has_finding("connection_limit"));
+}
+
+Test(limit, not_flagged_for_an_acceptor_on_a_cpu)
+{
+	scenario_at_limit();
+	thread_cpu(5 * SEC); /* on a CPU most of its 6 s away from accept() */
+	struct cs_conditions c;
+	cs_compute_conditions(engine, &meta, &c);
+	cr_assert_not(c.connection_limit.flagged);
+	cr_assert_lt(c.connection_limit.blocked_share, 0.5);
+	cr_assert(c.accept_contention.acceptor_bottleneck);
+	cr_assert(has_finding("accept_thread_bottleneck"));
+}
+
+Test(limit, not_flagged_for_an_acceptor_pausing_on_its_own_schedule)
+{
+	scenario_pausing_acceptor();
+	thread_cpu(20 * MS);
+	struct cs_conditions c;
+	cs_compute_conditions(engine, &meta, &c);
+	cr_assert_not(c.connection_limit.flagged);
+	cr_assert_eq(c.connection_limit.waits, 0);
+	cr_assert_gt(c.connection_limit.queued_waits, 190);
+	cr_assert(c.accept_contention.acceptor_bottleneck);
+	cr_assert(has_finding("accept_thread_bottleneck"));
+	cr_assert_not(has_finding("connection_limit"));
+}
+
+Test(limit, without_cpu_samples_the_share_is_unknown_and_the_json_says_null)
+{
+	scenario_at_limit(); /* a trace recorded before CPU samples existed */
+	struct cs_conditions c;
+	cs_compute_conditions(engine, &meta, &c);
+	cr_assert(c.connection_limit.flagged);
+	cr_assert_lt(c.connection_limit.blocked_share, 0);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	cr_assert_not_null(out);
+	cs_report_json(out, engine, &meta);
+	fclose(out);
+	cr_assert_not_null(strstr(text, "\"connection_limit\":{\"flagged\":true,\"port\":8080,\"open_connections\":4,"));
+	cr_assert_not_null(strstr(text, "\"blocked_share\":null"));
+	free(text);
+}
+
+Test(limit, open_connections_are_counted_down_by_closes_and_forgotten_connections)
+{
+	scenario_at_limit();
+	const struct cs_listener_stats *l = cs_engine_listener(engine, PORT);
+	cr_assert_eq(l->open_conns, LIMIT);
+	cr_assert_eq(l->open_max, LIMIT);
+	for (int i = 0; i < LIMIT; i++)
+		close_one(open_sks[i], clock_ns += MS, 0, CS_CLOSED_BY_CLIENT);
+	cr_assert_eq(l->open_conns, 0);
+	/* A close of a connection never followed (older than the attach) counts nothing. */
+	close_one(0xffff777000000001ull, clock_ns += MS, 0, CS_CLOSED_BY_CLIENT);
+	cr_assert_eq(l->open_conns, 0);
+	/* One left open past the time-out is forgotten by the sweep. */
+	accept_one(clock_ns - 10 * US, clock_ns, clock_ns + 20 * US);
+	cr_assert_eq(l->open_conns, 1);
+	clock_ns += CS_CONN_TIMEOUT_NS + CS_CONN_SWEEP_NS;
+	for (int i = 0; i < 200; i++) /* enough records to let the sweep run */
+		feed_sample(engine, (struct sample_spec){ .port = PORT, .backlog_limit = 128, .ts_ns = clock_ns += MS });
+	cr_assert_eq(l->open_conns, 0);
+}
