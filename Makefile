@@ -95,26 +95,25 @@ $(BUILD)/vmlinux.h: | $(DEPS_OK)
 	$(Q)test -r /sys/kernel/btf/vmlinux || { echo "connscope: /sys/kernel/btf/vmlinux is missing: this kernel was built without CONFIG_DEBUG_INFO_BTF" >&2; exit 1; }
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(BUILD)/connscope.bpf.o: bpf/connscope.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
+# Every bpf/NAME.bpf.c is an object of its own, $(BUILD)/NAME.bpf.o, and a
+# skeleton, $(BUILD)/NAME.skel.h, whose structures are named NAME_bpf
+# (connscope_bpf, stacks_bpf).
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 	$(msg) BPF $@
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ \
 		-I$(BUILD) -Ibpf -Wall -Werror -c $< -o $@
 
-$(SKEL): $(BUILD)/connscope.bpf.o
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(msg) SKEL $@
-	$(Q)$(BPFTOOL) gen skeleton $< name connscope_bpf > $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
-# connscope flamegraph's stack probes: an object and skeleton of their own.
+# The objects are kept once their skeletons are made (make would delete
+# them as intermediate files): asan-build copies connscope's.
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(wildcard bpf/*.bpf.c))
+.SECONDARY: $(BPF_OBJS)
+
+# connscope flamegraph's stack probes: bpf/stacks.bpf.c.
 STACKS_SKEL := $(BUILD)/stacks.skel.h
-
-$(BUILD)/stacks.bpf.o: bpf/stacks.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
-	$(msg) BPF $@
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ \
-		-I$(BUILD) -Ibpf -Wall -Werror -c $< -o $@
-
-$(STACKS_SKEL): $(BUILD)/stacks.bpf.o
-	$(msg) SKEL $@
-	$(Q)$(BPFTOOL) gen skeleton $< name stacks_bpf > $@
 
 # ---- user space
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
