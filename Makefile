@@ -41,7 +41,7 @@ FLAME_LOADER_SRCS := daemon/flame/stacks.c
 SYMBOL_SRCS := daemon/flame/symbols.c daemon/flame/elf_symbols.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$(DAEMON_SRCS))
 # connscoped's: targets followed in a session, the config file, capabilities.
-LOADER_SRCS += daemon/service/session_targets.c daemon/service/config_file.c daemon/service/privileges.c
+LOADER_SRCS += daemon/service/session_targets.c daemon/service/session_resolve.c daemon/service/config_file.c daemon/service/privileges.c
 LOADER_SRCS += daemon/source/probes_endpoints.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
 # connscope's commands: cli/connscope.c dispatches and runs attach, record and
