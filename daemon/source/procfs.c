@@ -19,6 +19,10 @@
 #include <unistd.h>
 
 #define TCP_LISTEN_STATE 10
+/* One recv of sock_diag's answers: many listeners a datagram. */
+#define SOCK_DIAG_BUF_BYTES 32768
+/* /proc/PID/net/netstat: two pairs of lines, a few kilobytes. */
+#define NETSTAT_BUF_BYTES 16384
 
 /* Ask sock_diag for every listening TCP socket of family, with its memory counters. */
 static int send_dump_request(int fd, int family)
@@ -107,7 +111,7 @@ static int dump_listeners(int nl_fd, int family, struct cs_listen_socket *out, s
 	struct dump dump = { .out = out, .max = max, .count = count };
 	dump.err = send_dump_request(fd, family);
 	dump.done = dump.err != 0;
-	static char buf[32768] __attribute__((aligned(NLMSG_ALIGNTO)));
+	char buf[SOCK_DIAG_BUF_BYTES] __attribute__((aligned(NLMSG_ALIGNTO)));
 	while (!dump.done) {
 		ssize_t len = recv(fd, buf, sizeof(buf), 0);
 		if (len < 0 && errno == EINTR)
@@ -391,6 +395,7 @@ static void add_by_name(const struct cs_target_match *match, struct pid_set *set
 /* cgroup.procs of dirfd's cgroup and of every cgroup below it. */
 static void add_cgroup_tree(int dirfd, struct pid_set *set, int depth)
 {
+	/* Not on the stack: this recurses; the text is done with before the recursion. */
 	static char text[65536];
 	if (read_small_file(dirfd, "cgroup.procs", text, sizeof(text)) > 0) {
 		pid_t pids[1024];
@@ -546,7 +551,7 @@ int cs_read_tcp_counters(const char *path, struct cs_tcp_counters *out)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	static char text[16384];
+	char text[NETSTAT_BUF_BYTES];
 	ssize_t len = read(fd, text, sizeof(text) - 1);
 	int err = len < 0 ? -errno : 0;
 	close(fd);
