@@ -433,6 +433,7 @@ static void add_cgroup_tree(int dirfd, struct pid_set *set, int depth)
 
 const char *cs_cgroup2_mount(void)
 {
+	/* Found once: the hierarchy does not move while we run (not a session's state). */
 	static char mount_point[CS_CGROUP_PATH_LEN];
 	static char text[65536];
 	if (mount_point[0])
