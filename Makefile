@@ -34,15 +34,15 @@ DAEMON_SRCS := $(wildcard $(addsuffix /*.c,$(addprefix daemon/,$(DAEMON_ROOMS)))
 # Everything else in daemon/ (the pure engine, reports, /proc parsing) is
 # shared by the tools and the unit tests.
 LOADER_SRCS := daemon/source/probes.c daemon/service/session.c daemon/service/metrics_server.c \
-               daemon/service/ctl_server.c daemon/service/ctl_socket.c
+               daemon/service/ctl_server.c daemon/service/ctl_loop.c daemon/service/ctl_socket.c
 # connscope flamegraph: its stack probes (BPF, connscope only) and the
 # symboliser (reads /proc and ELF files with libelf; unit-tested).
 FLAME_LOADER_SRCS := daemon/flame/stacks.c
 SYMBOL_SRCS := daemon/flame/symbols.c daemon/flame/elf_symbols.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$(DAEMON_SRCS))
 # connscoped's: targets followed in a session, the config file, capabilities.
-LOADER_SRCS += daemon/service/session_targets.c daemon/service/config_file.c daemon/service/privileges.c
-LOADER_SRCS += daemon/source/probes_endpoints.c
+LOADER_SRCS += daemon/service/session_targets.c daemon/service/session_resolve.c daemon/service/config_file.c daemon/service/privileges.c
+LOADER_SRCS += daemon/source/probes_targets.c daemon/source/probes_samples.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
 # connscope's commands: cli/connscope.c dispatches and runs attach, record and
 # report; cli/cmd_*.c the other commands, one file each; connscoped's main is apart.
