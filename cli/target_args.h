@@ -1,31 +1,32 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The options every profiling command shares (attach, record, flamegraph):
- * the session's defaults, and the target options -p/--pid, -P/--port,
- * -n/--name, -c/--cgroup, -d/--duration, with one wording of their errors.
+ * The options every profiling command shares (attach, record, flamegraph,
+ * top): the targets -p/--pid, -P/--port, -n/--name, -c/--cgroup,
+ * -N/--netns, and -d/--duration, with one wording of their errors.
  */
 #ifndef CS_CLI_TARGET_ARGS_H
 #define CS_CLI_TARGET_ARGS_H
 
-#include <signal.h>
 #include <stdbool.h>
-#include <stddef.h>
 
+#include "cli.h"
 #include "session.h"
 
-#define PID_MAX_LIMIT 4194304 /* the kernel's upper bound for pid_max */
+/* The target options' longopts entries, in the order their commands list them. */
+#define CS_TARGET_LONGOPTS                                   \
+	{ "pid", required_argument, NULL, 'p' },             \
+	{ "port", required_argument, NULL, 'P' },            \
+	{ "name", required_argument, NULL, 'n' },            \
+	{ "cgroup", required_argument, NULL, 'c' },          \
+	{ "netns", required_argument, NULL, 'N' }
 
-/* Zeroes opts and sets what a profiling command starts from. */
-void cs_session_defaults(struct cs_session_options *opts, const volatile sig_atomic_t *stop);
+/* opt is one of the shared options (a target, or -d/--duration). */
+bool cs_target_option(int opt);
 
-enum cs_target_arg {
-	CS_TARGET_ARG_NOT_MINE = 0, /* not one of the shared options */
-	CS_TARGET_ARG_TAKEN,        /* stored in opts */
-	CS_TARGET_ARG_BAD,          /* refused: why says so, naming the option */
-};
+/* Store opt's argument in opts: CS_CLI_GO_ON, or the usage error's exit code. */
+int cs_target_take(const struct cs_cli *cli, int opt, const char *arg, struct cs_session_options *opts);
 
-/* getopt's option c with its argument: store it in opts, or say why not. */
-enum cs_target_arg cs_target_arg(int c, const char *arg, struct cs_session_options *opts, char *why,
-				 size_t why_len);
+/* At least one target was named: CS_CLI_GO_ON, or the usage error's exit code. */
+int cs_target_named(const struct cs_cli *cli, const struct cs_session_options *opts);
 
 #endif /* CS_CLI_TARGET_ARGS_H */
