@@ -107,8 +107,9 @@ bool cs_cli_integer(const struct cs_cli *cli, const struct cs_number *number, co
  * unknown long one (else the option's val); a short option inside a
  * cluster ("-qx") is named by optopt alone.
  */
-static int refused_option(const struct cs_cli *cli, int c, char **argv, const struct option *longopts)
+static int refused_option(const struct cs_cli *cli, int c, char **argv)
 {
+	const struct option *longopts = cli->longopts;
 	const char *arg = optind > 0 ? argv[optind - 1] : "";
 	bool is_long = !strncmp(arg, "--", 2);
 	size_t name_len = is_long ? strcspn(arg, "=") : 0;
@@ -135,19 +136,85 @@ static int refused_option(const struct cs_cli *cli, int c, char **argv, const st
 	return cs_cli_usage(cli, "unknown option '%s' (options:%s)", name, list);
 }
 
-/* ":p:P:jh": the letters and digits of longopts, each with ':' when it takes a value. */
-static void short_options(const struct option *longopts, char *out, size_t len)
+/*
+ * Every option of connscope's commands and of connscoped, once: its long
+ * name, whether it takes a value, and its short letter (a val from 256 up
+ * for a long-only one). A command picks its own by name (cs_cli_parse).
+ */
+static const struct option catalogue[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "port", required_argument, NULL, 'P' },
+	{ "name", required_argument, NULL, 'n' },
+	{ "cgroup", required_argument, NULL, 'c' },
+	{ "netns", required_argument, NULL, 'N' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "tail", required_argument, NULL, 't' },
+	{ "slowest", required_argument, NULL, CS_OPT_SLOWEST },
+	{ "sample-hz", required_argument, NULL, CS_OPT_SAMPLE_HZ },
+	{ "ring-mb", required_argument, NULL, CS_OPT_RING_MB },
+	{ "no-handshakes", no_argument, NULL, CS_OPT_NO_HANDSHAKES },
+	{ "no-jvm", no_argument, NULL, CS_OPT_NO_JVM },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "from", required_argument, NULL, CS_OPT_FROM },
+	{ "to", required_argument, NULL, CS_OPT_TO },
+	{ "percentile", required_argument, NULL, 'P' }, /* diff's: it takes no --port */
+	{ "hz", required_argument, NULL, CS_OPT_HZ },
+	{ "min-off-cpu-us", required_argument, NULL, CS_OPT_MIN_OFF_CPU_US },
+	{ "socket", required_argument, NULL, 's' },
+	{ "once", no_argument, NULL, '1' },
+	{ "config", required_argument, NULL, 'C' },
+	{ "metrics", required_argument, NULL, 'm' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+};
+#define CATALOGUE_LEN (sizeof(catalogue) / sizeof(catalogue[0]))
+
+static const struct option *catalogue_entry(const char *name, size_t len)
 {
-	size_t n = 0;
-	out[n++] = ':'; /* a missing value is ':', not '?' */
-	for (const struct option *o = longopts; o->name && n + 3 < len; o++) {
-		if (o->val >= 256 || !isalnum(o->val))
-			continue;
-		out[n++] = (char)o->val;
-		if (o->has_arg == required_argument)
-			out[n++] = ':';
+	for (size_t i = 0; i < CATALOGUE_LEN; i++)
+		if (strlen(catalogue[i].name) == len && !strncmp(catalogue[i].name, name, len))
+			return &catalogue[i];
+	return NULL;
+}
+
+/*
+ * cli->longopts from the words of options, and getopt's optstring
+ * (":p:P:jh"): the short letters, each with ':' when it takes a value.
+ * Returns -1 for a word the catalogue lacks, a mistake in the command.
+ */
+static int select_options(struct cs_cli *cli, const char *options, char *optstring, size_t len)
+{
+	size_t count = 0, n = 0;
+	optstring[n++] = ':'; /* a missing value is ':', not '?' */
+	for (const char *word = options; *word && count < CS_CLI_MAX_OPTIONS; word += strspn(word, " ")) {
+		bool long_only = !strncmp(word, "--", 2);
+		word += long_only ? 2 : 0;
+		size_t word_len = strcspn(word, " ");
+		const struct option *o = catalogue_entry(word, word_len);
+		if (!o || n + 3 > len)
+			return -1;
+		cli->longopts[count++] = *o;
+		if (!long_only && o->val < 256) {
+			optstring[n++] = (char)o->val;
+			if (o->has_arg == required_argument)
+				optstring[n++] = ':';
+		}
+		word += word_len;
 	}
-	out[n] = '\0';
+	memset(&cli->longopts[count], 0, sizeof(cli->longopts[count]));
+	optstring[n] = '\0';
+	return 0;
+}
+
+const char *cs_cli_option_name(const struct cs_cli *cli, int opt)
+{
+	for (const struct option *o = cli->longopts; o->name; o++)
+		if (o->val == opt)
+			return o->name;
+	return NULL;
 }
 
 static int check_operands(struct cs_cli *cli, int argc, char **argv)
@@ -160,21 +227,24 @@ static int check_operands(struct cs_cli *cli, int argc, char **argv)
 	return CS_CLI_GO_ON;
 }
 
-int cs_cli_parse(struct cs_cli *cli, int argc, char **argv, const struct option *longopts, cs_cli_take_fn take,
+int cs_cli_parse(struct cs_cli *cli, int argc, char **argv, const char *options, cs_cli_take_fn take,
 		 void *ctx)
 {
-	char optstring[128];
+	char optstring[3 * CS_CLI_MAX_OPTIONS + 2];
 	int c;
-	short_options(longopts, optstring, sizeof(optstring));
+	if (select_options(cli, options, optstring, sizeof(optstring))) {
+		fprintf(stderr, "%s: cannot read its own options '%s'\n", cli->name, options);
+		return CS_EXIT_RUNTIME;
+	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, optstring, cli->longopts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(cli->cmd->usage, stdout);
 			return 0;
 		}
 		if (c == ':' || c == '?')
-			return refused_option(cli, c, argv, longopts);
+			return refused_option(cli, c, argv);
 		int rc = take(cli, c, optarg, ctx);
 		if (rc != CS_CLI_GO_ON)
 			return rc;

@@ -45,10 +45,13 @@ struct cs_cmd {
 	const char *operands_hint; /* the usage error when that count is off (operands > 0) */
 };
 
-/* One command line's run: who speaks in messages, where its operands start. */
+#define CS_CLI_MAX_OPTIONS 24
+
+/* One command line's run: who speaks in messages, its options, where its operands start. */
 struct cs_cli {
 	const struct cs_cmd *cmd;
 	char name[48];             /* "connscope attach", "connscoped": usage errors start with it */
+	struct option longopts[CS_CLI_MAX_OPTIONS + 1]; /* after cs_cli_parse: the command's, in its order */
 	int operand;               /* after cs_cli_parse: the index in argv of the first operand */
 };
 
@@ -66,17 +69,23 @@ int cs_cli_usage(const struct cs_cli *cli, const char *fmt, ...);
 typedef int (*cs_cli_take_fn)(struct cs_cli *cli, int opt, const char *arg, void *ctx);
 
 /*
- * Reads argv's options against longopts and hands each to take, which
- * returns CS_CLI_GO_ON or an exit code. The short options are the longopts
- * whose val is a letter or a digit (a long-only option takes a val from
- * 256 up); -h/--help prints the command's usage; a refused option, or an
- * operand count other than cmd->operands, is a usage error. Returns
- * CS_CLI_GO_ON (cli->operand set) or the exit code.
+ * Reads argv's options and hands each to take, which returns CS_CLI_GO_ON
+ * or an exit code. options names the long options the command takes, in
+ * the order a usage error lists them ("socket json help"); each is
+ * defined once, with its short letter if it has one, in cli.c ("--socket":
+ * the long form only, here). take gets the option's short letter, or its
+ * CS_OPT_* for a long-only one. -h/--help
+ * prints the command's usage; a refused option, or an operand count other
+ * than cmd->operands, is a usage error. Returns CS_CLI_GO_ON (cli->operand
+ * set) or the exit code.
  */
-int cs_cli_parse(struct cs_cli *cli, int argc, char **argv, const struct option *longopts, cs_cli_take_fn take,
+int cs_cli_parse(struct cs_cli *cli, int argc, char **argv, const char *options, cs_cli_take_fn take,
 		 void *ctx);
 
-/* The long-only options' vals (the letters and digits are short options too). */
+/* The long name of the option opt among the command's (after cs_cli_parse), or NULL. */
+const char *cs_cli_option_name(const struct cs_cli *cli, int opt);
+
+/* The long-only options' vals (a letter or a digit is a short option too). */
 enum {
 	CS_OPT_SAMPLE_HZ = 256,
 	CS_OPT_RING_MB,
@@ -87,7 +96,6 @@ enum {
 	CS_OPT_TO,
 	CS_OPT_HZ,
 	CS_OPT_MIN_OFF_CPU_US,
-	CS_OPT_SOCKET,
 };
 
 /* What a number option takes: its range, and how the refusal words it. */

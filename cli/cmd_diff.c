@@ -14,15 +14,25 @@
 #include "report.h"
 #include "report_diff.h"
 
+static const char usage[] =
+	"Usage: connscope diff BEFORE AFTER [--json] [--percentile P]\n"
+	"\n"
+	"What changed between two runs, side by side: the latency percentiles, the\n"
+	"tail's causes and their time per tail request, the conditions that appeared\n"
+	"or went away, and each listener's accept wait, drops and backlog.\n"
+	"BEFORE and AFTER are JSON reports ('connscope attach|report --json') or\n"
+	"trace files ('connscope record').\n"
+	"\n"
+	"  -j, --json          print the comparison as one JSON object\n"
+	"  -P, --percentile P  also compare percentile P (0-100), from the reports'\n"
+	"                      histograms\n"
+	"  -h, --help          this help\n";
+
 static const struct cs_number number_percentile = { "--percentile", 0, 100, CS_NUMBER_ABOVE_MIN,
 						     "a number above 0 and up to 100" };
 
-static const struct option diff_longopts[] = {
-	{ "json", no_argument, NULL, 'j' },
-	{ "percentile", required_argument, NULL, 'P' },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
+/* Its options, in the order a usage error lists them (cli.c defines each). */
+static const char diff_options[] = "json percentile help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -89,7 +99,7 @@ static json_t *load_run(const char *path)
 static int run(struct cs_cli *cli, int argc, char **argv)
 {
 	struct cs_diff_options options = { 0 };
-	int rc = cs_cli_parse(cli, argc, argv, diff_longopts, take, &options);
+	int rc = cs_cli_parse(cli, argc, argv, diff_options, take, &options);
 	if (rc != CS_CLI_GO_ON)
 		return rc;
 	json_t *before = load_run(argv[cli->operand]);
@@ -107,23 +117,8 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 	return rc;
 }
 
+/* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_diff = {
-	.name = "diff",
-	.summary = "what changed between two runs (JSON reports or recorded files)",
-	.run = run,
-	.operands = 2,
-	.operands_hint = "name two runs: BEFORE and AFTER (JSON reports or trace files)",
-	.usage =
-	"Usage: connscope diff BEFORE AFTER [--json] [--percentile P]\n"
-	"\n"
-	"What changed between two runs, side by side: the latency percentiles, the\n"
-	"tail's causes and their time per tail request, the conditions that appeared\n"
-	"or went away, and each listener's accept wait, drops and backlog.\n"
-	"BEFORE and AFTER are JSON reports ('connscope attach|report --json') or\n"
-	"trace files ('connscope record').\n"
-	"\n"
-	"  -j, --json          print the comparison as one JSON object\n"
-	"  -P, --percentile P  also compare percentile P (0-100), from the reports'\n"
-	"                      histograms\n"
-	"  -h, --help          this help\n",
+	"diff", "what changed between two runs (JSON reports or recorded files)",
+	run, usage, 2, "name two runs: BEFORE and AFTER (JSON reports or trace files)",
 };

@@ -20,26 +20,54 @@
 #include "flame_run.h"
 #include "target_args.h"
 
+static const char usage[] =
+	"Usage: connscope flamegraph (--pid PID | --port PORT | --name NAME | --cgroup PATH)...\n"
+	"                            -o OUT.svg|OUT.folded [options]\n"
+	"\n"
+	"Where the tail requests' time went, as stacks. Follows every request as attach\n"
+	"does and samples the target threads on and off their CPUs; then each tail\n"
+	"request's event_loop, handler and run_queue time is filled with its serving\n"
+	"thread's stacks inside that phase. Frames, root to leaf: target, listener,\n"
+	"cause, what the thread was doing (on-cpu, off-cpu, runnable, [not sampled]),\n"
+	"then the stack. accept_queue, listen_overflow and send_drain have no stack.\n"
+	"\n"
+	"Targets (at least one; each repeatable):\n"
+	"  -p, --pid PID         all threads of process PID and the TCP ports it listens on\n"
+	"  -P, --port PORT       every process listening on PORT\n"
+	"  -n, --name NAME       processes whose command or executable is NAME, that listen\n"
+	"  -c, --cgroup PATH     processes that listen, in cgroup v2 PATH or below it\n"
+	"  -N, --netns NS        --port's listeners are in network namespace NS ('ip netns'\n"
+	"                        name, PID or /proc/PID/ns/net)\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output FILE     OUT.svg: an interactive SVG (hover, click to zoom, search);\n"
+	"                        OUT.folded: folded stacks, weights in microseconds;\n"
+	"                        repeatable (both from one run)\n"
+	"  -d, --duration SEC    stop after SEC seconds (default: until Ctrl-C or the target exits)\n"
+	"      --hz N            on-CPU samples per second per CPU (1-10000, default 99)\n"
+	"  -t, --tail P          the tail: requests at or above percentile P (50-99.999, default 99)\n"
+	"      --min-off-cpu-us N  off-CPU intervals shorter than N us are counted, not kept\n"
+	"                        (1-1000000, default 100)\n"
+	"      --no-jvm          do not ask java targets for their thread names and\n"
+	"                        compiled methods (/tmp/perf-PID.map, Compiler.perfmap)\n"
+	"  -q, --quiet           no progress lines on stderr\n"
+	"  -v, --verbose         show libbpf's log\n"
+	"  -h, --help            this help\n"
+	"\n"
+	"Example:\n"
+	"  connscope flamegraph --port 8080 --duration 10 -o tail.svg\n";
+
 #define HZ_DEFAULT 99                 /* --hz: on-CPU samples per second per CPU */
 #define MIN_OFF_CPU_US_DEFAULT 100    /* --min-off-cpu-us */
 
-static const struct cs_number number_hz = { "--hz", 1, 10000, CS_NUMBER_INTEGER, "samples per second, 1-10000" };
+static const struct cs_number number_hz = { "--hz", 1, 10000, CS_NUMBER_INTEGER,
+					    "samples per second, 1-10000" };
 static const struct cs_number number_min_off_cpu = { "--min-off-cpu-us", 1, 1000000, CS_NUMBER_INTEGER,
 						     "microseconds, 1-1000000" };
 
-static const struct option flamegraph_longopts[] = {
-	CS_TARGET_LONGOPTS,
-	{ "output", required_argument, NULL, 'o' },
-	{ "duration", required_argument, NULL, 'd' },
-	{ "hz", required_argument, NULL, CS_OPT_HZ },
-	{ "tail", required_argument, NULL, 't' },
-	{ "min-off-cpu-us", required_argument, NULL, CS_OPT_MIN_OFF_CPU_US },
-	{ "no-jvm", no_argument, NULL, CS_OPT_NO_JVM },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
+/* Its options, in the order a usage error lists them (cli.c defines each). */
+static const char flamegraph_options[] =
+	CS_TARGET_OPTIONS " output duration hz tail min-off-cpu-us no-jvm quiet verbose help";
 
 static bool ends_with(const char *text, const char *suffix)
 {
@@ -66,34 +94,19 @@ static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
 	struct fg_args *args = ctx;
 	long value;
-	bool ok = true;
-	if (cs_target_option(opt))
-		return cs_target_take(cli, opt, arg, &args->session);
-	switch (opt) {
-	case 'o':
+	if (opt == 'o')
 		return take_output(cli, arg, args);
-	case CS_OPT_HZ:
-		ok = cs_cli_integer(cli, &number_hz, arg, &value);
-		args->hz = ok ? (unsigned int)value : args->hz;
-		break;
-	case 't':
-		ok = cs_cli_real(cli, &cs_number_tail, arg, &args->tail_percentile);
-		break;
-	case CS_OPT_MIN_OFF_CPU_US:
-		ok = cs_cli_integer(cli, &number_min_off_cpu, arg, &value);
-		args->min_off_cpu_ns = ok ? (uint64_t)value * 1000 : args->min_off_cpu_ns;
-		break;
-	case CS_OPT_NO_JVM:
-		args->session.no_jvm = true;
-		break;
-	case 'q':
-		args->session.quiet = true;
-		break;
-	default: /* 'v' */
-		args->session.probe.verbose = true;
-		break;
-	}
-	return ok ? CS_CLI_GO_ON : CS_EXIT_USAGE;
+	if (opt == 't')
+		return cs_cli_real(cli, &cs_number_tail, arg, &args->tail_percentile) ? CS_CLI_GO_ON : CS_EXIT_USAGE;
+	/* --hz or --min-off-cpu-us */
+	bool hz = opt == CS_OPT_HZ;
+	if (!cs_cli_integer(cli, hz ? &number_hz : &number_min_off_cpu, arg, &value))
+		return CS_EXIT_USAGE;
+	if (hz)
+		args->hz = (unsigned int)value;
+	else
+		args->min_off_cpu_ns = (uint64_t)value * 1000;
+	return CS_CLI_GO_ON;
 }
 
 /* Returns CS_CLI_GO_ON, else an exit code. */
@@ -102,10 +115,7 @@ static int parse_args(struct cs_cli *cli, int argc, char **argv, struct fg_args 
 	args->hz = HZ_DEFAULT;
 	args->min_off_cpu_ns = MIN_OFF_CPU_US_DEFAULT * 1000;
 	args->tail_percentile = CS_TAIL_DEFAULT;
-	cs_cli_session_defaults(&args->session);
-	int rc = cs_cli_parse(cli, argc, argv, flamegraph_longopts, take, args);
-	if (rc == CS_CLI_GO_ON)
-		rc = cs_target_named(cli, &args->session);
+	int rc = cs_target_parse(cli, argc, argv, flamegraph_options, take, args, &args->session);
 	if (rc != CS_CLI_GO_ON)
 		return rc;
 	if (!args->output_count)
@@ -260,7 +270,8 @@ static int flamegraph(struct fg_run *run)
 	if (rc)
 		return rc;
 	describe(run);
-	const struct cs_flame_svg_options svg = { .title = run->title, .subtitle = run->subtitle, .context_depth = 4 };
+	const struct cs_flame_svg_options svg = { .title = run->title, .subtitle = run->subtitle,
+						  .context_depth = 4 };
 	for (size_t i = 0; i < run->args.output_count; i++)
 		if (write_output(run->args.outputs[i], run->args.kinds[i], &run->tree, &svg))
 			return CS_EXIT_RUNTIME;
@@ -286,44 +297,8 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 	return rc;
 }
 
+/* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_flamegraph = {
-	.name = "flamegraph",
-	.summary = "where the tail requests' time went, as stacks (SVG or folded stacks)",
-	.run = run,
-	.usage =
-	"Usage: connscope flamegraph (--pid PID | --port PORT | --name NAME | --cgroup PATH)...\n"
-	"                            -o OUT.svg|OUT.folded [options]\n"
-	"\n"
-	"Where the tail requests' time went, as stacks. Follows every request as attach\n"
-	"does and samples the target threads on and off their CPUs; then each tail\n"
-	"request's event_loop, handler and run_queue time is filled with its serving\n"
-	"thread's stacks inside that phase. Frames, root to leaf: target, listener,\n"
-	"cause, what the thread was doing (on-cpu, off-cpu, runnable, [not sampled]),\n"
-	"then the stack. accept_queue, listen_overflow and send_drain have no stack.\n"
-	"\n"
-	"Targets (at least one; each repeatable):\n"
-	"  -p, --pid PID         all threads of process PID and the TCP ports it listens on\n"
-	"  -P, --port PORT       every process listening on PORT\n"
-	"  -n, --name NAME       processes whose command or executable is NAME, that listen\n"
-	"  -c, --cgroup PATH     processes that listen, in cgroup v2 PATH or below it\n"
-	"  -N, --netns NS        --port's listeners are in network namespace NS ('ip netns'\n"
-	"                        name, PID or /proc/PID/ns/net)\n"
-	"\n"
-	"Options:\n"
-	"  -o, --output FILE     OUT.svg: an interactive SVG (hover, click to zoom, search);\n"
-	"                        OUT.folded: folded stacks, weights in microseconds;\n"
-	"                        repeatable (both from one run)\n"
-	"  -d, --duration SEC    stop after SEC seconds (default: until Ctrl-C or the target exits)\n"
-	"      --hz N            on-CPU samples per second per CPU (1-10000, default 99)\n"
-	"  -t, --tail P          the tail: requests at or above percentile P (50-99.999, default 99)\n"
-	"      --min-off-cpu-us N  off-CPU intervals shorter than N us are counted, not kept\n"
-	"                        (1-1000000, default 100)\n"
-	"      --no-jvm          do not ask java targets for their thread names and\n"
-	"                        compiled methods (/tmp/perf-PID.map, Compiler.perfmap)\n"
-	"  -q, --quiet           no progress lines on stderr\n"
-	"  -v, --verbose         show libbpf's log\n"
-	"  -h, --help            this help\n"
-	"\n"
-	"Example:\n"
-	"  connscope flamegraph --port 8080 --duration 10 -o tail.svg\n",
+	"flamegraph", "where the tail requests' time went, as stacks (SVG or folded stacks)",
+	run, usage, 0, NULL,
 };

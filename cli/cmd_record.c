@@ -15,6 +15,18 @@
 #include "run_args.h"
 #include "trace_file.h"
 
+static const char usage[] =
+	"Usage: connscope record (--pid PID | --port PORT | --name NAME | --cgroup PATH)... -o FILE\n"
+	"       [options]\n"
+	"\n"
+	"Like attach, but write the raw event stream to FILE (mode 0600) for\n"
+	"'connscope report FILE' to replay offline through the same engine.\n"
+	"\n" CS_RUN_OPTIONS_HELP
+	"  -o, --output FILE    the trace file to write (required)\n"
+	"\n"
+	"Example:\n"
+	"  connscope record --port 8080 --duration 30 -o incident.cstrace\n";
+
 static int tee_to_trace(void *ctx, const void *record, size_t len)
 {
 	return cs_trace_write(ctx, record, len);
@@ -78,19 +90,8 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 	return rc;
 }
 
+/* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_record = {
-	.name = "record",
-	.summary = "the same, writing the raw event stream to a file",
-	.run = run,
-	.usage =
-	"Usage: connscope record (--pid PID | --port PORT | --name NAME | --cgroup PATH)... -o FILE\n"
-	"       [options]\n"
-	"\n"
-	"Like attach, but write the raw event stream to FILE (mode 0600) for\n"
-	"'connscope report FILE' to replay offline through the same engine.\n"
-	"\n" CS_RUN_OPTIONS_HELP
-	"  -o, --output FILE    the trace file to write (required)\n"
-	"\n"
-	"Example:\n"
-	"  connscope record --port 8080 --duration 30 -o incident.cstrace\n",
+	"record", "the same, writing the raw event stream to a file",
+	run, usage, 0, NULL,
 };

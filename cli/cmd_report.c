@@ -12,6 +12,24 @@
 #include "replay.h"
 #include "run_args.h"
 
+static const char usage[] =
+	"Usage: connscope report FILE [--json] [--tail P] [--slowest N] [--interval SEC]\n"
+	"                        [--from SEC] [--to SEC]\n"
+	"\n"
+	"Replay a trace written by 'connscope record' through the engine and print\n"
+	"the same report attach would have printed.\n"
+	"\n"
+	"  -j, --json    print the report as one JSON object\n"
+	"  -t, --tail P  the tail is the requests at or above percentile P (default 99)\n"
+	"      --slowest N  also list the N slowest requests (1-512), one by one\n"
+	"      --from SEC, --to SEC\n"
+	"                only the part of the recording from SEC to SEC seconds after\n"
+	"                its start: as if attached then (older connections partial)\n"
+	"  -i, --interval SEC\n"
+	"                a line per SEC seconds of the run instead: requests/s, p50,\n"
+	"                p99, the cause holding most of that interval's tail, drops\n"
+	"  -h, --help    this help\n";
+
 struct report_args {
 	struct cs_replay_watch window; /* --from, --to */
 	bool json;
@@ -27,16 +45,8 @@ static const struct cs_number number_to = { "--to", 0, 31536000, CS_NUMBER_ABOVE
 static const struct cs_number number_interval = { "--interval", 0.001, 86400, 0,
 						  "seconds from 0.001 to 86400" };
 
-static const struct option report_longopts[] = {
-	{ "json", no_argument, NULL, 'j' },
-	{ "tail", required_argument, NULL, 't' },
-	{ "interval", required_argument, NULL, 'i' },
-	{ "slowest", required_argument, NULL, CS_OPT_SLOWEST },
-	{ "from", required_argument, NULL, CS_OPT_FROM },
-	{ "to", required_argument, NULL, CS_OPT_TO },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
+/* Its options, in the order a usage error lists them (cli.c defines each). */
+static const char report_options[] = "json tail interval slowest from to help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -100,7 +110,7 @@ static int report_intervals(const char *path, const struct report_args *args)
 static int run(struct cs_cli *cli, int argc, char **argv)
 {
 	struct report_args args = { .tail = CS_TAIL_DEFAULT };
-	int rc = cs_cli_parse(cli, argc, argv, report_longopts, take, &args);
+	int rc = cs_cli_parse(cli, argc, argv, report_options, take, &args);
 	if (rc != CS_CLI_GO_ON)
 		return rc;
 	const char *path = argv[cli->operand];
@@ -122,27 +132,8 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 	return 0;
 }
 
+/* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_report = {
-	.name = "report",
-	.summary = "replay a recorded file and report",
-	.run = run,
-	.operands = 1,
-	.operands_hint = "name one trace file",
-	.usage =
-	"Usage: connscope report FILE [--json] [--tail P] [--slowest N] [--interval SEC]\n"
-	"                        [--from SEC] [--to SEC]\n"
-	"\n"
-	"Replay a trace written by 'connscope record' through the engine and print\n"
-	"the same report attach would have printed.\n"
-	"\n"
-	"  -j, --json    print the report as one JSON object\n"
-	"  -t, --tail P  the tail is the requests at or above percentile P (default 99)\n"
-	"      --slowest N  also list the N slowest requests (1-512), one by one\n"
-	"      --from SEC, --to SEC\n"
-	"                only the part of the recording from SEC to SEC seconds after\n"
-	"                its start: as if attached then (older connections partial)\n"
-	"  -i, --interval SEC\n"
-	"                a line per SEC seconds of the run instead: requests/s, p50,\n"
-	"                p99, the cause holding most of that interval's tail, drops\n"
-	"  -h, --help    this help\n",
+	"report", "replay a recorded file and report",
+	run, usage, 1, "name one trace file",
 };

@@ -10,6 +10,20 @@
 #include "ctl_client.h"
 #include "engine.h"
 
+static const char usage[] =
+	"Usage: connscope snapshot [--json] [--tail P] [--slowest N] [--socket PATH]\n"
+	"\n"
+	"Print the connscope daemon's report of what it has seen since it started (or\n"
+	"since 'connscope reset'): the same report 'connscope attach' prints.\n"
+	"\n"
+	"  -j, --json         one JSON object: attach's, plus \"live\" (the last minute\n"
+	"                     second by second, per-thread rates; see the README)\n"
+	"  -t, --tail P       the tail is the requests at or above percentile P (50-99.999,\n"
+	"                     default 99)\n"
+	"      --slowest N    also list the N slowest requests (1-512), one by one\n"
+	"  -s, --socket PATH  the daemon's control socket (default " CS_CTL_DEFAULT_SOCKET ")\n"
+	"  -h, --help         this help\n";
+
 /* The daemon keeps as many slowest requests as the engine does: one --slowest range. */
 _Static_assert(CS_CTL_SLOWEST_MAX == CS_EXEMPLARS, "snapshot's --slowest range is attach's");
 
@@ -18,14 +32,8 @@ struct snapshot_args {
 	struct cs_ctl_view_request view;
 };
 
-static const struct option snapshot_longopts[] = {
-	{ "socket", required_argument, NULL, 's' },
-	{ "json", no_argument, NULL, 'j' },
-	{ "tail", required_argument, NULL, 't' },
-	{ "slowest", required_argument, NULL, CS_OPT_SLOWEST },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
+/* Its options, in the order a usage error lists them (cli.c defines each). */
+static const char snapshot_options[] = "socket json tail slowest help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -64,7 +72,7 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 {
 	/* No --tail: tail_milli_pct 0, the daemon's own. */
 	struct snapshot_args args = { .path = CS_CTL_DEFAULT_SOCKET, .view = { .format = CS_CTL_FORMAT_TEXT } };
-	int rc = cs_cli_parse(cli, argc, argv, snapshot_longopts, take, &args);
+	int rc = cs_cli_parse(cli, argc, argv, snapshot_options, take, &args);
 	if (rc != CS_CLI_GO_ON)
 		return rc;
 	uint8_t request[CS_CTL_VIEW_LEN];
@@ -72,21 +80,8 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 	return cs_ctl_ask(args.path, CS_CTL_SNAPSHOT, request, sizeof(request), show, NULL);
 }
 
+/* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_snapshot = {
-	.name = "snapshot",
-	.summary = "the daemon's report so far",
-	.run = run,
-	.usage =
-	"Usage: connscope snapshot [--json] [--tail P] [--slowest N] [--socket PATH]\n"
-	"\n"
-	"Print the connscope daemon's report of what it has seen since it started (or\n"
-	"since 'connscope reset'): the same report 'connscope attach' prints.\n"
-	"\n"
-	"  -j, --json         one JSON object: attach's, plus \"live\" (the last minute\n"
-	"                     second by second, per-thread rates; see the README)\n"
-	"  -t, --tail P       the tail is the requests at or above percentile P (50-99.999,\n"
-	"                     default 99)\n"
-	"      --slowest N    also list the N slowest requests (1-512), one by one\n"
-	"  -s, --socket PATH  the daemon's control socket (default " CS_CTL_DEFAULT_SOCKET ")\n"
-	"  -h, --help         this help\n",
+	"snapshot", "the daemon's report so far",
+	run, usage, 0, NULL,
 };

@@ -12,17 +12,26 @@
 #include "ctl_client.h"
 #include "json_read.h"
 
+static const char usage[] =
+	"Usage: connscope status [--socket PATH] [--json]\n"
+	"\n"
+	"Ask the connscope daemon (connscoped) whether it is up, what it watches, since\n"
+	"when, how many events it has taken in and lost, and how many probe runs the\n"
+	"kernel skipped.\n"
+	"\n"
+	"  -s, --socket PATH  the daemon's control socket (default " CS_CTL_DEFAULT_SOCKET ")\n"
+	"  -j, --json         print the daemon's answer as it is (one JSON object)\n"
+	"  -h, --help         this help\n"
+	"\n"
+	"Exit status: 0 the daemon answered, 1 no daemon (or it failed), 2 usage error.\n";
+
 struct status_args {
 	const char *path;
 	bool json;
 };
 
-static const struct option status_longopts[] = {
-	{ "socket", required_argument, NULL, 's' },
-	{ "json", no_argument, NULL, 'j' },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
+/* Its options, in the order a usage error lists them (cli.c defines each). */
+static const char status_options[] = "socket json help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -86,11 +95,12 @@ static void print_status(const struct cs_json *doc, const char *path)
 	print_targets(doc);
 	printf("  uptime     %s (statistics since %s ago)\n", up, since);
 	printf("  events     %.0f taken in, %.0f lost, %.0f probe runs skipped by the kernel; %.0f requests\n",
-	       number(doc, 0, "events"), number(doc, 0, "lost"), number(doc, 0, "skipped"), number(doc, 0, "requests"));
+	       number(doc, 0, "events"), number(doc, 0, "lost"), number(doc, 0, "skipped"),
+	       number(doc, 0, "requests"));
 	int control = cs_json_get(doc, 0, "control");
 	printf("  control    %.0f connection(s), %.0f refused, %.0f request(s) rejected, %.0f stream(s) dropped\n",
-	       number(doc, control, "connections"), number(doc, control, "refused"), number(doc, control, "rejected"),
-	       number(doc, control, "streams_dropped"));
+	       number(doc, control, "connections"), number(doc, control, "refused"),
+	       number(doc, control, "rejected"), number(doc, control, "streams_dropped"));
 }
 
 static int show(const uint8_t *reply, size_t len, void *ctx)
@@ -113,26 +123,14 @@ static int show(const uint8_t *reply, size_t len, void *ctx)
 static int run(struct cs_cli *cli, int argc, char **argv)
 {
 	struct status_args args = { .path = CS_CTL_DEFAULT_SOCKET };
-	int rc = cs_cli_parse(cli, argc, argv, status_longopts, take, &args);
+	int rc = cs_cli_parse(cli, argc, argv, status_options, take, &args);
 	if (rc != CS_CLI_GO_ON)
 		return rc;
 	return cs_ctl_ask(args.path, CS_CTL_STATUS, NULL, 0, show, &args);
 }
 
+/* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_status = {
-	.name = "status",
-	.summary = "is the daemon (connscoped) up, what does it watch",
-	.run = run,
-	.usage =
-	"Usage: connscope status [--socket PATH] [--json]\n"
-	"\n"
-	"Ask the connscope daemon (connscoped) whether it is up, what it watches, since\n"
-	"when, how many events it has taken in and lost, and how many probe runs the\n"
-	"kernel skipped.\n"
-	"\n"
-	"  -s, --socket PATH  the daemon's control socket (default " CS_CTL_DEFAULT_SOCKET ")\n"
-	"  -j, --json         print the daemon's answer as it is (one JSON object)\n"
-	"  -h, --help         this help\n"
-	"\n"
-	"Exit status: 0 the daemon answered, 1 no daemon (or it failed), 2 usage error.\n",
+	"status", "is the daemon (connscoped) up, what does it watch",
+	run, usage, 0, NULL,
 };

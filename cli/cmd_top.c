@@ -28,6 +28,29 @@
 #include "top_view.h"
 #include "units.h"
 
+static const char usage[] =
+	"Usage: connscope top [--socket PATH] [(--port PORT | --pid PID)...] [--once] [--tail P]\n"
+	"\n"
+	"A live full-screen view, refreshed every second: latency over the last minute\n"
+	"with each second's p99, the listeners (accepts/s, backlog, drops, accept wait),\n"
+	"where the tail's time goes, the conditions behind it with advice, and the\n"
+	"server threads (requests/s, accepts, run-queue p99, busy share).\n"
+	"\n"
+	"Data comes from the connscope daemon when one answers on the socket; otherwise,\n"
+	"with --port or --pid, top attaches the probes itself (as root) and says so.\n"
+	"\n"
+	"  -s, --socket PATH  the daemon's control socket (default " CS_CTL_DEFAULT_SOCKET ")\n"
+	"  -P, --port PORT    without a daemon: watch every process listening on PORT\n"
+	"  -p, --pid PID      without a daemon: watch process PID\n"
+	"  -N, --netns NS     --port's listeners are in network namespace NS ('ip netns'\n"
+	"                     name, PID or /proc/PID/ns/net)\n"
+	"  -1, --once         print one frame as plain text and exit (for scripts)\n"
+	"  -t, --tail P       the tail percentile to start with (50-99.999, default 99)\n"
+	"  -h, --help         this help\n"
+	"\n"
+	"Keys: q quit, p pause, s cycle the threads' sort, t change the tail percentile\n"
+	"(p99, p99.9, p90), ? help. Colours only on a terminal, never with NO_COLOR set.\n";
+
 /* One top's run: its options, its source, its screen. */
 struct top {
 	const char *path;          /* the daemon's control socket */
@@ -41,16 +64,8 @@ struct top {
 	bool failed_shown;         /* the session's end is on the status line */
 };
 
-static const struct option top_longopts[] = {
-	{ "socket", required_argument, NULL, 's' },
-	{ "port", required_argument, NULL, 'P' },
-	{ "pid", required_argument, NULL, 'p' },
-	{ "netns", required_argument, NULL, 'N' },
-	{ "once", no_argument, NULL, '1' },
-	{ "tail", required_argument, NULL, 't' },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
+/* Its options, in the order a usage error lists them (cli.c defines each). */
+static const char top_options[] = "socket port pid netns once tail help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -196,7 +211,8 @@ static bool daemon_update(struct top *top, uint64_t now, bool tail_changed)
 	struct cs_ctl_header hdr;
 	const uint8_t *payload;
 	int got;
-	while (top->conn.fd >= 0 && (got = cs_ctl_recv(&top->conn, 0, &hdr, &payload, errmsg, sizeof(errmsg))) != 0) {
+	while (top->conn.fd >= 0 &&
+	       (got = cs_ctl_recv(&top->conn, 0, &hdr, &payload, errmsg, sizeof(errmsg))) != 0) {
 		redraw = true;
 		if (got < 0) {
 			snprintf(top->view.ui.status, sizeof(top->view.ui.status), "daemon: %s; retrying", errmsg);
@@ -259,7 +275,8 @@ static int run_screen(struct top *top)
 		if (cs_cli_stop)
 			break;
 		uint64_t now = top_now_ns();
-		int update = top->from_daemon ? daemon_update(top, now, tail_changed) : local_update(top, now, tail_changed);
+		int update = top->from_daemon ? daemon_update(top, now, tail_changed)
+					      : local_update(top, now, tail_changed);
 		if (update < 0) {
 			rc = 1;
 			break;
@@ -309,37 +326,15 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 	top->tail = CS_TAIL_DEFAULT;
 	top->conn.fd = -1;
 	cs_cli_session_defaults(&top->local.opts);
-	int rc = cs_cli_parse(cli, argc, argv, top_longopts, take, top);
+	int rc = cs_cli_parse(cli, argc, argv, top_options, take, top);
 	if (rc == CS_CLI_GO_ON)
 		rc = run_top(top);
 	free(top);
 	return rc;
 }
 
+/* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_top = {
-	.name = "top",
-	.summary = "live full-screen view (from the daemon, or attached in-process)",
-	.run = run,
-	.usage =
-	"Usage: connscope top [--socket PATH] [(--port PORT | --pid PID)...] [--once] [--tail P]\n"
-	"\n"
-	"A live full-screen view, refreshed every second: latency over the last minute\n"
-	"with each second's p99, the listeners (accepts/s, backlog, drops, accept wait),\n"
-	"where the tail's time goes, the conditions behind it with advice, and the\n"
-	"server threads (requests/s, accepts, run-queue p99, busy share).\n"
-	"\n"
-	"Data comes from the connscope daemon when one answers on the socket; otherwise,\n"
-	"with --port or --pid, top attaches the probes itself (as root) and says so.\n"
-	"\n"
-	"  -s, --socket PATH  the daemon's control socket (default " CS_CTL_DEFAULT_SOCKET ")\n"
-	"  -P, --port PORT    without a daemon: watch every process listening on PORT\n"
-	"  -p, --pid PID      without a daemon: watch process PID\n"
-	"  -N, --netns NS     --port's listeners are in network namespace NS ('ip netns'\n"
-	"                     name, PID or /proc/PID/ns/net)\n"
-	"  -1, --once         print one frame as plain text and exit (for scripts)\n"
-	"  -t, --tail P       the tail percentile to start with (50-99.999, default 99)\n"
-	"  -h, --help         this help\n"
-	"\n"
-	"Keys: q quit, p pause, s cycle the threads' sort, t change the tail percentile\n"
-	"(p99, p99.9, p90), ? help. Colours only on a terminal, never with NO_COLOR set.\n",
+	"top", "live full-screen view (from the daemon, or attached in-process)",
+	run, usage, 0, NULL,
 };

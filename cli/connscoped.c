@@ -127,7 +127,8 @@ static void apply_targets(const struct cs_daemon_config *config, struct cs_sessi
 }
 
 /* The file, then the command line over it. */
-static int load_settings(const struct daemon *setup, struct cs_daemon_config *out, char *errmsg, size_t errlen)
+static int load_settings(const struct daemon *setup, struct cs_daemon_config *out, char *errmsg,
+			 size_t errlen)
 {
 	cs_config_init(out);
 	if (setup->config_path && cs_config_load(setup->config_path, out, errmsg, errlen))
@@ -202,21 +203,9 @@ static void target_label(const struct cs_daemon_config *config, char *out, size_
 		snprintf(out, len, "cgroup %s", config->match.cgroups[0]);
 }
 
-static const struct option daemon_longopts[] = {
-	{ "port", required_argument, NULL, 'P' },
-	{ "pid", required_argument, NULL, 'p' },
-	{ "name", required_argument, NULL, 'n' },
-	{ "cgroup", required_argument, NULL, 'c' },
-	{ "netns", required_argument, NULL, 'N' },
-	{ "config", required_argument, NULL, 'C' },
-	{ "metrics", required_argument, NULL, 'm' },
-	{ "socket", required_argument, NULL, CS_OPT_SOCKET },
-	{ "sample-hz", required_argument, NULL, CS_OPT_SAMPLE_HZ },
-	{ "ring-mb", required_argument, NULL, CS_OPT_RING_MB },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
+/* Its options, in the order a usage error lists them (cli.c defines each). */
+static const char daemon_options[] =
+	"port pid name cgroup netns config metrics --socket sample-hz ring-mb verbose help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -227,15 +216,12 @@ static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 		d->config_given = true;
 		return CS_CLI_GO_ON;
 	}
-	if (opt == CS_OPT_SOCKET) {
+	if (opt == 's') {
 		d->socket_path = arg;
 		return CS_CLI_GO_ON;
 	}
 	/* Every other option is a config key of the same name: one parser for both. */
-	const char *key = NULL;
-	for (const struct option *o = daemon_longopts; o->name; o++)
-		if (o->val == opt)
-			key = o->name;
+	const char *key = cs_cli_option_name(cli, opt);
 	if (key && cs_config_set(&d->given, key, arg ? arg : "yes", errmsg, sizeof(errmsg)))
 		return cs_cli_usage(cli, "--%s %s", key, errmsg);
 	return CS_CLI_GO_ON;
@@ -248,7 +234,7 @@ static int configure(struct daemon *d, int argc, char **argv)
 	cs_config_init(&d->given);
 	d->given.last_wins = true; /* as getopt users expect: --sample-hz 5 --sample-hz 6 is 6 */
 	d->socket_path = CS_CTL_DEFAULT_SOCKET;
-	int rc = cs_cli_parse(&d->cli, argc, argv, daemon_longopts, take, d);
+	int rc = cs_cli_parse(&d->cli, argc, argv, daemon_options, take, d);
 	if (rc != CS_CLI_GO_ON)
 		return rc;
 	if (!d->config_given && access(CS_CONFIG_DEFAULT_PATH, F_OK) == 0)

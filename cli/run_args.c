@@ -5,22 +5,9 @@
 
 #include "target_args.h"
 
-static const struct option run_longopts[] = {
-	CS_TARGET_LONGOPTS,
-	{ "duration", required_argument, NULL, 'd' },
-	{ "json", no_argument, NULL, 'j' },
-	{ "output", required_argument, NULL, 'o' },
-	{ "sample-hz", required_argument, NULL, CS_OPT_SAMPLE_HZ },
-	{ "ring-mb", required_argument, NULL, CS_OPT_RING_MB },
-	{ "tail", required_argument, NULL, 't' },
-	{ "slowest", required_argument, NULL, CS_OPT_SLOWEST },
-	{ "no-handshakes", no_argument, NULL, CS_OPT_NO_HANDSHAKES },
-	{ "no-jvm", no_argument, NULL, CS_OPT_NO_JVM },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
+/* Its options, in the order a usage error lists them (cli.c defines each). */
+static const char run_options[] = CS_TARGET_OPTIONS " duration json output sample-hz ring-mb tail slowest no-handshakes no-jvm quiet "
+	"verbose help";
 
 /* The options that are attach's or record's alone. */
 static int take_own(const struct cs_cli *cli, int opt, const char *arg, struct run_args *args)
@@ -66,17 +53,8 @@ static int take_probe(const struct cs_cli *cli, int opt, const char *arg, struct
 		opts->probe.ring_bytes = (uint32_t)value << 20;
 		opts->probe.wakeup_bytes = opts->probe.ring_bytes / 32;
 		break;
-	case CS_OPT_NO_HANDSHAKES:
+	default: /* CS_OPT_NO_HANDSHAKES */
 		opts->probe.trace_handshakes = false;
-		break;
-	case CS_OPT_NO_JVM:
-		opts->no_jvm = true;
-		break;
-	case 'q':
-		opts->quiet = true;
-		break;
-	default: /* 'v' */
-		opts->probe.verbose = true;
 		break;
 	}
 	return CS_CLI_GO_ON;
@@ -85,8 +63,6 @@ static int take_probe(const struct cs_cli *cli, int opt, const char *arg, struct
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
 	struct run_args *args = ctx;
-	if (cs_target_option(opt))
-		return cs_target_take(cli, opt, arg, &args->session);
 	if (opt == 't')
 		return cs_cli_real(cli, &cs_number_tail, arg, &args->tail_percentile) ? CS_CLI_GO_ON : CS_EXIT_USAGE;
 	if (opt == 'j' || opt == 'o' || opt == CS_OPT_SLOWEST)
@@ -99,10 +75,7 @@ int cs_run_args_parse(struct cs_cli *cli, int argc, char **argv, struct run_args
 	memset(args, 0, sizeof(*args));
 	args->recording = !strcmp(cli->cmd->name, "record");
 	args->tail_percentile = CS_TAIL_DEFAULT;
-	cs_cli_session_defaults(&args->session);
-	int rc = cs_cli_parse(cli, argc, argv, run_longopts, take, args);
-	if (rc == CS_CLI_GO_ON)
-		rc = cs_target_named(cli, &args->session);
+	int rc = cs_target_parse(cli, argc, argv, run_options, take, args, &args->session);
 	if (rc != CS_CLI_GO_ON)
 		return rc;
 	if (args->recording && !args->output)

@@ -7,7 +7,8 @@
 
 bool cs_target_option(int opt)
 {
-	return opt == 'p' || opt == 'P' || opt == 'n' || opt == 'c' || opt == 'N' || opt == 'd';
+	return opt == 'p' || opt == 'P' || opt == 'n' || opt == 'c' || opt == 'N' || opt == 'd' || opt == 'q' ||
+	       opt == 'v' || opt == CS_OPT_NO_JVM;
 }
 
 /* --pid or --port: one more of CS_MAX_TARGETS. */
@@ -52,8 +53,17 @@ int cs_target_take(const struct cs_cli *cli, int opt, const char *arg, struct cs
 					    "not '%s'", arg);
 		strcpy(opts->netns, arg);
 		return rc;
-	default: /* 'd' */
+	case 'd':
 		return cs_cli_real(cli, &cs_number_duration, arg, &opts->duration_s) ? rc : CS_EXIT_USAGE;
+	case 'q':
+		opts->quiet = true;
+		return rc;
+	case 'v':
+		opts->probe.verbose = true;
+		return rc;
+	default: /* CS_OPT_NO_JVM */
+		opts->no_jvm = true;
+		return rc;
 	}
 }
 
@@ -62,4 +72,28 @@ int cs_target_named(const struct cs_cli *cli, const struct cs_session_options *o
 	if (opts->pid_count == 0 && opts->port_count == 0 && !cs_target_match_any(&opts->match))
 		return cs_cli_usage(cli, "name a target with --pid PID, --port PORT, --name NAME or --cgroup PATH");
 	return CS_CLI_GO_ON;
+}
+
+/* cs_target_parse's take: the shared options here, the command's to its own take. */
+struct target_parse {
+	cs_cli_take_fn take;
+	void *ctx;
+	struct cs_session_options *opts;
+};
+
+static int take_shared(struct cs_cli *cli, int opt, const char *arg, void *ctx)
+{
+	struct target_parse *parse = ctx;
+	if (cs_target_option(opt))
+		return cs_target_take(cli, opt, arg, parse->opts);
+	return parse->take(cli, opt, arg, parse->ctx);
+}
+
+int cs_target_parse(struct cs_cli *cli, int argc, char **argv, const char *options, cs_cli_take_fn take, void *ctx,
+		    struct cs_session_options *opts)
+{
+	struct target_parse parse = { .take = take, .ctx = ctx, .opts = opts };
+	cs_cli_session_defaults(opts);
+	int rc = cs_cli_parse(cli, argc, argv, options, take_shared, &parse);
+	return rc == CS_CLI_GO_ON ? cs_target_named(cli, opts) : rc;
 }
