@@ -57,21 +57,19 @@ static bool read_number(const struct cs_number *number, const char *text, double
 	double value;
 	if (!starts_like_a_number(text))
 		return false;
+	bool integer = number->flags & (CS_NUMBER_INTEGER | CS_NUMBER_POW2);
 	errno = 0;
-	if (number->flags & (CS_NUMBER_INTEGER | CS_NUMBER_POW2)) {
-		long integer = strtol(text, &end, 10);
-		value = (double)integer;
-		if (number->flags & CS_NUMBER_POW2 && (integer & (integer - 1)))
-			return false;
-	} else {
-		value = strtod(text, &end);
-	}
+	value = integer ? (double)strtol(text, &end, 10) : strtod(text, &end);
 	if (errno || end == text || *end)
 		return false;
 	/* Written so that NaN fails every test. */
 	if (!(value >= number->min && value <= number->max))
 		return false;
 	if (number->flags & CS_NUMBER_ABOVE_MIN && !(value > number->min))
+		return false;
+	/* In range by now (a power-of-two option's starts at 1): the bit test is on a positive long. */
+	long whole = (long)value;
+	if (number->flags & CS_NUMBER_POW2 && (whole < 1 || (whole & (whole - 1))))
 		return false;
 	*out = value;
 	return true;
