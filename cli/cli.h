@@ -26,8 +26,8 @@
 #define CS_STR_(x) #x
 #define CS_STR(x) CS_STR_(x) /* a number macro in a help or error text */
 
-/* The defaults a command starts from, the ones its --help names. */
-#define CS_TAIL_DEFAULT 99.0        /* --tail: the tail is the requests at or above p99 */
+/* The defaults a command starts from; its --help names them with CS_STR. */
+#define CS_TAIL_DEFAULT 99          /* --tail: the tail is the requests at or above p99 */
 #define CS_SAMPLE_HZ_DEFAULT 10     /* --sample-hz: listener queue samples per second */
 #define CS_RING_MB_DEFAULT 8        /* --ring-mb: the ring buffer, MiB */
 #define CS_WAKEUP_BYTES_DEFAULT (256u << 10)

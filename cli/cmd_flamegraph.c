@@ -20,6 +20,9 @@
 #include "flame_run.h"
 #include "target_args.h"
 
+#define HZ_DEFAULT 99                 /* --hz: on-CPU samples per second per CPU */
+#define MIN_OFF_CPU_US_DEFAULT 100    /* --min-off-cpu-us */
+
 static const char usage[] =
 	"Usage: connscope flamegraph (--pid PID | --port PORT | --name NAME | --cgroup PATH)...\n"
 	"                            -o OUT.svg|OUT.folded [options]\n"
@@ -44,10 +47,10 @@ static const char usage[] =
 	"                        OUT.folded: folded stacks, weights in microseconds;\n"
 	"                        repeatable (both from one run)\n"
 	"  -d, --duration SEC    stop after SEC seconds (default: until Ctrl-C or the target exits)\n"
-	"      --hz N            on-CPU samples per second per CPU (1-10000, default 99)\n"
-	"  -t, --tail P          the tail: requests at or above percentile P (50-99.999, default 99)\n"
+	"      --hz N            on-CPU samples per second per CPU (1-10000, default " CS_STR(HZ_DEFAULT) ")\n"
+	"  -t, --tail P          the tail: requests at or above percentile P (50-99.999, default " CS_STR(CS_TAIL_DEFAULT) ")\n"
 	"      --min-off-cpu-us N  off-CPU intervals shorter than N us are counted, not kept\n"
-	"                        (1-1000000, default 100)\n"
+	"                        (1-1000000, default " CS_STR(MIN_OFF_CPU_US_DEFAULT) ")\n"
 	"      --no-jvm          do not ask java targets for their thread names and\n"
 	"                        compiled methods (/tmp/perf-PID.map, Compiler.perfmap)\n"
 	"  -q, --quiet           no progress lines on stderr\n"
@@ -56,9 +59,6 @@ static const char usage[] =
 	"\n"
 	"Example:\n"
 	"  connscope flamegraph --port 8080 --duration 10 -o tail.svg\n";
-
-#define HZ_DEFAULT 99                 /* --hz: on-CPU samples per second per CPU */
-#define MIN_OFF_CPU_US_DEFAULT 100    /* --min-off-cpu-us */
 
 static const struct cs_number number_hz = { "--hz", 1, 10000, CS_NUMBER_INTEGER,
 					    "samples per second, 1-10000" };
@@ -78,8 +78,8 @@ static bool ends_with(const char *text, const char *suffix)
 /* -o: one more output, its kind from its name. */
 static int take_output(const struct cs_cli *cli, const char *arg, struct fg_args *args)
 {
-	if (args->output_count == MAX_OUTPUTS)
-		return cs_cli_usage(cli, "at most %d -o options", MAX_OUTPUTS);
+	if (args->output_count == FG_MAX_OUTPUTS)
+		return cs_cli_usage(cli, "at most %d -o options", FG_MAX_OUTPUTS);
 	if (ends_with(arg, ".svg"))
 		args->kinds[args->output_count] = OUT_SVG;
 	else if (ends_with(arg, ".folded"))

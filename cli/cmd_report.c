@@ -20,7 +20,7 @@ static const char usage[] =
 	"the same report attach would have printed.\n"
 	"\n"
 	"  -j, --json    print the report as one JSON object\n"
-	"  -t, --tail P  the tail is the requests at or above percentile P (default 99)\n"
+	"  -t, --tail P  the tail is the requests at or above percentile P (default " CS_STR(CS_TAIL_DEFAULT) ")\n"
 	"      --slowest N  also list the N slowest requests (1-512), one by one\n"
 	"      --from SEC, --to SEC\n"
 	"                only the part of the recording from SEC to SEC seconds after\n"

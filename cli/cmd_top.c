@@ -45,7 +45,7 @@ static const char usage[] =
 	"  -N, --netns NS     --port's listeners are in network namespace NS ('ip netns'\n"
 	"                     name, PID or /proc/PID/ns/net)\n"
 	"  -1, --once         print one frame as plain text and exit (for scripts)\n"
-	"  -t, --tail P       the tail percentile to start with (50-99.999, default 99)\n"
+	"  -t, --tail P       the tail percentile to start with (50-99.999, default " CS_STR(CS_TAIL_DEFAULT) ")\n"
 	"  -h, --help         this help\n"
 	"\n"
 	"Keys: q quit, p pause, s cycle the threads' sort, t change the tail percentile\n"

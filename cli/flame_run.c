@@ -34,12 +34,12 @@ static const char *known_target(const struct fg_run *run, uint32_t tgid)
 static void snapshot_process(struct fg_run *run, uint32_t tgid)
 {
 	cs_symbolizer_add_process(run->symbols, (pid_t)tgid);
-	if (known_target(run, tgid) || run->target_count == MAX_TGIDS)
+	if (known_target(run, tgid) || run->target_count == FG_MAX_TGIDS)
 		return;
 	char comm[64] = "?";
 	cs_proc_comm((pid_t)tgid, comm, sizeof(comm));
 	run->targets[run->target_count].tgid = tgid;
-	snprintf(run->targets[run->target_count].name, NAME_LEN, "%s (pid %u)", comm, tgid);
+	snprintf(run->targets[run->target_count].name, FG_NAME_LEN, "%s (pid %u)", comm, tgid);
 	run->target_count++;
 }
 
@@ -102,9 +102,9 @@ static int collect_stack(void *ctx, const void *record, size_t len)
 
 void fg_snapshot_targets(struct fg_run *run, bool jvm)
 {
-	uint32_t tgids[MAX_TGIDS];
+	uint32_t tgids[FG_MAX_TGIDS];
 	size_t count = 0;
-	cs_stacks_targets(&run->stacks, tgids, MAX_TGIDS, &count);
+	cs_stacks_targets(&run->stacks, tgids, FG_MAX_TGIDS, &count);
 	struct cs_jvm_perfmaps maps = { .count = 0 };
 	if (jvm)
 		cs_jvm_write_perfmaps(tgids, count, run->args.session.quiet, &maps);
@@ -154,7 +154,7 @@ static char **stack_frames(struct fg_run *run, uint32_t index, size_t *count)
 		return NULL;
 	}
 	size_t n = 0;
-	char buf[NAME_LEN];
+	char buf[FG_NAME_LEN];
 	for (size_t i = nu; i-- > 0;) {
 		cs_symbolize_user(run->symbols, (pid_t)stack->tgid, stack->ips[nk + i], i > 0, buf, sizeof(buf));
 		names[n++] = strdup(buf);
@@ -193,7 +193,7 @@ static const char *target_name(struct fg_run *run, uint32_t tgid, char *buf, siz
 void fg_add_path(void *ctx, const struct cs_flame_path *path, uint64_t weight_ns)
 {
 	struct fg_run *run = ctx;
-	char target[NAME_LEN], port[32];
+	char target[FG_NAME_LEN], port[32];
 	const char *frames[4 + 2 * CS_STACK_DEPTH];
 	size_t n = 0;
 	frames[n++] = target_name(run, path->tgid, target, sizeof(target));

@@ -17,16 +17,16 @@
 #include "stacks.h"
 #include "symbols.h"
 
-#define MAX_TGIDS 4096
-#define NAME_LEN 256
-#define MAX_OUTPUTS 4
+#define FG_MAX_TGIDS 4096
+#define FG_NAME_LEN 256
+#define FG_MAX_OUTPUTS 4
 
 enum output_kind { OUT_SVG, OUT_FOLDED };
 
 struct fg_args {
 	struct cs_session_options session;
-	const char *outputs[MAX_OUTPUTS];
-	enum output_kind kinds[MAX_OUTPUTS];
+	const char *outputs[FG_MAX_OUTPUTS];
+	enum output_kind kinds[FG_MAX_OUTPUTS];
 	size_t output_count;
 	unsigned int hz;
 	uint64_t min_off_cpu_ns;
@@ -49,7 +49,7 @@ struct fg_run {
 	/* Frame names, built once per stack and per process. */
 	char ***stack_names;          /* [stack][frame], root first; NULL until needed */
 	size_t *stack_name_counts;
-	struct { uint32_t tgid; char name[NAME_LEN]; } targets[MAX_TGIDS];
+	struct { uint32_t tgid; char name[FG_NAME_LEN]; } targets[FG_MAX_TGIDS];
 	size_t target_count;
 	struct cs_flame_tree tree;
 

@@ -26,11 +26,11 @@
 	"\n" \
 	"Options:\n" \
 	"  -d, --duration SEC   stop after SEC seconds (default: until Ctrl-C or the target exits)\n" \
-	"  -t, --tail P         the tail is the requests at or above percentile P (default 99)\n" \
+	"  -t, --tail P         the tail is the requests at or above percentile P (default " CS_STR(CS_TAIL_DEFAULT) ")\n" \
 	"      --slowest N      (attach) also list the N slowest requests (1-512): when, peer,\n" \
 	"                       listener, thread, index on the connection, split by cause\n" \
-	"      --sample-hz N    listener queue samples per second (1-1000, default 10)\n" \
-	"      --ring-mb N      ring buffer size in MiB, a power of two (1-1024, default 8)\n" \
+	"      --sample-hz N    listener queue samples per second (1-1000, default " CS_STR(CS_SAMPLE_HZ_DEFAULT) ")\n" \
+	"      --ring-mb N      ring buffer size in MiB, a power of two (1-1024, default " CS_STR(CS_RING_MB_DEFAULT) ")\n" \
 	"      --no-handshakes  do not follow local clients' SYN retransmits\n" \
 	"      --no-jvm         do not ask java targets for their thread names at the end\n" \
 	"                       (through the JVM's attach mechanism, as jcmd does)\n" \
