@@ -3,11 +3,12 @@
  * connscope flamegraph (--pid PID | --port PORT)... -o OUT.svg|OUT.folded
  *
  * Runs the main probes and the engine as attach does, plus the stack
- * probes (daemon/stacks.c); keeps the slowest requests with their phase
- * windows and the target threads' samples and off-CPU intervals
- * (daemon/flame_collect.c, through cli/flame_run.c); at the end joins them
- * (daemon/flame_join.c), names the frames (daemon/symbols.c) and writes
- * folded stacks or an SVG (daemon/flame_tree.c, flame_svg.c).
+ * probes (daemon/flame/stacks.c); keeps the slowest requests with their
+ * phase windows and the target threads' samples and off-CPU intervals
+ * (daemon/flame/flame_collect.c, through cli/flame_run.c); at the end joins
+ * them (daemon/flame/flame_join.c), names the frames (daemon/flame/symbols.c)
+ * and writes folded stacks or an SVG (daemon/flame/flame_tree.c,
+ * flame_svg.c).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * connscope record (--pid PID | --port PORT | ...)... -o FILE
  *
  * attach's run, with every record the probes send written to a trace file
- * (daemon/trace_file.h) for 'connscope report FILE' to replay.
+ * (daemon/source/trace_file.h) for 'connscope report FILE' to replay.
  */
 #include <errno.h>
 #include <stdio.h>

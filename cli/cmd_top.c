@@ -8,7 +8,7 @@
  * Its data: connscoped's STREAM when a daemon answers on the control
  * socket; otherwise, given --port or --pid, the engine in this process
  * (cli/top_source.c). Either way a frame is the snapshot JSON
- * (daemon/live.h) read into a model and laid out (cli/top_view.c); this
+ * (daemon/render/live.h) read into a model and laid out (cli/top_view.c); this
  * file only chooses the source and moves the frames.
  */
 #include <curses.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * connscope top's screen: the model of the latest frame (daemon/top_model.h)
- * laid out by daemon/top_render.h, put on the terminal with curses, and the
- * keys that change what it shows.
+ * connscope top's screen: the model of the latest frame
+ * (daemon/render/top_model.h) laid out by daemon/render/top_render.h, put
+ * on the terminal with curses, and the keys that change what it shows.
  */
 #ifndef CS_CLI_TOP_VIEW_H
 #define CS_CLI_TOP_VIEW_H
