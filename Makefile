@@ -44,10 +44,11 @@ ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$
 LOADER_SRCS += daemon/service/session_targets.c daemon/service/session_resolve.c daemon/service/config_file.c daemon/service/privileges.c
 LOADER_SRCS += daemon/source/probes_targets.c daemon/source/probes_samples.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
-# connscope's commands: cli/connscope.c dispatches and runs attach, record and
-# report; cli/cmd_*.c the other commands, one file each; connscoped's main is apart.
+# connscope's commands: cli/connscope.c dispatches from its command table to
+# cli/cmd_*.c, one file a command; connscoped's main is apart, and shares with
+# them cli/cli.c (options, numbers, usage errors, the session's defaults).
 CLI_SRCS    := $(filter-out cli/connscoped.c,$(wildcard cli/*.c))
-DAEMON_MAIN := cli/connscoped.c
+DAEMON_MAIN := cli/connscoped.c cli/cli.c
 SERVER_SRCS := $(wildcard server/*.c)
 LOADGEN_SRCS := $(wildcard bench/csload*.c) daemon/engine/hist.c
 # The unit tests are in daemon/'s rooms too (tests/unit/ROOM/), and
