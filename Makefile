@@ -34,20 +34,21 @@ DAEMON_SRCS := $(wildcard $(addsuffix /*.c,$(addprefix daemon/,$(DAEMON_ROOMS)))
 # Everything else in daemon/ (the pure engine, reports, /proc parsing) is
 # shared by the tools and the unit tests.
 LOADER_SRCS := daemon/source/probes.c daemon/service/session.c daemon/service/metrics_server.c \
-               daemon/service/ctl_server.c daemon/service/ctl_socket.c
+               daemon/service/ctl_server.c daemon/service/ctl_loop.c daemon/service/ctl_socket.c
 # connscope flamegraph: its stack probes (BPF, connscope only) and the
 # symboliser (reads /proc and ELF files with libelf; unit-tested).
 FLAME_LOADER_SRCS := daemon/flame/stacks.c
 SYMBOL_SRCS := daemon/flame/symbols.c daemon/flame/elf_symbols.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$(DAEMON_SRCS))
 # connscoped's: targets followed in a session, the config file, capabilities.
-LOADER_SRCS += daemon/service/session_targets.c daemon/service/config_file.c daemon/service/privileges.c
-LOADER_SRCS += daemon/source/probes_endpoints.c
+LOADER_SRCS += daemon/service/session_targets.c daemon/service/session_resolve.c daemon/service/config_file.c daemon/service/privileges.c
+LOADER_SRCS += daemon/source/probes_targets.c daemon/source/probes_samples.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
-# connscope's commands: cli/connscope.c dispatches and runs attach, record and
-# report; cli/cmd_*.c the other commands, one file each; connscoped's main is apart.
+# connscope's commands: cli/connscope.c dispatches from its command table to
+# cli/cmd_*.c, one file a command; connscoped's main is apart, and shares with
+# them cli/cli.c (options, numbers, usage errors, the session's defaults).
 CLI_SRCS    := $(filter-out cli/connscoped.c,$(wildcard cli/*.c))
-DAEMON_MAIN := cli/connscoped.c
+DAEMON_MAIN := cli/connscoped.c cli/cli.c
 SERVER_SRCS := $(wildcard server/*.c)
 LOADGEN_SRCS := $(wildcard bench/csload*.c) daemon/engine/hist.c
 # The unit tests are in daemon/'s rooms too (tests/unit/ROOM/), and
@@ -95,26 +96,25 @@ $(BUILD)/vmlinux.h: | $(DEPS_OK)
 	$(Q)test -r /sys/kernel/btf/vmlinux || { echo "connscope: /sys/kernel/btf/vmlinux is missing: this kernel was built without CONFIG_DEBUG_INFO_BTF" >&2; exit 1; }
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(BUILD)/connscope.bpf.o: bpf/connscope.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
+# Every bpf/NAME.bpf.c is an object of its own, $(BUILD)/NAME.bpf.o, and a
+# skeleton, $(BUILD)/NAME.skel.h, whose structures are named NAME_bpf
+# (connscope_bpf, stacks_bpf).
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 	$(msg) BPF $@
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ \
 		-I$(BUILD) -Ibpf -Wall -Werror -c $< -o $@
 
-$(SKEL): $(BUILD)/connscope.bpf.o
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(msg) SKEL $@
-	$(Q)$(BPFTOOL) gen skeleton $< name connscope_bpf > $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
-# connscope flamegraph's stack probes: an object and skeleton of their own.
+# The objects are kept once their skeletons are made (make would delete
+# them as intermediate files): asan-build copies connscope's.
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(wildcard bpf/*.bpf.c))
+.SECONDARY: $(BPF_OBJS)
+
+# connscope flamegraph's stack probes: bpf/stacks.bpf.c.
 STACKS_SKEL := $(BUILD)/stacks.skel.h
-
-$(BUILD)/stacks.bpf.o: bpf/stacks.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
-	$(msg) BPF $@
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ \
-		-I$(BUILD) -Ibpf -Wall -Werror -c $< -o $@
-
-$(STACKS_SKEL): $(BUILD)/stacks.bpf.o
-	$(msg) SKEL $@
-	$(Q)$(BPFTOOL) gen skeleton $< name stacks_bpf > $@
 
 # ---- user space
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)

@@ -43,7 +43,11 @@
 
 #define RESPONSE_MAX 2048
 
-enum conn_phase { CONNECTING, READING, IDLE };
+enum conn_phase {
+	CONNECTING,
+	READING,
+	IDLE
+};
 
 struct conn {
 	int fd;
@@ -388,7 +392,8 @@ int main(int argc, char **argv)
 	long limit = raise_nofile(want);
 	if (limit < want) {
 		fprintf(stderr, "csidle: RLIMIT_NOFILE is %ld, %ld needed (the hard limit needs "
-			"CAP_SYS_RESOURCE to raise): run several csidle processes\n", limit, want);
+				"CAP_SYS_RESOURCE to raise): run several csidle processes\n",
+			limit, want);
 		return 1;
 	}
 	return opts.churn_s > 0 ? churn(&opts) : open_idle(&opts);

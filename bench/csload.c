@@ -81,18 +81,161 @@ static FILE *open_output(const char *name, const char *what)
 	return f;
 }
 
+/* What main() sets up for a run, and tears down after it. */
+struct load {
+	struct csl_run *run;
+	struct thread_arg *threads;
+	struct csl_stats total;
+	FILE *json;
+	int log_fd;
+	sigset_t sigs; /* SIGINT and SIGTERM, taken by sigtimedwait() */
+};
+
+/* The JSON report's file (or stdout) and the request log, if asked for. */
+static int open_outputs(const struct csl_config *cfg, struct load *l)
+{
+	if (cfg->json_file && !(l->json = open_output(cfg->json_file, "JSON")))
+		return -1;
+	if (cfg->log_file) {
+		l->log_fd = open(cfg->log_file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+		if (l->log_fd < 0) {
+			fprintf(stderr, "csload: cannot write log file '%s': %s\n", cfg->log_file,
+				strerror(errno));
+			return -1;
+		}
+	}
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+		perror("csload: signal(SIGPIPE)");
+		return -1;
+	}
+	return 0;
+}
+
+/* Shared run state and one worker per thread, connections split evenly. */
+static int create_workers(const struct csl_config *cfg, struct load *l)
+{
+	l->run = malloc(sizeof(*l->run));
+	l->threads = calloc(cfg->threads, sizeof(*l->threads));
+	if (!l->run || !l->threads || csl_stats_init(&l->total, cfg->npaths) < 0) {
+		fprintf(stderr, "csload: out of memory\n");
+		return -1;
+	}
+	if (csl_run_init(l->run, cfg, l->log_fd) < 0) {
+		fprintf(stderr, "csload: cannot build the request\n");
+		return -1;
+	}
+	for (unsigned int t = 0; t < cfg->threads; t++) {
+		unsigned int n = cfg->connections / cfg->threads + (t < cfg->connections % cfg->threads);
+		l->threads[t].worker = csl_worker_new(l->run, t, n);
+		if (!l->threads[t].worker)
+			return -1;
+	}
+	return 0;
+}
+
+/* Starts the workers and waits for them. -1 if not all of them started. */
+static int run_workers(const struct csl_config *cfg, struct load *l)
+{
+	struct csl_run *run = l->run;
+
+	/* Signals go to this thread only (sigtimedwait below); workers poll
+	 * run->stop. Block them before the workers inherit the mask. */
+	sigemptyset(&l->sigs);
+	sigaddset(&l->sigs, SIGINT);
+	sigaddset(&l->sigs, SIGTERM);
+	if (pthread_sigmask(SIG_BLOCK, &l->sigs, NULL) != 0) {
+		fprintf(stderr, "csload: pthread_sigmask failed\n");
+		return -1;
+	}
+
+	/* A common start a little ahead, so every worker is ready for it. */
+	run->start_ns = csl_now_ns() + START_DELAY_NS;
+	run->time_limit_ns = run->start_ns + (uint64_t)(cfg->time_limit_s * 1e9);
+	for (unsigned int t = 0; t < cfg->threads; t++) {
+		int err = pthread_create(&l->threads[t].tid, NULL, thread_main, &l->threads[t]);
+		if (err) {
+			fprintf(stderr, "csload: pthread_create: %s\n", strerror(err));
+			atomic_store(&run->stop, 1);
+			break;
+		}
+		l->threads[t].started = true;
+	}
+
+	/* Wait for the workers; SIGINT/SIGTERM stop the run early. */
+	unsigned int started = 0;
+	for (unsigned int t = 0; t < cfg->threads; t++)
+		started += l->threads[t].started;
+	while (atomic_load(&workers_done) < started) {
+		struct timespec tick = { .tv_sec = 0, .tv_nsec = 50000000 };
+		if (sigtimedwait(&l->sigs, NULL, &tick) > 0)
+			atomic_store(&run->stop, 1);
+	}
+	for (unsigned int t = 0; t < cfg->threads; t++)
+		if (l->threads[t].started)
+			pthread_join(l->threads[t].tid, NULL);
+	return started < cfg->threads ? -1 : 0;
+}
+
+/* Merges the per-thread statistics and reports. Returns the exit status:
+ * a failure only when nothing could run at all, or an output failed. */
+static int report(const struct csl_config *cfg, struct load *l)
+{
+	struct csl_run *run = l->run;
+	int ret = CSL_EXIT_OK;
+
+	for (unsigned int t = 0; t < cfg->threads; t++)
+		csl_stats_merge(&l->total, csl_worker_stats(l->threads[t].worker));
+	if (!cfg->quiet)
+		csl_report_text(l->json == stdout ? stderr : stdout, cfg, &l->total);
+	if (l->json) {
+		csl_report_json(l->json, cfg, &l->total);
+		if (fflush(l->json) != 0 || ferror(l->json)) {
+			fprintf(stderr, "csload: writing the JSON report failed: %s\n", strerror(errno));
+			return CSL_EXIT_FAIL;
+		}
+	}
+	if (atomic_load(&run->connect_ok) == 0) {
+		int err = atomic_load(&run->first_connect_errno);
+		fprintf(stderr, "csload: could not connect to %s port %u: %s\n", cfg->host, cfg->port,
+			err ? strerror(err) : "no connection attempt succeeded");
+		ret = CSL_EXIT_FAIL;
+	}
+	int log_err = atomic_load(&run->log_errno);
+	if (log_err) {
+		fprintf(stderr, "csload: writing the request log failed: %s\n", strerror(log_err));
+		ret = CSL_EXIT_FAIL;
+	}
+	return ret;
+}
+
+/* Frees and closes what l holds; ret, or a failure if a close failed. */
+static int close_load(const struct csl_config *cfg, struct load *l, int ret)
+{
+	if (l->threads) {
+		for (unsigned int t = 0; t < cfg->threads; t++)
+			csl_worker_free(l->threads[t].worker);
+		free(l->threads);
+	}
+	free(l->run);
+	csl_stats_free(&l->total);
+	if (l->json && l->json != stdout && fclose(l->json) != 0) {
+		fprintf(stderr, "csload: closing the JSON report failed: %s\n", strerror(errno));
+		ret = CSL_EXIT_FAIL;
+	}
+	if (l->log_fd >= 0 && close(l->log_fd) < 0) {
+		fprintf(stderr, "csload: closing the request log failed: %s\n", strerror(errno));
+		ret = CSL_EXIT_FAIL;
+	}
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct csl_config cfg;
-	struct csl_run *run = NULL;
-	struct thread_arg *threads = NULL;
-	struct csl_stats total = { 0 };
-	FILE *json = NULL;
-	int log_fd = -1;
+	struct load l = { .log_fd = -1 };
 	int ret = CSL_EXIT_FAIL;
-	sigset_t sigs;
 
-	/* 1. Options; a target outside loopback is a usage error. */
+	/* Options; a target outside loopback is a usage error. */
 	switch (csl_opts_parse(argc, argv, &cfg, stdout, stderr)) {
 	case CSL_OPTS_HELP:
 		return CSL_EXIT_OK;
@@ -104,122 +247,11 @@ int main(int argc, char **argv)
 	if (cfg.self_test)
 		return csl_self_test(stdout) == 0 ? CSL_EXIT_OK : CSL_EXIT_FAIL;
 
-	/* 2. Resources: file descriptors for every connection, output files. */
+	/* File descriptors for every connection. */
 	if (ensure_fd_limit((rlim_t)cfg.connections + 2 * cfg.threads + 64) < 0)
 		return CSL_EXIT_FAIL;
-	if (cfg.json_file && !(json = open_output(cfg.json_file, "JSON")))
-		goto out;
-	if (cfg.log_file) {
-		log_fd = open(cfg.log_file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-		if (log_fd < 0) {
-			fprintf(stderr, "csload: cannot write log file '%s': %s\n", cfg.log_file,
-				strerror(errno));
-			goto out;
-		}
-	}
-	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
-		perror("csload: signal(SIGPIPE)");
-		goto out;
-	}
-
-	/* 3. Shared run state and one worker per thread, connections split evenly. */
-	run = malloc(sizeof(*run));
-	threads = calloc(cfg.threads, sizeof(*threads));
-	if (!run || !threads || csl_stats_init(&total, cfg.npaths) < 0) {
-		fprintf(stderr, "csload: out of memory\n");
-		goto out;
-	}
-	if (csl_run_init(run, &cfg, log_fd) < 0) {
-		fprintf(stderr, "csload: cannot build the request\n");
-		goto out;
-	}
-	for (unsigned int t = 0; t < cfg.threads; t++) {
-		unsigned int n = cfg.connections / cfg.threads + (t < cfg.connections % cfg.threads);
-		threads[t].worker = csl_worker_new(run, t, n);
-		if (!threads[t].worker)
-			goto out;
-	}
-
-	/* 4. Signals go to this thread only (sigtimedwait below); workers poll
-	 *    run->stop. Block them before the workers inherit the mask. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	if (pthread_sigmask(SIG_BLOCK, &sigs, NULL) != 0) {
-		fprintf(stderr, "csload: pthread_sigmask failed\n");
-		goto out;
-	}
-
-	/* 5. A common start a little ahead, so every worker is ready for it. */
-	run->start_ns = csl_now_ns() + START_DELAY_NS;
-	run->time_limit_ns = run->start_ns + (uint64_t)(cfg.time_limit_s * 1e9);
-	for (unsigned int t = 0; t < cfg.threads; t++) {
-		int err = pthread_create(&threads[t].tid, NULL, thread_main, &threads[t]);
-		if (err) {
-			fprintf(stderr, "csload: pthread_create: %s\n", strerror(err));
-			atomic_store(&run->stop, 1);
-			break;
-		}
-		threads[t].started = true;
-	}
-
-	/* 6. Wait for the workers; SIGINT/SIGTERM stop the run early. */
-	unsigned int started = 0;
-	for (unsigned int t = 0; t < cfg.threads; t++)
-		started += threads[t].started;
-	while (atomic_load(&workers_done) < started) {
-		struct timespec tick = { .tv_sec = 0, .tv_nsec = 50000000 };
-		if (sigtimedwait(&sigs, NULL, &tick) > 0)
-			atomic_store(&run->stop, 1);
-	}
-	for (unsigned int t = 0; t < cfg.threads; t++)
-		if (threads[t].started)
-			pthread_join(threads[t].tid, NULL);
-	if (started < cfg.threads)
-		goto out;
-
-	/* 7. Merge the per-thread statistics and report. */
-	for (unsigned int t = 0; t < cfg.threads; t++)
-		csl_stats_merge(&total, csl_worker_stats(threads[t].worker));
-	if (!cfg.quiet)
-		csl_report_text(json == stdout ? stderr : stdout, &cfg, &total);
-	if (json) {
-		csl_report_json(json, &cfg, &total);
-		if (fflush(json) != 0 || ferror(json)) {
-			fprintf(stderr, "csload: writing the JSON report failed: %s\n", strerror(errno));
-			goto out;
-		}
-	}
-
-	/* 8. Exit status: 1 only when nothing could run at all. */
-	ret = CSL_EXIT_OK;
-	if (atomic_load(&run->connect_ok) == 0) {
-		int err = atomic_load(&run->first_connect_errno);
-		fprintf(stderr, "csload: could not connect to %s port %u: %s\n", cfg.host, cfg.port,
-			err ? strerror(err) : "no connection attempt succeeded");
-		ret = CSL_EXIT_FAIL;
-	}
-	int log_err = atomic_load(&run->log_errno);
-	if (log_err) {
-		fprintf(stderr, "csload: writing the request log failed: %s\n", strerror(log_err));
-		ret = CSL_EXIT_FAIL;
-	}
-
-out:
-	if (threads) {
-		for (unsigned int t = 0; t < cfg.threads; t++)
-			csl_worker_free(threads[t].worker);
-		free(threads);
-	}
-	free(run);
-	csl_stats_free(&total);
-	if (json && json != stdout && fclose(json) != 0) {
-		fprintf(stderr, "csload: closing the JSON report failed: %s\n", strerror(errno));
-		ret = CSL_EXIT_FAIL;
-	}
-	if (log_fd >= 0 && close(log_fd) < 0) {
-		fprintf(stderr, "csload: closing the request log failed: %s\n", strerror(errno));
-		ret = CSL_EXIT_FAIL;
-	}
-	return ret;
+	if (open_outputs(&cfg, &l) == 0 && create_workers(&cfg, &l) == 0 &&
+	    run_workers(&cfg, &l) == 0)
+		ret = report(&cfg, &l);
+	return close_load(&cfg, &l, ret);
 }

@@ -83,7 +83,7 @@ struct head_info {
 	bool has_length;
 	uint64_t length;
 	bool chunked;
-	bool te_other;   /* a Transfer-Encoding other than chunked last */
+	bool te_other; /* a Transfer-Encoding other than chunked last */
 	bool conn_close;
 	bool conn_keepalive;
 };
@@ -250,101 +250,126 @@ static int parse_chunk_size(const char *s, size_t len, uint64_t *out)
 	return 0;
 }
 
+/* What a step of csl_http_resp_feed() returns when the bytes it has do not
+ * hold the whole head or line it needs. */
+#define NEED_MORE (-2)
+
+/*
+ * Each step below takes the avail bytes at p (avail > 0) in r's state and
+ * returns how many it consumed (0 too can be progress: a state change),
+ * NEED_MORE, or -1 for a malformed response.
+ */
+static ssize_t feed_head(struct csl_http_resp *r, const char *p, size_t avail)
+{
+	size_t hl = head_end(p, avail);
+	if (hl == 0)
+		return avail >= CSL_HTTP_MAX_HEADER ? -1 : NEED_MORE;
+	if (hl > CSL_HTTP_MAX_HEADER)
+		return -1;
+	if (parse_head(r, p, hl) < 0)
+		return -1;
+	if (r->status < 200) {
+		/* An interim 1xx response: the real one follows. */
+		r->status = 0;
+		r->close = false;
+		r->state = CSL_HTTP_HEAD;
+	}
+	return (ssize_t)hl;
+}
+
+static ssize_t feed_body(struct csl_http_resp *r, size_t avail)
+{
+	uint64_t take = r->remaining < avail ? r->remaining : avail;
+	r->remaining -= take;
+	r->body_bytes += take;
+	if (r->remaining == 0) {
+		if (r->state == CSL_HTTP_BODY_LENGTH) {
+			r->state = CSL_HTTP_DONE;
+		} else {
+			r->state = CSL_HTTP_CHUNK_END;
+			r->chunk_cr = false;
+		}
+	}
+	return (ssize_t)take;
+}
+
+/* The CRLF after a chunk's data. */
+static ssize_t feed_chunk_end(struct csl_http_resp *r, const char *p)
+{
+	if (!r->chunk_cr && p[0] == '\r') {
+		r->chunk_cr = true;
+		return 1;
+	}
+	if (p[0] == '\n') {
+		r->state = CSL_HTTP_CHUNK_SIZE;
+		return 1;
+	}
+	return -1;
+}
+
+/* A chunk-size line, or a trailer line (an empty one ends the response). */
+static ssize_t feed_chunk_line(struct csl_http_resp *r, const char *p, size_t avail)
+{
+	const char *nl = memchr(p, '\n', avail);
+	if (!nl)
+		return avail >= MAX_CHUNK_LINE ? -1 : NEED_MORE;
+	size_t ll = (size_t)(nl - p);
+	if (ll >= MAX_CHUNK_LINE)
+		return -1;
+	ssize_t used = (ssize_t)(ll + 1);
+	if (ll > 0 && p[ll - 1] == '\r')
+		ll--;
+	if (r->state == CSL_HTTP_TRAILER) {
+		if (ll == 0)
+			r->state = CSL_HTTP_DONE;
+		return used;
+	}
+	uint64_t size;
+	if (parse_chunk_size(p, ll, &size) < 0)
+		return -1;
+	if (size == 0) {
+		r->state = CSL_HTTP_TRAILER;
+	} else {
+		r->remaining = size;
+		r->state = CSL_HTTP_CHUNK_DATA;
+	}
+	return used;
+}
+
+static ssize_t feed_step(struct csl_http_resp *r, const char *p, size_t avail)
+{
+	switch (r->state) {
+	case CSL_HTTP_HEAD:
+		return feed_head(r, p, avail);
+	case CSL_HTTP_BODY_LENGTH:
+	case CSL_HTTP_CHUNK_DATA:
+		return feed_body(r, avail);
+	case CSL_HTTP_CHUNK_END:
+		return feed_chunk_end(r, p);
+	case CSL_HTTP_CHUNK_SIZE:
+	case CSL_HTTP_TRAILER:
+		return feed_chunk_line(r, p, avail);
+	case CSL_HTTP_BODY_EOF:
+		r->body_bytes += avail;
+		return (ssize_t)avail;
+	case CSL_HTTP_DONE:
+		break;
+	}
+	return 0;
+}
+
 ssize_t csl_http_resp_feed(struct csl_http_resp *r, const char *buf, size_t len)
 {
 	size_t pos = 0;
 
 	while (pos < len && r->state != CSL_HTTP_DONE) {
-		const char *p = buf + pos;
-		size_t avail = len - pos;
-
-		switch (r->state) {
-		case CSL_HTTP_HEAD: {
-			size_t hl = head_end(p, avail);
-			if (hl == 0) {
-				if (avail >= CSL_HTTP_MAX_HEADER)
-					return -1;
-				goto need_more;
-			}
-			if (hl > CSL_HTTP_MAX_HEADER)
-				return -1;
-			if (parse_head(r, p, hl) < 0)
-				return -1;
-			pos += hl;
-			if (r->status < 200) {
-				/* An interim 1xx response: the real one follows. */
-				r->status = 0;
-				r->close = false;
-				r->state = CSL_HTTP_HEAD;
-			}
+		ssize_t n = feed_step(r, buf + pos, len - pos);
+		if (n == NEED_MORE)
 			break;
-		}
-		case CSL_HTTP_BODY_LENGTH:
-		case CSL_HTTP_CHUNK_DATA: {
-			uint64_t take = r->remaining < avail ? r->remaining : avail;
-			pos += take;
-			r->remaining -= take;
-			r->body_bytes += take;
-			if (r->remaining == 0) {
-				if (r->state == CSL_HTTP_BODY_LENGTH) {
-					r->state = CSL_HTTP_DONE;
-				} else {
-					r->state = CSL_HTTP_CHUNK_END;
-					r->chunk_cr = false;
-				}
-			}
-			break;
-		}
-		case CSL_HTTP_CHUNK_END:
-			if (!r->chunk_cr && p[0] == '\r') {
-				r->chunk_cr = true;
-				pos++;
-			} else if (p[0] == '\n') {
-				pos++;
-				r->state = CSL_HTTP_CHUNK_SIZE;
-			} else {
-				return -1;
-			}
-			break;
-		case CSL_HTTP_CHUNK_SIZE:
-		case CSL_HTTP_TRAILER: {
-			const char *nl = memchr(p, '\n', avail);
-			if (!nl) {
-				if (avail >= MAX_CHUNK_LINE)
-					return -1;
-				goto need_more;
-			}
-			size_t ll = (size_t)(nl - p);
-			if (ll >= MAX_CHUNK_LINE)
-				return -1;
-			pos += ll + 1;
-			if (ll > 0 && p[ll - 1] == '\r')
-				ll--;
-			if (r->state == CSL_HTTP_TRAILER) {
-				if (ll == 0)
-					r->state = CSL_HTTP_DONE;
-				break;
-			}
-			uint64_t size;
-			if (parse_chunk_size(p, ll, &size) < 0)
-				return -1;
-			if (size == 0) {
-				r->state = CSL_HTTP_TRAILER;
-			} else {
-				r->remaining = size;
-				r->state = CSL_HTTP_CHUNK_DATA;
-			}
-			break;
-		}
-		case CSL_HTTP_BODY_EOF:
-			pos = len;
-			r->body_bytes += avail;
-			break;
-		case CSL_HTTP_DONE:
-			break;
-		}
+		if (n < 0)
+			return -1;
+		pos += (size_t)n;
 	}
-need_more:
 	r->total_bytes += pos;
 	return (ssize_t)pos;
 }

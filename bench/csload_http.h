@@ -14,25 +14,25 @@
 #define CSL_HTTP_MAX_HEADER 16384 /* a response head larger than this is bad */
 
 enum csl_http_state {
-	CSL_HTTP_HEAD,         /* status line and headers */
-	CSL_HTTP_BODY_LENGTH,  /* Content-Length bytes */
-	CSL_HTTP_CHUNK_SIZE,   /* a chunk-size line */
-	CSL_HTTP_CHUNK_DATA,   /* chunk bytes */
-	CSL_HTTP_CHUNK_END,    /* the CRLF after chunk data */
-	CSL_HTTP_TRAILER,      /* trailer lines after the last chunk */
-	CSL_HTTP_BODY_EOF,     /* body runs to the end of the connection */
-	CSL_HTTP_DONE,         /* the response is complete */
+	CSL_HTTP_HEAD,        /* status line and headers */
+	CSL_HTTP_BODY_LENGTH, /* Content-Length bytes */
+	CSL_HTTP_CHUNK_SIZE,  /* a chunk-size line */
+	CSL_HTTP_CHUNK_DATA,  /* chunk bytes */
+	CSL_HTTP_CHUNK_END,   /* the CRLF after chunk data */
+	CSL_HTTP_TRAILER,     /* trailer lines after the last chunk */
+	CSL_HTTP_BODY_EOF,    /* body runs to the end of the connection */
+	CSL_HTTP_DONE,        /* the response is complete */
 };
 
 struct csl_http_resp {
 	enum csl_http_state state;
-	int status;          /* of the final (non-1xx) response */
-	int minor_version;   /* HTTP/1.x */
-	bool close;          /* the connection must close after this response */
-	bool chunk_cr;       /* CHUNK_END: the CR was seen */
-	uint64_t remaining;  /* BODY_LENGTH / CHUNK_DATA: bytes still due */
-	uint64_t body_bytes; /* body bytes seen so far */
-	uint64_t total_bytes;/* all bytes consumed, head included */
+	int status;           /* of the final (non-1xx) response */
+	int minor_version;    /* HTTP/1.x */
+	bool close;           /* the connection must close after this response */
+	bool chunk_cr;        /* CHUNK_END: the CR was seen */
+	uint64_t remaining;   /* BODY_LENGTH / CHUNK_DATA: bytes still due */
+	uint64_t body_bytes;  /* body bytes seen so far */
+	uint64_t total_bytes; /* all bytes consumed, head included */
 };
 
 void csl_http_resp_init(struct csl_http_resp *r);

@@ -1,28 +1,14 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * One worker: an epoll loop over its connection slots.
- *
- * A slot is one client connection (or, with --no-keepalive, the place of
- * one: a new connection per request). A request's life:
- *
- *   due (intended_ns) -> [connect] -> send -> read until the response is
- *   complete -> record latency = done - intended.
- *
- * Closed loop: a slot issues its next request when the previous one is done
- * (+ --gap-ms). Open loop: requests fall due on a fixed schedule and each is
- * handed to the longest-idle slot; when no slot is idle, it waits, and the
- * wait is part of its latency (no coordinated omission).
- *
- * A slot has at most one timer (gap end, connect timeout or response
- * timeout), kept in an indexed heap; the heap's earliest deadline arms one
- * timerfd, so the loop wakes with nanosecond precision.
+ * csload's workers: the run they share, each one's epoll loop and its life
+ * (csload_worker.h: what a worker is; csload_slot.c and csload_events.c:
+ * its slots' requests).
  */
 #include "csload_net.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,82 +19,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "csload_http.h"
-#include "csload_timer.h"
+#include "csload_worker.h"
 
 #define MAX_EVENTS 256
-#define SCRATCH_SIZE 65536
-#define CARRY_SIZE CSL_HTTP_MAX_HEADER
-#define LOG_BUF_SIZE 65536
-#define LOG_LINE_MAX (CSL_MAX_PATH_LEN + 128)
-#define POLL_NS 50000000ull        /* wake at least this often to see a stop */
+#define POLL_NS 50000000ull /* wake at least this often to see a stop */
 #define SIGNAL_DRAIN_NS 200000000ull
 #define TIMERFD_ID UINT32_MAX
-#define NONE UINT32_MAX
-
-enum phase {
-	PH_IDLE,        /* no request; connected or not. Open loop: in the idle queue */
-	PH_GAP,         /* closed loop: waiting --gap-ms before the next request */
-	PH_CONNECTING,  /* request due, non-blocking connect in progress */
-	PH_SENDING,     /* connected, request partly written */
-	PH_WAITING,     /* request sent, reading the response */
-	PH_RETIRED,     /* closed loop: no more requests for this slot */
-};
-
-struct slot {
-	int fd;                  /* -1 when not connected */
-	unsigned int id;
-	enum phase phase;
-	uint32_t events;         /* registered epoll interest, 0 if none */
-	bool ever_connected;     /* the next connect is a reconnect */
-	bool got_byte;           /* a response byte arrived */
-	uint16_t local_port;
-	unsigned int path;
-	size_t written;
-	uint64_t intended_ns;
-	uint64_t began_ns;          /* the client actually started on the request */
-	uint64_t connect_start_ns;
-	uint64_t sent_ns;
-	uint64_t sent_run_delay_ns; /* the thread's run_delay then (busy-poll) */
-	struct csl_http_resp resp;
-	char *carry;             /* unconsumed bytes of a partial head or line */
-	size_t carry_len;
-};
-
-struct csl_worker {
-	struct csl_run *run;
-	const struct csl_config *cfg;
-	unsigned int index;
-	unsigned int nslots;
-	struct slot *slots;
-	int epfd;
-	int tfd;
-	uint64_t tfd_armed;      /* current timerfd deadline, 0 when disarmed */
-	struct csl_timers timers;
-	struct csl_stats stats;
-	uint64_t rng;
-	char scratch[SCRATCH_SIZE];
-
-	unsigned int inflight;   /* slots with a request in progress */
-	unsigned int retired;    /* closed loop: slots done */
-	uint64_t spin_ns;        /* --spin-us */
-	bool stopping;           /* no more requests will be issued */
-	uint64_t stop_ns;        /* when issuing stopped */
-	uint64_t drain_deadline; /* in-flight requests left then are unfinished */
-	uint64_t last_done_ns;
-
-	/* open loop */
-	bool open;
-	uint64_t quota;          /* requests for this worker; UINT64_MAX: time only */
-	uint64_t next_k;         /* the next request of this worker's schedule */
-	unsigned int *idle;      /* FIFO ring of idle slot ids; closed loop: ready
-				  * to issue their next request */
-	unsigned int idle_head, idle_count;
-
-	char *logbuf;
-	size_t loglen;
-	int schedstat_fd;        /* /proc/thread-self/schedstat, busy-poll only; -1 */
-};
 
 uint64_t csl_now_ns(void)
 {
@@ -152,34 +68,7 @@ int csl_run_init(struct csl_run *run, const struct csl_config *cfg, int log_fd)
 	return 0;
 }
 
-/* ---- small helpers */
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* A uniform double in [0, 1). */
-static double rng_unit(struct csl_worker *w)
-{
-	return (double)(splitmix64(&w->rng) >> 11) * 0x1.0p-53;
-}
-
-static unsigned int pick_path(struct csl_worker *w)
-{
-	if (w->cfg->npaths == 1)
-		return 0;
-	double u = rng_unit(w), acc = 0;
-	for (unsigned int i = 1; i < w->cfg->npaths; i++) {
-		acc += w->cfg->paths[i].fraction;
-		if (u < acc)
-			return i;
-	}
-	return w->cfg->paths[0].fraction > 0 ? 0 : w->cfg->npaths - 1;
-}
+/* ---- the open loop's schedule */
 
 /* Open loop: intended time of this worker's request k. Worker t of T sends
  * the global requests t, t+T, t+2T, ... of a schedule 1/rate apart. */
@@ -204,7 +93,9 @@ static uint64_t due_before(const struct csl_worker *w, uint64_t t_ns)
 	return n < w->quota ? n : w->quota;
 }
 
-static void log_flush(struct csl_worker *w)
+/* ---- --log */
+
+void log_flush(struct csl_worker *w)
 {
 	size_t off = 0;
 	while (off < w->loglen) {
@@ -221,47 +112,7 @@ static void log_flush(struct csl_worker *w)
 	w->loglen = 0;
 }
 
-static void log_request(struct csl_worker *w, const struct slot *s, uint64_t done_ns)
-{
-	if (!w->logbuf)
-		return;
-	if (w->loglen + LOG_LINE_MAX > LOG_BUF_SIZE)
-		log_flush(w);
-	int n = snprintf(w->logbuf + w->loglen, LOG_BUF_SIZE - w->loglen,
-			 "%llu %llu %llu %llu %u %d %s\n",
-			 (unsigned long long)s->intended_ns, (unsigned long long)s->sent_ns,
-			 (unsigned long long)done_ns,
-			 (unsigned long long)(done_ns - s->intended_ns), s->local_port,
-			 s->resp.status, w->cfg->paths[s->path].path);
-	if (n > 0 && (size_t)n < LOG_BUF_SIZE - w->loglen)
-		w->loglen += (size_t)n;
-}
-
-/* ---- epoll and timers */
-
-static int watch(struct csl_worker *w, struct slot *s, uint32_t events)
-{
-	if (s->events == events)
-		return 0;
-	struct epoll_event ev = { .events = events, .data.u32 = s->id };
-	int op = s->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-	if (epoll_ctl(w->epfd, op, s->fd, &ev) < 0)
-		return -errno;
-	s->events = events;
-	return 0;
-}
-
-static void close_conn(struct csl_worker *w, struct slot *s)
-{
-	if (s->fd >= 0) {
-		/* close() also drops the epoll registration: the fd is not shared. */
-		close(s->fd);
-		s->fd = -1;
-	}
-	s->events = 0;
-	s->carry_len = 0;
-	(void)w;
-}
+/* ---- the loop */
 
 static void arm_timerfd(struct csl_worker *w, uint64_t when)
 {
@@ -276,425 +127,6 @@ static void arm_timerfd(struct csl_worker *w, uint64_t when)
 		return;
 	}
 	w->tfd_armed = when;
-}
-
-/* ---- the request state machine */
-
-static void start_request(struct csl_worker *w, struct slot *s, uint64_t intended, uint64_t now);
-static void slot_next(struct csl_worker *w, struct slot *s, uint64_t now);
-
-/* The request failed: count it, drop the connection, move on. Never retried. */
-static void fail_request(struct csl_worker *w, struct slot *s, enum csl_err kind, uint64_t now)
-{
-	csl_stats_error(&w->stats, s->path, kind);
-	close_conn(w, s);
-	slot_next(w, s, now);
-}
-
-static void connect_failed(struct csl_worker *w, struct slot *s, int err, enum csl_err kind,
-			   uint64_t now)
-{
-	struct csl_run *run = w->run;
-	int zero = 0;
-	atomic_compare_exchange_strong(&run->first_connect_errno, &zero, err ? err : ETIMEDOUT);
-	uint64_t fails = atomic_fetch_add(&run->connect_fail, 1) + 1;
-	/* Nothing ever connected and every connection has tried: give up. */
-	if (atomic_load(&run->connect_ok) == 0 && fails >= w->cfg->connections)
-		atomic_store(&run->stop, 1);
-	if (err == EMFILE || err == ENFILE) {
-		if (atomic_exchange(&run->emfile_reported, 1) == 0)
-			fprintf(stderr, "csload: out of file descriptors (%s); counted as connect errors\n",
-				strerror(err));
-	}
-	fail_request(w, s, kind, now);
-}
-
-/*
- * How long this thread has waited for a CPU since it started (ns), from
- * its schedstat ("cpu_ns run_delay_ns timeslices"); 0 when not measured.
- */
-static uint64_t thread_run_delay_ns(const struct csl_worker *w)
-{
-	char buf[96];
-	if (w->schedstat_fd < 0)
-		return 0;
-	ssize_t n = pread(w->schedstat_fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	unsigned long long cpu_ns = 0, run_delay_ns = 0;
-	if (sscanf(buf, "%llu %llu", &cpu_ns, &run_delay_ns) != 2)
-		return 0;
-	return run_delay_ns;
-}
-
-static void complete_response(struct csl_worker *w, struct slot *s, uint64_t now, size_t extra)
-{
-	csl_timers_cancel(&w->timers, s->id);
-	csl_stats_response(&w->stats, s->path, now - s->intended_ns, s->resp.status);
-	csl_stats_service(&w->stats, now - s->began_ns, now - s->sent_ns);
-	if (w->schedstat_fd >= 0) {
-		uint64_t waited_ns = thread_run_delay_ns(w) - s->sent_run_delay_ns;
-		uint64_t from_send_ns = now - s->sent_ns;
-		csl_stats_from_send_running(&w->stats, waited_ns < from_send_ns ? from_send_ns - waited_ns : 0);
-	}
-	log_request(w, s, now);
-	w->last_done_ns = now;
-	if (extra) {
-		/* Bytes no request asked for: the connection is out of step. */
-		w->stats.unexpected_bytes += extra;
-		close_conn(w, s);
-	} else if (s->resp.close || !w->cfg->keepalive) {
-		close_conn(w, s);
-	} else {
-		s->carry_len = 0;
-		if (watch(w, s, EPOLLIN) < 0)
-			close_conn(w, s);
-	}
-	slot_next(w, s, now);
-}
-
-static void try_send(struct csl_worker *w, struct slot *s)
-{
-	const char *req = w->run->request[s->path];
-	size_t len = (size_t)w->run->request_len[s->path];
-
-	while (s->written < len) {
-		ssize_t n = send(s->fd, req + s->written, len - s->written, MSG_NOSIGNAL);
-		if (n > 0) {
-			s->written += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			if (watch(w, s, EPOLLOUT) < 0)
-				fail_request(w, s, CSL_ERR_OTHER, csl_now_ns());
-			return;
-		}
-		fail_request(w, s, (errno == ECONNRESET || errno == EPIPE) ? CSL_ERR_RESET : CSL_ERR_OTHER,
-			     csl_now_ns());
-		return;
-	}
-	s->sent_ns = csl_now_ns();
-	s->sent_run_delay_ns = thread_run_delay_ns(w);
-	csl_stats_sent(&w->stats, s->sent_ns - s->intended_ns);
-	s->phase = PH_WAITING;
-	if (watch(w, s, EPOLLIN) < 0) {
-		fail_request(w, s, CSL_ERR_OTHER, s->sent_ns);
-		return;
-	}
-	csl_timers_set(&w->timers, s->id, s->sent_ns + w->cfg->timeout_ms * 1000000ull);
-}
-
-static void connected(struct csl_worker *w, struct slot *s, uint64_t now)
-{
-	struct sockaddr_storage local = { 0 };
-	socklen_t len = sizeof(local);
-
-	csl_timers_cancel(&w->timers, s->id);
-	atomic_fetch_add(&w->run->connect_ok, 1);
-	csl_stats_connect(&w->stats, now - s->connect_start_ns);
-	s->ever_connected = true;
-	s->local_port = 0;
-	/* getsockname() fills local: the analyzer loses that through the casts */
-	if (getsockname(s->fd, (struct sockaddr *)&local, &len) == 0)
-		s->local_port = ntohs(local.ss_family == AF_INET6 // NOLINT(clang-analyzer-core.CallAndMessage)
-					      ? ((struct sockaddr_in6 *)&local)->sin6_port
-					      : ((struct sockaddr_in *)&local)->sin_port);
-	s->phase = PH_SENDING;
-	try_send(w, s);
-}
-
-static void begin_connect(struct csl_worker *w, struct slot *s)
-{
-	const struct csl_config *cfg = w->cfg;
-	int one = 1;
-
-	if (cfg->keepalive && s->ever_connected)
-		w->stats.reconnects++;
-	s->phase = PH_CONNECTING;
-	s->connect_start_ns = csl_now_ns();
-	s->fd = socket(cfg->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->fd < 0) {
-		connect_failed(w, s, errno, CSL_ERR_CONNECT, csl_now_ns());
-		return;
-	}
-	/* Small requests must not wait for Nagle. */
-	if (setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0) {
-		fail_request(w, s, CSL_ERR_OTHER, csl_now_ns());
-		return;
-	}
-	s->connect_start_ns = csl_now_ns();
-	if (connect(s->fd, (const struct sockaddr *)&cfg->addr, cfg->addr_len) == 0) {
-		connected(w, s, csl_now_ns());
-		return;
-	}
-	if (errno != EINPROGRESS) {
-		connect_failed(w, s, errno, CSL_ERR_CONNECT, csl_now_ns());
-		return;
-	}
-	if (watch(w, s, EPOLLOUT) < 0) {
-		fail_request(w, s, CSL_ERR_OTHER, csl_now_ns());
-		return;
-	}
-	csl_timers_set(&w->timers, s->id, s->connect_start_ns + cfg->connect_timeout_ms * 1000000ull);
-}
-
-static void start_request(struct csl_worker *w, struct slot *s, uint64_t intended, uint64_t now)
-{
-	(void)now;
-	w->stats.attempts++;
-	w->inflight++;
-	s->intended_ns = intended;
-	s->began_ns = csl_now_ns();
-	s->path = pick_path(w);
-	s->written = 0;
-	s->got_byte = false;
-	s->carry_len = 0;
-	csl_http_resp_init(&s->resp);
-	if (s->fd < 0) {
-		begin_connect(w, s);
-	} else {
-		s->phase = PH_SENDING;
-		try_send(w, s);
-	}
-}
-
-/* Closed loop: may this slot send another request now? Takes a ticket. */
-static bool may_issue_closed(struct csl_worker *w, uint64_t now)
-{
-	if (w->stopping || now >= w->run->time_limit_ns || atomic_load(&w->run->stop))
-		return false;
-	if (w->cfg->requests == 0)
-		return true;
-	return atomic_fetch_add(&w->run->tickets, 1) < w->cfg->requests;
-}
-
-static void retire(struct csl_worker *w, struct slot *s)
-{
-	if (s->phase == PH_RETIRED)
-		return;
-	csl_timers_cancel(&w->timers, s->id);
-	s->phase = PH_RETIRED;
-	w->retired++;
-}
-
-/*
- * Closed loop: the request is intended now, the moment the slot is free;
- * a fresh clock reading, not the loop's, so that slots issued one after
- * the other in one turn are not charged for the ones before them.
- */
-static void closed_issue(struct csl_worker *w, struct slot *s, uint64_t now)
-{
-	if (!may_issue_closed(w, now)) {
-		retire(w, s);
-		return;
-	}
-	uint64_t t = csl_now_ns();
-	start_request(w, s, t, t);
-}
-
-static void idle_push(struct csl_worker *w, struct slot *s)
-{
-	w->idle[(w->idle_head + w->idle_count) % w->nslots] = s->id;
-	w->idle_count++;
-}
-
-static struct slot *idle_pop(struct csl_worker *w)
-{
-	struct slot *s = &w->slots[w->idle[w->idle_head]];
-	/* nslots >= 1: csload_opts refuses more threads than connections */
-	w->idle_head = (w->idle_head + 1) % w->nslots; // NOLINT(clang-analyzer-core.DivideZero)
-	w->idle_count--;
-	return s;
-}
-
-/* A request ended (response or error): the slot takes its next step. */
-static void slot_next(struct csl_worker *w, struct slot *s, uint64_t now)
-{
-	csl_timers_cancel(&w->timers, s->id);
-	w->inflight--;
-	if (s->fd >= 0 && watch(w, s, EPOLLIN) < 0)
-		close_conn(w, s);
-	if (w->open) {
-		s->phase = PH_IDLE;
-		idle_push(w, s);
-		return;
-	}
-	if (w->cfg->gap_ms > 0 && !w->stopping) {
-		uint64_t due = now + (uint64_t)(w->cfg->gap_ms * 1e6);
-		/* No request will follow the gap: do not wait for it. */
-		if (due >= w->run->time_limit_ns ||
-		    (w->cfg->requests && atomic_load(&w->run->tickets) >= w->cfg->requests)) {
-			retire(w, s);
-			return;
-		}
-		s->phase = PH_GAP;
-		csl_timers_set(&w->timers, s->id, due);
-		return;
-	}
-	/* Not closed_issue() here: a request that fails at once would recurse.
-	 * The loop takes it from the ready queue on its next turn. */
-	s->phase = PH_IDLE;
-	idle_push(w, s);
-}
-
-/* ---- event handlers */
-
-/* Data or EOF on a connection with no request: the server closed it. */
-static void on_idle_readable(struct csl_worker *w, struct slot *s)
-{
-	for (;;) {
-		ssize_t n = read(s->fd, w->scratch, sizeof(w->scratch));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (n > 0) {
-			/* Bytes nobody asked for (e.g. a 408 before an idle close):
-			 * the connection is out of step, do not reuse it. */
-			w->stats.unexpected_bytes += (uint64_t)n;
-			close_conn(w, s);
-			return;
-		}
-		w->stats.idle_closes++; /* EOF or reset: the server closed it */
-		close_conn(w, s);
-		return;
-	}
-}
-
-static void on_readable(struct csl_worker *w, struct slot *s)
-{
-	for (;;) {
-		char *dst;
-		size_t room;
-		if (s->carry_len) {
-			dst = s->carry + s->carry_len;
-			room = CARRY_SIZE - s->carry_len;
-		} else {
-			dst = w->scratch;
-			room = sizeof(w->scratch);
-		}
-		ssize_t n = read(s->fd, dst, room);
-		uint64_t now = csl_now_ns();
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			fail_request(w, s, errno == ECONNRESET ? CSL_ERR_RESET : CSL_ERR_OTHER, now);
-			return;
-		}
-		if (n == 0) {
-			if (!s->got_byte)
-				fail_request(w, s, CSL_ERR_EOF_BEFORE, now);
-			else if (s->carry_len == 0 && csl_http_resp_eof(&s->resp))
-				complete_response(w, s, now, 0);
-			else
-				fail_request(w, s, CSL_ERR_EOF_MID, now);
-			return;
-		}
-		s->got_byte = true;
-		const char *data = s->carry_len ? s->carry : w->scratch;
-		size_t len = s->carry_len + (size_t)n;
-		ssize_t used = csl_http_resp_feed(&s->resp, data, len);
-		if (used < 0) {
-			fail_request(w, s, CSL_ERR_BAD_RESPONSE, now);
-			return;
-		}
-		if (s->resp.state == CSL_HTTP_DONE) {
-			complete_response(w, s, now, len - (size_t)used);
-			return;
-		}
-		size_t rest = len - (size_t)used;
-		if (rest == 0) {
-			s->carry_len = 0;
-			continue;
-		}
-		/* Keep the unfinished head or line for the next read. */
-		if (!s->carry) {
-			s->carry = malloc(CARRY_SIZE);
-			if (!s->carry) {
-				fail_request(w, s, CSL_ERR_OTHER, now);
-				return;
-			}
-		}
-		memmove(s->carry, data + used, rest);
-		s->carry_len = rest;
-	}
-}
-
-static void on_writable(struct csl_worker *w, struct slot *s)
-{
-	if (s->phase == PH_CONNECTING) {
-		uint64_t now = csl_now_ns();
-		int err = 0;
-		socklen_t len = sizeof(err);
-		if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-			err = errno;
-		if (err) {
-			connect_failed(w, s, err, CSL_ERR_CONNECT, now);
-			return;
-		}
-		connected(w, s, now);
-	} else if (s->phase == PH_SENDING) {
-		try_send(w, s);
-	}
-}
-
-static void on_event(struct csl_worker *w, struct slot *s, uint32_t ev)
-{
-	/* As in Redis' ae: errors and hang-ups go to whichever handler the
-	 * phase has; its syscall then reports what happened. */
-	if (s->fd < 0)
-		return;
-	switch (s->phase) {
-	case PH_CONNECTING:
-	case PH_SENDING:
-		if (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP))
-			on_writable(w, s);
-		break;
-	case PH_WAITING:
-		if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP))
-			on_readable(w, s);
-		break;
-	case PH_IDLE:
-	case PH_GAP:
-	case PH_RETIRED:
-		if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP))
-			on_idle_readable(w, s);
-		break;
-	}
-}
-
-static void on_timer(struct csl_worker *w, struct slot *s, uint64_t now)
-{
-	switch (s->phase) {
-	case PH_GAP:
-		s->phase = PH_IDLE;
-		closed_issue(w, s, now);
-		break;
-	case PH_CONNECTING:
-		connect_failed(w, s, ETIMEDOUT, CSL_ERR_CONNECT_TIMEOUT, now);
-		break;
-	case PH_SENDING:
-	case PH_WAITING:
-		fail_request(w, s, CSL_ERR_TIMEOUT, now);
-		break;
-	default:
-		break;
-	}
-}
-
-static void run_timers(struct csl_worker *w, uint64_t now)
-{
-	unsigned int id;
-	uint64_t when;
-	while (csl_timers_peek(&w->timers, &id, &when) && when <= now) {
-		csl_timers_cancel(&w->timers, id);
-		on_timer(w, &w->slots[id], now);
-	}
 }
 
 /* Open loop: hand every request that is due to an idle slot. */
@@ -772,73 +204,62 @@ static uint64_t next_wake(struct csl_worker *w, uint64_t now)
 	return wake;
 }
 
-static int worker_loop(struct csl_worker *w)
+/* Stops issuing at the end of the run, or once asked to (a signal, or
+ * nothing connects). */
+static void check_stop(struct csl_worker *w, uint64_t now)
 {
-	struct epoll_event evs[MAX_EVENTS];
 	struct csl_run *run = w->run;
 
-	for (;;) {
-		uint64_t now = csl_now_ns();
-		if (!w->stopping) {
-			if (now >= run->time_limit_ns) {
-				/*
-				 * Woken late at the end (descheduled, say): what fell
-				 * due before it still goes out, late, its latency
-				 * counted from when it was due. Only requests that find
-				 * every connection busy are unsent.
-				 */
-				if (w->open)
-					dispatch(w, now);
-				begin_stop(w, now, CSL_DRAIN_NS);
-			}
-			else if (atomic_load(&run->stop))
-				begin_stop(w, now, SIGNAL_DRAIN_NS);
-		}
-		if (w->stopping && now >= w->drain_deadline)
-			break;
-		run_timers(w, now);
-		if (w->open && !w->stopping)
+	if (w->stopping)
+		return;
+	if (now >= run->time_limit_ns) {
+		/*
+		 * Woken late at the end (descheduled, say): what fell
+		 * due before it still goes out, late, its latency
+		 * counted from when it was due. Only requests that find
+		 * every connection busy are unsent.
+		 */
+		if (w->open)
 			dispatch(w, now);
-		else if (!w->open)
-			issue_ready(w, now);
-		if (finished(w))
-			break;
+		begin_stop(w, now, CSL_DRAIN_NS);
+	} else if (atomic_load(&run->stop))
+		begin_stop(w, now, SIGNAL_DRAIN_NS);
+}
 
-		/* Slots ready to issue: only look at the sockets, do not sleep.
-		 * Otherwise sleep until the next deadline, or until spin_ns before
-		 * it and then poll without sleeping (--spin-us). */
-		int timeout = 0;
-		if (!w->cfg->busy_poll && (w->open || w->idle_count == 0)) {
-			uint64_t wake = next_wake(w, now);
-			if (wake > now + w->spin_ns) {
-				arm_timerfd(w, wake - w->spin_ns);
-				timeout = -1;
-			}
+/* Slots ready to issue: only look at the sockets, do not sleep (0).
+ * Otherwise sleep until the next deadline (-1: the timerfd wakes the
+ * loop), or until spin_ns before it and then poll without sleeping
+ * (--spin-us). */
+static int poll_timeout(struct csl_worker *w, uint64_t now)
+{
+	if (w->cfg->busy_poll || (!w->open && w->idle_count > 0))
+		return 0;
+	uint64_t wake = next_wake(w, now);
+	if (wake <= now + w->spin_ns)
+		return 0;
+	arm_timerfd(w, wake - w->spin_ns);
+	return -1;
+}
+
+static void handle_events(struct csl_worker *w, const struct epoll_event *evs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint32_t id = evs[i].data.u32;
+		if (id == TIMERFD_ID) {
+			uint64_t ticks;
+			/* Drain it; a concurrent re-arm can make it EAGAIN. */
+			if (read(w->tfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+				perror("csload: timerfd read");
+			w->tfd_armed = 0;
+			continue;
 		}
-		int n = epoll_wait(w->epfd, evs, MAX_EVENTS, timeout);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			perror("csload: epoll_wait");
-			return -1;
-		}
-		if (n == 0 && w->cfg->busy_poll)
-			sched_yield(); /* nothing to do: let a server thread have the CPU */
-		for (int i = 0; i < n; i++) {
-			uint32_t id = evs[i].data.u32;
-			if (id == TIMERFD_ID) {
-				uint64_t ticks;
-				/* Drain it; a concurrent re-arm can make it EAGAIN. */
-				if (read(w->tfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
-					perror("csload: timerfd read");
-				w->tfd_armed = 0;
-				continue;
-			}
-			on_event(w, &w->slots[id], evs[i].events);
-		}
+		on_event(w, &w->slots[id], evs[i].events);
 	}
+}
 
-	/* What is still in flight will never complete: say so. */
+/* The loop is over: what is still in flight will never complete, say so. */
+static void end_loop(struct csl_worker *w)
+{
 	uint64_t now = csl_now_ns();
 	for (unsigned int i = 0; i < w->nslots; i++) {
 		struct slot *s = &w->slots[i];
@@ -854,7 +275,38 @@ static int worker_loop(struct csl_worker *w)
 		w->stop_ns = now;
 	}
 	uint64_t end = w->last_done_ns > w->stop_ns ? w->last_done_ns : w->stop_ns;
-	csl_stats_span(&w->stats, run->start_ns, end);
+	csl_stats_span(&w->stats, w->run->start_ns, end);
+}
+
+static int worker_loop(struct csl_worker *w)
+{
+	struct epoll_event evs[MAX_EVENTS];
+
+	for (;;) {
+		uint64_t now = csl_now_ns();
+		check_stop(w, now);
+		if (w->stopping && now >= w->drain_deadline)
+			break;
+		run_timers(w, now);
+		if (w->open && !w->stopping)
+			dispatch(w, now);
+		else if (!w->open)
+			issue_ready(w, now);
+		if (finished(w))
+			break;
+
+		int n = epoll_wait(w->epfd, evs, MAX_EVENTS, poll_timeout(w, now));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			perror("csload: epoll_wait");
+			return -1;
+		}
+		if (n == 0 && w->cfg->busy_poll)
+			sched_yield(); /* nothing to do: let a server thread have the CPU */
+		handle_events(w, evs, n);
+	}
+	end_loop(w);
 	return 0;
 }
 

@@ -19,20 +19,20 @@
  * except for the atomics. */
 struct csl_run {
 	const struct csl_config *cfg;
-	uint64_t start_ns;         /* common start: the first intended time */
-	uint64_t time_limit_ns;    /* start + the run's time bound */
-	int log_fd;                /* --log, or -1 */
+	uint64_t start_ns;      /* common start: the first intended time */
+	uint64_t time_limit_ns; /* start + the run's time bound */
+	int log_fd;             /* --log, or -1 */
 	char host_header[80];
 	char request[CSL_MAX_PATHS][CSL_REQ_MAX];
 	int request_len[CSL_MAX_PATHS];
 
-	atomic_int stop;           /* 1: stop issuing (signal, or nothing connects) */
-	atomic_uint_fast64_t tickets;      /* closed loop with --requests */
+	atomic_int stop;              /* 1: stop issuing (signal, or nothing connects) */
+	atomic_uint_fast64_t tickets; /* closed loop with --requests */
 	atomic_uint_fast64_t connect_ok;
 	atomic_uint_fast64_t connect_fail;
-	atomic_int first_connect_errno;    /* why the first connect failed */
+	atomic_int first_connect_errno; /* why the first connect failed */
 	atomic_int emfile_reported;
-	atomic_int log_errno;              /* a failed --log write */
+	atomic_int log_errno; /* a failed --log write */
 };
 
 struct csl_worker;

@@ -9,92 +9,112 @@
 #include <stdlib.h>
 #include <string.h>
 
-void csl_opts_usage(FILE *out)
+/* --help, in its sections: the target and the load. */
+static void usage_load(FILE *out)
 {
 	fprintf(out,
-"Usage: csload --port N [options]\n"
-"\n"
-"A precise HTTP/1.1 load generator for loopback servers. It sends GET\n"
-"requests and measures each one from its *intended* send time, so a stalled\n"
-"server shows its full tail (no coordinated omission). Times are\n"
-"CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().\n"
-"\n"
-"Target (loopback only: any address outside 127.0.0.0/8 and ::1 is refused):\n"
-"  -H, --host ADDR          numeric address or 'localhost' (default 127.0.0.1)\n"
-"  -p, --port N             TCP port (required)\n"
-"\n"
-"Load:\n"
-"  -c, --connections N      concurrent connections (default 10)\n"
-"  -t, --threads N          threads, each one epoll loop over its share of the\n"
-"                           connections (default 1, at most --connections)\n"
-"  -d, --duration SEC       run time, a float (default 10 s if -n is not given)\n"
-"  -n, --requests N         total requests; with -d, whichever ends first.\n"
-"                           Without -d the run is still cut at %.0f s.\n"
-"  -R, --rate R             open loop: R requests/s over all connections on a\n"
-"                           fixed schedule (wrk2-style). Each request is due\n"
-"                           at its intended time and goes out on the longest-\n"
-"                           idle connection; latency counts from the intended\n"
-"                           time, waiting for a free connection included.\n"
-"                           Requests due before the end that never went out\n"
-"                           are reported as unsent.\n"
-"                           Without -R: closed loop, each connection sends its\n"
-"                           next request when the previous response is done.\n"
-"      --gap-ms MS          closed loop: idle time between a response and the\n"
-"                           next request on the same connection (e.g. to reach\n"
-"                           a server's keep-alive timeout)\n"
-"      --no-keepalive       one request per connection (Connection: close);\n"
-"                           the connect is part of the request's latency\n"
-"\n"
-"Requests:\n"
-"      --path PATH          request path (default /)\n"
-"      --mix PATH:FRACTION  send FRACTION (0..1) of the requests to PATH instead\n"
-"                           of --path; repeatable, fractions sum to at most 1\n"
-"      --seed N             seed of the PRNG that picks --mix paths (default 1)\n"
-"      --connect-timeout-ms MS  connect timeout (default 10000)\n"
-"      --timeout-ms MS      response timeout, from the send (default 10000)\n"
-"      --spin-us US         wake US early and busy-wait for each scheduled send\n"
-"                           (default 0). A sleeping thread wakes late (tens of\n"
-"                           us, more in VMs): that lag counts in the latency and\n"
-"                           is reported as send_lag; spinning removes it at the\n"
-"                           cost of CPU the server may need\n"
-"      --busy-poll          never sleep: poll the sockets, yielding the CPU when\n"
-"                           idle. Removes the client's wake-up lag from every\n"
-"                           response (on VMs, up to milliseconds at p99); costs\n"
-"                           a CPU the server may need"
-"\n"
-"Output:\n"
-"      --json FILE          write one JSON object to FILE ('-': stdout, and the\n"
-"                           human summary goes to stderr). latency_us counts\n"
-"                           from each request's intended time; service_us from\n"
-"                           when the client began it (connect or send);\n"
-"                           from_send_us from the request fully written;\n"
-"                           with --busy-poll, from_send_running_us: the same\n"
-"                           less the client thread's own waits for a CPU\n"
-"                           meanwhile (schedstat run_delay)\n"
-"      --log FILE           one line per completed request:\n"
-"                           intended_ns sent_ns done_ns latency_ns local_port status path\n"
-"                           sent: request fully written; done: response\n"
-"                           complete; local_port: the server's remote port\n"
-"  -q, --quiet              no human summary\n"
-"      --self-test          check the built-in parsers and statistics, then exit\n"
-"  -h, --help               this text\n"
-"\n"
-"Errors are counted by kind, never retried: connect_errors, connect_timeouts,\n"
-"timeouts, eof_before_response (the keep-alive race: request lost),\n"
-"eof_mid_response, resets, bad_responses, non_2xx, unfinished, other.\n"
-"After a server close csload reconnects (counted as reconnects). Connects\n"
-"are timed (non-blocking connect until writable) so SYN retransmits show.\n"
-"\n"
-"Exit status: 0 it ran (even with request errors), 1 it could not run (e.g.\n"
-"every connect refused), 2 usage error or non-loopback target.\n"
-"\n"
-"Examples:\n"
-"  csload -p 8080 -c 50 -t 2 -d 10                    closed loop, 10 s\n"
-"  csload -p 8080 -c 20 -R 2000 -d 30 --json out.json open loop, 2000 req/s\n"
-"  csload -p 8080 -n 1000 --no-keepalive --log req.log   1000 connections\n"
-"  csload -p 8080 --path /bytes/10240 --mix /block/50:0.02 -d 5\n"
-"  csload -p 8080 -c 4 --gap-ms 5100 -d 30            cross a 5 s idle timeout\n",
+		"Usage: csload --port N [options]\n"
+		"\n"
+		"A precise HTTP/1.1 load generator for loopback servers. It sends GET\n"
+		"requests and measures each one from its *intended* send time, so a stalled\n"
+		"server shows its full tail (no coordinated omission). Times are\n"
+		"CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().\n"
+		"\n"
+		"Target (loopback only: any address outside 127.0.0.0/8 and ::1 is refused):\n"
+		"  -H, --host ADDR          numeric address or 'localhost' (default 127.0.0.1)\n"
+		"  -p, --port N             TCP port (required)\n"
+		"\n"
+		"Load:\n"
+		"  -c, --connections N      concurrent connections (default 10)\n"
+		"  -t, --threads N          threads, each one epoll loop over its share of the\n"
+		"                           connections (default 1, at most --connections)\n"
+		"  -d, --duration SEC       run time, a float (default 10 s if -n is not given)\n"
+		"  -n, --requests N         total requests; with -d, whichever ends first.\n"
+		"                           Without -d the run is still cut at %.0f s.\n"
+		"  -R, --rate R             open loop: R requests/s over all connections on a\n"
+		"                           fixed schedule (wrk2-style). Each request is due\n"
+		"                           at its intended time and goes out on the longest-\n"
+		"                           idle connection; latency counts from the intended\n"
+		"                           time, waiting for a free connection included.\n"
+		"                           Requests due before the end that never went out\n"
+		"                           are reported as unsent.\n"
+		"                           Without -R: closed loop, each connection sends its\n"
+		"                           next request when the previous response is done.\n"
+		"      --gap-ms MS          closed loop: idle time between a response and the\n"
+		"                           next request on the same connection (e.g. to reach\n"
+		"                           a server's keep-alive timeout)\n"
+		"      --no-keepalive       one request per connection (Connection: close);\n"
+		"                           the connect is part of the request's latency\n"
+		"\n",
 		CSL_HARD_CAP_S);
+}
+
+static void usage_requests(FILE *out)
+{
+	fputs(
+		"Requests:\n"
+		"      --path PATH          request path (default /)\n"
+		"      --mix PATH:FRACTION  send FRACTION (0..1) of the requests to PATH instead\n"
+		"                           of --path; repeatable, fractions sum to at most 1\n"
+		"      --seed N             seed of the PRNG that picks --mix paths (default 1)\n"
+		"      --connect-timeout-ms MS  connect timeout (default 10000)\n"
+		"      --timeout-ms MS      response timeout, from the send (default 10000)\n"
+		"      --spin-us US         wake US early and busy-wait for each scheduled send\n"
+		"                           (default 0). A sleeping thread wakes late (tens of\n"
+		"                           us, more in VMs): that lag counts in the latency and\n"
+		"                           is reported as send_lag; spinning removes it at the\n"
+		"                           cost of CPU the server may need\n"
+		"      --busy-poll          never sleep: poll the sockets, yielding the CPU when\n"
+		"                           idle. Removes the client's wake-up lag from every\n"
+		"                           response (on VMs, up to milliseconds at p99); costs\n"
+		"                           a CPU the server may need"
+		"\n",
+		out);
+}
+
+static void usage_output(FILE *out)
+{
+	fputs(
+		"Output:\n"
+		"      --json FILE          write one JSON object to FILE ('-': stdout, and the\n"
+		"                           human summary goes to stderr). latency_us counts\n"
+		"                           from each request's intended time; service_us from\n"
+		"                           when the client began it (connect or send);\n"
+		"                           from_send_us from the request fully written;\n"
+		"                           with --busy-poll, from_send_running_us: the same\n"
+		"                           less the client thread's own waits for a CPU\n"
+		"                           meanwhile (schedstat run_delay)\n"
+		"      --log FILE           one line per completed request:\n"
+		"                           intended_ns sent_ns done_ns latency_ns local_port status path\n"
+		"                           sent: request fully written; done: response\n"
+		"                           complete; local_port: the server's remote port\n"
+		"  -q, --quiet              no human summary\n"
+		"      --self-test          check the built-in parsers and statistics, then exit\n"
+		"  -h, --help               this text\n"
+		"\n"
+		"Errors are counted by kind, never retried: connect_errors, connect_timeouts,\n"
+		"timeouts, eof_before_response (the keep-alive race: request lost),\n"
+		"eof_mid_response, resets, bad_responses, non_2xx, unfinished, other.\n"
+		"After a server close csload reconnects (counted as reconnects). Connects\n"
+		"are timed (non-blocking connect until writable) so SYN retransmits show.\n"
+		"\n"
+		"Exit status: 0 it ran (even with request errors), 1 it could not run (e.g.\n"
+		"every connect refused), 2 usage error or non-loopback target.\n"
+		"\n"
+		"Examples:\n"
+		"  csload -p 8080 -c 50 -t 2 -d 10                    closed loop, 10 s\n"
+		"  csload -p 8080 -c 20 -R 2000 -d 30 --json out.json open loop, 2000 req/s\n"
+		"  csload -p 8080 -n 1000 --no-keepalive --log req.log   1000 connections\n"
+		"  csload -p 8080 --path /bytes/10240 --mix /block/50:0.02 -d 5\n"
+		"  csload -p 8080 -c 4 --gap-ms 5100 -d 30            cross a 5 s idle timeout\n",
+		out);
+}
+
+void csl_opts_usage(FILE *out)
+{
+	usage_load(out);
+	usage_requests(out);
+	usage_output(out);
 }
 
 void csl_opts_defaults(struct csl_config *cfg)
@@ -226,8 +246,18 @@ int csl_mix_parse(const char *arg, struct csl_path *out, char *errbuf, size_t er
 }
 
 enum {
-	OPT_GAP = 256, OPT_NO_KEEPALIVE, OPT_PATH, OPT_MIX, OPT_SEED,
-	OPT_CONNECT_TIMEOUT, OPT_TIMEOUT, OPT_JSON, OPT_LOG, OPT_SELF_TEST, OPT_SPIN, OPT_BUSY_POLL,
+	OPT_GAP = 256,
+	OPT_NO_KEEPALIVE,
+	OPT_PATH,
+	OPT_MIX,
+	OPT_SEED,
+	OPT_CONNECT_TIMEOUT,
+	OPT_TIMEOUT,
+	OPT_JSON,
+	OPT_LOG,
+	OPT_SELF_TEST,
+	OPT_SPIN,
+	OPT_BUSY_POLL,
 };
 
 static const struct option long_options[] = {
@@ -255,137 +285,147 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-#define BAD(...)                                         \
-	do {                                             \
-		fprintf(err, "csload: " __VA_ARGS__);    \
+#define BAD(...)                                                       \
+	do {                                                           \
+		fprintf(err, "csload: " __VA_ARGS__);                  \
 		fprintf(err, "\n(csload --help lists the options)\n"); \
-		return CSL_OPTS_USAGE;                   \
+		return CSL_OPTS_USAGE;                                 \
 	} while (0)
 
-enum csl_opts_result csl_opts_parse(int argc, char **argv, struct csl_config *cfg,
-				    FILE *out, FILE *err)
+/* The paths asked for, timeouts, how the client waits, outputs, --help,
+ * and getopt's word for a mistake: as parse_option(). */
+static enum csl_opts_result parse_other_option(int c, char **argv, struct csl_config *cfg,
+					       FILE *out, FILE *err)
+{
+	uint64_t u;
+	char msg[256];
+
+	switch (c) {
+	case OPT_NO_KEEPALIVE:
+		cfg->keepalive = false;
+		break;
+	case OPT_PATH:
+		if (!csl_path_valid(optarg))
+			BAD("--path '%s': must start with '/', at most %d bytes, no spaces or control characters",
+			    optarg, CSL_MAX_PATH_LEN);
+		strcpy(cfg->paths[0].path, optarg);
+		break;
+	case OPT_MIX:
+		if (cfg->npaths >= CSL_MAX_PATHS)
+			BAD("at most %d --mix entries", CSL_MAX_PATHS - 1);
+		if (csl_mix_parse(optarg, &cfg->paths[cfg->npaths], msg, sizeof(msg)) < 0)
+			BAD("%s", msg);
+		cfg->npaths++;
+		break;
+	case OPT_SEED:
+		if (!parse_u64(optarg, 0, UINT64_MAX, &u))
+			BAD("--seed '%s': expected an unsigned integer", optarg);
+		cfg->seed = u;
+		break;
+	case OPT_CONNECT_TIMEOUT:
+		if (!parse_u64(optarg, 1, 3600000, &u))
+			BAD("--connect-timeout-ms '%s': expected 1..3600000", optarg);
+		cfg->connect_timeout_ms = (unsigned int)u;
+		break;
+	case OPT_TIMEOUT:
+		if (!parse_u64(optarg, 1, 3600000, &u))
+			BAD("--timeout-ms '%s': expected 1..3600000", optarg);
+		cfg->timeout_ms = (unsigned int)u;
+		break;
+	case OPT_BUSY_POLL:
+		cfg->busy_poll = true;
+		break;
+	case OPT_SPIN:
+		if (!parse_u64(optarg, 0, 100000, &u))
+			BAD("--spin-us '%s': expected 0..100000", optarg);
+		cfg->spin_us = (unsigned int)u;
+		break;
+	case OPT_JSON:
+		cfg->json_file = optarg;
+		break;
+	case OPT_LOG:
+		cfg->log_file = optarg;
+		break;
+	case 'q':
+		cfg->quiet = true;
+		break;
+	case OPT_SELF_TEST:
+		cfg->self_test = true;
+		break;
+	case 'h':
+		csl_opts_usage(out);
+		return CSL_OPTS_HELP;
+	case ':':
+		BAD("option '%s' needs a value", argv[optind - 1]);
+	default:
+		BAD("unknown option '%s'", argv[optind - 1]);
+	}
+	return CSL_OPTS_RUN;
+}
+
+/* One option: CSL_OPTS_RUN to go on with the next, or the parse's result.
+ * Here the target and the load's shape; the rest in parse_other_option(). */
+static enum csl_opts_result parse_option(int c, char **argv, struct csl_config *cfg,
+					 bool *have_port, FILE *out, FILE *err)
 {
 	uint64_t u;
 	double d;
-	bool have_port = false;
+
+	switch (c) {
+	case 'H':
+		if (strlen(optarg) >= sizeof(cfg->host))
+			BAD("--host '%s' is too long", optarg);
+		strcpy(cfg->host, optarg);
+		break;
+	case 'p':
+		if (!parse_u64(optarg, 1, 65535, &u))
+			BAD("--port '%s': expected 1..65535", optarg);
+		cfg->port = (uint16_t)u;
+		*have_port = true;
+		break;
+	case 'c':
+		if (!parse_u64(optarg, 1, CSL_MAX_CONNECTIONS, &u))
+			BAD("--connections '%s': expected 1..%d", optarg, CSL_MAX_CONNECTIONS);
+		cfg->connections = (unsigned int)u;
+		break;
+	case 't':
+		if (!parse_u64(optarg, 1, CSL_MAX_THREADS, &u))
+			BAD("--threads '%s': expected 1..%d", optarg, CSL_MAX_THREADS);
+		cfg->threads = (unsigned int)u;
+		break;
+	case 'd':
+		if (!parse_double(optarg, 0.001, CSL_MAX_DURATION_S, &d))
+			BAD("--duration '%s': expected seconds, 0.001..%.0f", optarg,
+			    CSL_MAX_DURATION_S);
+		cfg->duration_s = d;
+		break;
+	case 'n':
+		if (!parse_u64(optarg, 1, UINT64_C(1) << 40, &u))
+			BAD("--requests '%s': expected a positive count", optarg);
+		cfg->requests = u;
+		break;
+	case 'R':
+		if (!parse_double(optarg, 0.001, 1e7, &d))
+			BAD("--rate '%s': expected requests/s, 0.001..1e7", optarg);
+		cfg->rate = d;
+		break;
+	case OPT_GAP:
+		if (!parse_double(optarg, 0.0, 3600e3, &d))
+			BAD("--gap-ms '%s': expected milliseconds, 0..3600000", optarg);
+		cfg->gap_ms = d;
+		break;
+	default:
+		return parse_other_option(c, argv, cfg, out, err);
+	}
+	return CSL_OPTS_RUN;
+}
+
+/* The checks that take more than one option into account, and the
+ * values that follow from several. */
+static enum csl_opts_result check_config(struct csl_config *cfg, bool have_port, FILE *err)
+{
 	char msg[256];
 
-	csl_opts_defaults(cfg);
-	optind = 1;
-	opterr = 0;
-	for (;;) {
-		int c = getopt_long(argc, argv, ":H:p:c:t:d:n:R:qh", long_options, NULL);
-		if (c == -1)
-			break;
-		switch (c) {
-		case 'H':
-			if (strlen(optarg) >= sizeof(cfg->host))
-				BAD("--host '%s' is too long", optarg);
-			strcpy(cfg->host, optarg);
-			break;
-		case 'p':
-			if (!parse_u64(optarg, 1, 65535, &u))
-				BAD("--port '%s': expected 1..65535", optarg);
-			cfg->port = (uint16_t)u;
-			have_port = true;
-			break;
-		case 'c':
-			if (!parse_u64(optarg, 1, CSL_MAX_CONNECTIONS, &u))
-				BAD("--connections '%s': expected 1..%d", optarg, CSL_MAX_CONNECTIONS);
-			cfg->connections = (unsigned int)u;
-			break;
-		case 't':
-			if (!parse_u64(optarg, 1, CSL_MAX_THREADS, &u))
-				BAD("--threads '%s': expected 1..%d", optarg, CSL_MAX_THREADS);
-			cfg->threads = (unsigned int)u;
-			break;
-		case 'd':
-			if (!parse_double(optarg, 0.001, CSL_MAX_DURATION_S, &d))
-				BAD("--duration '%s': expected seconds, 0.001..%.0f", optarg,
-				    CSL_MAX_DURATION_S);
-			cfg->duration_s = d;
-			break;
-		case 'n':
-			if (!parse_u64(optarg, 1, UINT64_C(1) << 40, &u))
-				BAD("--requests '%s': expected a positive count", optarg);
-			cfg->requests = u;
-			break;
-		case 'R':
-			if (!parse_double(optarg, 0.001, 1e7, &d))
-				BAD("--rate '%s': expected requests/s, 0.001..1e7", optarg);
-			cfg->rate = d;
-			break;
-		case OPT_GAP:
-			if (!parse_double(optarg, 0.0, 3600e3, &d))
-				BAD("--gap-ms '%s': expected milliseconds, 0..3600000", optarg);
-			cfg->gap_ms = d;
-			break;
-		case OPT_NO_KEEPALIVE:
-			cfg->keepalive = false;
-			break;
-		case OPT_PATH:
-			if (!csl_path_valid(optarg))
-				BAD("--path '%s': must start with '/', at most %d bytes, no spaces or control characters",
-				    optarg, CSL_MAX_PATH_LEN);
-			strcpy(cfg->paths[0].path, optarg);
-			break;
-		case OPT_MIX:
-			if (cfg->npaths >= CSL_MAX_PATHS)
-				BAD("at most %d --mix entries", CSL_MAX_PATHS - 1);
-			if (csl_mix_parse(optarg, &cfg->paths[cfg->npaths], msg, sizeof(msg)) < 0)
-				BAD("%s", msg);
-			cfg->npaths++;
-			break;
-		case OPT_SEED:
-			if (!parse_u64(optarg, 0, UINT64_MAX, &u))
-				BAD("--seed '%s': expected an unsigned integer", optarg);
-			cfg->seed = u;
-			break;
-		case OPT_CONNECT_TIMEOUT:
-			if (!parse_u64(optarg, 1, 3600000, &u))
-				BAD("--connect-timeout-ms '%s': expected 1..3600000", optarg);
-			cfg->connect_timeout_ms = (unsigned int)u;
-			break;
-		case OPT_TIMEOUT:
-			if (!parse_u64(optarg, 1, 3600000, &u))
-				BAD("--timeout-ms '%s': expected 1..3600000", optarg);
-			cfg->timeout_ms = (unsigned int)u;
-			break;
-		case OPT_BUSY_POLL:
-			cfg->busy_poll = true;
-			break;
-		case OPT_SPIN:
-			if (!parse_u64(optarg, 0, 100000, &u))
-				BAD("--spin-us '%s': expected 0..100000", optarg);
-			cfg->spin_us = (unsigned int)u;
-			break;
-		case OPT_JSON:
-			cfg->json_file = optarg;
-			break;
-		case OPT_LOG:
-			cfg->log_file = optarg;
-			break;
-		case 'q':
-			cfg->quiet = true;
-			break;
-		case OPT_SELF_TEST:
-			cfg->self_test = true;
-			break;
-		case 'h':
-			csl_opts_usage(out);
-			return CSL_OPTS_HELP;
-		case ':':
-			BAD("option '%s' needs a value", argv[optind - 1]);
-		default:
-			BAD("unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		BAD("unexpected argument '%s'", argv[optind]);
-	if (cfg->self_test)
-		return CSL_OPTS_RUN;
-
-	/* Cross-option checks. */
 	if (!have_port)
 		BAD("--port is required");
 	if (csl_target_parse(cfg->host, cfg->port, &cfg->addr, &cfg->addr_len, msg, sizeof(msg)) < 0)
@@ -410,4 +450,27 @@ enum csl_opts_result csl_opts_parse(int argc, char **argv, struct csl_config *cf
 	else
 		cfg->time_limit_s = cfg->duration_s = CSL_DEFAULT_DURATION_S;
 	return CSL_OPTS_RUN;
+}
+
+enum csl_opts_result csl_opts_parse(int argc, char **argv, struct csl_config *cfg,
+				    FILE *out, FILE *err)
+{
+	bool have_port = false;
+
+	csl_opts_defaults(cfg);
+	optind = 1;
+	opterr = 0;
+	for (;;) {
+		int c = getopt_long(argc, argv, ":H:p:c:t:d:n:R:qh", long_options, NULL);
+		if (c == -1)
+			break;
+		enum csl_opts_result r = parse_option(c, argv, cfg, &have_port, out, err);
+		if (r != CSL_OPTS_RUN)
+			return r;
+	}
+	if (optind < argc)
+		BAD("unexpected argument '%s'", argv[optind]);
+	if (cfg->self_test)
+		return CSL_OPTS_RUN;
+	return check_config(cfg, have_port, err);
 }

@@ -9,9 +9,9 @@
 
 /* What csl_opts_parse() decided. */
 enum csl_opts_result {
-	CSL_OPTS_RUN,    /* cfg is complete and valid */
-	CSL_OPTS_HELP,   /* --help was printed to out */
-	CSL_OPTS_USAGE,  /* an error was printed to err: exit 2 */
+	CSL_OPTS_RUN,   /* cfg is complete and valid */
+	CSL_OPTS_HELP,  /* --help was printed to out */
+	CSL_OPTS_USAGE, /* an error was printed to err: exit 2 */
 };
 
 void csl_opts_defaults(struct csl_config *cfg);

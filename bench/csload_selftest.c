@@ -22,15 +22,15 @@ int csl_self_test(FILE *out);
 static int failures;
 static int checks;
 
-#define CHECK(cond, ...)                                          \
-	do {                                                      \
-		checks++;                                         \
-		if (!(cond)) {                                    \
-			failures++;                               \
+#define CHECK(cond, ...)                                                  \
+	do {                                                              \
+		checks++;                                                 \
+		if (!(cond)) {                                            \
+			failures++;                                       \
 			fprintf(out, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(out, __VA_ARGS__);                \
-			fprintf(out, "\n");                       \
-		}                                                 \
+			fprintf(out, __VA_ARGS__);                        \
+			fprintf(out, "\n");                               \
+		}                                                         \
 	} while (0)
 
 static char *guard_page;
@@ -45,15 +45,15 @@ static const char *at_page_end(const char *s, size_t len)
 }
 
 struct outcome {
-	int result;        /* 1 complete, 0 incomplete, -1 bad */
+	int result; /* 1 complete, 0 incomplete, -1 bad */
 	int status;
 	bool close;
 	uint64_t body;
-	size_t extra;      /* bytes after the complete response */
+	size_t extra; /* bytes after the complete response */
 };
 
 /*
- * Feeds `resp` the way csload_net.c does: split at `split` into two reads,
+ * Feeds `resp` the way csload_events.c does: split at `split` into two reads,
  * unconsumed bytes carried over, then EOF if `eof`.
  */
 static struct outcome run_parser(const char *resp, size_t split, bool eof)
@@ -199,12 +199,23 @@ static void test_target(FILE *out)
 		const char *host;
 		bool ok;
 	} cases[] = {
-		{ "127.0.0.1", true },     { "127.255.3.4", true },  { "localhost", true },
-		{ "::1", true },           { "::ffff:127.0.0.9", true },
-		{ "10.0.0.1", false },     { "128.0.0.1", false },   { "0.0.0.0", false },
-		{ "192.0.2.1", false },    { "::2", false },         { "::", false },
-		{ "::ffff:10.0.0.1", false }, { "fe80::1", false },  { "example.com", false },
-		{ "126.0.0.1", false },    { "", false },            { "127.0.0.1 ", false },
+		{ "127.0.0.1", true },
+		{ "127.255.3.4", true },
+		{ "localhost", true },
+		{ "::1", true },
+		{ "::ffff:127.0.0.9", true },
+		{ "10.0.0.1", false },
+		{ "128.0.0.1", false },
+		{ "0.0.0.0", false },
+		{ "192.0.2.1", false },
+		{ "::2", false },
+		{ "::", false },
+		{ "::ffff:10.0.0.1", false },
+		{ "fe80::1", false },
+		{ "example.com", false },
+		{ "126.0.0.1", false },
+		{ "", false },
+		{ "127.0.0.1 ", false },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct sockaddr_storage a;
@@ -254,7 +265,7 @@ static void test_options(FILE *out)
 		{ "csload", "-p", "0", NULL },
 		{ "csload", "-p", "1", "-c", "1x", NULL },
 		{ "csload", "-p", "1", "-c", "2", "-t", "3", NULL }, /* threads > connections */
-		{ "csload", "-c", "2", NULL },            /* no port */
+		{ "csload", "-c", "2", NULL },                       /* no port */
 		{ "csload", "-p", "1", "--mix", "/a:0.7", NULL },
 		{ "csload", "-p", "1", "-d", "-1", NULL },
 		{ "csload", "-p", "1", "--bogus", NULL },

@@ -15,23 +15,23 @@
 
 struct csl_stats {
 	unsigned int npaths;
-	struct cs_hist *latency;                  /* completed responses, ns from intended */
-	struct cs_hist *connect;                  /* successful connects, ns */
-	struct cs_hist *send_lag;                 /* request fully written - intended, ns */
-	struct cs_hist *service;                  /* completed responses, ns from when the
+	struct cs_hist *latency;           /* completed responses, ns from intended */
+	struct cs_hist *connect;           /* successful connects, ns */
+	struct cs_hist *send_lag;          /* request fully written - intended, ns */
+	struct cs_hist *service;           /* completed responses, ns from when the
 	                                             client began the request (connect or send) */
-	struct cs_hist *from_send;                /* completed responses, ns from the
+	struct cs_hist *from_send;         /* completed responses, ns from the
 	                                             request's last byte written */
-	struct cs_hist *from_send_running;        /* the same, less the client thread's own
+	struct cs_hist *from_send_running; /* the same, less the client thread's own
 	                                             waits for a CPU meanwhile (--busy-poll) */
 	struct cs_hist *path_latency[CSL_MAX_PATHS];
-	uint64_t path_requests[CSL_MAX_PATHS];    /* completed responses per path */
-	uint64_t path_errors[CSL_MAX_PATHS];      /* failed requests per path */
+	uint64_t path_requests[CSL_MAX_PATHS]; /* completed responses per path */
+	uint64_t path_errors[CSL_MAX_PATHS];   /* failed requests per path */
 
-	uint64_t requests;          /* completed responses, any status */
+	uint64_t requests; /* completed responses, any status */
 	uint64_t errors[CSL_ERR__COUNT];
-	uint64_t attempts;          /* requests started (completed + failed) */
-	uint64_t connects;          /* successful connects */
+	uint64_t attempts; /* requests started (completed + failed) */
+	uint64_t connects; /* successful connects */
 	uint64_t connects_over_1s;
 	uint64_t reconnects;        /* keep-alive: connects after the slot's first */
 	uint64_t idle_closes;       /* the server closed an idle keep-alive connection */
@@ -46,7 +46,7 @@ struct csl_stats {
 struct csl_summary {
 	double duration_s;
 	double rate_rps;
-	uint64_t errors_total;      /* every kind but non_2xx (those completed) */
+	uint64_t errors_total; /* every kind but non_2xx (those completed) */
 	struct {
 		double p50, p75, p90, p99, p999, p9999, max, mean, min;
 	} latency_us;
@@ -60,7 +60,7 @@ struct csl_summary {
 	struct csl_span_us {
 		double p50, p90, p99, p999, max;
 	} service_us, from_send_us, from_send_running_us;
-	uint64_t from_send_running_count;  /* 0: not measured (no --busy-poll) */
+	uint64_t from_send_running_count; /* 0: not measured (no --busy-poll) */
 	struct {
 		double p50, p99, max;
 	} path_us[CSL_MAX_PATHS];

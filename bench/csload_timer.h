@@ -10,11 +10,11 @@
 #include <stdint.h>
 
 struct csl_timers {
-	unsigned int n;      /* ids are 0..n-1 */
-	unsigned int size;   /* ids in the heap */
-	unsigned int *heap;  /* heap of ids, ordered by when[] */
-	unsigned int *pos;   /* pos[id]: index in heap, or UINT32_MAX when absent */
-	uint64_t *when;      /* when[id]: the deadline */
+	unsigned int n;     /* ids are 0..n-1 */
+	unsigned int size;  /* ids in the heap */
+	unsigned int *heap; /* heap of ids, ordered by when[] */
+	unsigned int *pos;  /* pos[id]: index in heap, or UINT32_MAX when absent */
+	uint64_t *when;     /* when[id]: the deadline */
 };
 
 int csl_timers_init(struct csl_timers *t, unsigned int n); /* 0 or -1 (ENOMEM) */

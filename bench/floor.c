@@ -56,55 +56,58 @@ static bool matches(const char *section, const char *prefixes)
 	return false;
 }
 
-int main(int argc, char **argv)
-{
-	double duration_s = 0;
-	const char *only = NULL, *object = NULL;
+struct floor_args {
+	double duration_s;
+	const char *only;
+	const char *object;
 	char default_object[PATH_MAX];
-	struct bpf_object *obj = NULL;
-	struct bpf_program *prog;
-	struct bpf_link *links[MAX_PROGRAMS];
-	int attached = 0, rc = 1;
+};
 
+/* 0, or 2 after the usage line. */
+static int parse_args(int argc, char **argv, struct floor_args *args)
+{
 	for (int i = 1; i < argc; i += 2) {
 		if (i + 1 < argc && !strcmp(argv[i], "--duration")) {
-			duration_s = strtod(argv[i + 1], NULL);
+			args->duration_s = strtod(argv[i + 1], NULL);
 		} else if (i + 1 < argc && !strcmp(argv[i], "--only")) {
-			only = argv[i + 1];
+			args->only = argv[i + 1];
 		} else if (i + 1 < argc && !strcmp(argv[i], "--object")) {
-			object = argv[i + 1];
+			args->object = argv[i + 1];
 		} else {
 			fprintf(stderr, "usage: floor [--object FILE] [--duration SEC] "
 					"[--only PREFIX[,PREFIX...]]\n");
 			return 2;
 		}
 	}
-	if (!object) {
-		/* floor.bpf.o beside /proc/self/exe */
-		ssize_t len = readlink("/proc/self/exe", default_object, sizeof(default_object) - 1);
-		if (len <= 0) {
-			fprintf(stderr, "floor: cannot find my own path: name the object with --object\n");
-			return 1;
-		}
-		default_object[len] = '\0';
-		char *slash = strrchr(default_object, '/');
-		size_t dir = slash ? (size_t)(slash - default_object) + 1 : 0;
-		if (dir + sizeof("floor.bpf.o") > sizeof(default_object))
-			return 1;
-		memcpy(default_object + dir, "floor.bpf.o", sizeof("floor.bpf.o"));
-		object = default_object;
-	}
-	libbpf_set_print(quiet_log);
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	return 0;
+}
 
-	/* 1. open; leave out tp_btf hooks this kernel lacks, as connscope does */
-	obj = bpf_object__open_file(object, NULL);
-	if (!obj) {
-		fprintf(stderr, "floor: cannot open %s: %s\n", object, strerror(errno));
-		return 1;
+/* Without --object: floor.bpf.o beside /proc/self/exe. 0 or -1. */
+static int find_default_object(struct floor_args *args)
+{
+	char *path = args->default_object;
+	ssize_t len = readlink("/proc/self/exe", path, sizeof(args->default_object) - 1);
+
+	if (len <= 0) {
+		fprintf(stderr, "floor: cannot find my own path: name the object with --object\n");
+		return -1;
 	}
+	path[len] = '\0';
+	char *slash = strrchr(path, '/');
+	size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+	if (dir + sizeof("floor.bpf.o") > sizeof(args->default_object))
+		return -1;
+	memcpy(path + dir, "floor.bpf.o", sizeof("floor.bpf.o"));
+	args->object = path;
+	return 0;
+}
+
+/* Only the hooks --only names; none this kernel lacks (tp_btf), as
+ * connscope does. */
+static void choose_programs(struct bpf_object *obj, const char *only)
+{
+	struct bpf_program *prog;
+
 	bpf_object__for_each_program(prog, obj) {
 		const char *section = bpf_program__section_name(prog);
 		if (only && !matches(section, only)) {
@@ -117,31 +120,38 @@ int main(int argc, char **argv)
 			bpf_program__set_autoload(prog, false);
 		}
 	}
-	/* 2. load, 3. attach each, naming the hook on failure */
-	if (bpf_object__load(obj)) {
-		fprintf(stderr, "floor: the kernel refused the programs: %s\n", strerror(errno));
-		goto out;
-	}
+}
+
+/* Attaches every loaded program, naming the hook on failure. Returns how
+ * many are attached (their links in links[]), or -1 with those attached
+ * still in links[] and *attached. */
+static int attach_all(struct bpf_object *obj, struct bpf_link **links, int *attached)
+{
+	struct bpf_program *prog;
+
 	bpf_object__for_each_program(prog, obj) {
 		if (!bpf_program__autoload(prog))
 			continue;
-		if (attached == MAX_PROGRAMS) {
+		if (*attached == MAX_PROGRAMS) {
 			fprintf(stderr, "floor: more than %d programs\n", MAX_PROGRAMS);
-			goto out;
+			return -1;
 		}
 		struct bpf_link *link = bpf_program__attach(prog);
 		if (!link) {
 			fprintf(stderr, "floor: cannot attach %s: %s\n", bpf_program__section_name(prog),
 				strerror(errno));
-			goto out;
+			return -1;
 		}
-		links[attached++] = link;
+		links[(*attached)++] = link;
 	}
-	printf("floor: attached %d programs\n", attached);
-	fflush(stdout);
+	return *attached;
+}
 
-	/* 4. hold until told to stop */
+/* Until a signal, or for duration_s if not 0. */
+static void hold(double duration_s)
+{
 	struct timespec start, now;
+
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (!stop_requested) {
 		usleep(50 * 1000);
@@ -150,6 +160,42 @@ int main(int argc, char **argv)
 		    (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) / 1e9 >= duration_s)
 			break;
 	}
+}
+
+int main(int argc, char **argv)
+{
+	struct floor_args args = { 0 };
+	struct bpf_object *obj = NULL;
+	struct bpf_link *links[MAX_PROGRAMS];
+	int attached = 0, rc = 1;
+
+	if (parse_args(argc, argv, &args) != 0)
+		return 2;
+	if (!args.object && find_default_object(&args) != 0)
+		return 1;
+	libbpf_set_print(quiet_log);
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	/* 1. open, 2. load, 3. attach each */
+	obj = bpf_object__open_file(args.object, NULL);
+	if (!obj) {
+		fprintf(stderr, "floor: cannot open %s: %s\n", args.object, strerror(errno));
+		return 1;
+	}
+	choose_programs(obj, args.only);
+	if (bpf_object__load(obj)) {
+		fprintf(stderr, "floor: the kernel refused the programs: %s\n", strerror(errno));
+		goto out;
+	}
+	if (attach_all(obj, links, &attached) < 0)
+		goto out;
+	printf("floor: attached %d programs\n", attached);
+	fflush(stdout);
+
+	/* 4. hold until told to stop */
+	hold(args.duration_s);
 	rc = 0;
 out:
 	while (attached > 0)

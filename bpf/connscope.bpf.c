@@ -44,18 +44,9 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "connscope.h"
-
-#ifndef E2BIG
-#define E2BIG 7 /* a map update into a full table (not in vmlinux.h) */
-#endif
-
-#define AF_INET 2
-#define AF_INET6 10
-#define S_IFMT 00170000
-#define S_IFSOCK 0140000
+#include "cs_helpers.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
 
 /* Set by user space between open and load. */
 const volatile __u64 wakeup_bytes = 256 * 1024; /* wake the consumer past this much queued data */
@@ -70,10 +61,9 @@ struct {
 } target_tgids SEC(".maps");
 
 /*
- * Target listening ports (host order), one bit per port: word port / 64,
- * bit port % 64. An array lookup is inlined by the verifier: the port test
- * that every socket event starts with costs a few instructions, not a hash.
- * Only user space writes it.
+ * Target listening ports (host order), one bit per port (see
+ * cs_is_target_port()): the port test that every socket event starts with
+ * costs a few instructions, not a hash. Only user space writes it.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -92,7 +82,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
-	__type(key, __u64); /* netns inode << 16 | port */
+	__type(key, __u64); /* netns inode << CS_ENDPOINT_PORT_BITS | port */
 	__type(value, __u8);
 } target_endpoints SEC(".maps");
 
@@ -167,10 +157,10 @@ struct {
 
 /* Request phase of a connection. */
 enum conn_phase {
-	PHASE_IDLE = 0,   /* no request in progress */
-	PHASE_WAITING,    /* bytes ready, the server has not read them yet */
-	PHASE_HANDLING,   /* read, no response sent yet */
-	PHASE_SENDING,    /* response (partly) sent */
+	PHASE_IDLE = 0, /* no request in progress */
+	PHASE_WAITING,  /* bytes ready, the server has not read them yet */
+	PHASE_HANDLING, /* read, no response sent yet */
+	PHASE_SENDING,  /* response (partly) sent */
 };
 
 /* Everything about one server-side connection, in its socket's storage. */
@@ -186,8 +176,8 @@ struct conn_state {
 	__u64 drain_runq_ns;
 	__u64 last_reader_task;   /* that thread's task_struct: read, never trusted (see below) */
 	__u64 start_run_delay_ns; /* the last reader's sched_info.run_delay when bytes came */
-	__u64 read_run_delay_ns; /* reader's sched_info.run_delay at the first read */
-	__u64 send_run_delay_ns; /* sender's at the first send; 0: not seen in its thread */
+	__u64 read_run_delay_ns;  /* reader's sched_info.run_delay at the first read */
+	__u64 send_run_delay_ns;  /* sender's at the first send; 0: not seen in its thread */
 	__u64 last_activity_ns;
 	__u64 handshake_extra_ns;
 	__u32 write_seq_at_read; /* tcp write_seq at the first read: moves once we answer */
@@ -197,7 +187,7 @@ struct conn_state {
 	__u32 reader_tid;
 	__u32 sender_tid;
 	__u32 last_reader_tid; /* kept across requests: who will likely read the next */
-	__u32 requests;       /* requests started on this connection */
+	__u32 requests;        /* requests started on this connection */
 	__u32 send_eagain;
 	__u16 phase;
 	__u16 flags;          /* enum cs_request_flags of the current request */
@@ -272,9 +262,9 @@ struct {
  * end_seq leaves through a device, the client is still waiting.
  */
 struct drain_state {
-	__u32 end_seq;         /* write_seq when the last send returned */
+	__u32 end_seq; /* write_seq when the last send returned */
 	__u32 pad;
-	__u64 drained_ns;      /* 0 until that byte was handed to a device */
+	__u64 drained_ns; /* 0 until that byte was handed to a device */
 };
 
 struct {
@@ -300,28 +290,20 @@ struct {
 	__uint(max_entries, 8 * 1024 * 1024);
 } events SEC(".maps");
 
+/* The helpers of cs_helpers.bpf.h, bound to this object's maps. */
 static __always_inline void count(__u32 which)
 {
-	__u64 *value = bpf_map_lookup_elem(&counters, &which);
-
-	if (value)
-		*value += 1;
+	cs_counter_add(&counters, which, 1);
 }
 
 /* Reserve a record stamped now_ns, or count it as lost. */
 static __always_inline void *reserve_event_at(__u32 size, __u16 type, __u64 now_ns)
 {
-	struct cs_event_header *hdr = bpf_ringbuf_reserve(&events, size, 0);
+	void *record = cs_event_reserve(&events, size, type, now_ns);
 
-	if (!hdr) {
+	if (!record)
 		count(CS_CTR_LOST);
-		return NULL;
-	}
-	hdr->ts_ns = now_ns;
-	hdr->type = type;
-	hdr->size = size;
-	hdr->cpu = bpf_get_smp_processor_id();
-	return hdr;
+	return record;
 }
 
 /* The same, stamped with the time now (a clock read costs: reuse one when held). */
@@ -330,50 +312,32 @@ static __always_inline void *reserve_event(__u32 size, __u16 type)
 	return reserve_event_at(size, type, bpf_ktime_get_ns());
 }
 
-/*
- * Submit without waking the consumer unless enough data has queued up: a
- * wake-up per record costs about 2.4 us here, and the daemon polls on a
- * short timer anyway.
- */
 static __always_inline void submit_event(void *record)
 {
-	__u64 queued = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-
-	bpf_ringbuf_submit(record, queued >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	cs_event_submit(&events, record, wakeup_bytes);
 }
 
 static __always_inline bool is_target_tgid(__u32 tgid)
 {
-	return bpf_map_lookup_elem(&target_tgids, &tgid) != NULL;
+	return cs_is_target_tgid(&target_tgids, tgid);
 }
 
 static __always_inline bool is_target_port(__u16 port)
 {
-	__u32 word = port / 64;
-	__u64 *bits = bpf_map_lookup_elem(&target_ports, &word);
-
-	return bits && (*bits & (1ull << (port % 64)));
-}
-
-/* Is port, in the network namespace numbered netns_ino, a target endpoint? */
-static __always_inline bool is_target_endpoint(__u32 netns_ino, __u16 port)
-{
-	__u64 key = (__u64)netns_ino << 16 | port;
-
-	return bpf_map_lookup_elem(&target_endpoints, &key) != NULL;
+	return cs_is_target_port(&target_ports, port);
 }
 
 /* The port test first (a few instructions), then the socket's namespace. */
 static __always_inline bool is_target_sk_port(const struct sock *sk, __u16 port)
 {
-	return is_target_port(port) &&
-	       is_target_endpoint(BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum), port);
+	return is_target_port(port) && cs_is_target_endpoint(&target_endpoints, cs_sk_netns(sk), port);
 }
 
-/* The same for a packet: the namespace of the device it came in on. */
+/* The same for a packet. */
 static __always_inline bool is_target_skb_port(const struct sk_buff *skb, __u16 port)
 {
-	return is_target_port(port) && is_target_endpoint(BPF_CORE_READ(skb, dev, nd_net.net, ns.inum), port);
+	return is_target_port(port) &&
+	       cs_is_target_endpoint(&target_endpoints, cs_skb_netns(skb), port);
 }
 
 /*
@@ -413,6 +377,9 @@ static __always_inline struct sock *tcp_sock_of_fd(int fd)
 	return sk;
 }
 
+/* An IPv4 address as ::ffff:a.b.c.d: two 0xff bytes, then the address in the last four. */
+#define V4_MAPPED_OFFSET 12
+
 /* Copy a socket's addresses and ports, local first, IPv4 as v4-mapped. */
 static __always_inline void read_tuple(const struct sock *sk, struct cs_tuple *tuple)
 {
@@ -428,12 +395,13 @@ static __always_inline void read_tuple(const struct sock *sk, struct cs_tuple *t
 	}
 	__u32 local = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
 	__u32 remote = BPF_CORE_READ(sk, __sk_common.skc_daddr);
-	tuple->local_addr[10] = 0xff;
-	tuple->local_addr[11] = 0xff;
-	__builtin_memcpy(&tuple->local_addr[12], &local, 4);
-	tuple->remote_addr[10] = 0xff;
-	tuple->remote_addr[11] = 0xff;
-	__builtin_memcpy(&tuple->remote_addr[12], &remote, 4);
+	/* Stored on the tuple: through a __u8 * the compiler would lose its alignment and store byte by byte. */
+	tuple->local_addr[V4_MAPPED_OFFSET - 2] = 0xff;
+	tuple->local_addr[V4_MAPPED_OFFSET - 1] = 0xff;
+	__builtin_memcpy(&tuple->local_addr[V4_MAPPED_OFFSET], &local, sizeof(local));
+	tuple->remote_addr[V4_MAPPED_OFFSET - 2] = 0xff;
+	tuple->remote_addr[V4_MAPPED_OFFSET - 1] = 0xff;
+	__builtin_memcpy(&tuple->remote_addr[V4_MAPPED_OFFSET], &remote, sizeof(remote));
 }
 
 /* sk_drops of a listener; newer kernels may also keep per-NUMA counters. */
@@ -522,8 +490,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		if (conn->phase == PHASE_WAITING) {
 			flags |= CS_REQ_UNREAD | CS_REQ_NO_RESPONSE;
 			conn->unread_at_close = 1;
-		}
-		else if (conn->phase == PHASE_HANDLING)
+		} else if (conn->phase == PHASE_HANDLING)
 			flags |= CS_REQ_NO_RESPONSE;
 		ev->flags = flags;
 		submit_event(ev);
@@ -615,7 +582,7 @@ static __always_inline struct conn_state *adopt_older_connection(const struct so
 	struct conn_state *conn;
 
 	if (sk->__sk_common.skc_state != TCP_ESTABLISHED ||
-	    sk->__sk_common.skc_family == 1 /* AF_UNIX */ ||
+	    sk->__sk_common.skc_family == AF_UNIX ||
 	    !is_target_sk_port(sk, sk->__sk_common.skc_num))
 		return NULL;
 	conn = bpf_sk_storage_get(&conns, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
@@ -688,7 +655,7 @@ SEC("tp_btf/sock_recv_length")
 int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 {
 	/* Most reads of an event loop are the EAGAIN that ends a batch. */
-	if (ret <= 0 || (flags & 2 /* MSG_PEEK */))
+	if (ret <= 0 || (flags & MSG_PEEK))
 		return 0;
 	struct conn_state *conn = bpf_sk_storage_get(&conns, sk, 0, 0);
 	/*
@@ -714,8 +681,8 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 		return 0;
 	conn->phase = PHASE_HANDLING;
 	conn->first_read_ns = now;
-	conn->reader_tid = (__u32)pid_tgid;
-	conn->tgid = pid_tgid >> 32;
+	conn->reader_tid = cs_tid_of(pid_tgid);
+	conn->tgid = cs_tgid_of(pid_tgid);
 	note_reader(conn);
 	__u64 run_delay = current_run_delay();
 	__u32 looked_at = conn->last_reader_tid;
@@ -751,7 +718,7 @@ int BPF_PROG(on_tcp_sendmsg, const struct sock *sk, const struct msghdr *msg, co
 
 	if (!conn || conn->phase != PHASE_HANDLING)
 		return 0;
-	mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), bpf_ktime_get_ns(), true);
+	mark_first_send(conn, cs_tid_of(bpf_get_current_pid_tgid()), bpf_ktime_get_ns(), true);
 	return 0;
 }
 
@@ -762,7 +729,7 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 
 	if (!conn)
 		return 0;
-	if (ret == -11 /* EAGAIN */) {
+	if (ret == -EAGAIN) {
 		conn->send_eagain++;
 		return 0;
 	}
@@ -770,7 +737,7 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (conn->phase == PHASE_HANDLING)
-		mark_first_send(conn, (__u32)bpf_get_current_pid_tgid(), now, true);
+		mark_first_send(conn, cs_tid_of(bpf_get_current_pid_tgid()), now, true);
 	conn->last_send_ns = now;
 	/* Preempted between the first and the last send: the client waited on us. */
 	__u64 run_delay = current_run_delay();
@@ -824,13 +791,12 @@ int BPF_PROG(on_xmit, const struct sk_buff *skb, const struct net_device *dev)
 		return 0;
 	/* This segment's last byte: seq + payload. */
 	struct tcphdr th;
-	unsigned char *head = BPF_CORE_READ(skb, head);
-	__u16 transport = BPF_CORE_READ(skb, transport_header);
-	__u32 len = BPF_CORE_READ(skb, len);
-	__u32 headers = (__u32)(transport - (BPF_CORE_READ(skb, data) - head));
-	if (bpf_probe_read_kernel(&th, sizeof(th), head + transport))
+	const unsigned char *tcp = cs_skb_tcphdr(skb, &th);
+	if (!tcp)
 		return 0;
-	__u32 payload = len - headers - th.doff * 4;
+	/* The headers before TCP's, from where the packet's data starts. */
+	__u32 headers = (__u32)(tcp - BPF_CORE_READ(skb, data));
+	__u32 payload = BPF_CORE_READ(skb, len) - headers - th.doff * TCP_DOFF_UNIT;
 	__u32 end = bpf_ntohl(th.seq) + payload;
 	if ((__s32)(end - drain->end_seq) >= 0)
 		drain->drained_ns = bpf_ktime_get_ns();
@@ -874,7 +840,7 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	ev->pad = 0;
 	if (new_state == TCP_FIN_WAIT1) {
 		ev->closed_by = CS_CLOSED_BY_SERVER;
-		ev->tgid = late ? conn->tgid : bpf_get_current_pid_tgid() >> 32;
+		ev->tgid = late ? conn->tgid : cs_tgid_of(bpf_get_current_pid_tgid());
 	} else {
 		ev->closed_by = new_state == TCP_CLOSE_WAIT ? CS_CLOSED_BY_CLIENT : CS_CLOSED_BY_ABORT;
 		ev->tgid = conn->tgid;
@@ -921,9 +887,7 @@ int BPF_PROG(on_send_reset, const struct sock *sk, const struct sk_buff *skb, in
 	}
 	if (skb) {
 		struct tcphdr th;
-		unsigned char *head = BPF_CORE_READ(skb, head);
-		__u16 transport = BPF_CORE_READ(skb, transport_header);
-		if (bpf_probe_read_kernel(&th, sizeof(th), head + transport))
+		if (!cs_skb_tcphdr(skb, &th))
 			return 0;
 		tuple.local_port = bpf_ntohs(th.dest);
 		tuple.remote_port = bpf_ntohs(th.source);
@@ -957,9 +921,7 @@ int BPF_PROG(on_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_re
 	if (reason != bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_TCP_LISTEN_OVERFLOW))
 		return 0;
 	struct tcphdr th;
-	unsigned char *head = BPF_CORE_READ(skb, head);
-	__u16 transport = BPF_CORE_READ(skb, transport_header);
-	if (bpf_probe_read_kernel(&th, sizeof(th), head + transport))
+	if (!cs_skb_tcphdr(skb, &th))
 		return 0;
 	__u16 port = bpf_ntohs(th.dest);
 	if (!is_target_skb_port(skb, port))
@@ -989,12 +951,15 @@ int BPF_PROG(on_receive_reset, struct sock *sk)
 
 /* ---- the connection enters the accept queue; client handshakes ---------- */
 
+/* The last of an IPv6 address's four 32-bit words. */
+#define IN6_LAST_WORD 3
+
 /* The low 32 bits of an address as the key uses it (IPv4: the address). */
 static __always_inline __u32 addr_low32(const struct sock *sk, bool remote)
 {
 	if (BPF_CORE_READ(sk, __sk_common.skc_family) == AF_INET6)
-		return remote ? BPF_CORE_READ(sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32[3])
-			      : BPF_CORE_READ(sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[3]);
+		return remote ? BPF_CORE_READ(sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32[IN6_LAST_WORD])
+			      : BPF_CORE_READ(sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[IN6_LAST_WORD]);
 	return remote ? BPF_CORE_READ(sk, __sk_common.skc_daddr)
 		      : BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
 }
@@ -1085,81 +1050,94 @@ static __always_inline void join_client_handshake(const struct sock *sk, struct 
 	bpf_map_delete_elem(&handshakes_done, &key);
 }
 
+/* Server side: the third ACK moved the child into the accept queue. */
+static __always_inline int on_server_established(const struct sock *sk)
+{
+	__u16 port = sk->__sk_common.skc_num;
+	if (!is_target_sk_port(sk, port))
+		return 0;
+	__u64 key = (__u64)sk, now = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&established_ns, &key, &now, BPF_ANY))
+		count(CS_CTR_TABLE_FULL);
+	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0,
+						     BPF_SK_STORAGE_GET_F_CREATE);
+	if (!conn) {
+		count(CS_CTR_SOCKET_STORAGE);
+		return 0;
+	}
+	conn->established_ns = now;
+	conn->last_activity_ns = now;
+	conn->port = port;
+	if (trace_handshakes)
+		join_client_handshake(sk, conn, now);
+	return 0;
+}
+
+/*
+ * The kernel does not re-enter a program on a CPU where it is running:
+ * a softirq's state change that lands while this probe runs in a task
+ * is skipped (counted in the program's recursion_misses). A connection
+ * whose exit from ESTABLISHED was skipped is closed here, at its next
+ * state change (from old_state, one of the closing states), rather than
+ * lost with its request.
+ */
+static __always_inline int on_closing_state_change(const struct sock *sk, int old_state)
+{
+	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
+	if (!conn)
+		return 0;
+	bool server_first = old_state != TCP_CLOSE_WAIT && old_state != TCP_LAST_ACK;
+	if (!conn->closed) {
+		count(CS_CTR_CLOSE_LATE);
+		on_leave_established(sk, server_first ? TCP_FIN_WAIT1 : TCP_CLOSE_WAIT, true);
+	}
+	/* The server closed its half after the client's: whatever it answered is done. */
+	if (!server_first)
+		finish_request(sk, conn, bpf_ktime_get_ns());
+	return 0;
+}
+
+/* Client side: connect() to a target port sends its first SYN. */
+static __always_inline int on_client_syn_sent(const struct sock *sk)
+{
+	__u16 port = bpf_ntohs(sk->__sk_common.skc_dport);
+	/*
+	 * Followed always: a connect whose third ACK is dropped on a full
+	 * queue retransmits no SYN, and the first of them come before any
+	 * drop could turn following on (test_listen_overflow missed 14 of
+	 * 15 such clients with following gated on drops). A client is
+	 * followed in the server's namespace only: one connecting from
+	 * another namespace (a veth pair) is not.
+	 */
+	if (!is_target_sk_port(sk, port))
+		return 0;
+	struct client_handshake *hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0,
+							 BPF_SK_STORAGE_GET_F_CREATE);
+	if (!hs) {
+		count(CS_CTR_TABLE_FULL);
+		return 0;
+	}
+	hs->syn_sent_ns = bpf_ktime_get_ns();
+	hs->last_syn_ns = hs->syn_sent_ns;
+	hs->syn_retransmits = 0;
+	hs->tgid = cs_tgid_of(bpf_get_current_pid_tgid());
+	return 0;
+}
+
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int new_state)
 {
-	if (old_state == TCP_SYN_RECV && new_state == TCP_ESTABLISHED) {
-		/* Server side: the third ACK moved the child into the queue. */
-		__u16 port = sk->__sk_common.skc_num;
-		if (!is_target_sk_port(sk, port))
-			return 0;
-		__u64 key = (__u64)sk, now = bpf_ktime_get_ns();
-		if (bpf_map_update_elem(&established_ns, &key, &now, BPF_ANY))
-			count(CS_CTR_TABLE_FULL);
-		struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0,
-							     BPF_SK_STORAGE_GET_F_CREATE);
-		if (!conn) {
-			count(CS_CTR_SOCKET_STORAGE);
-			return 0;
-		}
-		conn->established_ns = now;
-		conn->last_activity_ns = now;
-		conn->port = port;
-		if (trace_handshakes)
-			join_client_handshake(sk, conn, now);
-		return 0;
-	}
+	if (old_state == TCP_SYN_RECV && new_state == TCP_ESTABLISHED)
+		return on_server_established(sk);
 	if (old_state == TCP_ESTABLISHED)
 		return on_leave_established(sk, new_state, false);
-	/*
-	 * The kernel does not re-enter a program on a CPU where it is running:
-	 * a softirq's state change that lands while this probe runs in a task
-	 * is skipped (counted in the program's recursion_misses). A connection
-	 * whose exit from ESTABLISHED was skipped is closed here, at its next
-	 * state change, rather than lost with its request.
-	 */
 	if (old_state == TCP_FIN_WAIT1 || old_state == TCP_FIN_WAIT2 || old_state == TCP_CLOSING ||
-	    old_state == TCP_CLOSE_WAIT || old_state == TCP_LAST_ACK) {
-		struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
-		if (!conn)
-			return 0;
-		bool server_first = old_state != TCP_CLOSE_WAIT && old_state != TCP_LAST_ACK;
-		if (!conn->closed) {
-			count(CS_CTR_CLOSE_LATE);
-			on_leave_established(sk, server_first ? TCP_FIN_WAIT1 : TCP_CLOSE_WAIT, true);
-		}
-		/* The server closed its half after the client's: whatever it answered is done. */
-		if (!server_first)
-			finish_request(sk, conn, bpf_ktime_get_ns());
-		return 0;
-	}
+	    old_state == TCP_CLOSE_WAIT || old_state == TCP_LAST_ACK)
+		return on_closing_state_change(sk, old_state);
 	if (!trace_handshakes)
 		return 0;
-	if (old_state == TCP_CLOSE && new_state == TCP_SYN_SENT) {
-		/* Client side: connect() to a target port sends its first SYN. */
-		__u16 port = bpf_ntohs(sk->__sk_common.skc_dport);
-		/*
-		 * Followed always: a connect whose third ACK is dropped on a full
-		 * queue retransmits no SYN, and the first of them come before any
-		 * drop could turn following on (test_listen_overflow missed 14 of
-		 * 15 such clients with following gated on drops). A client is
-		 * followed in the server's namespace only: one connecting from
-		 * another namespace (a veth pair) is not.
-		 */
-		if (!is_target_sk_port(sk, port))
-			return 0;
-		struct client_handshake *hs = bpf_sk_storage_get(
-			&client_handshakes, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-		if (!hs) {
-			count(CS_CTR_TABLE_FULL);
-			return 0;
-		}
-		hs->syn_sent_ns = bpf_ktime_get_ns();
-		hs->last_syn_ns = hs->syn_sent_ns;
-		hs->syn_retransmits = 0;
-		hs->tgid = bpf_get_current_pid_tgid() >> 32;
-		return 0;
-	}
+	if (old_state == TCP_CLOSE && new_state == TCP_SYN_SENT)
+		return on_client_syn_sent(sk);
 	if (old_state == TCP_SYN_SENT)
 		on_client_handshake_end(sk, new_state == TCP_ESTABLISHED);
 	return 0;
@@ -1190,7 +1168,8 @@ int BPF_PROG(on_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb
 		 */
 		const struct tcp_sock *tp = (const struct tcp_sock *)sk;
 		__u32 stamp = BPF_CORE_READ(tp, retrans_stamp);
-		__u64 unit_ns = BPF_CORE_READ_BITFIELD_PROBED(tp, tcp_usec_ts) ? 1000 : 1000000;
+		__u64 unit_ns = BPF_CORE_READ_BITFIELD_PROBED(tp, tcp_usec_ts) ? NSEC_PER_USEC
+									       : NSEC_PER_MSEC;
 		__u32 ago = (__u32)(now / unit_ns) - stamp;
 		hs->syn_sent_ns = now - (__u64)ago * unit_ns;
 		hs->syn_retransmits = BPF_CORE_READ(&tp->inet_conn, icsk_retransmits);
@@ -1207,7 +1186,7 @@ static __always_inline int on_accept_enter(int listen_fd)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 
-	if (!is_target_tgid(pid_tgid >> 32))
+	if (!is_target_tgid(cs_tgid_of(pid_tgid)))
 		return 0;
 	struct sock *listener = tcp_sock_of_fd(listen_fd);
 	if (!listener)
@@ -1228,7 +1207,7 @@ static __always_inline int on_accept_enter(int listen_fd)
 static __always_inline int on_accept_exit(long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
+	__u32 tid = cs_tid_of(pid_tgid);
 	struct accept_call *call;
 	struct cs_ev_accept *ev;
 
@@ -1244,7 +1223,7 @@ static __always_inline int on_accept_exit(long ret)
 	ev->listener_sk = call->listener_sk;
 	ev->enter_ns = call->enter_ns;
 	ev->ret = (__s32)ret;
-	ev->tgid = pid_tgid >> 32;
+	ev->tgid = cs_tgid_of(pid_tgid);
 	ev->tid = tid;
 	ev->backlog = listener->sk_ack_backlog;
 	ev->backlog_limit = listener->sk_max_ack_backlog;
@@ -1314,7 +1293,7 @@ static __always_inline int on_poll_exit(long ret)
 	if (ret <= 0)
 		return 0;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u32 tgid = cs_tgid_of(pid_tgid), tid = cs_tid_of(pid_tgid);
 	if (!is_target_tgid(tgid))
 		return 0;
 	struct poll_thread *thread = bpf_map_lookup_elem(&poll_threads, &tid);
@@ -1375,14 +1354,9 @@ int sample_listeners(struct bpf_iter__tcp *ctx)
 	tp = bpf_skc_to_tcp_sock(skc);
 	if (!tp || !is_target_sk_port((struct sock *)tp, skc->skc_num))
 		return 0;
-	if (!tp)
-		return 0;
 	sk = (struct sock *)tp;
 
-	sample.hdr.ts_ns = bpf_ktime_get_ns();
-	sample.hdr.type = CS_EV_LISTENER_SAMPLE;
-	sample.hdr.size = sizeof(sample);
-	sample.hdr.cpu = bpf_get_smp_processor_id();
+	cs_event_header(&sample.hdr, bpf_ktime_get_ns(), CS_EV_LISTENER_SAMPLE, sizeof(sample));
 	sample.sk = (__u64)sk;
 	sample.inode = BPF_CORE_READ(sk, sk_socket, file, f_inode, i_ino);
 	sample.backlog = sk->sk_ack_backlog;
@@ -1433,13 +1407,13 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 parent_tgid = parent->tgid;
 	__u32 child_pid = child->pid;
-	__u8 one = 1;
+	__u8 present = 1; /* a set: the value is unused */
 	struct cs_ev_proc *ev;
 
 	/* New threads share their parent's tgid: already covered. */
 	if (child_pid != (__u32)child->tgid || !is_target_tgid(parent_tgid))
 		return 0;
-	if (bpf_map_update_elem(&target_tgids, &child_pid, &one, BPF_ANY))
+	if (bpf_map_update_elem(&target_tgids, &child_pid, &present, BPF_ANY))
 		count(CS_CTR_TABLE_FULL);
 	ev = reserve_event(sizeof(*ev), CS_EV_PROC_FORK);
 	if (!ev)

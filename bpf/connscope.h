@@ -49,10 +49,10 @@ enum cs_event_type {
 
 /* Common prefix of every record. */
 struct cs_event_header {
-	__u64 ts_ns;   /* when the event happened */
-	__u16 type;    /* enum cs_event_type */
-	__u16 size;    /* whole record, header included */
-	__u32 cpu;     /* CPU the probe ran on */
+	__u64 ts_ns; /* when the event happened */
+	__u16 type;  /* enum cs_event_type */
+	__u16 size;  /* whole record, header included */
+	__u32 cpu;   /* CPU the probe ran on */
 };
 
 /*
@@ -65,7 +65,7 @@ struct cs_tuple {
 	__u8 remote_addr[16];
 	__u16 local_port;
 	__u16 remote_port;
-	__u16 family;  /* AF_INET or AF_INET6 as the socket was created */
+	__u16 family; /* AF_INET or AF_INET6 as the socket was created */
 	__u16 pad;
 };
 
@@ -84,9 +84,9 @@ struct cs_ev_accept {
 	__s32 ret;             /* new fd, or -errno (-EAGAIN: woken for nothing) */
 	__u32 tgid;
 	__u32 tid;
-	__u32 backlog;         /* listener's queue depth left after this accept */
-	__u32 backlog_limit;   /* listener's sk_max_ack_backlog */
-	__u32 listener_drops;  /* listener's sk_drops at this moment */
+	__u32 backlog;        /* listener's queue depth left after this accept */
+	__u32 backlog_limit;  /* listener's sk_max_ack_backlog */
+	__u32 listener_drops; /* listener's sk_drops at this moment */
 	__u16 listener_port;
 	__u16 pad[3];
 	char comm[CS_COMM_LEN]; /* thread name */
@@ -100,11 +100,11 @@ struct cs_ev_accept {
 struct cs_ev_listener_sample {
 	struct cs_event_header hdr;
 	__u64 sk;
-	__u64 inode;           /* socket inode: ties the listener to its owners */
-	__u32 backlog;         /* sk_ack_backlog: connections waiting for accept() */
-	__u32 backlog_limit;   /* sk_max_ack_backlog: the queue holds limit + 1 */
-	__u32 syn_queue;       /* icsk_accept_queue.qlen: half-open connections */
-	__u32 drops;           /* sk_drops: SYNs and ACKs dropped on this listener */
+	__u64 inode;         /* socket inode: ties the listener to its owners */
+	__u32 backlog;       /* sk_ack_backlog: connections waiting for accept() */
+	__u32 backlog_limit; /* sk_max_ack_backlog: the queue holds limit + 1 */
+	__u32 syn_queue;     /* icsk_accept_queue.qlen: half-open connections */
+	__u32 drops;         /* sk_drops: SYNs and ACKs dropped on this listener */
 	__u16 port;
 	__u16 family;
 	__u32 pad;
@@ -127,8 +127,8 @@ struct cs_ev_handshake {
 	__u64 extra_ns;              /* connect delay beyond one round trip: SYN and ACK drops */
 	struct cs_tuple tuple;       /* server's view: local_port is the target port */
 	__u32 syn_retransmits;
-	__u32 tgid;                  /* the client process */
-	__u32 established;           /* 1: the connection got in; 0: the client gave up */
+	__u32 tgid;        /* the client process */
+	__u32 established; /* 1: the connection got in; 0: the client gave up */
 	__u32 pad;
 };
 
@@ -136,17 +136,17 @@ struct cs_ev_handshake {
 struct cs_ev_proc {
 	struct cs_event_header hdr;
 	__u32 pid;
-	__u32 parent_pid;      /* fork only */
+	__u32 parent_pid; /* fork only */
 	char comm[CS_COMM_LEN];
 };
 
 /* cs_ev_request.flags */
 enum cs_request_flags {
-	CS_REQ_PARTIAL = 1 << 0,      /* connection seen mid-life (before attach) */
-	CS_REQ_NO_RESPONSE = 1 << 1,  /* closed before the server answered */
-	CS_REQ_HELD_BACK = 1 << 2,    /* bytes still unsent when the last send returned */
-	CS_REQ_UNREAD = 1 << 3,       /* closed before the server read the request */
-	CS_REQ_HANDED_OFF = 1 << 4,   /* read by a thread that never polls, in a process
+	CS_REQ_PARTIAL = 1 << 0,     /* connection seen mid-life (before attach) */
+	CS_REQ_NO_RESPONSE = 1 << 1, /* closed before the server answered */
+	CS_REQ_HELD_BACK = 1 << 2,   /* bytes still unsent when the last send returned */
+	CS_REQ_UNREAD = 1 << 3,      /* closed before the server read the request */
+	CS_REQ_HANDED_OFF = 1 << 4,  /* read by a thread that never polls, in a process
 	                                 where another thread polls: a pool thread given
 	                                 the socket by a poller */
 };
@@ -161,14 +161,14 @@ enum cs_request_flags {
 struct cs_ev_request {
 	struct cs_event_header hdr;
 	__u64 sk;
-	__u64 start_ns;        /* first bytes ready on the socket (sk_data_ready) */
-	__u64 first_read_ns;   /* the server's first read that returned bytes */
-	__u64 first_send_ns;   /* the server's first send of the response */
-	__u64 last_send_ns;    /* its last send call returned */
-	__u64 drain_end_ns;    /* the response's last byte left the send queue */
-	__u64 pickup_runq_ns;  /* of start -> first read: reader runnable, not running */
-	__u64 handler_runq_ns; /* of first read -> first send: same, serving thread */
-	__u64 drain_runq_ns;   /* of first send -> drain end: same, sending thread */
+	__u64 start_ns;           /* first bytes ready on the socket (sk_data_ready) */
+	__u64 first_read_ns;      /* the server's first read that returned bytes */
+	__u64 first_send_ns;      /* the server's first send of the response */
+	__u64 last_send_ns;       /* its last send call returned */
+	__u64 drain_end_ns;       /* the response's last byte left the send queue */
+	__u64 pickup_runq_ns;     /* of start -> first read: reader runnable, not running */
+	__u64 handler_runq_ns;    /* of first read -> first send: same, serving thread */
+	__u64 drain_runq_ns;      /* of first send -> drain end: same, sending thread */
 	__u64 handshake_extra_ns; /* first request: its local client's extra connect
 	                             delay (see cs_ev_handshake), 0 if none or unknown */
 	__u32 bytes_in;
@@ -176,30 +176,30 @@ struct cs_ev_request {
 	__u32 tgid;
 	__u32 reader_tid;
 	__u32 sender_tid;
-	__u32 index;           /* 0: first request on its connection */
-	__u32 send_eagain;     /* send calls that found the buffer full */
+	__u32 index;       /* 0: first request on its connection */
+	__u32 send_eagain; /* send calls that found the buffer full */
 	__u16 listener_port;
-	__u16 flags;           /* enum cs_request_flags */
+	__u16 flags; /* enum cs_request_flags */
 };
 
 enum cs_closer {
-	CS_CLOSED_BY_SERVER = 1,  /* ESTABLISHED -> FIN_WAIT1: the server closed first */
-	CS_CLOSED_BY_CLIENT = 2,  /* ESTABLISHED -> CLOSE_WAIT: the client's FIN came first */
-	CS_CLOSED_BY_ABORT = 3,   /* ESTABLISHED -> CLOSE: reset or abort */
+	CS_CLOSED_BY_SERVER = 1, /* ESTABLISHED -> FIN_WAIT1: the server closed first */
+	CS_CLOSED_BY_CLIENT = 2, /* ESTABLISHED -> CLOSE_WAIT: the client's FIN came first */
+	CS_CLOSED_BY_ABORT = 3,  /* ESTABLISHED -> CLOSE: reset or abort */
 };
 
 /* A connection left ESTABLISHED. hdr.ts_ns is that moment. */
 struct cs_ev_conn_close {
 	struct cs_event_header hdr;
 	__u64 sk;
-	__u64 established_ns;    /* 0: connection older than the attach */
-	__u64 last_activity_ns;  /* last bytes in or out */
-	struct cs_tuple tuple;   /* server's view */
-	__u32 requests;          /* requests seen on the connection */
-	__u32 tgid;              /* the closing process, when the server closed */
+	__u64 established_ns;   /* 0: connection older than the attach */
+	__u64 last_activity_ns; /* last bytes in or out */
+	struct cs_tuple tuple;  /* server's view */
+	__u32 requests;         /* requests seen on the connection */
+	__u32 tgid;             /* the closing process, when the server closed */
 	__u16 listener_port;
-	__u8 closed_by;          /* enum cs_closer */
-	__u8 partial;            /* 1: connection older than the attach */
+	__u8 closed_by; /* enum cs_closer */
+	__u8 partial;   /* 1: connection older than the attach */
 	__u32 pad;
 };
 
@@ -216,12 +216,12 @@ enum cs_reset_flags {
 /* A TCP reset on a target port. reason: enum sk_rst_reason (sent only). */
 struct cs_ev_reset {
 	struct cs_event_header hdr;
-	__u64 sk;                /* 0 when the kernel had no socket */
-	struct cs_tuple tuple;   /* server's view */
+	__u64 sk;              /* 0 when the kernel had no socket */
+	struct cs_tuple tuple; /* server's view */
 	__u32 reason;
-	__u8 direction;          /* enum cs_reset_direction */
-	__u8 state;              /* socket state (TCP_*), 0 if none */
-	__u16 flags;             /* enum cs_reset_flags */
+	__u8 direction; /* enum cs_reset_direction */
+	__u8 state;     /* socket state (TCP_*), 0 if none */
+	__u16 flags;    /* enum cs_reset_flags */
 };
 
 /*
@@ -231,15 +231,15 @@ struct cs_ev_reset {
  */
 struct cs_ev_ack_overflow {
 	struct cs_event_header hdr;
-	struct cs_tuple tuple;   /* server's view, from the dropped segment */
+	struct cs_tuple tuple; /* server's view, from the dropped segment */
 };
 
 /* Sum of a thread's run-queue waits since attach, read from the probes' table. */
 struct cs_ev_thread_sample {
 	struct cs_event_header hdr;
-	__u64 runq_total_ns;     /* runnable but not running */
-	__u64 runq_max_ns;       /* the longest single wait */
-	__u64 runq_waits;        /* how many waits */
+	__u64 runq_total_ns; /* runnable but not running */
+	__u64 runq_max_ns;   /* the longest single wait */
+	__u64 runq_waits;    /* how many waits */
 	__u32 tid;
 	__u32 tgid;
 	char comm[CS_COMM_LEN];
@@ -265,11 +265,11 @@ struct cs_ev_thread_cpu {
  */
 struct cs_ev_thread_polls {
 	struct cs_event_header hdr;
-	__u64 ready_polls;       /* polls that returned ready events */
-	__u64 reads_own;         /* first reads of requests by this polling thread */
-	__u64 reads_handed;      /* first reads of requests another thread polled */
-	__u64 handed_out;        /* requests read by other threads after its poll */
-	__u64 reads_blocking;    /* first reads by this thread in a process where none polls */
+	__u64 ready_polls;    /* polls that returned ready events */
+	__u64 reads_own;      /* first reads of requests by this polling thread */
+	__u64 reads_handed;   /* first reads of requests another thread polled */
+	__u64 handed_out;     /* requests read by other threads after its poll */
+	__u64 reads_blocking; /* first reads by this thread in a process where none polls */
 	__u32 tid;
 	__u32 tgid;
 };
@@ -299,15 +299,15 @@ struct cs_ev_thread_name {
  * thread started: user space takes the difference from the first sample.
  */
 struct cs_thread_sched_sample {
-	__u64 run_delay_ns;      /* time runnable but not running, in all */
-	__u64 max_run_delay_ns;  /* the longest single wait, thread lifetime */
-	__u64 run_count;         /* times it got a CPU (each after a wait) */
-	__u64 start_ns;          /* when the thread started (CLOCK_MONOTONIC) */
-	__u64 cpu_ns;            /* se.sum_exec_runtime: time on a CPU, in all */
+	__u64 run_delay_ns;     /* time runnable but not running, in all */
+	__u64 max_run_delay_ns; /* the longest single wait, thread lifetime */
+	__u64 run_count;        /* times it got a CPU (each after a wait) */
+	__u64 start_ns;         /* when the thread started (CLOCK_MONOTONIC) */
+	__u64 cpu_ns;           /* se.sum_exec_runtime: time on a CPU, in all */
 	__u32 tid;
 	__u32 tgid;
 	char comm[CS_COMM_LEN];
-	__u64 ready_polls;       /* the thread's struct cs_ev_thread_polls totals */
+	__u64 ready_polls; /* the thread's struct cs_ev_thread_polls totals */
 	__u64 reads_own;
 	__u64 reads_handed;
 	__u64 handed_out;
@@ -332,14 +332,14 @@ enum cs_counter {
  * version above.
  */
 
-#define CS_STACK_DEPTH 64  /* frames kept per stack, kernel and user each */
+#define CS_STACK_DEPTH 64 /* frames kept per stack, kernel and user each */
 
 enum cs_stack_event_type {
-	CS_EV_CPU_SAMPLE = 0x100,  /* a target thread was on a CPU at a sampling tick */
-	CS_EV_OFF_CPU = 0x101,     /* a target thread was off its CPU this long */
+	CS_EV_CPU_SAMPLE = 0x100, /* a target thread was on a CPU at a sampling tick */
+	CS_EV_OFF_CPU = 0x101,    /* a target thread was off its CPU this long */
 };
 
-#define CS_STACK_SCAN_WORDS 32  /* user stack words kept from the stack pointer up */
+#define CS_STACK_SCAN_WORDS 32 /* user stack words kept from the stack pointer up */
 
 /*
  * Return addresses, leaf first, as bpf_get_stack() writes them (frame
@@ -349,11 +349,11 @@ enum cs_stack_event_type {
  * user space finds that caller's return address among these words.
  */
 struct cs_stack {
-	__u32 kernel_frames;       /* valid entries of kernel_ips */
-	__u32 user_frames;         /* valid entries of user_ips */
+	__u32 kernel_frames; /* valid entries of kernel_ips */
+	__u32 user_frames;   /* valid entries of user_ips */
 	__u64 kernel_ips[CS_STACK_DEPTH];
 	__u64 user_ips[CS_STACK_DEPTH];
-	__u64 user_sp;             /* 0: no user stack (kernel thread, unreadable) */
+	__u64 user_sp; /* 0: no user stack (kernel thread, unreadable) */
 	__u64 user_bp;
 	__u64 user_words[CS_STACK_SCAN_WORDS]; /* from user_sp up */
 };
@@ -375,7 +375,7 @@ struct cs_ev_cpu_sample {
 struct cs_ev_off_cpu {
 	struct cs_event_header hdr;
 	__u64 off_ns;
-	__u64 wake_ns;             /* 0: the wake-up was not seen (count it blocked) */
+	__u64 wake_ns; /* 0: the wake-up was not seen (count it blocked) */
 	__u32 tid;
 	__u32 tgid;
 	struct cs_stack stack;
@@ -383,15 +383,15 @@ struct cs_ev_off_cpu {
 
 /* Per-CPU counters of the stacks object. */
 enum cs_stack_counter {
-	CS_STK_SAMPLES = 0,        /* on-CPU samples of target threads sent */
-	CS_STK_SAMPLES_LOST,       /* ... that could not be reserved in the ring */
-	CS_STK_OFF_CPU,            /* off-CPU intervals sent */
-	CS_STK_OFF_CPU_LOST,       /* ... that could not be reserved */
-	CS_STK_OFF_CPU_SHORT,      /* intervals under the threshold: counted only */
-	CS_STK_OFF_CPU_SHORT_NS,   /* their total time */
-	CS_STK_USER_STACK_ERRORS,  /* user stacks that could not be read */
-	CS_STK_THREADS_FULL,       /* per-thread table full: a switch-out not followed */
-	CS_STK_USER_STACK_REUSED,  /* switch-outs whose user stack had not moved: not walked */
+	CS_STK_SAMPLES = 0,       /* on-CPU samples of target threads sent */
+	CS_STK_SAMPLES_LOST,      /* ... that could not be reserved in the ring */
+	CS_STK_OFF_CPU,           /* off-CPU intervals sent */
+	CS_STK_OFF_CPU_LOST,      /* ... that could not be reserved */
+	CS_STK_OFF_CPU_SHORT,     /* intervals under the threshold: counted only */
+	CS_STK_OFF_CPU_SHORT_NS,  /* their total time */
+	CS_STK_USER_STACK_ERRORS, /* user stacks that could not be read */
+	CS_STK_THREADS_FULL,      /* per-thread table full: a switch-out not followed */
+	CS_STK_USER_STACK_REUSED, /* switch-outs whose user stack had not moved: not walked */
 	CS_STK_CTR_MAX,
 };
 

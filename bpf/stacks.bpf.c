@@ -26,8 +26,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "connscope.h"
+#include "cs_helpers.bpf.h"
 
-#define TASK_RUNNING 0
 #define STACK_BYTES (CS_STACK_DEPTH * sizeof(__u64))
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -45,7 +45,7 @@ struct {
 
 /* A target thread off its CPU: since when, and where it stopped. */
 struct off_cpu_state {
-	__u64 off_ns;   /* 0: on its CPU (or never seen off it) */
+	__u64 off_ns; /* 0: on its CPU (or never seen off it) */
 	__u64 wake_ns;
 	__u64 first_return; /* the word at user bp + 8 when stack was walked */
 	__u32 tgid;
@@ -80,17 +80,15 @@ struct {
 	__uint(max_entries, 4 * 1024 * 1024);
 } stack_events SEC(".maps");
 
+/* The helpers of cs_helpers.bpf.h, bound to this object's maps. */
 static __always_inline void add(__u32 which, __u64 amount)
 {
-	__u64 *value = bpf_map_lookup_elem(&stack_counters, &which);
-
-	if (value)
-		*value += amount;
+	cs_counter_add(&stack_counters, which, amount);
 }
 
 static __always_inline bool is_target_tgid(__u32 tgid)
 {
-	return bpf_map_lookup_elem(&target_tgids, &tgid) != NULL;
+	return cs_is_target_tgid(&target_tgids, tgid);
 }
 
 /*
@@ -135,7 +133,8 @@ static __always_inline void read_user_stack_if_moved(void *ctx, struct off_cpu_s
 		return;
 	}
 	__u64 ip = regs->ip, sp = regs->sp, bp = regs->bp;
-	bpf_probe_read_user(&first_return, sizeof(first_return), (void *)(bp + 8));
+	/* The return address, just above the saved frame pointer. */
+	bpf_probe_read_user(&first_return, sizeof(first_return), (void *)(bp + sizeof(__u64)));
 	if (state->stack.user_frames && state->stack.user_sp == sp && state->stack.user_bp == bp &&
 	    state->stack.user_ips[0] == ip && state->first_return == first_return) {
 		add(CS_STK_USER_STACK_REUSED, 1);
@@ -151,29 +150,21 @@ static __always_inline void set_kernel_frames(struct cs_stack *stack, long len)
 	stack->kernel_frames = len > 0 ? len / sizeof(__u64) : 0;
 }
 
-static __always_inline void fill_header(struct cs_event_header *hdr, __u64 now, __u16 type, __u16 size)
-{
-	hdr->ts_ns = now;
-	hdr->type = type;
-	hdr->size = size;
-	hdr->cpu = bpf_get_smp_processor_id();
-}
-
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
+	__u32 tgid = cs_tgid_of(pid_tgid);
 
 	if (!tgid || !is_target_tgid(tgid))
 		return 0;
-	struct cs_ev_cpu_sample *ev = bpf_ringbuf_reserve(&stack_events, sizeof(*ev), 0);
+	struct cs_ev_cpu_sample *ev = cs_event_reserve(&stack_events, sizeof(*ev), CS_EV_CPU_SAMPLE,
+						       bpf_ktime_get_ns());
 	if (!ev) {
 		add(CS_STK_SAMPLES_LOST, 1);
 		return 0;
 	}
-	fill_header(&ev->hdr, bpf_ktime_get_ns(), CS_EV_CPU_SAMPLE, sizeof(*ev));
-	ev->tid = (__u32)pid_tgid;
+	ev->tid = cs_tid_of(pid_tgid);
 	ev->tgid = tgid;
 	set_kernel_frames(&ev->stack, bpf_get_stack(ctx, ev->stack.kernel_ips, STACK_BYTES, 0));
 	read_user_stack(ctx, &ev->stack);
@@ -265,12 +256,11 @@ int BPF_PROG(on_stack_switch, bool preempt, struct task_struct *prev, struct tas
 		add(CS_STK_OFF_CPU_SHORT_NS, now - off_ns);
 		return 0;
 	}
-	struct cs_ev_off_cpu *ev = bpf_ringbuf_reserve(&stack_events, sizeof(*ev), 0);
+	struct cs_ev_off_cpu *ev = cs_event_reserve(&stack_events, sizeof(*ev), CS_EV_OFF_CPU, now);
 	if (!ev) {
 		add(CS_STK_OFF_CPU_LOST, 1);
 		return 0;
 	}
-	fill_header(&ev->hdr, now, CS_EV_OFF_CPU, sizeof(*ev));
 	ev->off_ns = off_ns;
 	ev->wake_ns = state->wake_ns;
 	ev->tid = tid;

@@ -4,38 +4,44 @@
  * JSON report (attach/report --json, snapshot) or a trace file (record),
  * which is replayed through the engine first.
  */
-#include "cmd_diff.h"
-
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "args.h"
-#include "ctl_client.h"
+#include "commands.h"
 #include "replay.h"
 #include "report.h"
 #include "report_diff.h"
 
-#define EXIT_RUNTIME 1
-#define EXIT_USAGE 2
+static const char usage[] =
+	"Usage: connscope diff BEFORE AFTER [--json] [--percentile P]\n"
+	"\n"
+	"What changed between two runs, side by side: the latency percentiles, the\n"
+	"tail's causes and their time per tail request, the conditions that appeared\n"
+	"or went away, and each listener's accept wait, drops and backlog.\n"
+	"BEFORE and AFTER are JSON reports ('connscope attach|report --json') or\n"
+	"trace files ('connscope record').\n"
+	"\n"
+	"  -j, --json          print the comparison as one JSON object\n"
+	"  -P, --percentile P  also compare percentile P (0-100), from the reports'\n"
+	"                      histograms\n"
+	"  -h, --help          this help\n";
 
-static void diff_help(FILE *out)
+static const struct cs_number number_percentile = { "--percentile", 0, 100, CS_NUMBER_ABOVE_MIN,
+						     "a number above 0 and up to 100" };
+
+/* Its options, in the order a usage error lists them (cli.c defines each). */
+static const char diff_options[] = "json percentile help";
+
+static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
-	fprintf(out,
-		"Usage: connscope diff BEFORE AFTER [--json] [--percentile P]\n"
-		"\n"
-		"What changed between two runs, side by side: the latency percentiles, the\n"
-		"tail's causes and their time per tail request, the conditions that appeared\n"
-		"or went away, and each listener's accept wait, drops and backlog.\n"
-		"BEFORE and AFTER are JSON reports ('connscope attach|report --json') or\n"
-		"trace files ('connscope record').\n"
-		"\n"
-		"  -j, --json          print the comparison as one JSON object\n"
-		"  -P, --percentile P  also compare percentile P (0-100), from the reports'\n"
-		"                      histograms\n"
-		"  -h, --help          this help\n");
+	struct cs_diff_options *options = ctx;
+	if (opt == 'j') {
+		options->as_json = true;
+		return CS_CLI_GO_ON;
+	}
+	return cs_cli_real(cli, &number_percentile, arg, &options->extra_percentile) ? CS_CLI_GO_ON : CS_EXIT_USAGE;
 }
 
 /* A trace file starts with its magic; a JSON report with '{' (after blanks). */
@@ -51,16 +57,15 @@ static bool looks_like_json(FILE *file)
 /* The report of a trace file, as JSON, through the same writer as report --json. */
 static json_t *replayed_report(const char *path)
 {
-	struct cs_engine *engine;
-	struct cs_report_meta meta;
-	if (cs_replay_trace(path, &engine, &meta))
+	struct cs_replay replay;
+	if (cs_replay_trace(path, &replay))
 		return NULL;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&text, &len);
 	json_t *report = NULL;
 	if (mem) {
-		cs_report_json(mem, engine, &meta);
+		cs_report_json(mem, replay.engine, &replay.meta);
 		fclose(mem);
 		json_error_t error;
 		report = json_loadb(text, len, 0, &error);
@@ -68,7 +73,7 @@ static json_t *replayed_report(const char *path)
 			fprintf(stderr, "connscope: %s: its report did not parse: %s\n", path, error.text);
 	}
 	free(text);
-	cs_engine_free(engine);
+	cs_replay_free(&replay);
 	return report;
 }
 
@@ -91,42 +96,15 @@ static json_t *load_run(const char *path)
 	return json ? report : replayed_report(path);
 }
 
-int cmd_diff(int argc, char **argv)
+static int run(struct cs_cli *cli, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "percentile", required_argument, NULL, 'P' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct cs_diff_options options = { 0 };
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":jP:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			options.as_json = true;
-			break;
-		case 'P':
-			if (!parse_double(optarg, 0.0, 100.0, &options.extra_percentile) || options.extra_percentile <= 0)
-				return cs_cli_usage("diff", "--percentile expects a number above 0 and up to 100, not '%s'",
-						    optarg);
-			break;
-		case 'h':
-			diff_help(stdout);
-			return 0;
-		default: {
-			char msg[512];
-			return cs_cli_usage("diff", "%s", cli_refused_option(c, argv, longopts, msg, sizeof(msg)));
-		}
-		}
-	}
-	if (argc - optind != 2)
-		return cs_cli_usage("diff", "name two runs: BEFORE and AFTER (JSON reports or trace files)");
-	json_t *before = load_run(argv[optind]);
-	json_t *after = before ? load_run(argv[optind + 1]) : NULL;
-	int rc = EXIT_RUNTIME;
+	int rc = cs_cli_parse(cli, argc, argv, diff_options, take, &options);
+	if (rc != CS_CLI_GO_ON)
+		return rc;
+	json_t *before = load_run(argv[cli->operand]);
+	json_t *after = before ? load_run(argv[cli->operand + 1]) : NULL;
+	rc = CS_EXIT_RUNTIME;
 	if (before && after) {
 		char err[256];
 		if (cs_report_diff(stdout, before, after, &options, err, sizeof(err)) == 0)
@@ -138,3 +116,9 @@ int cmd_diff(int argc, char **argv)
 	json_decref(after);
 	return rc;
 }
+
+/* Its entry in connscope.c's command table. */
+const struct cs_cmd cs_cmd_diff = {
+	"diff", "what changed between two runs (JSON reports or recorded files)",
+	run, usage, 2, "name two runs: BEFORE and AFTER (JSON reports or trace files)",
+};

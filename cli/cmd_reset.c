@@ -1,67 +1,52 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* connscope reset: clear connscoped's statistics; it keeps watching. */
-#include <getopt.h>
 #include <stdio.h>
 
+#include "commands.h"
 #include "ctl_client.h"
-#include "ctl_commands.h"
-#include "probes.h"
 
-static void help(FILE *out)
+static const char usage[] =
+	"Usage: connscope reset [--socket PATH]\n"
+	"\n"
+	"Clear the connscope daemon's statistics: its reports, snapshots and top start\n"
+	"again from now. The probes stay attached; Prometheus counters start from 0 again\n"
+	"(Prometheus takes that as a counter reset).\n"
+	"\n"
+	"  -s, --socket PATH  the daemon's control socket (default " CS_CTL_DEFAULT_SOCKET ")\n"
+	"  -h, --help         this help\n";
+
+/* Its options, in the order a usage error lists them (cli.c defines each). */
+static const char reset_options[] = "socket help";
+
+/* Its one option: -s/--socket. */
+static int take_socket(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
-	fprintf(out,
-		"Usage: connscope reset [--socket PATH]\n"
-		"\n"
-		"Clear the connscope daemon's statistics: its reports, snapshots and top start\n"
-		"again from now. The probes stay attached; Prometheus counters start from 0 again\n"
-		"(Prometheus takes that as a counter reset).\n"
-		"\n"
-		"  -s, --socket PATH  the daemon's control socket (default " CS_CTL_DEFAULT_SOCKET ")\n"
-		"  -h, --help         this help\n");
+	(void)cli;
+	(void)opt;
+	*(const char **)ctx = arg;
+	return CS_CLI_GO_ON;
 }
 
-int cmd_reset(int argc, char **argv)
+static int show(const uint8_t *reply, size_t len, void *ctx)
 {
-	static const struct option longopts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	(void)reply;
+	(void)len;
+	(void)ctx;
+	printf("connscope: the daemon's statistics were reset\n");
+	return 0;
+}
+
+static int run(struct cs_cli *cli, int argc, char **argv)
+{
 	const char *path = CS_CTL_DEFAULT_SOCKET;
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			path = optarg;
-			break;
-		case 'h':
-			help(stdout);
-			return 0;
-		case ':':
-			return cs_cli_usage("reset", "option '%s' needs a value", argv[optind - 1]);
-		default:
-			return cs_cli_usage("reset", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return cs_cli_usage("reset", "unexpected argument '%s'", argv[optind]);
-	char errmsg[CS_ERRMSG_LEN];
-	struct cs_ctl_conn conn;
-	if (cs_ctl_connect(&conn, path, errmsg, sizeof(errmsg))) {
-		fprintf(stderr, "connscope: %s\n", errmsg);
-		return 1;
-	}
-	struct cs_ctl_header hdr;
-	const uint8_t *reply;
-	int rc = 0;
-	if (cs_ctl_call(&conn, CS_CTL_RESET, NULL, 0, &hdr, &reply, errmsg, sizeof(errmsg))) {
-		fprintf(stderr, "connscope: %s\n", errmsg);
-		rc = 1;
-	} else {
-		printf("connscope: the daemon's statistics were reset\n");
-	}
-	cs_ctl_close(&conn);
-	return rc;
+	int rc = cs_cli_parse(cli, argc, argv, reset_options, take_socket, &path);
+	if (rc != CS_CLI_GO_ON)
+		return rc;
+	return cs_ctl_ask(path, CS_CTL_RESET, NULL, 0, show, NULL);
 }
+
+/* Its entry in connscope.c's command table. */
+const struct cs_cmd cs_cmd_reset = {
+	"reset", "clear the daemon's statistics",
+	run, usage, 0, NULL,
+};

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -12,17 +11,7 @@
 #include <unistd.h>
 
 #include "errmsg.h"
-
-int cs_cli_usage(const char *command, const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "connscope %s: ", command);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'connscope %s --help'.\n", command);
-	return 2;
-}
+#include "probes.h"
 
 static int64_t now_ms(void)
 {
@@ -179,4 +168,25 @@ void cs_ctl_close(struct cs_ctl_conn *conn)
 		close(conn->fd);
 	conn->fd = -1;
 	cs_ctl_reader_free(&conn->reader);
+}
+
+int cs_ctl_ask(const char *path, uint16_t type, const void *payload, size_t len, cs_ctl_show_fn show, void *ctx)
+{
+	char errmsg[CS_ERRMSG_LEN];
+	struct cs_ctl_conn conn;
+	if (cs_ctl_connect(&conn, path, errmsg, sizeof(errmsg))) {
+		fprintf(stderr, "connscope: %s\n", errmsg);
+		return 1;
+	}
+	struct cs_ctl_header hdr;
+	const uint8_t *reply;
+	int rc;
+	if (cs_ctl_call(&conn, type, payload, len, &hdr, &reply, errmsg, sizeof(errmsg))) {
+		fprintf(stderr, "connscope: %s\n", errmsg);
+		rc = 1;
+	} else {
+		rc = show(reply, hdr.length, ctx);
+	}
+	cs_ctl_close(&conn);
+	return rc;
 }

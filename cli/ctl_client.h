@@ -2,8 +2,8 @@
 /*
  * The client side of connscoped's control socket, for connscope status,
  * snapshot, reset and top: connect, greet (HELLO), ask, read the answer,
- * each bounded in time. And what those commands share: --socket, the
- * one-line "no daemon" message, usage errors.
+ * each bounded in time. And what those commands share: the one-line
+ * "no daemon" message, one request and its answer.
  */
 #ifndef CS_CLI_CTL_CLIENT_H
 #define CS_CLI_CTL_CLIENT_H
@@ -44,8 +44,14 @@ int cs_ctl_recv(struct cs_ctl_conn *conn, int timeout_ms, struct cs_ctl_header *
 int cs_ctl_call(struct cs_ctl_conn *conn, uint16_t type, const void *payload, size_t len,
 		struct cs_ctl_header *hdr, const uint8_t **reply, char *errmsg, size_t errlen);
 
-/* For the commands: "connscope CMD: ..." and the hint, exit code 2. */
-__attribute__((format(printf, 2, 3)))
-int cs_cli_usage(const char *command, const char *fmt, ...);
+/* What a command does with the daemon's answer: 0, or 1 after saying why on stderr. */
+typedef int (*cs_ctl_show_fn)(const uint8_t *reply, size_t len, void *ctx);
+
+/*
+ * One question to the daemon at path (connscope status, snapshot, reset):
+ * connect, send the request, hand the answer to show, close. Returns the
+ * command's exit code: show's, or 1 after a one-line message on stderr.
+ */
+int cs_ctl_ask(const char *path, uint16_t type, const void *payload, size_t len, cs_ctl_show_fn show, void *ctx);
 
 #endif /* CS_CLI_CTL_CLIENT_H */

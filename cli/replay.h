@@ -5,15 +5,23 @@
 
 #include "engine.h"
 #include "report.h"
+#include "trace_file.h"
+
+/* A replayed trace: its engine, and its report's metadata (whose strings point into info). */
+struct cs_replay {
+	struct cs_engine *engine;
+	struct cs_report_meta meta;
+	struct cs_trace_info *info; /* on the heap: a copy of the recording's metadata, large */
+};
 
 /*
- * Reads the trace at path into a new engine (*engine_out, freed by the
- * caller with cs_engine_free) and its report metadata. A trace cut short
- * is reported up to its last whole record, with a line on stderr saying
- * so. Returns 0, or -1 after saying why on stderr (no engine then). The
- * strings meta_out points to are valid until the next call.
+ * Reads the trace at path into a new engine and its report metadata, for
+ * cs_replay_free. A trace cut short is reported up to its last whole
+ * record, with a line on stderr saying so. Returns 0, or -1 after saying
+ * why on stderr (nothing to free then).
  */
-int cs_replay_trace(const char *path, struct cs_engine **engine_out, struct cs_report_meta *meta_out);
+int cs_replay_trace(const char *path, struct cs_replay *replay);
+void cs_replay_free(struct cs_replay *replay);
 
 /*
  * The same, telling watch each record's time before the engine takes it
@@ -27,7 +35,6 @@ struct cs_replay_watch {
 	void *ctx;
 	double from_s, to_s;
 };
-int cs_replay_trace_watched(const char *path, struct cs_engine **engine_out, struct cs_report_meta *meta_out,
-			    const struct cs_replay_watch *watch);
+int cs_replay_trace_watched(const char *path, struct cs_replay *replay, const struct cs_replay_watch *watch);
 
 #endif /* CS_CLI_REPLAY_H */

@@ -6,7 +6,8 @@
 #   make test-asan      the unit tests and every integration test, built with
 #                       ASan + UBSan (+ LeakSanitizer) in build-asan/
 #   make test-valgrind  every unit test under valgrind memcheck
-#   make lint           clang-tidy (.clang-tidy; the BPF program too) and cppcheck
+#   make lint           clang-tidy (.clang-tidy; the BPF program too), cppcheck
+#                       and clang-format (.clang-format) over FORMAT_SRCS
 #   make test-hygiene   all of these but the long fuzz run, one after the
 #                       other (`make test` runs the same steps: see
 #                       scripts/test-all.sh)
@@ -18,7 +19,8 @@
 .PHONY: fuzz fuzz-short fuzz-build test-asan test-asan-unit test-asan-integration asan-reports \
 	asan-reports-clean \
 	integration-both asan-build test-valgrind \
-	lint lint-commands lint-includes lint-tidy lint-tidy-bpf lint-cppcheck test-hygiene clean-hygiene
+	lint lint-commands lint-includes lint-tidy lint-tidy-bpf lint-cppcheck lint-format test-hygiene \
+	clean-hygiene
 
 # `make clean` removes these builds too.
 clean: clean-hygiene
@@ -220,7 +222,7 @@ LINT_CFLAGS := -std=gnu11 -D_GNU_SOURCE -include tests/lint/analyzer_models.h -i
 	       -Ibpf $(DAEMON_INCLUDES) -Iserver -Ibench
 NPROC       := $(shell nproc 2>/dev/null || echo 2)
 
-lint: lint-commands lint-includes lint-cppcheck lint-tidy lint-tidy-bpf
+lint: lint-commands lint-includes lint-format lint-cppcheck lint-tidy lint-tidy-bpf
 
 # No .c file over 600 lines in the programs' folders, no function over 80
 # anywhere (tests/lint/test_sizes.py).
@@ -254,6 +256,15 @@ lint-tidy-bpf: $(BUILD)/vmlinux.h | $(TEST_DEPS_OK)
 	$(Q)clang-tidy --quiet --warnings-as-errors="*" \
 		--checks=-misc-unused-parameters $(LINT_BPF_SRCS) \
 		-- -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -I$(BUILD) -Ibpf 2>/dev/null
+
+# The files already in .clang-format's style, which must stay so: the
+# reference server, the load tools and the BPF programs. The rest of the
+# tree joins this list once it is formatted. `clang-format -i $(FORMAT_SRCS)`
+# puts a file back in style.
+FORMAT_SRCS := $(wildcard server/*.[ch] bench/*.[ch] bench/bpf/*.c bpf/*.c bpf/*.h)
+lint-format: | $(TEST_DEPS_OK)
+	$(Q)echo "  FORMAT    $(words $(FORMAT_SRCS)) files"
+	$(Q)clang-format --dry-run -Werror $(FORMAT_SRCS)
 
 lint-cppcheck: | $(TEST_DEPS_OK)
 	$(Q)echo "  CPPCHECK  $(words $(LINT_SRCS)) files"

@@ -21,7 +21,7 @@ bench_packages=(apache2-utils wrk nginx bpftrace time python3 util-linux procps)
 test_packages=(
   libcriterion-dev python3 procps iproute2 util-linux bsdutils curl git
   apache2-utils wrk nginx libbpf-tools bpftrace time
-  valgrind clang-tidy cppcheck libclang-rt-14-dev
+  valgrind clang-tidy clang-format cppcheck libclang-rt-14-dev
   prometheus chromium groff-base tmux
   tomcat10 openjdk-17-jre-headless openjdk-17-jdk-headless libnetty-java jetty9
 )
@@ -33,7 +33,7 @@ test_packages=(
 test_commands=(
   "python3 python3" "pgrep procps" "ss iproute2" "ip iproute2" "taskset util-linux"
   "setsid util-linux" "script bsdutils" "curl curl" "ab apache2-utils" "wrk wrk"
-  "nginx nginx" "bpftrace bpftrace" "valgrind valgrind" "clang-tidy clang-tidy"
+  "nginx nginx" "bpftrace bpftrace" "valgrind valgrind" "clang-tidy clang-tidy" "clang-format clang-format"
   "cppcheck cppcheck" "promtool prometheus" "chromium chromium" "groff groff-base"
   "tmux tmux" "java openjdk-17-jre-headless" "javac openjdk-17-jdk-headless" "clang clang" "ps procps" "pkill procps"
   "tcplife libbpf-tools" "prometheus prometheus" "git git" "make make"

@@ -9,9 +9,8 @@
 
 #include "clock.h"
 #include "conn_limit.h"
+#include "listener.h"
 #include "log.h"
-
-#define ACCEPT_PAUSE_MS 100
 
 static _Atomic uint64_t hand_off_warned_ns;
 
@@ -34,21 +33,11 @@ static void *acceptor_main(void *arg)
 		cs_accept_delay(a->cfg);
 		/* The listener blocks; the connection does not (it goes to an
 		 * epoll loop). */
-		fd = accept4(a->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = cs_accept_blocking(a->listen_fd, &a->accept_errors);
 		if (fd < 0) {
 			cs_conn_limit_release();
-			if (atomic_load(&cs_stop_requested))
-				break; /* shutdown() woke us: EINVAL */
-			if (errno == EINTR)
-				continue;
-			a->accept_errors++;
-			if (errno == EINVAL) {
-				cs_log_error("acceptor: accept4: %s", strerror(errno));
-				cs_fatal_stop();
+			if (fd == CS_ACCEPT_STOP)
 				break;
-			}
-			if (cs_accept_failed(errno, -1))
-				cs_sleep_ns(ACCEPT_PAUSE_MS * CS_NS_PER_MS);
 			continue;
 		}
 		a->accepted++;

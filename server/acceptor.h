@@ -19,14 +19,14 @@
 
 struct cs_acceptor {
 	const struct cs_config *cfg;
-	int listen_fd;               /* blocking */
+	int listen_fd; /* blocking */
 	struct cs_worker *workers;
 	int worker_count;
 	pthread_t thread;
 	bool started;
 	uint64_t accepted;
 	uint64_t accept_errors;
-	uint64_t hand_off_failures;  /* out of memory: connection closed */
+	uint64_t hand_off_failures; /* out of memory: connection closed */
 };
 
 int cs_acceptor_start(struct cs_acceptor *a, char *err, size_t err_len);

@@ -22,20 +22,20 @@ enum cs_accept_mode {
 struct cs_config {
 	struct sockaddr_storage bind_addr; /* port included */
 	socklen_t bind_addr_len;
-	char bind_text[64];      /* the address as printed: 127.0.0.1 or [::1] */
-	int port;                /* 0: the kernel picks one */
+	char bind_text[64]; /* the address as printed: 127.0.0.1 or [::1] */
+	int port;           /* 0: the kernel picks one */
 	int workers;
 	int backlog;
 	enum cs_accept_mode accept_mode;
-	bool multi_accept;       /* accept until EAGAIN on each readiness event */
+	bool multi_accept; /* accept until EAGAIN on each readiness event */
 	uint32_t accept_delay_us;
-	uint32_t max_conns;      /* acceptor mode: no accept() while this many are open; 0: none */
+	uint32_t max_conns; /* acceptor mode: no accept() while this many are open; 0: none */
 	bool keepalive;
-	bool nagle;              /* leave Nagle's algorithm on (no TCP_NODELAY) */
+	bool nagle;                 /* leave Nagle's algorithm on (no TCP_NODELAY) */
 	uint32_t idle_timeout_ms;   /* 0: keep idle connections forever */
 	uint32_t header_timeout_ms; /* 0: no limit */
 	uint32_t max_header_bytes;
-	int block_worker;        /* -1: /block blocks on every worker */
+	int block_worker; /* -1: /block blocks on every worker */
 	bool quiet;
 };
 

@@ -40,25 +40,25 @@ struct cs_conn {
 	struct cs_handle handle; /* first: epoll's data.ptr points here */
 	struct cs_worker *worker;
 	enum cs_conn_state state;
-	struct cs_timer timer;   /* the one deadline of the current state */
+	struct cs_timer timer; /* the one deadline of the current state */
 	struct cs_conn *live_prev, *live_next;
 	struct cs_conn *ready_prev, *ready_next;
 	bool ready_queued;
 
-	bool can_read;           /* an EPOLLIN edge since the last EAGAIN */
-	bool can_write;          /* an EPOLLOUT edge since the last EAGAIN */
-	bool peer_eof;           /* read() returned 0 */
-	bool close_after;        /* close once the current response is out */
-	bool failed;             /* the current response is an error */
-	bool head_only;          /* HEAD: fields only, no body */
-	bool split_write;        /* /split: the body in a write of its own */
+	bool can_read;    /* an EPOLLIN edge since the last EAGAIN */
+	bool can_write;   /* an EPOLLOUT edge since the last EAGAIN */
+	bool peer_eof;    /* read() returned 0 */
+	bool close_after; /* close once the current response is out */
+	bool failed;      /* the current response is an error */
+	bool head_only;   /* HEAD: fields only, no body */
+	bool split_write; /* /split: the body in a write of its own */
 
 	uint32_t requests_served;
 	uint64_t header_start_ns; /* connect, or first byte of this request */
 	uint64_t idle_since_ns;   /* last response finished */
 	uint64_t wake_ns;         /* SLEEPING: when to answer */
 	uint32_t sleep_ms;
-	uint64_t progress_ns;     /* WRITING: last byte sent */
+	uint64_t progress_ns; /* WRITING: last byte sent */
 	uint64_t linger_until_ns;
 
 	/* Request side: bytes read but not consumed yet. */

@@ -7,21 +7,38 @@
 
 /* RFC 9110 5.6.2 tchar: what a method or a field name is made of. */
 static const bool tchar[256] = {
-	['0' ... '9'] = true, ['A' ... 'Z'] = true, ['a' ... 'z'] = true,
-	['!'] = true, ['#'] = true, ['$'] = true, ['%'] = true, ['&'] = true,
-	['\''] = true, ['*'] = true, ['+'] = true, ['-'] = true, ['.'] = true,
-	['^'] = true, ['_'] = true, ['`'] = true, ['|'] = true, ['~'] = true,
+	['0' ... '9'] = true,
+	['A' ... 'Z'] = true,
+	['a' ... 'z'] = true,
+	['!'] = true,
+	['#'] = true,
+	['$'] = true,
+	['%'] = true,
+	['&'] = true,
+	['\''] = true,
+	['*'] = true,
+	['+'] = true,
+	['-'] = true,
+	['.'] = true,
+	['^'] = true,
+	['_'] = true,
+	['`'] = true,
+	['|'] = true,
+	['~'] = true,
 };
 
 /* Request-target: visible ASCII, plus obs-text that some clients send
  * unescaped (UTF-8 paths). No SP, no controls, no DEL. */
 static const bool target_char[256] = {
-	[0x21 ... 0x7e] = true, [0x80 ... 0xff] = true,
+	[0x21 ... 0x7e] = true,
+	[0x80 ... 0xff] = true,
 };
 
 /* RFC 9110 5.5 field-value: HTAB, SP, visible ASCII and obs-text. */
 static const bool value_char[256] = {
-	['\t'] = true, [0x20 ... 0x7e] = true, [0x80 ... 0xff] = true,
+	['\t'] = true,
+	[0x20 ... 0x7e] = true,
+	[0x80 ... 0xff] = true,
 };
 
 static bool is_tchar(char c) { return tchar[(unsigned char)c]; }

@@ -35,18 +35,18 @@
 #define CS_HTTP_MAX_HEADERS 64
 
 struct cs_http_header {
-	const char *name;   /* field name as sent (compare case-insensitively) */
-	const char *value;  /* field value, leading and trailing SP/HTAB removed */
+	const char *name;  /* field name as sent (compare case-insensitively) */
+	const char *value; /* field value, leading and trailing SP/HTAB removed */
 	size_t name_len;
 	size_t value_len;
 };
 
 struct cs_http_request {
-	const char *method;   /* e.g. "GET", not NUL-terminated */
-	const char *target;   /* request-target as sent, query string included */
+	const char *method; /* e.g. "GET", not NUL-terminated */
+	const char *target; /* request-target as sent, query string included */
 	size_t method_len;
 	size_t target_len;
-	int minor_version;    /* 0 for HTTP/1.0, 1 for HTTP/1.1 */
+	int minor_version; /* 0 for HTTP/1.0, 1 for HTTP/1.1 */
 	size_t num_headers;
 	struct cs_http_header headers[CS_HTTP_MAX_HEADERS];
 };
@@ -70,7 +70,7 @@ int cs_http_parse_request(const char *buf, size_t len, size_t last_len,
 /* How the request is framed and whether the client wants the connection
  * kept open afterwards, read from its header fields. */
 struct cs_http_framing {
-	uint64_t content_length;    /* body bytes that follow; 0 without one */
+	uint64_t content_length; /* body bytes that follow; 0 without one */
 	bool has_content_length;
 	bool has_transfer_encoding; /* the body length is in-band (chunked) */
 	bool keep_alive;            /* HTTP/1.1 unless "close"; HTTP/1.0 only

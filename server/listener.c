@@ -3,9 +3,14 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "clock.h"
+#include "log.h"
+#include "worker.h"
 
 static int set_flag(int fd, int level, int name, const char *what, char *err, size_t err_len)
 {
@@ -60,6 +65,28 @@ int cs_listener_port(int fd, char *err, size_t err_len)
 		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 	/* getsockname() filled ss; the analyzer loses that through the cast */
 	return ntohs(((struct sockaddr_in *)&ss)->sin_port); // NOLINT(clang-analyzer-core.CallAndMessage)
+}
+
+int cs_accept_blocking(int listen_fd, uint64_t *errors)
+{
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd >= 0)
+		return fd;
+	if (atomic_load(&cs_stop_requested))
+		return CS_ACCEPT_STOP; /* shutdown() woke us: EINVAL */
+	if (errno == EINTR)
+		return CS_ACCEPT_RETRY;
+	if (errors)
+		(*errors)++;
+	if (errno == EINVAL) {
+		cs_log_error("acceptor: accept4: %s", strerror(errno));
+		cs_fatal_stop();
+		return CS_ACCEPT_STOP;
+	}
+	if (cs_accept_failed(errno, -1))
+		cs_sleep_ns(CS_ACCEPT_PAUSE_MS * CS_NS_PER_MS);
+	return CS_ACCEPT_RETRY;
 }
 
 int cs_somaxconn(void)

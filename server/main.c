@@ -24,9 +24,9 @@ struct server {
 	struct cs_config cfg;
 	int listen_fds[CS_MAX_WORKERS]; /* one, or one per worker (reuseport) */
 	int listen_count;
-	int port;            /* the bound port (the kernel's pick for --port 0) */
+	int port; /* the bound port (the kernel's pick for --port 0) */
 	struct cs_worker *workers;
-	int workers_ready;   /* initialised, to be destroyed */
+	int workers_ready; /* initialised, to be destroyed */
 	struct cs_acceptor acceptor;
 	struct cs_pool pool;
 };

@@ -15,14 +15,14 @@
 #include "clock.h"
 #include "handlers.h"
 #include "http_parse.h"
+#include "listener.h"
 #include "log.h"
 #include "route.h"
 #include "worker.h"
 
-#define POOL_FD_SLOTS 65536     /* connections above this fd are refused */
+#define POOL_FD_SLOTS 65536 /* connections above this fd are refused */
 #define POOL_EVENTS 256
-#define ACCEPT_PAUSE_MS 100
-#define WRITE_WAIT_MS 5000      /* a client that reads nothing this long is dropped */
+#define WRITE_WAIT_MS 5000 /* a client that reads nothing this long is dropped */
 
 /* A connection's bytes read but not yet answered, kept across hand-offs. */
 struct cs_pool_conn {
@@ -55,21 +55,11 @@ static void *acceptor_main(void *arg)
 	pthread_setname_np(pthread_self(), "cs-acceptor");
 	while (!atomic_load(&cs_stop_requested)) {
 		cs_accept_delay(p->cfg);
-		int fd = accept4(p->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (atomic_load(&cs_stop_requested))
-				break; /* shutdown() woke us: EINVAL */
-			if (errno == EINTR)
-				continue;
-			if (errno == EINVAL) {
-				cs_log_error("acceptor: accept4: %s", strerror(errno));
-				cs_fatal_stop();
-				break;
-			}
-			if (cs_accept_failed(errno, -1))
-				cs_sleep_ns(ACCEPT_PAUSE_MS * CS_NS_PER_MS);
+		int fd = cs_accept_blocking(p->listen_fd, NULL);
+		if (fd == CS_ACCEPT_STOP)
+			break;
+		if (fd < 0)
 			continue;
-		}
 		atomic_fetch_add(&p->accepted, 1);
 		if ((size_t)fd >= p->conn_slots || arm(p, fd, EPOLL_CTL_ADD) != 0)
 			close(fd);

@@ -23,12 +23,12 @@ struct cs_pool_conn;
 
 struct cs_pool {
 	const struct cs_config *cfg;
-	int listen_fd;              /* blocking */
-	int epoll_fd;               /* the poller's; connections are EPOLLONESHOT */
-	int wake_fd;                /* eventfd: wakes the poller at shutdown */
+	int listen_fd; /* blocking */
+	int epoll_fd;  /* the poller's; connections are EPOLLONESHOT */
+	int wake_fd;   /* eventfd: wakes the poller at shutdown */
 	pthread_t acceptor, poller;
 	pthread_t threads[CS_MAX_WORKERS];
-	int thread_count;           /* pool threads started */
+	int thread_count; /* pool threads started */
 	bool acceptor_started, poller_started;
 
 	/* Ready connections, FIFO: the poller pushes, pool threads pop. */

@@ -64,7 +64,7 @@ static int grow(struct cs_timer_heap *heap)
 	struct cs_timer **slots;
 
 	if (cap <= heap->cap)
-		return -ENOMEM; /* 2^31 timers: not going to happen */
+		return -ENOMEM;                             /* 2^31 timers: not going to happen */
 	slots = realloc(heap->slots, cap * sizeof(*slots)); // NOLINT(bugprone-sizeof-expression): pointers
 	if (!slots)
 		return -ENOMEM;

@@ -18,10 +18,9 @@
 #include "log.h"
 
 #define MAX_EVENTS 256
-#define ACCEPT_PAUSE_MS 100        /* after EMFILE & co, as nginx's accept_mutex_delay */
-#define TIMERS_PER_TURN 1024       /* expired timers handled before polling again */
+#define TIMERS_PER_TURN 1024 /* expired timers handled before polling again */
 #define INBOX_BATCH 64
-#define INBOX_PER_WAKE 1024        /* hand-offs opened before polling again */
+#define INBOX_PER_WAKE 1024 /* hand-offs opened before polling again */
 #define INITIAL_TIMERS 1024
 
 atomic_bool cs_stop_requested;
@@ -62,10 +61,11 @@ bool cs_accept_failed(int err, int worker_id)
 		struct rlimit rl;
 		long limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (long)rl.rlim_cur : -1;
 		cs_log_warn("%s: accept: %s (limit %ld): pausing accepts for %d ms; "
-			    "raise it with ulimit -n", who, strerror(err), limit, ACCEPT_PAUSE_MS);
+			    "raise it with ulimit -n",
+			    who, strerror(err), limit, CS_ACCEPT_PAUSE_MS);
 	} else if (out_of_resources) {
 		cs_log_warn("%s: accept: %s: pausing accepts for %d ms", who, strerror(err),
-			    ACCEPT_PAUSE_MS);
+			    CS_ACCEPT_PAUSE_MS);
 	} else {
 		cs_log_warn("%s: accept: %s", who, strerror(err));
 	}
@@ -101,7 +101,7 @@ static void worker_pause_accept(struct cs_worker *w)
 			cs_log_warn("worker %d: epoll_ctl(DEL, listener): %s", w->id, strerror(errno));
 		w->listener_armed = false;
 	}
-	w->accept_resume_ns = cs_now_ns() + ACCEPT_PAUSE_MS * CS_NS_PER_MS;
+	w->accept_resume_ns = cs_now_ns() + CS_ACCEPT_PAUSE_MS * CS_NS_PER_MS;
 }
 
 static void worker_resume_accept(struct cs_worker *w)
@@ -110,7 +110,7 @@ static void worker_resume_accept(struct cs_worker *w)
 		return;
 	if (worker_arm_listener(w) != 0) {
 		cs_log_warn("worker %d: epoll_ctl(ADD, listener): %s", w->id, strerror(errno));
-		w->accept_resume_ns = w->now_ns + ACCEPT_PAUSE_MS * CS_NS_PER_MS;
+		w->accept_resume_ns = w->now_ns + CS_ACCEPT_PAUSE_MS * CS_NS_PER_MS;
 	}
 }
 

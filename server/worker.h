@@ -47,11 +47,11 @@ struct cs_worker {
 	pthread_t thread;
 	bool started;
 	int epoll_fd;
-	struct cs_handle wake;      /* eventfd: a hand-off or a stop request */
-	struct cs_handle listener;  /* fd -1 in acceptor mode */
-	bool listener_armed;        /* in epoll now (not paused after EMFILE) */
-	uint64_t accept_resume_ns;  /* when a paused listener is re-armed */
-	uint64_t now_ns;            /* cached per loop turn, refreshed after blocking */
+	struct cs_handle wake;     /* eventfd: a hand-off or a stop request */
+	struct cs_handle listener; /* fd -1 in acceptor mode */
+	bool listener_armed;       /* in epoll now (not paused after EMFILE) */
+	uint64_t accept_resume_ns; /* when a paused listener is re-armed */
+	uint64_t now_ns;           /* cached per loop turn, refreshed after blocking */
 
 	struct cs_timer_heap timers;
 	struct cs_conn *live;       /* every open connection (doubly linked) */
@@ -61,7 +61,7 @@ struct cs_worker {
 	struct cs_conn *free_conns; /* recycled structs, to spare malloc */
 	uint32_t free_count;
 
-	char date[40];              /* "Date: ..." field, refreshed each second */
+	char date[40]; /* "Date: ..." field, refreshed each second */
 	uint64_t date_next_ns;
 
 	/* Hand-off inbox, filled by the acceptor thread. */
@@ -95,8 +95,12 @@ void cs_worker_destroy(struct cs_worker *w);
 
 /* Pauses before an accept call, for --accept-delay-us. */
 void cs_accept_delay(const struct cs_config *cfg);
+/* The back-off after EMFILE & co, as nginx's accept_mutex_delay. */
+#define CS_ACCEPT_PAUSE_MS 100
+
 /* Reports a failed accept. Returns true if the error means "out of fds or
- * memory", after which the caller backs off instead of retrying. */
+ * memory", after which the caller backs off (CS_ACCEPT_PAUSE_MS) instead
+ * of retrying. */
 bool cs_accept_failed(int err, int worker_id);
 
 /* Asks the whole process to stop with exit code 1 after a fatal error. */

@@ -17,10 +17,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define FLOOR_CAT_(a, b) a##b
 #define FLOOR_CAT(a, b) FLOOR_CAT_(a, b)
 /* tp_btf and classic tracepoints alike: take the context, touch nothing. */
-#define FLOOR_HOOK(section)                                                 \
-	SEC(section) int FLOOR_CAT(noop_, __COUNTER__)(void *ctx)           \
-	{                                                                   \
-		return 0;                                                   \
+#define FLOOR_HOOK(section)                          \
+	SEC(section)                                 \
+	int FLOOR_CAT(noop_, __COUNTER__)(void *ctx) \
+	{                                            \
+		return 0;                            \
 	}
 
 #include "floor_hooks.inc"

@@ -134,108 +134,119 @@ static int on_handshake(struct cs_engine *engine, const struct cs_ev_handshake *
 	return 0;
 }
 
+/* One record of any type, copied out of the caller's buffer. */
+union any_record {
+	struct cs_ev_accept accept;
+	struct cs_ev_listener_sample sample;
+	struct cs_ev_handshake handshake;
+	struct cs_ev_proc proc;
+	struct cs_ev_request request;
+	struct cs_ev_conn_close close;
+	struct cs_ev_reset reset;
+	struct cs_ev_thread_sample thread;
+	struct cs_ev_ack_overflow ack_overflow;
+	struct cs_ev_thread_cpu thread_cpu;
+	struct cs_ev_thread_polls polls;
+	struct cs_ev_thread_name name;
+};
+
+/* The header, checked against the type's size. Returns the record's size, or 0 when malformed. */
+static size_t read_header(const void *record, size_t len, struct cs_event_header *hdr)
+{
+	if (len < sizeof(*hdr))
+		return 0;
+	memcpy(hdr, record, sizeof(*hdr));
+	size_t expected = cs_record_size(hdr->type);
+	if (!expected || hdr->size != expected || len < expected)
+		return 0;
+	return expected;
+}
+
+static int on_ack_overflow(struct cs_engine *engine, const struct cs_ev_ack_overflow *ev)
+{
+	struct cs_listener_stats *listener = cs_get_listener(engine, ev->tuple.local_port);
+	if (!listener)
+		return -ENOMEM;
+	listener->ack_overflows++;
+	return 0;
+}
+
+/* Hand the record to its type's handler. */
+static int dispatch(struct cs_engine *engine, uint16_t type, const union any_record *ev)
+{
+	switch (type) {
+	case CS_EV_ACCEPT:
+		return on_accept(engine, &ev->accept);
+	case CS_EV_LISTENER_SAMPLE:
+		return on_listener_sample(engine, &ev->sample);
+	case CS_EV_HANDSHAKE:
+		return on_handshake(engine, &ev->handshake);
+	case CS_EV_PROC_FORK:
+		engine->totals.forks++;
+		return 0;
+	case CS_EV_PROC_EXIT:
+		engine->totals.exits++;
+		return 0;
+	case CS_EV_REQUEST:
+		return cs_on_request(engine, &ev->request);
+	case CS_EV_CONN_CLOSE:
+		return cs_on_conn_close(engine, &ev->close);
+	case CS_EV_RESET:
+		return cs_on_reset(engine, &ev->reset);
+	case CS_EV_THREAD_SAMPLE:
+		return cs_on_thread_sample(engine, &ev->thread);
+	case CS_EV_THREAD_CPU:
+		return cs_on_thread_cpu(engine, &ev->thread_cpu);
+	case CS_EV_THREAD_POLLS:
+		return cs_on_thread_polls(engine, &ev->polls);
+	case CS_EV_THREAD_NAME:
+		return cs_on_thread_name(engine, &ev->name);
+	case CS_EV_ACK_OVERFLOW:
+		return on_ack_overflow(engine, &ev->ack_overflow);
+	default:
+		return -EINVAL;
+	}
+}
+
+/*
+ * Forget connections not heard of for a while. A sweep walks the whole
+ * table, so it waits for CS_CONN_SWEEP_NS of record time and for one
+ * record per SWEEP_SLOTS_PER_RECORD slots it walks: a hostile trace of
+ * ever later timestamps cannot make every record pay a walk.
+ */
+#define SWEEP_SLOTS_PER_RECORD 64
+
+static void sweep_when_due(struct cs_engine *engine, uint64_t ts_ns)
+{
+	engine->records_since_sweep++;
+	if (ts_ns >= engine->next_sweep_ns &&
+	    engine->records_since_sweep >=
+		    (engine->conns.capacity + engine->idle_closed_from.capacity) / SWEEP_SLOTS_PER_RECORD) {
+		cs_conns_sweep(engine, ts_ns);
+		engine->next_sweep_ns = ts_ns + CS_CONN_SWEEP_NS;
+		engine->records_since_sweep = 0;
+	}
+}
+
 int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 {
 	struct cs_event_header hdr;
-	int err;
-
-	if (len < sizeof(hdr)) {
+	size_t size = read_header(record, len, &hdr);
+	if (!size) {
 		engine->totals.malformed++;
 		return -EINVAL;
 	}
-	memcpy(&hdr, record, sizeof(hdr));
-	size_t expected = cs_record_size(hdr.type);
-	if (!expected || hdr.size != expected || len < expected) {
-		engine->totals.malformed++;
-		return -EINVAL;
-	}
-
 	/* Records may be unaligned (replay buffers): copy before use. */
-	union {
-		struct cs_ev_accept accept;
-		struct cs_ev_listener_sample sample;
-		struct cs_ev_handshake handshake;
-		struct cs_ev_proc proc;
-		struct cs_ev_request request;
-		struct cs_ev_conn_close close;
-		struct cs_ev_reset reset;
-		struct cs_ev_thread_sample thread;
-		struct cs_ev_ack_overflow ack_overflow;
-		struct cs_ev_thread_cpu thread_cpu;
-		struct cs_ev_thread_polls polls;
-		struct cs_ev_thread_name name;
-	} ev;
-	memcpy(&ev, record, expected);
-
-	switch (hdr.type) {
-	case CS_EV_ACCEPT:
-		err = on_accept(engine, &ev.accept);
-		break;
-	case CS_EV_LISTENER_SAMPLE:
-		err = on_listener_sample(engine, &ev.sample);
-		break;
-	case CS_EV_HANDSHAKE:
-		err = on_handshake(engine, &ev.handshake);
-		break;
-	case CS_EV_PROC_FORK:
-		engine->totals.forks++;
-		err = 0;
-		break;
-	case CS_EV_PROC_EXIT:
-		engine->totals.exits++;
-		err = 0;
-		break;
-	case CS_EV_REQUEST:
-		err = cs_on_request(engine, &ev.request);
-		break;
-	case CS_EV_CONN_CLOSE:
-		err = cs_on_conn_close(engine, &ev.close);
-		break;
-	case CS_EV_RESET:
-		err = cs_on_reset(engine, &ev.reset);
-		break;
-	case CS_EV_THREAD_SAMPLE:
-		err = cs_on_thread_sample(engine, &ev.thread);
-		break;
-	case CS_EV_THREAD_CPU:
-		err = cs_on_thread_cpu(engine, &ev.thread_cpu);
-		break;
-	case CS_EV_THREAD_POLLS:
-		err = cs_on_thread_polls(engine, &ev.polls);
-		break;
-	case CS_EV_THREAD_NAME:
-		err = cs_on_thread_name(engine, &ev.name);
-		break;
-	case CS_EV_ACK_OVERFLOW: {
-		struct cs_listener_stats *listener = cs_get_listener(engine, ev.ack_overflow.tuple.local_port);
-		err = listener ? 0 : -ENOMEM;
-		if (listener)
-			listener->ack_overflows++;
-		break;
-	}
-	default:
-		err = -EINVAL;
-		break;
-	}
+	union any_record ev;
+	memcpy(&ev, record, size);
+	int err = dispatch(engine, hdr.type, &ev);
 	if (err) {
 		engine->totals.malformed++;
 		return err;
 	}
 	engine->totals.records++;
 	engine->totals.by_type[hdr.type]++;
-	/*
-	 * Forget connections not heard of for a while. A sweep walks the whole
-	 * table, so it waits for CS_CONN_SWEEP_NS of record time and for as
-	 * many records as 1/64 of the slots it walks: a hostile trace of ever
-	 * later timestamps cannot make every record pay a walk.
-	 */
-	engine->records_since_sweep++;
-	if (hdr.ts_ns >= engine->next_sweep_ns &&
-	    engine->records_since_sweep >= (engine->conns.capacity + engine->idle_closed_from.capacity) / 64) {
-		cs_conns_sweep(engine, hdr.ts_ns);
-		engine->next_sweep_ns = hdr.ts_ns + CS_CONN_SWEEP_NS;
-		engine->records_since_sweep = 0;
-	}
+	sweep_when_due(engine, hdr.ts_ns);
 	if (!engine->totals.first_ts_ns || hdr.ts_ns < engine->totals.first_ts_ns)
 		engine->totals.first_ts_ns = hdr.ts_ns;
 	if (hdr.ts_ns > engine->totals.last_ts_ns)

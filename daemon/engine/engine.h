@@ -17,6 +17,7 @@
 #include "hist.h"
 #include "records.h"
 #include "u64map.h"
+#include "units.h"
 
 /* Where a request's time went. Order is the report's order. */
 enum cs_cause {
@@ -274,8 +275,8 @@ struct cs_engine_totals {
  * keeps of it only serves its first request, which cannot have waited in
  * the accept queue that long. Checked every CS_CONN_SWEEP_NS of record time.
  */
-#define CS_CONN_TIMEOUT_NS (300ull * 1000000000ull)
-#define CS_CONN_SWEEP_NS (10ull * 1000000000ull)
+#define CS_CONN_TIMEOUT_NS (300 * NS_PER_SEC)
+#define CS_CONN_SWEEP_NS (10 * NS_PER_SEC)
 /* A full table forgets the least recently seen of this many connections. */
 #define CS_CONN_EVICT_SAMPLE 32
 

@@ -77,6 +77,9 @@ void cs_hist_merge(struct cs_hist *into, const struct cs_hist *from)
 		into->max = from->max;
 }
 
+/* Parts per million: the percentile's unit in the rank's integer arithmetic. */
+#define PPM 1000000u
+
 uint64_t cs_hist_percentile(const struct cs_hist *hist, double pct)
 {
 	if (hist->count == 0)
@@ -90,8 +93,8 @@ uint64_t cs_hist_percentile(const struct cs_hist *hist, double pct)
 	 * floating point 99.9/100 * 1000 is 999.0000000000001 and would round
 	 * up a whole rank. pct is taken to parts per million.
 	 */
-	unsigned __int128 ppm = (unsigned __int128)(pct * 10000.0 + 0.5);
-	uint64_t rank = (uint64_t)((ppm * hist->count + 999999) / 1000000);
+	unsigned __int128 ppm = (unsigned __int128)(pct * (PPM / 100.0) + 0.5);
+	uint64_t rank = (uint64_t)((ppm * hist->count + PPM - 1) / PPM);
 	if (rank == 0)
 		rank = 1;
 

@@ -12,6 +12,7 @@
  */
 #include "engine.h"
 #include "engine_internal.h"
+#include "units.h"
 
 #include <string.h>
 
@@ -159,7 +160,7 @@ void cs_acceptor_time(const struct cs_engine *engine, const struct cs_worker_sta
 #define BLOCKED_SHARE_MIN 0.5
 #define HANDLER_SHARE_MAX 0.2
 /* Accept-queue waits above 1 ms at p99 are visible in client tails. */
-#define LIMIT_WAIT_P99_MIN_NS 1000000ull
+#define LIMIT_WAIT_P99_MIN_NS NS_PER_MS
 
 static double fraction(uint64_t part, uint64_t whole)
 {

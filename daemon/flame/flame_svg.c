@@ -10,6 +10,7 @@
  * Ctrl-F goes to it, Escape clears it and the zoom). No external resources.
  */
 #include "flame_tree.h"
+#include "units.h"
 
 #include <errno.h>
 #include <math.h>
@@ -43,12 +44,12 @@ static void put_escaped(FILE *out, const char *text)
 /* "12.3 ms": three significant figures in a unit that suits. */
 static void format_time(char *buf, size_t len, uint64_t ns)
 {
-	if (ns >= 1000000000ull)
-		snprintf(buf, len, "%.3g s", (double)ns / 1e9);
-	else if (ns >= 1000000ull)
-		snprintf(buf, len, "%.3g ms", (double)ns / 1e6);
-	else if (ns >= 1000ull)
-		snprintf(buf, len, "%.3g us", (double)ns / 1e3);
+	if (ns >= NS_PER_SEC)
+		snprintf(buf, len, "%.3g s", (double)ns / NS_PER_SEC);
+	else if (ns >= NS_PER_MS)
+		snprintf(buf, len, "%.3g ms", (double)ns / NS_PER_MS);
+	else if (ns >= NS_PER_US)
+		snprintf(buf, len, "%.3g us", (double)ns / NS_PER_US);
 	else
 		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
 }

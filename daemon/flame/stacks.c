@@ -14,6 +14,7 @@
 
 #include "connscope.skel.h"
 #include "stacks.skel.h"
+#include "units.h"
 
 static int perf_event_open(struct perf_event_attr *attr, int cpu)
 {
@@ -42,7 +43,7 @@ static int open_sampler(unsigned int hz, int cpu, bool *software)
 	}
 	struct perf_event_attr sw = {
 		.size = sizeof(sw), .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_CPU_CLOCK,
-		.sample_period = 1000000000ull / hz,
+		.sample_period = NS_PER_SEC / hz,
 	};
 	int fd = perf_event_open(&sw, cpu);
 	return fd >= 0 ? fd : -errno;

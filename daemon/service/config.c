@@ -12,8 +12,6 @@
 
 #include "metrics.h"
 
-#define PID_MAX_LIMIT 4194304 /* the kernel's upper bound for pid_max */
-
 void cs_config_init(struct cs_daemon_config *config)
 {
 	memset(config, 0, sizeof(*config));
@@ -69,8 +67,8 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		return 0;
 	}
 	if (!strcmp(key, "pid")) {
-		if (!integer(value, 1, PID_MAX_LIMIT, &number))
-			return invalid(errmsg, errlen, "expects a process id (1-%d), not '%s'", PID_MAX_LIMIT,
+		if (!integer(value, 1, CS_PID_MAX_LIMIT, &number))
+			return invalid(errmsg, errlen, "expects a process id (1-%d), not '%s'", CS_PID_MAX_LIMIT,
 				       value);
 		for (size_t i = 0; i < config->pid_count; i++)
 			if (config->pids[i] == number)

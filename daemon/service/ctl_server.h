@@ -28,8 +28,14 @@
 
 struct cs_ctl_client;
 
+/* The log's lines this second, and those left out (ctl_log). */
+struct cs_ctl_log_budget {
+	uint64_t second, lines, suppressed;
+};
+
 struct cs_ctl_server {
-	struct cs_ctl_socket socket;	pthread_t thread;
+	struct cs_ctl_socket socket;
+	pthread_t thread;
 	bool running;
 	volatile int stop;
 	pthread_mutex_t *engine_lock;  /* held for every engine access */
@@ -47,6 +53,7 @@ struct cs_ctl_server {
 	uint64_t rejected;             /* malformed, unknown, oversized or late requests */
 	uint64_t streams_dropped;      /* stream readers that fell behind */
 	uint64_t busy;                 /* connections turned away: too many clients */
+	struct cs_ctl_log_budget log;  /* the control thread's only */
 };
 
 /*

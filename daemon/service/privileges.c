@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "privileges.h"
 #include "errmsg.h"
+#include "units.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -175,7 +176,7 @@ int cs_privileges_drop(char *errmsg, size_t errlen)
 		answers = __atomic_load_n(&drop_answers, __ATOMIC_SEQ_CST);
 		if (answers >= sent)
 			break;
-		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+		nanosleep(&(struct timespec){ .tv_nsec = (long)NS_PER_MS }, NULL);
 	}
 	int failures = __atomic_load_n(&drop_failures, __ATOMIC_SEQ_CST);
 	if (answers < sent || failures)

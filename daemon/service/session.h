@@ -65,6 +65,7 @@ struct cs_session_options {
 struct cs_session_result {
 	struct cs_report_meta meta;
 	char target[256];                  /* meta.target points here */
+	struct cs_target_labels labels;    /* meta.labels (and the live meta's) point here */
 	bool target_exited;
 };
 

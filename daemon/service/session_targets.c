@@ -35,12 +35,12 @@ static bool watched(const struct cs_watch *watch, pid_t pid)
 size_t cs_watch_add_matching(struct cs_watch *watch, const struct cs_target_match *match,
 			     const struct cs_listen_socket *listeners, size_t listener_count)
 {
-	static pid_t pids[4096];
+	pid_t *pids = watch->match_pids;
 	size_t count = 0, added = 0;
 	if (!cs_target_match_any(match))
 		return 0;
-	/* Too many matches: the first 4096 pids are looked at; the next scan may see others. */
-	cs_pids_matching(match, pids, sizeof(pids) / sizeof(pids[0]), &count);
+	/* Too many matches: the first match_pid_max pids are looked at; the next scan may see others. */
+	cs_pids_matching(match, pids, watch->match_pid_max, &count);
 	uint32_t self = cs_netns_self();
 	for (size_t i = 0; i < count && *watch->pid_count < watch->pid_max; i++) {
 		pid_t pid = pids[i];

@@ -25,6 +25,8 @@ struct cs_watch {
 	uint16_t *ports;
 	uint32_t *port_netns;      /* each port's network namespace (inode) */
 	size_t *port_count, port_max;
+	pid_t *match_pids;         /* room for the processes a match finds */
+	size_t match_pid_max;
 	struct cs_probes *probes;  /* NULL before the probes start */
 	bool quiet;                /* no "now watching" lines */
 };

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "jvm.h"
+#include "units.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -92,7 +93,7 @@ static bool is_socket(const char *path)
 
 static void sleep_ms(long ms)
 {
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+	struct timespec ts = { .tv_sec = ms / MS_PER_SEC, .tv_nsec = (ms % MS_PER_SEC) * (long)NS_PER_MS };
 	nanosleep(&ts, NULL);
 }
 

@@ -223,44 +223,48 @@ int cs_parse_proc_net_tcp(const char *text, struct cs_listen_socket *out, size_t
 	return err;
 }
 
+/* Room for one /proc/PID/net/tcp file: a busy host's lists run to megabytes. */
+#define PROC_NET_TCP_BYTES (1 << 20)
+
 /* The listeners of pid's namespace from /proc/PID/net/tcp and tcp6 (no drops counted there). */
 static int proc_net_listeners(pid_t pid, struct cs_listen_socket *out, size_t max, size_t *count)
 {
-	static char text[1 << 20];
 	static const struct {
 		const char *file;
 		uint16_t family;
 	} files[] = { { "tcp", AF_INET }, { "tcp6", AF_INET6 } };
+	char *text = malloc(PROC_NET_TCP_BYTES);
+	if (!text)
+		return -ENOMEM;
+	int err = 0;
 	*count = 0;
-	for (size_t f = 0; f < 2; f++) {
+	for (size_t f = 0; f < 2 && !err; f++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, files[f].file);
 		FILE *in = fopen(path, "re");
-		if (!in)
-			return -errno;
-		size_t len = fread(text, 1, sizeof(text) - 1, in);
+		if (!in) {
+			err = -errno;
+			break;
+		}
+		size_t len = fread(text, 1, PROC_NET_TCP_BYTES - 1, in);
 		fclose(in);
 		text[len] = '\0';
 		size_t before = *count;
-		int err = cs_parse_proc_net_tcp(text, out, max, count);
+		err = cs_parse_proc_net_tcp(text, out, max, count);
 		for (size_t i = before; i < *count; i++)
 			out[i].family = files[f].family;
-		if (err)
-			return err;
 	}
-	return 0;
+	free(text);
+	return err;
 }
 
-int cs_netns_pid_listen_ports(pid_t pid, uint16_t *ports, size_t max, size_t *count, uint32_t *ino)
+/* pid's listening ports, from the listeners of its namespace (room for them in listeners). */
+static int pid_listen_ports(pid_t pid, struct cs_listen_socket *listeners, uint16_t *ports, size_t max,
+			    size_t *count, uint32_t *ino)
 {
-	static struct cs_listen_socket listeners[CS_MAX_LISTENERS];
 	size_t listener_count = 0;
-	*count = 0;
-	int err = cs_netns_of_pid(pid, ino);
-	if (err)
-		return err;
 	bool known = *ino == cs_netns_self() || kept_index(*ino) >= 0;
-	err = cs_netns_keep_pid(pid, ino);
+	int err = cs_netns_keep_pid(pid, ino);
 	if (err && err != -ENOSPC)
 		return err;
 	err = cs_netns_list_listeners(*ino, listeners, CS_MAX_LISTENERS, &listener_count);
@@ -275,5 +279,19 @@ int cs_netns_pid_listen_ports(pid_t pid, uint16_t *ports, size_t max, size_t *co
 	/* Not a server (a shell in a container): its namespace is not kept for it. */
 	if (!known && *count == 0)
 		cs_netns_forget(*ino);
+	return err;
+}
+
+int cs_netns_pid_listen_ports(pid_t pid, uint16_t *ports, size_t max, size_t *count, uint32_t *ino)
+{
+	*count = 0;
+	int err = cs_netns_of_pid(pid, ino);
+	if (err)
+		return err;
+	struct cs_listen_socket *listeners = calloc(CS_MAX_LISTENERS, sizeof(*listeners));
+	if (!listeners)
+		return -ENOMEM;
+	err = pid_listen_ports(pid, listeners, ports, max, count, ino);
+	free(listeners);
 	return err;
 }

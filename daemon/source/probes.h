@@ -20,6 +20,7 @@
 struct connscope_bpf;
 struct ring_buffer;
 struct bpf_link;
+struct cs_listen_socket;
 
 struct cs_probe_options {
 	uint32_t ring_bytes;         /* ring buffer size, a power of two */
@@ -54,6 +55,9 @@ struct cs_probes {
 	uint64_t last_walk_ns;               /* last iter/tcp walk */
 	uint64_t listener_walks;             /* iter/tcp walks made */
 	uint64_t listener_samples_skipped;   /* listeners sock_diag saw and no walk named yet */
+	/* Room for the samples' reads (probes_samples.c), made at the start: */
+	char *iter_buf;                      /* an iterator's records */
+	struct cs_listen_socket *listeners;  /* sock_diag's listeners, CS_MAX_LISTENERS */
 	cs_record_fn on_record;
 	void *ctx;
 };

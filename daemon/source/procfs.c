@@ -19,17 +19,14 @@
 #include <unistd.h>
 
 #define TCP_LISTEN_STATE 10
+/* One recv of sock_diag's answers: many listeners a datagram. */
+#define SOCK_DIAG_BUF_BYTES 32768
+/* /proc/PID/net/netstat: two pairs of lines, a few kilobytes. */
+#define NETSTAT_BUF_BYTES 16384
 
-/*
- * Ask sock_diag for the listening TCP sockets of one address family, on
- * netlink socket nl_fd (-1: one of our own namespace, for this call).
- */
-static int dump_listeners(int nl_fd, int family, struct cs_listen_socket *out, size_t max, size_t *count)
+/* Ask sock_diag for every listening TCP socket of family, with its memory counters. */
+static int send_dump_request(int fd, int family)
 {
-	int fd = nl_fd >= 0 ? nl_fd : socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (fd < 0)
-		return -errno;
-
 	struct {
 		struct nlmsghdr nlh;
 		struct inet_diag_req_v2 req;
@@ -46,66 +43,88 @@ static int dump_listeners(int nl_fd, int family, struct cs_listen_socket *out, s
 			.idiag_ext = 1u << (INET_DIAG_SKMEMINFO - 1),
 		},
 	};
-	if (send(fd, &request, sizeof(request), 0) < 0) {
-		int err = -errno;
-		if (fd != nl_fd)
-			close(fd);
-		return err;
-	}
+	return send(fd, &request, sizeof(request), 0) < 0 ? -errno : 0;
+}
 
-	static char buf[32768] __attribute__((aligned(NLMSG_ALIGNTO)));
-	int err = 0;
-	for (bool done = false; !done;) {
+/* One sock_diag answer as a listener. */
+static void read_listener(const struct nlmsghdr *nlh, struct cs_listen_socket *listener)
+{
+	const struct inet_diag_msg *msg = NLMSG_DATA(nlh);
+	memset(listener, 0, sizeof(*listener));
+	listener->inode = msg->idiag_inode;
+	listener->port = ntohs(msg->id.idiag_sport);
+	listener->family = msg->idiag_family;
+	/* For a listener the queues are the accept queue and its limit. */
+	listener->backlog = msg->idiag_rqueue;
+	listener->backlog_limit = msg->idiag_wqueue;
+	int attrs_len = (int)(nlh->nlmsg_len - NLMSG_LENGTH(sizeof(*msg)));
+	for (const struct rtattr *attr = (const struct rtattr *)(msg + 1); RTA_OK(attr, attrs_len);
+	     attr = RTA_NEXT(attr, attrs_len)) {
+		if (attr->rta_type == INET_DIAG_SKMEMINFO &&
+		    RTA_PAYLOAD(attr) >= (SK_MEMINFO_DROPS + 1) * sizeof(uint32_t)) {
+			uint32_t meminfo[SK_MEMINFO_DROPS + 1];
+			memcpy(meminfo, RTA_DATA(attr), sizeof(meminfo));
+			listener->drops = meminfo[SK_MEMINFO_DROPS];
+		}
+	}
+}
+
+/* Where a dump's answers go, and how it ended. */
+struct dump {
+	struct cs_listen_socket *out;
+	size_t max, *count;
+	int err;
+	bool done;
+};
+
+/* The messages of one datagram: listeners, then NLMSG_DONE or an error. */
+static void read_answers(struct dump *dump, struct nlmsghdr *nlh, size_t len)
+{
+	for (; NLMSG_OK(nlh, len); nlh = NLMSG_NEXT(nlh, len)) {
+		if (nlh->nlmsg_type == NLMSG_DONE) {
+			dump->done = true;
+			return;
+		}
+		if (nlh->nlmsg_type == NLMSG_ERROR) {
+			const struct nlmsgerr *nl_err = NLMSG_DATA(nlh);
+			dump->err = nl_err->error ? nl_err->error : -EIO;
+			dump->done = true;
+			return;
+		}
+		if (*dump->count >= dump->max) {
+			dump->err = -ENOSPC; /* read on: the dump must be drained */
+			continue;
+		}
+		read_listener(nlh, &dump->out[(*dump->count)++]);
+	}
+}
+
+/*
+ * Ask sock_diag for the listening TCP sockets of one address family, on
+ * netlink socket nl_fd (-1: one of our own namespace, for this call).
+ */
+static int dump_listeners(int nl_fd, int family, struct cs_listen_socket *out, size_t max, size_t *count)
+{
+	int fd = nl_fd >= 0 ? nl_fd : socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -errno;
+	struct dump dump = { .out = out, .max = max, .count = count };
+	dump.err = send_dump_request(fd, family);
+	dump.done = dump.err != 0;
+	char buf[SOCK_DIAG_BUF_BYTES] __attribute__((aligned(NLMSG_ALIGNTO)));
+	while (!dump.done) {
 		ssize_t len = recv(fd, buf, sizeof(buf), 0);
-		if (len < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
+		if (len < 0 && errno == EINTR)
+			continue;
+		if (len < 0)
+			dump.err = -errno;
+		if (len <= 0)
 			break;
-		}
-		if (len == 0)
-			break;
-		for (struct nlmsghdr *nlh = (struct nlmsghdr *)buf; NLMSG_OK(nlh, (size_t)len);
-		     nlh = NLMSG_NEXT(nlh, len)) {
-			if (nlh->nlmsg_type == NLMSG_DONE) {
-				done = true;
-				break;
-			}
-			if (nlh->nlmsg_type == NLMSG_ERROR) {
-				struct nlmsgerr *nl_err = NLMSG_DATA(nlh);
-				err = nl_err->error ? nl_err->error : -EIO;
-				done = true;
-				break;
-			}
-			struct inet_diag_msg *msg = NLMSG_DATA(nlh);
-			if (*count >= max) {
-				err = -ENOSPC;
-				continue;
-			}
-			struct cs_listen_socket *listener = &out[*count];
-			memset(listener, 0, sizeof(*listener));
-			listener->inode = msg->idiag_inode;
-			listener->port = ntohs(msg->id.idiag_sport);
-			listener->family = msg->idiag_family;
-			/* For a listener the queues are the accept queue and its limit. */
-			listener->backlog = msg->idiag_rqueue;
-			listener->backlog_limit = msg->idiag_wqueue;
-			int attrs_len = (int)(nlh->nlmsg_len - NLMSG_LENGTH(sizeof(*msg)));
-			for (struct rtattr *attr = (struct rtattr *)(msg + 1); RTA_OK(attr, attrs_len);
-			     attr = RTA_NEXT(attr, attrs_len)) {
-				if (attr->rta_type == INET_DIAG_SKMEMINFO &&
-				    RTA_PAYLOAD(attr) >= (SK_MEMINFO_DROPS + 1) * sizeof(uint32_t)) {
-					uint32_t meminfo[SK_MEMINFO_DROPS + 1];
-					memcpy(meminfo, RTA_DATA(attr), sizeof(meminfo));
-					listener->drops = meminfo[SK_MEMINFO_DROPS];
-				}
-			}
-			(*count)++;
-		}
+		read_answers(&dump, (struct nlmsghdr *)buf, (size_t)len);
 	}
 	if (fd != nl_fd)
 		close(fd);
-	return err;
+	return dump.err;
 }
 
 int cs_list_listeners(struct cs_listen_socket *out, size_t max, size_t *count)
@@ -376,6 +395,7 @@ static void add_by_name(const struct cs_target_match *match, struct pid_set *set
 /* cgroup.procs of dirfd's cgroup and of every cgroup below it. */
 static void add_cgroup_tree(int dirfd, struct pid_set *set, int depth)
 {
+	/* Not on the stack: this recurses; the text is done with before the recursion. */
 	static char text[65536];
 	if (read_small_file(dirfd, "cgroup.procs", text, sizeof(text)) > 0) {
 		pid_t pids[1024];
@@ -413,6 +433,7 @@ static void add_cgroup_tree(int dirfd, struct pid_set *set, int depth)
 
 const char *cs_cgroup2_mount(void)
 {
+	/* Found once: the hierarchy does not move while we run (not a session's state). */
 	static char mount_point[CS_CGROUP_PATH_LEN];
 	static char text[65536];
 	if (mount_point[0])
@@ -531,7 +552,7 @@ int cs_read_tcp_counters(const char *path, struct cs_tcp_counters *out)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	static char text[16384];
+	char text[NETSTAT_BUF_BYTES];
 	ssize_t len = read(fd, text, sizeof(text) - 1);
 	int err = len < 0 ? -errno : 0;
 	close(fd);

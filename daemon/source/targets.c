@@ -249,7 +249,7 @@ int cs_parse_pid_list(const char *text, pid_t *pids, size_t max, size_t *count)
 		char *end;
 		errno = 0;
 		long pid = strtol(text, &end, 10);
-		if (errno || pid <= 0 || pid > 4194304 || (*end != '\n' && *end))
+		if (errno || pid <= 0 || pid > CS_PID_MAX_LIMIT || (*end != '\n' && *end))
 			return -EINVAL;
 		if (*count < max)
 			pids[(*count)++] = (pid_t)pid;

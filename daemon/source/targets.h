@@ -16,6 +16,7 @@
 #define CS_MAX_MATCH_TARGETS 16  /* --name and --cgroup options, each */
 #define CS_TARGET_NAME_LEN 256   /* NAME_MAX + 1: an executable's basename */
 #define CS_CGROUP_PATH_LEN 512
+#define CS_PID_MAX_LIMIT 4194304 /* the kernel's upper bound for pid_max */
 #define CS_COMM_LEN 16           /* the kernel's TASK_COMM_LEN */
 
 struct cs_target_match {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "records.h"
+#include "units.h"
 
 #define WRITE_BUFFER_BYTES (1u << 20)
 /* Largest record any wire version may carry; anything bigger is corrupt. */
@@ -88,7 +89,7 @@ int cs_trace_finish(struct cs_trace_writer *writer, const struct cs_report_meta 
 	}
 	struct cs_trace_summary summary = {
 		.hdr = { .type = CS_TRACE_SUMMARY_TYPE, .size = sizeof(summary) },
-		.duration_ns = (uint64_t)(meta->duration_s * 1e9),
+		.duration_ns = (uint64_t)(meta->duration_s * NS_PER_SEC),
 		.events_lost = meta->events_lost,
 		.table_full = meta->table_full,
 		.listen_overflows = meta->netstat.listen_overflows,
@@ -160,7 +161,7 @@ static void apply_labels(struct cs_trace_info *info, const struct cs_trace_label
 static void apply_summary(struct cs_trace_info *info, const struct cs_trace_summary *summary)
 {
 	info->has_summary = true;
-	info->meta.duration_s = (double)summary->duration_ns / 1e9;
+	info->meta.duration_s = (double)summary->duration_ns / NS_PER_SEC;
 	info->meta.events_lost = summary->events_lost;
 	info->meta.table_full = summary->table_full;
 	info->meta.probe_runs_skipped = summary->probe_runs_skipped;

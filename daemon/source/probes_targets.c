@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The probes' target maps: processes (by tgid), ports, and endpoints (a
+ * port in a network namespace), in the probes' maps and in our copy of
+ * them (the listener samples look there). The port bitmap is the probes'
+ * first, cheap test; the endpoint map their second.
+ */
+#include "probes.h"
+
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdbool.h>
+
+#include "connscope.skel.h"
+
+int cs_probes_add_tgid(struct cs_probes *probes, uint32_t tgid)
+{
+	uint8_t one = 1;
+	return bpf_map__update_elem(probes->skel->maps.target_tgids, &tgid, sizeof(tgid), &one,
+				    sizeof(one), BPF_ANY);
+}
+
+int cs_probes_add_port(struct cs_probes *probes, uint16_t port)
+{
+	/* Only we write the bitmap, so read-modify-write cannot race. */
+	uint32_t word = port / 64;
+	uint64_t bits = 0;
+	int err = bpf_map__lookup_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
+				       sizeof(bits), 0);
+	if (err)
+		return err;
+	bits |= 1ull << (port % 64);
+	probes->port_bits[word] = bits;
+	return bpf_map__update_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
+				    sizeof(bits), BPF_ANY);
+}
+
+int cs_probes_remove_tgid(struct cs_probes *probes, uint32_t tgid)
+{
+	return bpf_map__delete_elem(probes->skel->maps.target_tgids, &tgid, sizeof(tgid), 0);
+}
+
+int cs_probes_remove_port(struct cs_probes *probes, uint16_t port)
+{
+	/* As cs_probes_add_port: only we write the bitmap. */
+	uint32_t word = port / 64;
+	uint64_t bits = 0;
+	int err = bpf_map__lookup_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
+				       sizeof(bits), 0);
+	if (err)
+		return err;
+	if (!(bits & (1ull << (port % 64))))
+		return -ENOENT;
+	bits &= ~(1ull << (port % 64));
+	probes->port_bits[word] = bits;
+	return bpf_map__update_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
+				    sizeof(bits), BPF_ANY);
+}
+
+int cs_probes_add_endpoint(struct cs_probes *probes, uint32_t netns_ino, uint16_t port)
+{
+	uint64_t key = cs_endpoint_key(netns_ino, port);
+	uint8_t one = 1;
+	for (size_t i = 0; i < probes->endpoint_count; i++)
+		if (probes->endpoints[i] == key)
+			return 0;
+	if (probes->endpoint_count >= CS_MAX_ENDPOINTS)
+		return -ENOSPC;
+	/* The endpoint before the port bit: the probes look at the bit first. */
+	int err = bpf_map__update_elem(probes->skel->maps.target_endpoints, &key, sizeof(key), &one,
+				       sizeof(one), BPF_ANY);
+	if (err)
+		return err;
+	probes->endpoints[probes->endpoint_count++] = key;
+	return cs_probes_add_port(probes, port);
+}
+
+int cs_probes_remove_endpoint(struct cs_probes *probes, uint32_t netns_ino, uint16_t port)
+{
+	uint64_t key = cs_endpoint_key(netns_ino, port);
+	bool found = false, port_used = false;
+	for (size_t i = 0; i < probes->endpoint_count;) {
+		if (probes->endpoints[i] == key) {
+			probes->endpoints[i] = probes->endpoints[--probes->endpoint_count];
+			found = true;
+			continue;
+		}
+		port_used |= (uint16_t)probes->endpoints[i] == port;
+		i++;
+	}
+	if (!found)
+		return -ENOENT;
+	/* The port stays in the bitmap while another namespace's listener has it. */
+	if (!port_used)
+		cs_probes_remove_port(probes, port);
+	return bpf_map__delete_elem(probes->skel->maps.target_endpoints, &key, sizeof(key), 0);
+}
