@@ -6,10 +6,10 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
+#include "json.h"
 #include "replay.h"
 #include "report.h"
 #include "report_diff.h"
@@ -44,35 +44,28 @@ static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 	return cs_cli_real(cli, &number_percentile, arg, &options->extra_percentile) ? CS_CLI_GO_ON : CS_EXIT_USAGE;
 }
 
-/* A trace file starts with its magic; a JSON report with '{' (after blanks). */
+/*
+ * A trace file starts with its magic; JSON with '{' or '[' (after blanks):
+ * an array is JSON too, refused then as no report rather than as no trace.
+ */
 static bool looks_like_json(FILE *file)
 {
 	int c;
 	while ((c = fgetc(file)) == ' ' || c == '\n' || c == '\t' || c == '\r')
 		;
 	rewind(file);
-	return c == '{';
+	return c == '{' || c == '[';
 }
 
-/* The report of a trace file, as JSON, through the same writer as report --json. */
+/* The report of a trace file, built as report --json builds it. */
 static json_t *replayed_report(const char *path)
 {
 	struct cs_replay replay;
 	if (cs_replay_trace(path, &replay))
 		return NULL;
-	char *text = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&text, &len);
-	json_t *report = NULL;
-	if (mem) {
-		cs_report_json(mem, replay.engine, &replay.meta);
-		fclose(mem);
-		json_error_t error;
-		report = json_loadb(text, len, 0, &error);
-		if (!report)
-			fprintf(stderr, "connscope: %s: its report did not parse: %s\n", path, error.text);
-	}
-	free(text);
+	json_t *report = cs_report_value(replay.engine, &replay.meta);
+	if (!report)
+		fprintf(stderr, "connscope: %s: out of memory for its report\n", path);
 	cs_replay_free(&replay);
 	return report;
 }
@@ -89,8 +82,11 @@ static json_t *load_run(const char *path)
 	if (json) {
 		json_error_t error;
 		report = json_loadf(file, 0, &error);
-		if (!report)
-			fprintf(stderr, "connscope: %s: not valid JSON at line %d: %s\n", path, error.line, error.text);
+		if (!report) {
+			char err[512];
+			cs_json_error(err, sizeof(err), path, &error);
+			fprintf(stderr, "connscope: %s\n", err);
+		}
 	}
 	fclose(file);
 	return json ? report : replayed_report(path);
@@ -102,11 +98,13 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 	int rc = cs_cli_parse(cli, argc, argv, diff_options, take, &options);
 	if (rc != CS_CLI_GO_ON)
 		return rc;
+	options.before_name = argv[cli->operand];
+	options.after_name = argv[cli->operand + 1];
 	json_t *before = load_run(argv[cli->operand]);
 	json_t *after = before ? load_run(argv[cli->operand + 1]) : NULL;
 	rc = CS_EXIT_RUNTIME;
 	if (before && after) {
-		char err[256];
+		char err[512];
 		if (cs_report_diff(stdout, before, after, &options, err, sizeof(err)) == 0)
 			rc = 0;
 		else

@@ -10,7 +10,7 @@
 
 #include "commands.h"
 #include "ctl_client.h"
-#include "json_read.h"
+#include "json.h"
 
 static const char usage[] =
 	"Usage: connscope status [--socket PATH] [--json]\n"
@@ -53,54 +53,54 @@ static void uptime(char *buf, size_t len, double seconds)
 		snprintf(buf, len, "%" PRIu64 "h%02" PRIu64 "m", s / 3600, s / 60 % 60);
 }
 
-static double number(const struct cs_json *doc, int parent, const char *key)
+static double number(const json_t *obj, const char *key)
 {
-	return cs_json_number(doc, cs_json_get(doc, parent, key), 0);
+	return cs_json_num(obj, key, 0);
 }
 
 /* "  listeners  :80 :443", "  processes  12 (nginx)" */
-static void print_targets(const struct cs_json *doc)
+static void print_targets(const json_t *status)
 {
-	int ports = cs_json_get(doc, 0, "ports");
+	const json_t *ports = json_object_get(status, "ports"), *processes = json_object_get(status, "processes");
+	const json_t *item;
+	size_t i;
 	printf("  listeners ");
-	if (cs_json_size(doc, ports) == 0)
+	if (json_array_size(ports) == 0)
 		printf(" none seen yet");
-	for (int i = 0; i < cs_json_size(doc, ports) && i < 64; i++)
-		printf(" :%.0f", cs_json_number(doc, cs_json_at(doc, ports, i), 0));
-	int processes = cs_json_get(doc, 0, "processes");
+	json_array_foreach(ports, i, item)
+		if (i < 64)
+			printf(" :%.0f", json_is_number(item) ? json_number_value(item) : 0.0);
 	printf("\n  processes ");
-	if (cs_json_size(doc, processes) == 0)
+	if (json_array_size(processes) == 0)
 		printf(" none seen yet");
-	for (int i = 0; i < cs_json_size(doc, processes) && i < 32; i++) {
-		int p = cs_json_at(doc, processes, i);
+	json_array_foreach(processes, i, item) {
 		char comm[64];
-		cs_json_string(doc, cs_json_get(doc, p, "comm"), comm, sizeof(comm));
-		/* A process names itself: no control characters reach the terminal. */
-		for (char *ch = comm; *ch; ch++)
-			if ((unsigned char)*ch < 0x20 || *ch == 0x7f)
-				*ch = '?';
-		printf(" %.0f (%s)", number(doc, p, "pid"), comm);
+		if (i >= 32)
+			break;
+		/* A process names itself: cs_json_str keeps control characters from the terminal. */
+		cs_json_str(item, "comm", comm, sizeof(comm));
+		printf(" %.0f (%s)", number(item, "pid"), comm);
 	}
 	printf("\n");
 }
 
-static void print_status(const struct cs_json *doc, const char *path)
+static void print_status(const json_t *status, const char *path)
 {
 	char target[256], up[32], since[32];
-	cs_json_string(doc, cs_json_get(doc, 0, "target"), target, sizeof(target));
-	uptime(up, sizeof(up), number(doc, 0, "uptime_s"));
-	uptime(since, sizeof(since), number(doc, 0, "since_reset_s"));
-	printf("connscoped is up (pid %.0f, socket %s)\n", number(doc, 0, "daemon_pid"), path);
+	cs_json_str(status, "target", target, sizeof(target));
+	uptime(up, sizeof(up), number(status, "uptime_s"));
+	uptime(since, sizeof(since), number(status, "since_reset_s"));
+	printf("connscoped is up (pid %.0f, socket %s)\n", number(status, "daemon_pid"), path);
 	printf("  target     %s\n", target);
-	print_targets(doc);
+	print_targets(status);
 	printf("  uptime     %s (statistics since %s ago)\n", up, since);
 	printf("  events     %.0f taken in, %.0f lost, %.0f probe runs skipped by the kernel; %.0f requests\n",
-	       number(doc, 0, "events"), number(doc, 0, "lost"), number(doc, 0, "skipped"),
-	       number(doc, 0, "requests"));
-	int control = cs_json_get(doc, 0, "control");
+	       number(status, "events"), number(status, "lost"), number(status, "skipped"),
+	       number(status, "requests"));
+	const json_t *control = json_object_get(status, "control");
 	printf("  control    %.0f connection(s), %.0f refused, %.0f request(s) rejected, %.0f stream(s) dropped\n",
-	       number(doc, control, "connections"), number(doc, control, "refused"),
-	       number(doc, control, "rejected"), number(doc, control, "streams_dropped"));
+	       number(control, "connections"), number(control, "refused"), number(control, "rejected"),
+	       number(control, "streams_dropped"));
 }
 
 static int show(const uint8_t *reply, size_t len, void *ctx)
@@ -110,13 +110,17 @@ static int show(const uint8_t *reply, size_t len, void *ctx)
 		fwrite(reply, 1, len, stdout);
 		return 0;
 	}
-	struct cs_json doc;
-	if (cs_json_parse(&doc, (const char *)reply, len, 10000)) {
-		fprintf(stderr, "connscope: the daemon's status is not valid JSON\n");
+	char err[512];
+	json_t *status = cs_json_load((const char *)reply, len, "the daemon's status", err, sizeof(err));
+	if (!json_is_object(status)) {
+		if (status)
+			snprintf(err, sizeof(err), "the daemon's status is not a JSON object");
+		fprintf(stderr, "connscope: %s\n", err);
+		json_decref(status);
 		return 1;
 	}
-	print_status(&doc, args->path);
-	cs_json_free(&doc);
+	print_status(status, args->path);
+	json_decref(status);
 	return 0;
 }
 

@@ -163,18 +163,17 @@ static int local_once(struct top *top)
 	int rc = 0;
 	local_settle(local);
 	/* The seconds are ticked already: a tick now would close a short one. */
-	size_t len = 0;
-	char *json = local_frame(local, top->tail, false, &len);
+	json_t *snapshot = local_frame(local, top->tail, false);
 	if (local_done(local) && local->rc) {
 		fprintf(stderr, "connscope: %s\n", local->errmsg);
 		rc = 1;
-	} else if (!json || !top_view_take(&top->view, json, len)) {
-		fprintf(stderr, "connscope: cannot render the frame\n");
+	} else if (!top_view_take_value(&top->view, snapshot)) {
+		fprintf(stderr, "connscope: %s\n", top->view.ui.status);
 		rc = 1;
 	} else {
 		top_view_print_once(&top->view);
 	}
-	free(json);
+	json_decref(snapshot);
 	local_stop(local);
 	return rc;
 }
@@ -242,11 +241,9 @@ static int local_update(struct top *top, uint64_t now, bool tail_changed)
 	if (top->next_frame_ns < now)
 		top->next_frame_ns = now + NS_PER_SEC;
 	if (!local_done(local)) {
-		size_t len = 0;
-		char *json = local_frame(local, top->view.tail, tick, &len);
-		if (json)
-			top_view_take(&top->view, json, len);
-		free(json);
+		json_t *snapshot = local_frame(local, top->view.tail, tick);
+		top_view_take_value(&top->view, snapshot);
+		json_decref(snapshot);
 	} else if (local->rc && local->meta.duration_s == 0) {
 		return -1;
 	} else if (!top->failed_shown) {

@@ -63,12 +63,8 @@ bool local_done(struct local_source *src)
 	return __atomic_load_n(&src->done, __ATOMIC_ACQUIRE);
 }
 
-char *local_frame(struct local_source *src, double tail, bool tick, size_t *len)
+json_t *local_frame(struct local_source *src, double tail, bool tick)
 {
-	char *text = NULL;
-	FILE *out = open_memstream(&text, len);
-	if (!out)
-		return NULL;
 	uint64_t now = top_now_ns();
 	pthread_mutex_lock(&src->lock);
 	if (tick)
@@ -79,13 +75,9 @@ char *local_frame(struct local_source *src, double tail, bool tick, size_t *len)
 	meta.tail_percentile = tail;
 	struct cs_live_info info = { .source = "in-process", .uptime_s = meta.duration_s,
 				     .since_reset_s = meta.duration_s };
-	cs_snapshot_json(out, src->engine, &meta, &src->window, &info);
+	json_t *snapshot = cs_snapshot_value(src->engine, &meta, &src->window, &info);
 	pthread_mutex_unlock(&src->lock);
-	if (fclose(out)) {
-		free(text);
-		return NULL;
-	}
-	return text;
+	return snapshot;
 }
 
 void local_settle(struct local_source *src)

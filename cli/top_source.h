@@ -7,6 +7,7 @@
 #ifndef CS_CLI_TOP_SOURCE_H
 #define CS_CLI_TOP_SOURCE_H
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -42,10 +43,11 @@ void local_stop(struct local_source *src);
 bool local_done(struct local_source *src);
 
 /*
- * Render the snapshot JSON, after ticking the window when a second has
- * ended (tick: the caller's once-a-second beat). Returns malloc'd text or NULL.
+ * The snapshot, after ticking the window when a second has ended (tick:
+ * the caller's once-a-second beat), as a value for top's model: no trip
+ * through text in-process. The caller owns it; NULL: out of memory.
  */
-char *local_frame(struct local_source *src, double tail, bool tick, size_t *len);
+json_t *local_frame(struct local_source *src, double tail, bool tick);
 
 /* --once: wait until two whole seconds are in (or the session ended, or a signal came). */
 void local_settle(struct local_source *src);

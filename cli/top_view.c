@@ -49,11 +49,18 @@ bool top_view_take(struct top_view *v, const char *json, size_t len)
 {
 	if (v->ui.paused)
 		return true;
-	int err = cs_top_model_from_json(v->model, json, len);
-	if (err) {
-		snprintf(v->ui.status, sizeof(v->ui.status), "unreadable frame (%s)", strerror(-err));
+	return cs_top_model_read(v->model, json, len, "the daemon's snapshot", v->ui.status, sizeof(v->ui.status)) == 0;
+}
+
+bool top_view_take_value(struct top_view *v, const json_t *snapshot)
+{
+	if (v->ui.paused)
+		return true;
+	if (!snapshot) {
+		snprintf(v->ui.status, sizeof(v->ui.status), "out of memory for the frame");
 		return false;
 	}
+	cs_top_model_from_value(v->model, snapshot);
 	return true;
 }
 

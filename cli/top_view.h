@@ -25,8 +25,13 @@ struct top_view {
 int top_view_init(struct top_view *v, double tail);
 void top_view_free(struct top_view *v);
 
-/* Read one frame's JSON into the model; false (ui.status says why) when it is unreadable. */
+/*
+ * Read one frame's JSON, from the daemon, into the model; false (ui.status
+ * says where the JSON broke) when it is unreadable.
+ */
 bool top_view_take(struct top_view *v, const char *json, size_t len);
+/* The same for a snapshot built in-process (NULL: out of memory, said in ui.status). */
+bool top_view_take_value(struct top_view *v, const json_t *snapshot);
 
 /* One frame as text on stdout (--once). */
 void top_view_print_once(struct top_view *v);

@@ -181,9 +181,3 @@ int cs_top_model_read(struct cs_top_model *m, const char *json, size_t len, cons
 	json_decref(root);
 	return 0;
 }
-
-int cs_top_model_from_json(struct cs_top_model *m, const char *json, size_t len)
-{
-	char err[8];
-	return cs_top_model_read(m, json, len, "snapshot", err, sizeof(err));
-}

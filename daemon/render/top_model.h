@@ -94,6 +94,5 @@ void cs_top_model_from_value(struct cs_top_model *m, const json_t *root);
  */
 int cs_top_model_read(struct cs_top_model *m, const char *json, size_t len, const char *what, char *err,
 		      size_t err_len);
-int cs_top_model_from_json(struct cs_top_model *m, const char *json, size_t len);
 
 #endif /* CS_TOP_MODEL_H */
