@@ -62,7 +62,11 @@ rc=0; "$CS_BIN" diff "$CS_TMP/keep.json" 2>"$CS_TMP/usage.err" || rc=$?
 [[ $rc == 2 ]] && grep -q "name two runs" "$CS_TMP/usage.err" || fail "one run: exit $rc, $(cat "$CS_TMP/usage.err")"
 echo '{"requests": 3}' >"$CS_TMP/other.json"
 rc=0; "$CS_BIN" diff "$CS_TMP/other.json" "$CS_TMP/close.json" 2>"$CS_TMP/bad.err" || rc=$?
-[[ $rc == 1 ]] && grep -q "BEFORE has no 'duration_s'" "$CS_TMP/bad.err" || fail "not a report: exit $rc, $(cat "$CS_TMP/bad.err")"
+[[ $rc == 1 ]] && grep -q "other.json has no 'duration_s'" "$CS_TMP/bad.err" || fail "not a report: exit $rc, $(cat "$CS_TMP/bad.err")"
+head -c 300 "$CS_TMP/keep.json" >"$CS_TMP/cut.json"
+rc=0; "$CS_BIN" diff "$CS_TMP/close.json" "$CS_TMP/cut.json" 2>"$CS_TMP/cut.err" || rc=$?
+[[ $rc == 1 ]] && grep -q "cut.json: not valid JSON at line 1, column 300: " "$CS_TMP/cut.err" ||
+  fail "a cut report: exit $rc, $(cat "$CS_TMP/cut.err")"
 echo "ok: usage and input errors"
 
 # report --interval on the same recording: a line per interval, the run's total after them.
