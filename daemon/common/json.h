@@ -4,11 +4,12 @@
  * and reader needs beyond the library itself.
  *
  * Writing: values are built as json_t and dumped compact, in insertion
- * order. Numbers keep the precision the reports have always had (three
- * decimals for times and rates, four for shares), so a report's values do
- * not change with the writer; strings may hold any bytes (thread names
- * are cut by the kernel mid-character), and whatever is not UTF-8 becomes
- * U+FFFD instead of making the library refuse the string.
+ * order. Numbers are rounded to the reports' precision (three decimals
+ * for times and rates, four for shares, as "%.3f" and "%.4f" print
+ * them): a reader sees the figures the text report shows. Strings may
+ * hold any bytes (the kernel cuts thread names mid-character): what is
+ * not UTF-8 becomes U+FFFD instead of making the library refuse the
+ * string.
  *
  * Reading: a failed parse says who sent the text (a file, the daemon) and
  * where it broke (line, column); lookups on a missing or mistyped member

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
+/*
+ * daemon/common/json.c: what connscope adds to jansson. Numbers rounded as
+ * printf rounds them, any bytes made a JSON string, the dump's order, and
+ * a refusal that names the sender and where its JSON broke.
+ */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
@@ -18,13 +23,13 @@ static char *dumped(json_t *value)
 	return text;
 }
 
-Test(json, numbers_round_as_printf_did)
+Test(json, numbers_round_as_printf_rounds)
 {
 	char *text = dumped(json_pack("[o,o,o,o,o,o,o]", cs_json_3(1.23456), cs_json_4(1.0 / 3), cs_json_us(1234567),
 				      cs_json_3(0.1), cs_json_3(-0.0004), cs_json_3(NAN), cs_json_3(1e300)));
 	cr_expect_str_eq(text, "[1.235,0.3333,1234.567,0.1,-0.0,null,1e300]");
 	free(text);
-	/* What "%.3f" printed and what the dump prints are the same number. */
+	/* What "%.3f" prints and what the dump prints are the same number. */
 	for (uint64_t ns = 1; ns < 100000000000ull; ns = ns * 7 + 13) {
 		char want[64];
 		snprintf(want, sizeof(want), "%.3f", (double)ns / 1e3);
