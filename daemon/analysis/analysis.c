@@ -6,7 +6,6 @@
  */
 #include "analysis.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 void cs_analyze(const struct cs_engine *engine, const struct cs_report_meta *meta, struct cs_analysis *analysis)
@@ -18,32 +17,20 @@ void cs_analyze(const struct cs_engine *engine, const struct cs_report_meta *met
 			   &analysis->conditions);
 }
 
-/*
- * The wrappers take the analysis from the heap: it holds every finding's
- * text, too large for the stacks of the daemon's threads to take twice.
- */
 size_t cs_diagnose(const struct cs_engine *engine, const struct cs_report_meta *meta,
 		   struct cs_finding *findings, size_t max)
 {
-	struct cs_analysis *analysis = malloc(sizeof(*analysis));
-	if (!analysis)
-		return 0;
-	cs_analyze(engine, meta, analysis);
-	size_t n = analysis->finding_count < max ? analysis->finding_count : max;
-	memcpy(findings, analysis->findings, n * sizeof(*findings));
-	free(analysis);
+	struct cs_analysis analysis;
+	cs_analyze(engine, meta, &analysis);
+	size_t n = analysis.finding_count < max ? analysis.finding_count : max;
+	memcpy(findings, analysis.findings, n * sizeof(*findings));
 	return n;
 }
 
 void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			   struct cs_conditions *conditions)
 {
-	struct cs_analysis *analysis = malloc(sizeof(*analysis));
-	if (!analysis) {
-		memset(conditions, 0, sizeof(*conditions));
-		return;
-	}
-	cs_analyze(engine, meta, analysis);
-	*conditions = analysis->conditions;
-	free(analysis);
+	struct cs_analysis analysis;
+	cs_analyze(engine, meta, &analysis);
+	*conditions = analysis.conditions;
 }
