@@ -207,27 +207,26 @@ static void evidence(const struct cs_engine *engine, const struct cs_tail *tail,
 	}
 }
 
-void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail)
+void cs_tail_sum(const struct cs_hist *latency, const uint64_t (*bucket_cause_ns)[CS_CAUSE_COUNT],
+		 const uint64_t (*bucket_dominant)[CS_CAUSE_COUNT], double percentile, struct cs_tail *tail)
 {
-	const struct cs_request_stats *stats = &engine->requests;
 	memset(tail, 0, sizeof(*tail));
 	tail->percentile = percentile;
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		tail->causes[c].cause = (enum cs_cause)c;
-	if (stats->latency_ns->count == 0)
+	if (latency->count == 0)
 		return;
 
 	/* The tail: every bucket from the one holding the percentile up. */
-	tail->threshold_ns = cs_hist_percentile(stats->latency_ns, percentile);
-	size_t first = cs_hist_bucket_index(tail->threshold_ns);
+	size_t first = cs_hist_bucket_index(cs_hist_percentile(latency, percentile));
 	tail->threshold_ns = cs_hist_bucket_lowest(first);
 	for (size_t b = first; b < CS_HIST_BUCKETS; b++) {
-		if (!stats->latency_ns->buckets[b])
+		if (!latency->buckets[b])
 			continue;
-		tail->requests += stats->latency_ns->buckets[b];
+		tail->requests += latency->buckets[b];
 		for (int c = 0; c < CS_CAUSE_COUNT; c++) {
-			tail->causes[c].ns += stats->bucket_cause_ns[b][c];
-			tail->causes[c].requests += stats->bucket_dominant[b][c];
+			tail->causes[c].ns += bucket_cause_ns[b][c];
+			tail->causes[c].requests += bucket_dominant ? bucket_dominant[b][c] : 0;
 		}
 	}
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
@@ -235,13 +234,20 @@ void cs_compute_tail(const struct cs_engine *engine, double percentile, struct c
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		tail->causes[c].share = tail->total_ns ? (double)tail->causes[c].ns / (double)tail->total_ns : 0.0;
 
-	/* Largest share first (insertion sort: six entries). */
+	/* Largest share first (insertion sort, stable: a tie keeps enum cs_cause's order). */
 	for (int i = 1; i < CS_CAUSE_COUNT; i++)
 		for (int j = i; j > 0 && tail->causes[j].share > tail->causes[j - 1].share; j--) {
 			struct cs_tail_cause t = tail->causes[j];
 			tail->causes[j] = tail->causes[j - 1];
 			tail->causes[j - 1] = t;
 		}
+}
+
+void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail)
+{
+	const struct cs_request_stats *stats = &engine->requests;
+	cs_tail_sum(stats->latency_ns, (const uint64_t (*)[CS_CAUSE_COUNT])stats->bucket_cause_ns,
+		    (const uint64_t (*)[CS_CAUSE_COUNT])stats->bucket_dominant, percentile, tail);
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		if (tail->causes[c].ns)
 			evidence(engine, tail, &tail->causes[c]);

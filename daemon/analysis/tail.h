@@ -33,6 +33,15 @@ struct cs_tail {
 
 void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail);
 
+/*
+ * The tail of any latency histogram with its causes' time bucket by
+ * bucket (bucket_dominant may be NULL: no requests per cause), ranked,
+ * without evidence: the run's (cs_compute_tail) and an interval's
+ * (intervals.c) are the same sum.
+ */
+void cs_tail_sum(const struct cs_hist *latency, const uint64_t (*bucket_cause_ns)[CS_CAUSE_COUNT],
+		 const uint64_t (*bucket_dominant)[CS_CAUSE_COUNT], double percentile, struct cs_tail *tail);
+
 /* The run's tail percentile: meta's, 99 when unset. */
 double cs_tail_percentile(const struct cs_report_meta *meta);
 
