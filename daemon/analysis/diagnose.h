@@ -19,8 +19,8 @@
 #define CS_FINDING_TEXT_LEN 512
 
 struct cs_finding {
-	enum cs_finding_kind kind;
 	const char *code;                 /* cs_finding_name(kind), e.g. "backlog_full" */
+	enum cs_finding_kind kind;
 	uint16_t port;                    /* listener it concerns, 0: whole run */
 	char text[CS_FINDING_TEXT_LEN];   /* what was seen, with its numbers */
 	char advice[CS_FINDING_TEXT_LEN]; /* cs_finding_advice(kind), completed */
