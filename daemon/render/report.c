@@ -125,7 +125,7 @@ static void format_us(char *buf, size_t len, double us)
 }
 
 /*
- * What was seen, after "  ! name:": one writer per condition. The switch
+ * What the run shows, after "  ! name:": one writer per condition. The switch
  * has no default, so a condition added to the enum without its line
  * here is a -Wswitch error.
  */
@@ -190,7 +190,7 @@ static void text_condition_seen(FILE *out, const struct cs_conditions *c, enum c
 	}
 }
 
-/* Who closed, resets, TIME_WAIT: the line above the conditions, when there was any close. */
+/* Who closed, resets, TIME_WAIT: the line above the conditions, when the run had any close. */
 static void text_lifecycle(FILE *out, const struct cs_engine *engine, const struct cs_conditions *cond)
 {
 	const struct cs_lifecycle_stats *life = &engine->lifecycle;
