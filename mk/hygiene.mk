@@ -222,7 +222,7 @@ LINT_CFLAGS := -std=gnu11 -D_GNU_SOURCE -include tests/lint/analyzer_models.h -i
 	       -Ibpf $(DAEMON_INCLUDES) -Iserver -Ibench
 NPROC       := $(shell nproc 2>/dev/null || echo 2)
 
-lint: lint-commands lint-includes lint-format lint-cppcheck lint-tidy lint-tidy-bpf
+lint: lint-commands lint-includes lint-sizes lint-format lint-cppcheck lint-tidy lint-tidy-bpf
 
 # No .c file over 600 lines in the programs' folders, no function over 80
 # anywhere (tests/lint/test_sizes.py).

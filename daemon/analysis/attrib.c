@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The conditions that shape the tail, each flagged or not with its
- * figures; the accept contention ones from the diagnosis's findings.
+ * figures; accept_contention from the diagnosis's findings, by kind.
  */
 #include "attrib.h"
 
@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose.h"
 #include "units.h"
 
 #define TIME_WAIT_S 60 /* TCP_TIMEWAIT_LEN */
@@ -132,41 +131,43 @@ static uint64_t inferred_idle_timeout_ns(const struct cs_hist *gaps)
 	return cs_hist_percentile(gaps, IDLE_SPREAD_PERCENTILE);
 }
 
-void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
-			   struct cs_conditions *cond)
+/* non_persistent: connection set-up paid by (nearly) every request. */
+static void non_persistent(const struct cs_engine *engine, struct cs_conditions *cond)
 {
 	const struct cs_request_stats *req = &engine->requests;
-	const struct cs_lifecycle_stats *life = &engine->lifecycle;
-	memset(cond, 0, sizeof(*cond));
-
-	/* non_persistent: connection set-up paid by (nearly) every request */
-	cond->non_persistent.connections = req->first_on_connection;
-	cond->non_persistent.median_latency_us = (double)cs_hist_percentile(req->latency_ns, 50.0) / 1e3;
+	typeof(cond->non_persistent) *c = &cond->non_persistent;
+	c->connections = req->first_on_connection;
+	c->median_latency_us = (double)cs_hist_percentile(req->latency_ns, 50.0) / 1e3;
 	if (req->requests) {
-		cond->non_persistent.setup_share = (double)req->first_on_connection / (double)req->requests;
-		cond->non_persistent.requests_per_connection =
+		c->setup_share = (double)req->first_on_connection / (double)req->requests;
+		c->requests_per_connection =
 			req->first_on_connection ? (double)req->requests / (double)req->first_on_connection : 0.0;
 	}
 	if (req->first_on_connection)
-		cond->non_persistent.setup_cost_us = (double)req->setup_ns / (double)req->first_on_connection / 1e3;
+		c->setup_cost_us = (double)req->setup_ns / (double)req->first_on_connection / 1e3;
 	/*
 	 * Connections the server's idle timeout ended are that condition's
 	 * doing, not the client's choice: do not blame keep-alive for them.
 	 */
-	bool idle_closes_explain = life->server_idle_closes * 2 >= req->first_on_connection;
-	cond->non_persistent.flagged = req->requests >= REQUESTS_MIN && req->first_on_connection &&
-				       cond->non_persistent.requests_per_connection < NON_PERSISTENT_RPC &&
-				       !idle_closes_explain;
+	bool idle_closes_explain = engine->lifecycle.server_idle_closes * 2 >= req->first_on_connection;
+	c->flagged = req->requests >= REQUESTS_MIN && req->first_on_connection &&
+		     c->requests_per_connection < NON_PERSISTENT_RPC && !idle_closes_explain;
+}
 
-	/* idle_timeout: the server closes idle keep-alive connections */
+/* idle_timeout: the server closes idle keep-alive connections. */
+static void idle_timeout(const struct cs_lifecycle_stats *life, struct cs_conditions *cond)
+{
 	cond->idle_timeout.server_idle_closes = life->server_idle_closes;
 	cond->idle_timeout.reconnects = life->reconnects;
 	cond->idle_timeout.keepalive_race_resets = life->keepalive_race_resets;
 	if (life->idle_gap_ns->count)
 		cond->idle_timeout.inferred_timeout_ms = (double)inferred_idle_timeout_ns(life->idle_gap_ns) / 1e6;
 	cond->idle_timeout.flagged = life->server_idle_closes >= IDLE_CLOSES_MIN || life->keepalive_race_resets > 0;
+}
 
-	/* listen_overflow and accept_contention, over all listeners */
+/* listen_overflow, and accept_contention's figures, over all listeners. */
+static void listener_figures(const struct cs_engine *engine, struct cs_conditions *cond)
+{
 	for (size_t i = 0; i < engine->listener_count; i++) {
 		const struct cs_listener_stats *l = &engine->listeners[i];
 		cond->listen_overflow.drops += cs_listener_drops(l);
@@ -184,43 +185,64 @@ void cs_compute_conditions(const struct cs_engine *engine, const struct cs_repor
 			cond->accept_contention.accept_wait_p99_us = p99_us;
 	}
 	cond->listen_overflow.flagged = cond->listen_overflow.drops > 0 || cond->listen_overflow.delayed_connections > 0;
-	compute_connection_limit(engine, cond);
+}
 
-	struct cs_finding findings[32];
-	size_t n = cs_diagnose(engine, meta, findings, 32);
-	for (size_t i = 0; i < n; i++) {
-		const char *code = findings[i].code;
-		if (!strcmp(code, "accept_thread_bottleneck") || !strcmp(code, "accept_queue_wait"))
-			cond->accept_contention.acceptor_bottleneck = true;
-		else if (!strcmp(code, "unfair_accepts"))
-			cond->accept_contention.unfair = true;
-		else if (!strcmp(code, "thundering_herd"))
-			cond->accept_contention.thundering_herd = true;
+/*
+ * accept_contention: flagged by the diagnosis's accept findings, by kind.
+ * The switch has no default, so a kind added to enum cs_finding_kind
+ * without a decision here is a -Wswitch error.
+ */
+static void accept_contention(const struct cs_finding *findings, size_t count, struct cs_conditions *cond)
+{
+	typeof(cond->accept_contention) *c = &cond->accept_contention;
+	for (size_t i = 0; i < count; i++) {
+		switch (findings[i].kind) {
+		case CS_FINDING_ACCEPT_THREAD_BOTTLENECK:
+		case CS_FINDING_ACCEPT_QUEUE_WAIT:
+			c->acceptor_bottleneck = true;
+			break;
+		case CS_FINDING_UNFAIR_ACCEPTS:
+			c->unfair = true;
+			break;
+		case CS_FINDING_THUNDERING_HERD:
+			c->thundering_herd = true;
+			break;
+		case CS_FINDING_EVENTS_LOST:
+		case CS_FINDING_BACKLOG_FULL:
+		case CS_FINDING_CONNECTION_LIMIT:
+		case CS_FINDING_SYN_COOKIES:
+		case CS_FINDING_KIND_COUNT:
+			break;
+		}
 	}
-	cond->accept_contention.flagged = cond->accept_contention.acceptor_bottleneck ||
-					  cond->accept_contention.unfair ||
-					  cond->accept_contention.thundering_herd;
+	c->flagged = c->acceptor_bottleneck || c->unfair || c->thundering_herd;
+}
 
-	/* cpu_saturation: server threads waiting for a CPU */
+/* cpu_saturation: server threads waiting for a CPU. */
+static void cpu_saturation(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			   const struct cs_tail *tail, struct cs_conditions *cond)
+{
+	typeof(cond->cpu_saturation) *c = &cond->cpu_saturation;
 	struct runq_scan scan = { 0 };
 	cs_u64map_each(&engine->threads, scan_thread, &scan);
-	cond->cpu_saturation.runq_total_ns = scan.total;
-	cond->cpu_saturation.top_tid = scan.top_tid;
-	memcpy(cond->cpu_saturation.top_comm, scan.top_comm, CS_COMM_LEN);
-	cond->cpu_saturation.top_runq_ns = scan.top_ns;
-	cond->cpu_saturation.runq_max_ns = scan.max_wait;
-	cond->cpu_saturation.top_runq_share = meta->duration_s > 0 ? (double)scan.top_ns / (meta->duration_s * NS_PER_SEC) : 0.0;
-	struct cs_tail tail;
-	cs_compute_tail(engine, meta->tail_percentile > 0 ? meta->tail_percentile : 99.0, &tail);
+	c->runq_total_ns = scan.total;
+	c->top_tid = scan.top_tid;
+	memcpy(c->top_comm, scan.top_comm, CS_COMM_LEN);
+	c->top_runq_ns = scan.top_ns;
+	c->runq_max_ns = scan.max_wait;
+	c->top_runq_share = meta->duration_s > 0 ? (double)scan.top_ns / (meta->duration_s * NS_PER_SEC) : 0.0;
 	double runq_tail_share = 0;
-	for (int c = 0; c < CS_CAUSE_COUNT; c++)
-		if (tail.causes[c].cause == CS_CAUSE_RUN_QUEUE)
-			runq_tail_share = tail.causes[c].share;
-	cond->cpu_saturation.flagged = cond->cpu_saturation.top_runq_share >= RUNQ_SHARE_MIN ||
-				       (req->requests >= REQUESTS_MIN && runq_tail_share >= RUNQ_TAIL_SHARE_MIN);
-	pool_saturation(engine, &tail, cond);
+	for (int i = 0; i < CS_CAUSE_COUNT; i++)
+		if (tail->causes[i].cause == CS_CAUSE_RUN_QUEUE)
+			runq_tail_share = tail->causes[i].share;
+	c->flagged = c->top_runq_share >= RUNQ_SHARE_MIN ||
+		     (engine->requests.requests >= REQUESTS_MIN && runq_tail_share >= RUNQ_TAIL_SHARE_MIN);
+}
 
-	/* lifecycle figures */
+/* The lifecycle's figures: who closed, TIME_WAIT, resets, lifetimes. */
+static void lifecycle(const struct cs_engine *engine, struct cs_conditions *cond)
+{
+	const struct cs_lifecycle_stats *life = &engine->lifecycle;
 	cond->lifecycle.closed_by_server = life->closed_by[CS_CLOSED_BY_SERVER];
 	cond->lifecycle.closed_by_client = life->closed_by[CS_CLOSED_BY_CLIENT];
 	cond->lifecycle.aborted = life->closed_by[CS_CLOSED_BY_ABORT];
@@ -237,4 +259,43 @@ void cs_compute_conditions(const struct cs_engine *engine, const struct cs_repor
 		if (life->server_close_count[i] && second + TIME_WAIT_S > end_second)
 			cond->lifecycle.time_wait_now += life->server_close_count[i];
 	}
+}
+
+void cs_conditions_from(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			const struct cs_tail *tail, const struct cs_finding *findings, size_t finding_count,
+			struct cs_conditions *cond)
+{
+	memset(cond, 0, sizeof(*cond));
+	non_persistent(engine, cond);
+	idle_timeout(&engine->lifecycle, cond);
+	listener_figures(engine, cond);
+	compute_connection_limit(engine, cond);
+	accept_contention(findings, finding_count, cond);
+	cpu_saturation(engine, meta, tail, cond);
+	pool_saturation(engine, tail, cond);
+	lifecycle(engine, cond);
+}
+
+/* No default: a condition added to the enum without its flag here is a -Wswitch error. */
+bool cs_condition_flagged(const struct cs_conditions *cond, enum cs_condition condition)
+{
+	switch (condition) {
+	case CS_COND_NON_PERSISTENT:
+		return cond->non_persistent.flagged;
+	case CS_COND_IDLE_TIMEOUT:
+		return cond->idle_timeout.flagged;
+	case CS_COND_LISTEN_OVERFLOW:
+		return cond->listen_overflow.flagged;
+	case CS_COND_ACCEPT_CONTENTION:
+		return cond->accept_contention.flagged;
+	case CS_COND_CONNECTION_LIMIT:
+		return cond->connection_limit.flagged;
+	case CS_COND_CPU_SATURATION:
+		return cond->cpu_saturation.flagged;
+	case CS_COND_POOL_SATURATION:
+		return cond->pool_saturation.flagged;
+	case CS_CONDITION_COUNT:
+		break;
+	}
+	return false;
 }

@@ -5,7 +5,8 @@
  * timeouts, listen overflow, accept contention, CPU saturation). Pure:
  * computed from the engine's state and the run's metadata. The
  * conditions read the diagnosis, which reads the tail: tail.c, then
- * diagnose.c, then attrib.c.
+ * diagnose.c, then attrib.c; cs_analyze (analysis.h) runs the three
+ * once.
  */
 #ifndef CS_ATTRIB_H
 #define CS_ATTRIB_H
@@ -13,13 +14,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "advice.h"
+#include "diagnose.h"
 #include "engine.h"
 #include "run_meta.h"
 #include "tail.h"
-
-/* pool_saturation's one line of advice. */
-#define CS_POOL_ADVICE "size the pool for the load (Tomcat maxThreads, Jetty QueuedThreadPool, Netty's " \
-	"executor group), or stop handlers blocking (virtual threads: pinned carriers)"
 
 struct cs_conditions {
 	struct {
@@ -101,6 +100,19 @@ struct cs_conditions {
 	} lifecycle;
 };
 
+/* The conditions, from the tail and the diagnosis's findings (cs_analyze's last step). */
+void cs_conditions_from(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			const struct cs_tail *tail, const struct cs_finding *findings, size_t finding_count,
+			struct cs_conditions *conditions);
+
+/* Whether condition is flagged: the conditions read by enum, never by name. */
+bool cs_condition_flagged(const struct cs_conditions *conditions, enum cs_condition condition);
+
+/*
+ * The same conditions, computing the tail and the diagnosis first: a
+ * wrapper over cs_analyze for the callers that want the conditions alone
+ * (analysis.c).
+ */
 void cs_compute_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			   struct cs_conditions *conditions);
 

@@ -38,32 +38,39 @@ struct findings {
 	size_t count, max;
 };
 
+/*
+ * The kind's advice, with note where it says "%s". Spliced, not used as a
+ * printf format: the table's text stays plain text.
+ */
+static void advise(struct cs_finding *finding, const char *note)
+{
+	const char *advice = cs_finding_advice(finding->kind);
+	const char *at = strstr(advice, "%s");
+	if (!at)
+		snprintf(finding->advice, sizeof(finding->advice), "%s", advice);
+	else
+		snprintf(finding->advice, sizeof(finding->advice), "%.*s%s%s", (int)(at - advice), advice,
+			 note, at + 2);
+}
+
+/* A finding of kind, its text from fmt, its advice from the table; NULL when the list is full. */
 __attribute__((format(printf, 4, 5)))
-static struct cs_finding *add(struct findings *list, const char *code, uint16_t port,
+static struct cs_finding *add(struct findings *list, enum cs_finding_kind kind, uint16_t port,
 			      const char *fmt, ...)
 {
 	if (list->count >= list->max)
 		return NULL;
 	struct cs_finding *finding = &list->items[list->count++];
 	memset(finding, 0, sizeof(*finding));
-	snprintf(finding->code, sizeof(finding->code), "%s", code);
+	finding->kind = kind;
+	finding->code = cs_finding_name(kind);
 	finding->port = port;
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(finding->text, sizeof(finding->text), fmt, ap);
 	va_end(ap);
+	advise(finding, "");
 	return finding;
-}
-
-__attribute__((format(printf, 2, 3)))
-static void advise(struct cs_finding *finding, const char *fmt, ...)
-{
-	if (!finding)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(finding->advice, sizeof(finding->advice), fmt, ap);
-	va_end(ap);
 }
 
 static double share(uint64_t part, uint64_t whole)
@@ -94,12 +101,11 @@ static void diagnose_backlog(const struct cs_listener_stats *l, const struct cs_
 			 "; %llu local connection(s) never got in: their clients gave up while still retrying the SYN",
 			 (unsigned long long)l->handshakes_failed);
 	}
-	struct cs_finding *f = add(list, "backlog_full", l->port,
+	struct cs_finding *f = add(list, CS_FINDING_BACKLOG_FULL, l->port,
 		"backlog full %.0f%% of the time (limit %u) with %llu SYN(s) dropped%s",
 		full_share * 100.0, l->backlog_limit, (unsigned long long)drops, delayed);
-	advise(f, "raise the listen backlog (listen(fd, N), capped by net.core.somaxconn%s) and make "
-		  "accepting faster: a full queue drops SYNs, which clients retry after 1 s, 2 s, 3 s",
-	       meta->netstat.valid && meta->netstat.syncookies_sent ? "; SYN cookies were sent too" : "");
+	if (f && meta->netstat.valid && meta->netstat.syncookies_sent)
+		advise(f, "; SYN cookies were sent too");
 }
 
 /* The server stopped accepting at its connection limit: raising accept throughput changes nothing. */
@@ -113,7 +119,7 @@ static void diagnose_limit(const struct cs_listener_stats *l, const struct cs_li
 	if (e->blocked_share >= 0)
 		snprintf(blocked, sizeof(blocked), "blocked %.0f%%, on a CPU %.0f%%, ",
 			 e->blocked_share * 100.0, e->on_cpu_share * 100.0);
-	struct cs_finding *f = add(list, "connection_limit", l->port,
+	add(list, CS_FINDING_CONNECTION_LIMIT, l->port,
 		"the server stopped accepting at its connection limit: with %u connection(s) open (held "
 		"there %s) its acceptor %s (tid %u) did not call accept() and was blocked, not busy "
 		"(%sin handlers %.0f%% of its time outside accept()); %.0f%% of the time connections "
@@ -124,9 +130,6 @@ static void diagnose_limit(const struct cs_listener_stats *l, const struct cs_li
 		(unsigned long long)e->freed_by[CS_FREED_BY_IDLE_CLOSE],
 		(unsigned long long)e->freed_by[CS_FREED_BY_CLIENT],
 		(unsigned long long)e->freed_by[CS_FREED_BY_OTHER], p50, p99);
-	advise(f, "raise the server's connection limit (Tomcat maxConnections, nginx worker_connections, "
-		  "Node server.maxConnections), or free slots sooner: a shorter keep-alive timeout, or "
-		  "clients that close idle connections");
 }
 
 /* "; between accepts: on a CPU 5%, in handlers 0%, sleeping or blocked 95%", when known. */
@@ -174,7 +177,7 @@ static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_li
 	double acceptor_busy = busiest ? cs_worker_busy_share(busiest) : 0.0;
 	if (busiest && busiest_share >= SINGLE_ACCEPTOR_SHARE && acceptor_busy >= ACCEPTOR_BUSY_SHARE &&
 	    (busy >= QUEUE_BUSY_SHARE || mean_left >= 1.0)) {
-		struct cs_finding *f = add(list, "accept_thread_bottleneck", l->port,
+		add(list, CS_FINDING_ACCEPT_THREAD_BOTTLENECK, l->port,
 			"the accept thread is the bottleneck: %s (tid %u) took %.0f%% of %llu accepts, was busy "
 			"outside accept() %.0f%% of the time, and left %.1f connections waiting per accept "
 			"(queue non-empty in %.0f%% of samples); accept wait p50 %s, p99 %s; it came back "
@@ -182,15 +185,11 @@ static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_li
 			"limit)%s",
 			busiest->comm, busiest->tid, busiest_share * 100.0, (unsigned long long)l->accepts,
 			acceptor_busy * 100.0, mean_left, busy * 100.0, p50, p99, acceptor_state(engine, busiest));
-		advise(f, "accept in more threads (SO_REUSEPORT or EPOLLEXCLUSIVE listeners per worker), "
-			  "or take the work off the accept thread (it should only accept and hand off)");
 		return;
 	}
-	struct cs_finding *f = add(list, "accept_queue_wait", l->port,
+	add(list, CS_FINDING_ACCEPT_QUEUE_WAIT, l->port,
 		"connections wait in the accept queue: p50 %s, p99 %s (queue non-empty %.0f%% of the time)",
 		p50, p99, busy * 100.0);
-	advise(f, "the accepting threads are busy elsewhere: check event-loop blocking and CPU "
-		  "saturation, or accept in more threads");
 }
 
 static void diagnose_fairness(const struct cs_listener_stats *l, struct findings *list)
@@ -203,55 +202,46 @@ static void diagnose_fairness(const struct cs_listener_stats *l, struct findings
 	double fair = 1.0 / (double)threads;
 	if (busiest_share < UNFAIR_FACTOR * fair || busiest_share < UNFAIR_SHARE_MIN)
 		return;
-	struct cs_finding *f = add(list, "unfair_accepts", l->port,
+	add(list, CS_FINDING_UNFAIR_ACCEPTS, l->port,
 		"one worker took %.0f%% of accepts: %s (tid %u) took %llu of %llu across %zu threads "
 		"(a fair share is %.0f%%)",
 		busiest_share * 100.0, busiest->comm, busiest->tid,
 		(unsigned long long)busiest->accepts, (unsigned long long)l->accepts, threads, fair * 100.0);
-	advise(f, "epoll wakes the most recent waiter first (LIFO): use one SO_REUSEPORT listener "
-		  "per worker to spread connections evenly");
 }
 
 static void diagnose_herd(const struct cs_listener_stats *l, struct findings *list)
 {
 	if (l->eagain < HERD_EAGAIN_MIN || (double)l->eagain < HERD_EAGAIN_PER_ACCEPT * (double)l->accepts)
 		return;
-	struct cs_finding *f = add(list, "thundering_herd", l->port,
+	add(list, CS_FINDING_THUNDERING_HERD, l->port,
 		"%llu accept() calls found the queue empty (%.2f per accepted connection): "
 		"workers were woken for connections another worker took",
 		(unsigned long long)l->eagain, share(l->eagain, l->accepts ? l->accepts : 1));
-	advise(f, "register the listener with EPOLLEXCLUSIVE, or give each worker its own "
-		  "SO_REUSEPORT listener");
 }
 
-size_t cs_diagnose(const struct cs_engine *engine, const struct cs_report_meta *meta,
-		   struct cs_finding *findings, size_t max)
+size_t cs_diagnose_tail(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			const struct cs_tail *tail, struct cs_finding *findings, size_t max)
 {
 	struct findings list = { .items = findings, .max = max };
 
-	if (meta->events_lost) {
-		struct cs_finding *f = add(&list, "events_lost", 0,
-			"%llu event(s) could not be recorded (ring buffer full): figures are a lower bound",
-			(unsigned long long)meta->events_lost);
-		advise(f, "raise --ring-mb, or shorten the run");
-	}
+	if (meta->events_lost)
+		add(&list, CS_FINDING_EVENTS_LOST, 0,
+		    "%llu event(s) could not be recorded (ring buffer full): figures are a lower bound",
+		    (unsigned long long)meta->events_lost);
 	for (size_t i = 0; i < engine->listener_count; i++)
 		diagnose_backlog(&engine->listeners[i], meta, &list);
 	/* Slow accepts are named only where the tail feels them. */
-	bool accepts_matter = !cs_accept_path_negligible(engine, meta);
+	bool accepts_matter = !cs_tail_accept_path_negligible(tail);
 	for (size_t i = 0; accepts_matter && i < engine->listener_count; i++)
 		diagnose_acceptor(engine, &engine->listeners[i], &list);
 	for (size_t i = 0; i < engine->listener_count; i++)
 		diagnose_fairness(&engine->listeners[i], &list);
 	for (size_t i = 0; i < engine->listener_count; i++)
 		diagnose_herd(&engine->listeners[i], &list);
-	if (meta->netstat.valid && meta->netstat.syncookies_sent) {
-		struct cs_finding *f = add(&list, "syn_cookies", 0,
-			"the kernel sent %llu SYN cookie(s): the SYN queue overflowed, and clients may "
-			"believe they are connected while their data is dropped",
-			(unsigned long long)meta->netstat.syncookies_sent);
-		advise(f, "raise the listen backlog (it also sizes the SYN queue) and "
-			  "net.ipv4.tcp_max_syn_backlog");
-	}
+	if (meta->netstat.valid && meta->netstat.syncookies_sent)
+		add(&list, CS_FINDING_SYN_COOKIES, 0,
+		    "the kernel sent %llu SYN cookie(s): the SYN queue overflowed, and clients may "
+		    "believe they are connected while their data is dropped",
+		    (unsigned long long)meta->netstat.syncookies_sent);
 	return list.count;
 }

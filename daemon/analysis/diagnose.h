@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The diagnosis: one finding per problem the engine's statistics show,
- * with its numbers and advice. Pure: computed from the engine's state and
- * the run's metadata; the renderers print the findings.
+ * with its numbers and advice. Pure: computed from the engine's state, the
+ * run's metadata and the tail (tail.h); cs_analyze (analysis.h) runs it
+ * once per report, and the renderers print its findings.
  */
 #ifndef CS_DIAGNOSE_H
 #define CS_DIAGNOSE_H
@@ -10,20 +11,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "advice.h"
 #include "engine.h"
 #include "run_meta.h"
+#include "tail.h"
 
-#define CS_FINDING_CODE_LEN 32
 #define CS_FINDING_TEXT_LEN 512
 
 struct cs_finding {
-	char code[CS_FINDING_CODE_LEN];   /* stable name, e.g. "backlog_full" */
+	const char *code;                 /* cs_finding_name(kind), e.g. "backlog_full" */
+	enum cs_finding_kind kind;
 	uint16_t port;                    /* listener it concerns, 0: whole run */
 	char text[CS_FINDING_TEXT_LEN];   /* what was seen, with its numbers */
-	char advice[CS_FINDING_TEXT_LEN]; /* what an operator can do */
+	char advice[CS_FINDING_TEXT_LEN]; /* cs_finding_advice(kind), completed */
 };
 
 /* Fills at most max findings, most serious first; returns how many. */
+size_t cs_diagnose_tail(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			const struct cs_tail *tail, struct cs_finding *findings, size_t max);
+
+/*
+ * The same, computing the tail first: a wrapper over cs_analyze for the
+ * callers that want the findings alone (analysis.c).
+ */
 size_t cs_diagnose(const struct cs_engine *engine, const struct cs_report_meta *meta,
 		   struct cs_finding *findings, size_t max);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tail.h"
 #include "units.h"
 
 int cs_intervals_init(struct cs_intervals *iv, uint64_t width_ns, double tail_percentile, FILE *out)
@@ -15,7 +16,8 @@ int cs_intervals_init(struct cs_intervals *iv, uint64_t width_ns, double tail_pe
 	iv->out = out;
 	iv->prev_latency = calloc(1, sizeof(*iv->prev_latency));
 	iv->prev_bucket_cause_ns = calloc(CS_HIST_BUCKETS, sizeof(*iv->prev_bucket_cause_ns));
-	if (!iv->prev_latency || !iv->prev_bucket_cause_ns) {
+	iv->bucket_cause_ns = calloc(CS_HIST_BUCKETS, sizeof(*iv->bucket_cause_ns));
+	if (!iv->prev_latency || !iv->prev_bucket_cause_ns || !iv->bucket_cause_ns) {
 		cs_intervals_free(iv);
 		return -1;
 	}
@@ -27,8 +29,10 @@ void cs_intervals_free(struct cs_intervals *iv)
 {
 	free(iv->prev_latency);
 	free(iv->prev_bucket_cause_ns);
+	free(iv->bucket_cause_ns);
 	iv->prev_latency = NULL;
 	iv->prev_bucket_cause_ns = NULL;
+	iv->bucket_cause_ns = NULL;
 }
 
 static uint64_t total_drops(const struct cs_engine *engine)
@@ -59,23 +63,17 @@ static void interval_latency(const struct cs_intervals *iv, const struct cs_hist
 	}
 }
 
-/* The cause holding most of the interval's tail time (its buckets from the percentile's up). */
+/* The cause holding most of the interval's tail time, -1: none; its share of that time. */
 static int interval_top_cause(const struct cs_intervals *iv, const struct cs_engine *engine,
 			      const struct cs_hist *latency, double *share)
 {
-	uint64_t cause_ns[CS_CAUSE_COUNT] = { 0 }, total = 0;
-	size_t first = cs_hist_bucket_index(cs_hist_percentile(latency, iv->tail_percentile));
-	for (size_t b = first; b < CS_HIST_BUCKETS; b++)
+	for (size_t b = 0; b < CS_HIST_BUCKETS; b++)
 		for (int c = 0; c < CS_CAUSE_COUNT; c++)
-			cause_ns[c] += engine->requests.bucket_cause_ns[b][c] - iv->prev_bucket_cause_ns[b][c];
-	int top = -1;
-	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
-		total += cause_ns[c];
-		if (cause_ns[c] && (top < 0 || cause_ns[c] > cause_ns[top]))
-			top = c;
-	}
-	*share = top >= 0 && total ? (double)cause_ns[top] / (double)total : 0;
-	return top;
+			iv->bucket_cause_ns[b][c] = engine->requests.bucket_cause_ns[b][c] - iv->prev_bucket_cause_ns[b][c];
+	struct cs_tail tail;
+	cs_tail_sum(latency, (const uint64_t (*)[CS_CAUSE_COUNT])iv->bucket_cause_ns, NULL, iv->tail_percentile, &tail);
+	*share = tail.causes[0].share;
+	return tail.causes[0].ns ? (int)tail.causes[0].cause : -1;
 }
 
 static void print_line(struct cs_intervals *iv, const struct cs_engine *engine, uint64_t start_ns, uint64_t end_ns)

@@ -4,7 +4,8 @@
  * did the tail start to grow, and with which cause. Each line is the
  * difference between the engine's cumulative statistics at the interval's
  * two ends: the requests that completed in it, their percentiles, the
- * cause that holds most of its own tail's time, and the SYNs dropped in it.
+ * cause that holds most of its own tail's time (its tail summed as the
+ * run's is: cs_tail_sum), and the SYNs dropped in it.
  * Pure: the caller replays the records and calls cs_intervals_advance
  * before each one with its timestamp.
  */
@@ -24,6 +25,7 @@ struct cs_intervals {
 	uint64_t next_end_ns;     /* 0: no record yet */
 	struct cs_hist *prev_latency;                /* the engine's, at the last boundary */
 	uint64_t (*prev_bucket_cause_ns)[CS_CAUSE_COUNT]; /* [CS_HIST_BUCKETS] */
+	uint64_t (*bucket_cause_ns)[CS_CAUSE_COUNT];      /* the interval's: now less prev */
 	uint64_t prev_drops;
 	uint64_t lines;
 	uint64_t requests_in_lines; /* the lines' requests and drops, added up: the run's */

@@ -105,111 +105,128 @@ static int compare_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
+/* The busiest listener speaks for the accept path. */
+static void accept_evidence(const struct cs_engine *engine, struct cs_tail_cause *c)
+{
+	const struct cs_listener_stats *l = NULL;
+	char wait[32];
+	for (size_t i = 0; i < engine->listener_count; i++)
+		if (!l || engine->listeners[i].accepts > l->accepts)
+			l = &engine->listeners[i];
+	if (!l)
+		return;
+	if (c->cause == CS_CAUSE_ACCEPT_QUEUE) {
+		const struct cs_worker_stats *w = cs_listener_busiest_worker(l);
+		cs_format_duration(wait, sizeof(wait), cs_hist_percentile(l->accept_wait_ns, 99.0));
+		snprintf(c->evidence, sizeof(c->evidence),
+			 "listener :%u accept wait p99 %s, backlog max %u of %u; %s (tid %u) took %.0f%% of accepts",
+			 l->port, wait, l->backlog_max, l->backlog_limit, w ? w->comm : "?", w ? w->tid : 0,
+			 w && l->accepts ? 100.0 * (double)w->accepts / (double)l->accepts : 0.0);
+	} else {
+		cs_format_duration(wait, sizeof(wait), l->handshake_extra_ns->max);
+		snprintf(c->evidence, sizeof(c->evidence),
+			 "listener :%u dropped %llu SYN(s); %llu connection(s) delayed >= 1 s (max %s)",
+			 l->port, (unsigned long long)cs_listener_drops(l),
+			 (unsigned long long)l->handshakes_delayed_1s, wait);
+	}
+}
+
+/* The thread with the most of the cause's time among the tail's exemplars. */
+static void thread_evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
 {
 	char *out = c->evidence;
 	size_t len = sizeof(c->evidence);
 	char a[32], b[32];
 	uint64_t ns, requests;
-	uint32_t tid;
+	uint32_t tid = top_thread(engine, tail->threshold_ns, c->cause, &ns, &requests);
+	if (!tid)
+		return;
+	cs_format_duration(a, sizeof(a), ns);
+	if (c->cause == CS_CAUSE_RUN_QUEUE) {
+		const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
+		cs_format_duration(b, sizeof(b), t ? t->runq_max_ns : 0);
+		snprintf(out, len, "%s (tid %u) was runnable but not running for %s of %llu tail request(s); its longest wait for a CPU %s",
+			 thread_comm(engine, tid), tid, a, (unsigned long long)requests, b);
+	} else if (c->cause == CS_CAUSE_EVENT_LOOP) {
+		snprintf(out, len, "on %s (tid %u): %llu tail request(s) waited %s in all with data ready while the loop was busy elsewhere",
+			 thread_comm(engine, tid), tid, (unsigned long long)requests, a);
+	} else {
+		snprintf(out, len, "%s (tid %u) spent %s handling %llu tail request(s)",
+			 thread_comm(engine, tid), tid, a, (unsigned long long)requests);
+	}
+}
 
+/* The tail's responses: their sizes, full send buffers, and what sat in the send queue. */
+static void drain_evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
+{
+	uint32_t sizes[CS_EXEMPLARS];
+	size_t n = 0;
+	uint64_t eagain = 0, held = 0;
+	for (size_t i = 0; i < engine->requests.exemplar_count; i++) {
+		const struct cs_exemplar *e = &engine->requests.exemplars[i];
+		if (e->split.total_ns < tail->threshold_ns)
+			continue;
+		sizes[n++] = e->bytes_out;
+		eagain += e->send_eagain;
+		held += (e->flags & CS_REQ_HELD_BACK) != 0;
+	}
+	if (!n)
+		return;
+	qsort(sizes, n, sizeof(sizes[0]), compare_u32);
+	if (held * 2 >= n)
+		snprintf(c->evidence, sizeof(c->evidence),
+			 "%llu of %zu tail responses (median %u bytes) sat in the send queue after the server's last write: "
+			 "Nagle's algorithm waiting for the client's delayed ACK, or a closed window; set TCP_NODELAY, "
+			 "or write each response in one call", (unsigned long long)held, n, sizes[n / 2]);
+	else
+		snprintf(c->evidence, sizeof(c->evidence),
+			 "tail responses: median %u bytes, largest %u; %llu send(s) found the buffer full; %llu held back in the send queue",
+			 sizes[n / 2], sizes[n - 1], (unsigned long long)eagain, (unsigned long long)held);
+}
+
+static void evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
+{
 	switch (c->cause) {
 	case CS_CAUSE_ACCEPT_QUEUE:
-	case CS_CAUSE_LISTEN_OVERFLOW: {
-		/* The busiest listener speaks for the accept path. */
-		const struct cs_listener_stats *l = NULL;
-		for (size_t i = 0; i < engine->listener_count; i++)
-			if (!l || engine->listeners[i].accepts > l->accepts)
-				l = &engine->listeners[i];
-		if (!l)
-			break;
-		if (c->cause == CS_CAUSE_ACCEPT_QUEUE) {
-			const struct cs_worker_stats *w = cs_listener_busiest_worker(l);
-			cs_format_duration(a, sizeof(a), cs_hist_percentile(l->accept_wait_ns, 99.0));
-			snprintf(out, len, "listener :%u accept wait p99 %s, backlog max %u of %u; %s (tid %u) took %.0f%% of accepts",
-				 l->port, a, l->backlog_max, l->backlog_limit, w ? w->comm : "?", w ? w->tid : 0,
-				 w && l->accepts ? 100.0 * (double)w->accepts / (double)l->accepts : 0.0);
-		} else {
-			cs_format_duration(a, sizeof(a), l->handshake_extra_ns->max);
-			snprintf(out, len, "listener :%u dropped %llu SYN(s); %llu connection(s) delayed >= 1 s (max %s)",
-				 l->port, (unsigned long long)cs_listener_drops(l),
-				 (unsigned long long)l->handshakes_delayed_1s, a);
-		}
+	case CS_CAUSE_LISTEN_OVERFLOW:
+		accept_evidence(engine, c);
 		break;
-	}
 	case CS_CAUSE_RUN_QUEUE:
 	case CS_CAUSE_EVENT_LOOP:
 	case CS_CAUSE_HANDLER:
-		tid = top_thread(engine, tail->threshold_ns, c->cause, &ns, &requests);
-		if (!tid)
-			break;
-		cs_format_duration(a, sizeof(a), ns);
-		if (c->cause == CS_CAUSE_RUN_QUEUE) {
-			const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
-			cs_format_duration(b, sizeof(b), t ? t->runq_max_ns : 0);
-			snprintf(out, len, "%s (tid %u) was runnable but not running for %s of %llu tail request(s); its longest wait for a CPU %s",
-				 thread_comm(engine, tid), tid, a, (unsigned long long)requests, b);
-		} else if (c->cause == CS_CAUSE_EVENT_LOOP) {
-			snprintf(out, len, "on %s (tid %u): %llu tail request(s) waited %s in all with data ready while the loop was busy elsewhere",
-				 thread_comm(engine, tid), tid, (unsigned long long)requests, a);
-		} else {
-			snprintf(out, len, "%s (tid %u) spent %s handling %llu tail request(s)",
-				 thread_comm(engine, tid), tid, a, (unsigned long long)requests);
-		}
+		thread_evidence(engine, tail, c);
 		break;
 	case CS_CAUSE_WORKER_POOL:
 		pool_evidence(engine, c);
 		break;
-	case CS_CAUSE_SEND_DRAIN: {
-		uint32_t sizes[CS_EXEMPLARS];
-		size_t n = 0;
-		uint64_t eagain = 0, held = 0;
-		for (size_t i = 0; i < engine->requests.exemplar_count; i++) {
-			const struct cs_exemplar *e = &engine->requests.exemplars[i];
-			if (e->split.total_ns < tail->threshold_ns)
-				continue;
-			sizes[n++] = e->bytes_out;
-			eagain += e->send_eagain;
-			held += (e->flags & CS_REQ_HELD_BACK) != 0;
-		}
-		if (!n)
-			break;
-		qsort(sizes, n, sizeof(sizes[0]), compare_u32);
-		if (held * 2 >= n)
-			snprintf(out, len, "%llu of %zu tail responses (median %u bytes) sat in the send queue after the server's last write: "
-				 "Nagle's algorithm waiting for the client's delayed ACK, or a closed window; set TCP_NODELAY, "
-				 "or write each response in one call", (unsigned long long)held, n, sizes[n / 2]);
-		else
-			snprintf(out, len, "tail responses: median %u bytes, largest %u; %llu send(s) found the buffer full; %llu held back in the send queue",
-				 sizes[n / 2], sizes[n - 1], (unsigned long long)eagain, (unsigned long long)held);
+	case CS_CAUSE_SEND_DRAIN:
+		drain_evidence(engine, tail, c);
 		break;
-	}
 	default:
 		break;
 	}
 }
 
-void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail)
+void cs_tail_sum(const struct cs_hist *latency, const uint64_t (*bucket_cause_ns)[CS_CAUSE_COUNT],
+		 const uint64_t (*bucket_dominant)[CS_CAUSE_COUNT], double percentile, struct cs_tail *tail)
 {
-	const struct cs_request_stats *stats = &engine->requests;
 	memset(tail, 0, sizeof(*tail));
 	tail->percentile = percentile;
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		tail->causes[c].cause = (enum cs_cause)c;
-	if (stats->latency_ns->count == 0)
+	if (latency->count == 0)
 		return;
 
 	/* The tail: every bucket from the one holding the percentile up. */
-	tail->threshold_ns = cs_hist_percentile(stats->latency_ns, percentile);
-	size_t first = cs_hist_bucket_index(tail->threshold_ns);
+	size_t first = cs_hist_bucket_index(cs_hist_percentile(latency, percentile));
 	tail->threshold_ns = cs_hist_bucket_lowest(first);
 	for (size_t b = first; b < CS_HIST_BUCKETS; b++) {
-		if (!stats->latency_ns->buckets[b])
+		if (!latency->buckets[b])
 			continue;
-		tail->requests += stats->latency_ns->buckets[b];
+		tail->requests += latency->buckets[b];
 		for (int c = 0; c < CS_CAUSE_COUNT; c++) {
-			tail->causes[c].ns += stats->bucket_cause_ns[b][c];
-			tail->causes[c].requests += stats->bucket_dominant[b][c];
+			tail->causes[c].ns += bucket_cause_ns[b][c];
+			tail->causes[c].requests += bucket_dominant ? bucket_dominant[b][c] : 0;
 		}
 	}
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
@@ -217,27 +234,44 @@ void cs_compute_tail(const struct cs_engine *engine, double percentile, struct c
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		tail->causes[c].share = tail->total_ns ? (double)tail->causes[c].ns / (double)tail->total_ns : 0.0;
 
-	/* Largest share first (insertion sort: six entries). */
+	/* Largest share first (insertion sort, stable: a tie keeps enum cs_cause's order). */
 	for (int i = 1; i < CS_CAUSE_COUNT; i++)
 		for (int j = i; j > 0 && tail->causes[j].share > tail->causes[j - 1].share; j--) {
 			struct cs_tail_cause t = tail->causes[j];
 			tail->causes[j] = tail->causes[j - 1];
 			tail->causes[j - 1] = t;
 		}
+}
+
+void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail)
+{
+	const struct cs_request_stats *stats = &engine->requests;
+	cs_tail_sum(stats->latency_ns, (const uint64_t (*)[CS_CAUSE_COUNT])stats->bucket_cause_ns,
+		    (const uint64_t (*)[CS_CAUSE_COUNT])stats->bucket_dominant, percentile, tail);
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		if (tail->causes[c].ns)
 			evidence(engine, tail, &tail->causes[c]);
 }
 
-bool cs_accept_path_negligible(const struct cs_engine *engine, const struct cs_report_meta *meta)
+bool cs_tail_accept_path_negligible(const struct cs_tail *tail)
 {
-	struct cs_tail tail;
-	cs_compute_tail(engine, meta->tail_percentile > 0 ? meta->tail_percentile : 99.0, &tail);
-	if (!tail.requests || !tail.total_ns)
+	if (!tail->requests || !tail->total_ns)
 		return false;
 	double accept_share = 0;
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
-		if (tail.causes[c].cause == CS_CAUSE_ACCEPT_QUEUE || tail.causes[c].cause == CS_CAUSE_LISTEN_OVERFLOW)
-			accept_share += tail.causes[c].share;
+		if (tail->causes[c].cause == CS_CAUSE_ACCEPT_QUEUE || tail->causes[c].cause == CS_CAUSE_LISTEN_OVERFLOW)
+			accept_share += tail->causes[c].share;
 	return accept_share < ACCEPT_TAIL_SHARE_MIN;
+}
+
+bool cs_accept_path_negligible(const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	struct cs_tail tail;
+	cs_compute_tail(engine, cs_tail_percentile(meta), &tail);
+	return cs_tail_accept_path_negligible(&tail);
+}
+
+double cs_tail_percentile(const struct cs_report_meta *meta)
+{
+	return meta->tail_percentile > 0 ? meta->tail_percentile : 99.0;
 }

@@ -34,10 +34,24 @@ struct cs_tail {
 void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail);
 
 /*
+ * The tail of any latency histogram with its causes' time bucket by
+ * bucket (bucket_dominant may be NULL: no requests per cause), ranked,
+ * without evidence: the run's (cs_compute_tail) and an interval's
+ * (intervals.c) are the same sum.
+ */
+void cs_tail_sum(const struct cs_hist *latency, const uint64_t (*bucket_cause_ns)[CS_CAUSE_COUNT],
+		 const uint64_t (*bucket_dominant)[CS_CAUSE_COUNT], double percentile, struct cs_tail *tail);
+
+/* The run's tail percentile: meta's, 99 when unset. */
+double cs_tail_percentile(const struct cs_report_meta *meta);
+
+/*
  * True when the tail has requests and the accept path (accept queue and
  * SYN retransmits) is a negligible share of their time: a handful of
  * persistent connections, accepted once, cannot explain a tail.
  */
+bool cs_tail_accept_path_negligible(const struct cs_tail *tail);
+/* The same, computing the tail at meta's percentile first. */
 bool cs_accept_path_negligible(const struct cs_engine *engine, const struct cs_report_meta *meta);
 
 /* The pool behind handed-off requests: its threads, their serving time, the poller. */

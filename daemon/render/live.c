@@ -3,41 +3,37 @@
 
 #include <stdlib.h>
 
-#include "attrib.h"
+#include "analysis.h"
 #include "json.h"
 #include "report.h"
 
-/* One line of advice per condition: short enough for 80 columns with the name. */
-static const struct {
-	const char *name;
-	const char *advice;
-} condition_advice[] = {
-	{ "non_persistent", "turn on keep-alive (persistent connections, client pools)" },
-	{ "idle_timeout", "make the server's idle timeout longer than the clients'" },
-	{ "listen_overflow", "raise the listen backlog and somaxconn; accept faster" },
-	{ "accept_contention", "accept in more threads, or hand work off the acceptor" },
-	{ "cpu_saturation", "fewer threads than cores, or move other work elsewhere" },
-	{ "connection_limit", "connection limit reached: raise it, or close idle sooner" },
-	{ "pool_saturation", "a bigger pool (maxThreads, executor group), or no blocking" },
+/*
+ * live.conditions' order, which snapshot readers (connscope top, scripts)
+ * may rely on: cpu_saturation before connection_limit, unlike the text
+ * report and the metrics. Every condition appears once (the static
+ * assertion counts them).
+ */
+static const enum cs_condition live_order[] = {
+	CS_COND_NON_PERSISTENT, CS_COND_IDLE_TIMEOUT, CS_COND_LISTEN_OVERFLOW, CS_COND_ACCEPT_CONTENTION,
+	CS_COND_CPU_SATURATION, CS_COND_CONNECTION_LIMIT, CS_COND_POOL_SATURATION,
 };
+_Static_assert(sizeof(live_order) / sizeof(live_order[0]) == CS_CONDITION_COUNT, "a condition missing from live_order");
 
 static double per_second(uint64_t count, uint64_t span_ns)
 {
 	return span_ns ? (double)count * 1e9 / (double)span_ns : 0.0;
 }
 
+/* The flagged conditions, each with its one short line of advice (advice.h's brief). */
 static json_t *live_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
-	struct cs_conditions c;
-	cs_compute_conditions(engine, meta, &c);
-	bool flagged[] = { c.non_persistent.flagged, c.idle_timeout.flagged, c.listen_overflow.flagged,
-			   c.accept_contention.flagged, c.cpu_saturation.flagged, c.connection_limit.flagged,
-			   c.pool_saturation.flagged };
+	struct cs_analysis analysis;
+	cs_analyze(engine, meta, &analysis);
 	json_t *list = json_array();
-	for (size_t i = 0; i < sizeof(flagged) / sizeof(flagged[0]); i++)
-		if (flagged[i])
-			json_array_append_new(list, json_pack("{s:s,s:s}", "name", condition_advice[i].name, "advice",
-							      condition_advice[i].advice));
+	for (size_t i = 0; i < CS_CONDITION_COUNT; i++)
+		if (cs_analysis_flagged(&analysis, live_order[i]))
+			json_array_append_new(list, json_pack("{s:s,s:s}", "name", cs_condition_name(live_order[i]),
+							      "advice", cs_condition_brief(live_order[i])));
 	return list;
 }
 

@@ -227,8 +227,10 @@ static void render_health(const struct cs_mx_out *w)
 void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
 		       const char *target, enum cs_metrics_format format)
 {
+	struct cs_analysis analysis;
+	cs_analyze(engine, meta, &analysis);
 	const struct cs_mx_out w = { .out = out, .openmetrics = format == CS_METRICS_OPENMETRICS,
-				     .target = target, .engine = engine, .meta = meta };
+				     .target = target, .engine = engine, .meta = meta, .analysis = &analysis };
 	render_histograms(&w);
 	render_listeners(&w);
 	render_lifecycle(&w);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis.h"
 #include "engine.h"
 #include "run_meta.h"
 
@@ -24,6 +25,7 @@ struct cs_mx_out {
 	const char *target;
 	const struct cs_engine *engine;
 	const struct cs_report_meta *meta;
+	const struct cs_analysis *analysis; /* the engine's, computed once per exposition */
 };
 
 /*

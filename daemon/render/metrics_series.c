@@ -9,7 +9,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "attrib.h"
 #include "connscope.h"
 #include "metrics.h"
 #include "metrics_internal.h"
@@ -133,28 +132,18 @@ static void render_threads(const struct cs_mx_out *w)
 /* The pool and the conditions the daemon's own diagnosis flags (as in `connscope snapshot`). */
 static void render_conditions(const struct cs_mx_out *w)
 {
-	struct cs_conditions c;
-	cs_compute_conditions(w->engine, w->meta, &c);
+	const struct cs_conditions *c = &w->analysis->conditions;
 	cs_mx_header(w, "connscope_pool_threads", "gauge", "Threads that read requests a poller handed them.");
-	cs_mx_sample(w, "connscope_pool_threads", NULL, c.pool_saturation.pool_threads);
+	cs_mx_sample(w, "connscope_pool_threads", NULL, c->pool_saturation.pool_threads);
 	cs_mx_header(w, "connscope_pool_busy_ratio", "gauge",
 		     "Pool threads' serving time over the span they served, per thread.");
-	cs_mx_sample_double(w, "connscope_pool_busy_ratio", NULL, c.pool_saturation.busy_share);
-	const struct { const char *name; bool flagged; } flags[] = {
-		{ "non_persistent", c.non_persistent.flagged },
-		{ "idle_timeout", c.idle_timeout.flagged },
-		{ "listen_overflow", c.listen_overflow.flagged },
-		{ "accept_contention", c.accept_contention.flagged },
-		{ "connection_limit", c.connection_limit.flagged },
-		{ "cpu_saturation", c.cpu_saturation.flagged },
-		{ "pool_saturation", c.pool_saturation.flagged },
-	};
+	cs_mx_sample_double(w, "connscope_pool_busy_ratio", NULL, c->pool_saturation.busy_share);
 	cs_mx_header(w, "connscope_condition", "gauge",
 		     "1 when the diagnosis flags the condition over what was seen since attach (or reset), else 0.");
-	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+	for (int i = 0; i < CS_CONDITION_COUNT; i++) {
 		char label[48];
-		snprintf(label, sizeof(label), "condition=\"%s\"", flags[i].name);
-		cs_mx_sample(w, "connscope_condition", label, flags[i].flagged);
+		snprintf(label, sizeof(label), "condition=\"%s\"", cs_condition_name((enum cs_condition)i));
+		cs_mx_sample(w, "connscope_condition", label, cs_analysis_flagged(w->analysis, (enum cs_condition)i));
 	}
 }
 

@@ -4,8 +4,7 @@
 #include <string.h>
 
 #include "report.h"
-#include "attrib.h"
-#include "diagnose.h"
+#include "analysis.h"
 #include "report_internal.h"
 
 /* ---- text ---------------------------------------------------------------- */
@@ -82,7 +81,28 @@ static void text_bar(FILE *out, double share)
 		fputs(i < filled ? "#" : ".", out);
 }
 
-static void text_requests(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+static void text_tail(FILE *out, const struct cs_tail *tail)
+{
+	if (!tail->requests)
+		return;
+	char threshold[32];
+	cs_format_duration(threshold, sizeof(threshold), tail->threshold_ns);
+	fprintf(out, "\nwhere the tail goes (p%g: %" PRIu64 " request(s) at or above %s)\n",
+		tail->percentile, tail->requests, threshold);
+	for (int i = 0; i < CS_CAUSE_COUNT; i++) {
+		const struct cs_tail_cause *c = &tail->causes[i];
+		if (c->share < 0.005)
+			continue;
+		fprintf(out, "  %-16s ", cs_cause_names[c->cause]);
+		text_bar(out, c->share);
+		fprintf(out, " %5.1f%%\n", 100.0 * c->share);
+		if (c->evidence[0])
+			fprintf(out, "  %-16s %s\n", "", c->evidence);
+	}
+}
+
+static void text_requests(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
+			  const struct cs_analysis *analysis)
 {
 	const struct cs_request_stats *r = &engine->requests;
 	if (r->requests == 0 && r->unanswered == 0 && r->partial == 0)
@@ -94,128 +114,127 @@ static void text_requests(FILE *out, const struct cs_engine *engine, const struc
 			r->unanswered, r->partial);
 	fprintf(out, "\nlatency    ");
 	text_percentiles(out, r->latency_ns);
-
-	struct cs_tail tail;
-	cs_compute_tail(engine, tail_percentile(meta), &tail);
-	if (tail.requests) {
-		char threshold[32];
-		cs_format_duration(threshold, sizeof(threshold), tail.threshold_ns);
-		fprintf(out, "\nwhere the tail goes (p%g: %" PRIu64 " request(s) at or above %s)\n",
-			tail.percentile, tail.requests, threshold);
-		for (int i = 0; i < CS_CAUSE_COUNT; i++) {
-			const struct cs_tail_cause *c = &tail.causes[i];
-			if (c->share < 0.005)
-				continue;
-			fprintf(out, "  %-16s ", cs_cause_names[c->cause]);
-			text_bar(out, c->share);
-			fprintf(out, " %5.1f%%\n", 100.0 * c->share);
-			if (c->evidence[0])
-				fprintf(out, "  %-16s %s\n", "", c->evidence);
-		}
-	}
+	text_tail(out, &analysis->tail);
 	fputc('\n', out);
 }
 
-/* The pool_saturation line and its advice; 1 when shown. */
-static int text_pool_saturation(FILE *out, const struct cs_conditions *cond)
+/* A duration in microseconds, as the report prints durations. */
+static void format_us(char *buf, size_t len, double us)
 {
-	if (!cond->pool_saturation.flagged)
-		return 0;
-	char wait[32];
-	cs_format_duration(wait, sizeof(wait), (uint64_t)(cond->pool_saturation.tail_wait_mean_us * 1e3));
-	fprintf(out, "  ! pool_saturation: ready requests waited for a pool thread (%.0f%% of the tail's time, "
-		"%s per tail request): %s (tid %u) polls and hands them to %u pool thread(s), busy %.0f%% "
-		"of the time they served\n"
-		"      -> %s\n",
-		100.0 * cond->pool_saturation.tail_share, wait, cond->pool_saturation.poller_comm[0] ?
-		cond->pool_saturation.poller_comm : "?", cond->pool_saturation.poller_tid,
-		cond->pool_saturation.pool_threads, 100.0 * cond->pool_saturation.busy_share, CS_POOL_ADVICE);
-	return 1;
+	cs_format_duration(buf, len, (uint64_t)(us * 1e3));
 }
 
-static void text_conditions(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+/*
+ * What the run shows, after "  ! name:": one writer per condition. The switch
+ * has no default, so a condition added to the enum without its line
+ * here is a -Wswitch error.
+ */
+static void text_condition_seen(FILE *out, const struct cs_conditions *c, enum cs_condition condition)
 {
-	struct cs_conditions cond;
-	cs_compute_conditions(engine, meta, &cond);
+	char a[32], b[32], d[32];
+	switch (condition) {
+	case CS_COND_NON_PERSISTENT:
+		format_us(a, sizeof(a), c->non_persistent.setup_cost_us);
+		format_us(b, sizeof(b), c->non_persistent.median_latency_us);
+		fprintf(out, " %.2f requests per connection; %.0f%% of requests paid connection set-up (accept "
+			"queue and SYN retries: %s on average; the median request takes %s)",
+			c->non_persistent.requests_per_connection, 100.0 * c->non_persistent.setup_share, a, b);
+		break;
+	case CS_COND_IDLE_TIMEOUT:
+		fprintf(out, " the server closed %" PRIu64 " idle keep-alive connection(s) after ~%.1f ms idle; %" PRIu64
+			" reconnect(s) followed; %" PRIu64 " keep-alive race reset(s) (a request hit a connection "
+			"the server had just closed)", c->idle_timeout.server_idle_closes,
+			c->idle_timeout.inferred_timeout_ms, c->idle_timeout.reconnects,
+			c->idle_timeout.keepalive_race_resets);
+		break;
+	case CS_COND_LISTEN_OVERFLOW:
+		fprintf(out, " %" PRIu64 " SYN(s) dropped; %" PRIu64 " local connection(s) delayed >= 1 s, %" PRIu64
+			" never got in (their clients gave up retrying)", c->listen_overflow.drops,
+			c->listen_overflow.delayed_connections, c->listen_overflow.failed_connections);
+		break;
+	case CS_COND_ACCEPT_CONTENTION:
+		format_us(a, sizeof(a), c->accept_contention.accept_wait_p99_us);
+		fprintf(out, "%s%s%s accept wait p99 %s, busiest worker %.0f%% of accepts, %" PRIu64 " EAGAIN",
+			c->accept_contention.acceptor_bottleneck ? " accepting lags;" : "",
+			c->accept_contention.unfair ? " unfair spread;" : "",
+			c->accept_contention.thundering_herd ? " thundering herd;" : "", a,
+			100.0 * c->accept_contention.busiest_worker_share, c->accept_contention.eagain);
+		break;
+	case CS_COND_CONNECTION_LIMIT:
+		format_us(a, sizeof(a), c->connection_limit.accept_wait_p99_us);
+		fprintf(out, " :%u stopped accepting at %u open connection(s) (held there %.1f s); its acceptor "
+			"waited for closes, blocked, not busy; accept wait p99 %s; slots freed by %" PRIu64
+			" idle close(s), %" PRIu64 " client close(s)", c->connection_limit.port,
+			c->connection_limit.open_connections, c->connection_limit.plateau_s, a,
+			c->connection_limit.freed_by_idle_close, c->connection_limit.freed_by_client);
+		break;
+	case CS_COND_CPU_SATURATION:
+		cs_format_duration(a, sizeof(a), c->cpu_saturation.runq_total_ns);
+		cs_format_duration(b, sizeof(b), c->cpu_saturation.top_runq_ns);
+		cs_format_duration(d, sizeof(d), c->cpu_saturation.runq_max_ns);
+		fprintf(out, " server threads waited %s for a CPU; most %s (tid %u): %s (%.1f%% of the run); "
+			"longest wait %s", a, c->cpu_saturation.top_comm, c->cpu_saturation.top_tid, b,
+			100.0 * c->cpu_saturation.top_runq_share, d);
+		break;
+	case CS_COND_POOL_SATURATION:
+		format_us(a, sizeof(a), c->pool_saturation.tail_wait_mean_us);
+		fprintf(out, " ready requests waited for a pool thread (%.0f%% of the tail's time, %s per tail "
+			"request): %s (tid %u) polls and hands them to %u pool thread(s), busy %.0f%% of the time "
+			"they served", 100.0 * c->pool_saturation.tail_share, a,
+			c->pool_saturation.poller_comm[0] ? c->pool_saturation.poller_comm : "?",
+			c->pool_saturation.poller_tid, c->pool_saturation.pool_threads,
+			100.0 * c->pool_saturation.busy_share);
+		break;
+	case CS_CONDITION_COUNT:
+		break;
+	}
+}
+
+/* Who closed, resets, TIME_WAIT: the line above the conditions, when the run had any close. */
+static void text_lifecycle(FILE *out, const struct cs_engine *engine, const struct cs_conditions *cond)
+{
 	const struct cs_lifecycle_stats *life = &engine->lifecycle;
-	uint64_t closes = cond.lifecycle.closed_by_server + cond.lifecycle.closed_by_client + cond.lifecycle.aborted;
+	uint64_t closes = cond->lifecycle.closed_by_server + cond->lifecycle.closed_by_client + cond->lifecycle.aborted;
 	if (closes || life->resets_sent || life->resets_received)
 		fprintf(out, "connections closed by server %" PRIu64 ", by client %" PRIu64 ", aborted %" PRIu64
 			"; resets sent %" PRIu64 ", received %" PRIu64 "; TIME_WAIT left by the server ~%" PRIu64
-			"; lifetime p50 %.1f ms\n\n", cond.lifecycle.closed_by_server,
-			cond.lifecycle.closed_by_client, cond.lifecycle.aborted, life->resets_sent,
-			life->resets_received, cond.lifecycle.time_wait_now, cond.lifecycle.lifetime_p50_ms);
+			"; lifetime p50 %.1f ms\n\n", cond->lifecycle.closed_by_server,
+			cond->lifecycle.closed_by_client, cond->lifecycle.aborted, life->resets_sent,
+			life->resets_received, cond->lifecycle.time_wait_now, cond->lifecycle.lifetime_p50_ms);
+}
 
+static void text_conditions(FILE *out, const struct cs_engine *engine, const struct cs_analysis *analysis)
+{
+	text_lifecycle(out, engine, &analysis->conditions);
 	fprintf(out, "conditions\n");
 	int shown = 0;
-	if (cond.non_persistent.flagged) {
-		char setup[32], median[32];
-		cs_format_duration(setup, sizeof(setup), (uint64_t)(cond.non_persistent.setup_cost_us * 1e3));
-		cs_format_duration(median, sizeof(median), (uint64_t)(cond.non_persistent.median_latency_us * 1e3));
+	for (int c = 0; c < CS_CONDITION_COUNT; c++) {
+		if (!cs_analysis_flagged(analysis, (enum cs_condition)c))
+			continue;
 		shown++;
-		fprintf(out, "  ! non_persistent: %.2f requests per connection; %.0f%% of requests paid connection "
-			"set-up (accept queue and SYN retries: %s on average; the median request takes %s)\n"
-			"      -> turn on keep-alive (HTTP/1.1 persistent connections, client connection pools)\n",
-			cond.non_persistent.requests_per_connection, 100.0 * cond.non_persistent.setup_share,
-			setup, median);
+		fprintf(out, "  ! %s:", cs_condition_name((enum cs_condition)c));
+		text_condition_seen(out, &analysis->conditions, (enum cs_condition)c);
+		fprintf(out, "\n      -> %s\n", cs_condition_advice((enum cs_condition)c));
 	}
-	if (cond.idle_timeout.flagged) {
-		shown++;
-		fprintf(out, "  ! idle_timeout: the server closed %" PRIu64 " idle keep-alive connection(s) after "
-			"~%.1f ms idle; %" PRIu64 " reconnect(s) followed; %" PRIu64 " keep-alive race reset(s) "
-			"(a request hit a connection the server had just closed)\n"
-			"      -> make the server's idle timeout longer than the clients' (or have clients close first)\n",
-			cond.idle_timeout.server_idle_closes, cond.idle_timeout.inferred_timeout_ms,
-			cond.idle_timeout.reconnects, cond.idle_timeout.keepalive_race_resets);
-	}
-	if (cond.listen_overflow.flagged) {
-		shown++;
-		fprintf(out, "  ! listen_overflow: %" PRIu64 " SYN(s) dropped; %" PRIu64 " local connection(s) "
-			"delayed >= 1 s, %" PRIu64 " never got in (their clients gave up retrying)\n"
-			"      -> raise the listen backlog and net.core.somaxconn; accept faster\n",
-			cond.listen_overflow.drops, cond.listen_overflow.delayed_connections,
-			cond.listen_overflow.failed_connections);
-	}
-	if (cond.accept_contention.flagged) {
-		char p99[32];
-		cs_format_duration(p99, sizeof(p99), (uint64_t)(cond.accept_contention.accept_wait_p99_us * 1e3));
-		shown++;
-		fprintf(out, "  ! accept_contention:%s%s%s accept wait p99 %s, busiest worker %.0f%% of accepts, "
-			"%" PRIu64 " EAGAIN\n      -> see the diagnosis below\n",
-			cond.accept_contention.acceptor_bottleneck ? " accepting lags;" : "",
-			cond.accept_contention.unfair ? " unfair spread;" : "",
-			cond.accept_contention.thundering_herd ? " thundering herd;" : "",
-			p99, 100.0 * cond.accept_contention.busiest_worker_share, cond.accept_contention.eagain);
-	}
-	if (cond.connection_limit.flagged) {
-		char p99[32];
-		cs_format_duration(p99, sizeof(p99), (uint64_t)(cond.connection_limit.accept_wait_p99_us * 1e3));
-		shown++;
-		fprintf(out, "  ! connection_limit: :%u stopped accepting at %u open connection(s) (held there "
-			"%.1f s); its acceptor waited for closes, blocked, not busy; accept wait p99 %s; slots "
-			"freed by %" PRIu64 " idle close(s), %" PRIu64 " client close(s)\n"
-			"      -> raise the connection limit (Tomcat maxConnections, nginx worker_connections, Node "
-			"maxConnections) or free slots sooner (shorter keep-alive timeout)\n",
-			cond.connection_limit.port, cond.connection_limit.open_connections,
-			cond.connection_limit.plateau_s, p99, cond.connection_limit.freed_by_idle_close,
-			cond.connection_limit.freed_by_client);
-	}
-	if (cond.cpu_saturation.flagged) {
-		char total[32], top[32], longest[32];
-		cs_format_duration(total, sizeof(total), cond.cpu_saturation.runq_total_ns);
-		cs_format_duration(top, sizeof(top), cond.cpu_saturation.top_runq_ns);
-		cs_format_duration(longest, sizeof(longest), cond.cpu_saturation.runq_max_ns);
-		shown++;
-		fprintf(out, "  ! cpu_saturation: server threads waited %s for a CPU; most %s (tid %u): %s "
-			"(%.1f%% of the run); longest wait %s\n"
-			"      -> reduce parallelism (fewer threads than cores), or move other work off these CPUs\n",
-			total, cond.cpu_saturation.top_comm, cond.cpu_saturation.top_tid, top,
-			100.0 * cond.cpu_saturation.top_runq_share, longest);
-	}
-	shown += text_pool_saturation(out, &cond);
 	if (!shown)
 		fprintf(out, "  none flagged\n");
 	fputc('\n', out);
+}
+
+static void text_findings(FILE *out, const struct cs_analysis *analysis)
+{
+	fprintf(out, "diagnosis\n");
+	if (analysis->finding_count == 0)
+		fprintf(out, "  no accept-path problem found\n");
+	for (size_t i = 0; i < analysis->finding_count; i++) {
+		const struct cs_finding *f = &analysis->findings[i];
+		if (f->port)
+			fprintf(out, "  ! :%u %s\n", f->port, f->text);
+		else
+			fprintf(out, "  ! %s\n", f->text);
+		if (f->advice[0])
+			fprintf(out, "      -> %s\n", f->advice);
+	}
 }
 
 /* A pool of hundreds of threads would drown the report: this many rows, then a count. */
@@ -297,8 +316,11 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 		fprintf(out, "started %s on %s, kernel %s\n", started, meta->stamp.host, meta->stamp.kernel);
 	}
 	fputc('\n', out);
-	text_requests(out, engine, meta);
-	text_conditions(out, engine, meta);
+	/* One analysis for every section below: the tail, the conditions, the diagnosis. */
+	struct cs_analysis analysis;
+	cs_analyze(engine, meta, &analysis);
+	text_requests(out, engine, meta, &analysis);
+	text_conditions(out, engine, &analysis);
 	if (engine->listener_count == 0)
 		fprintf(out, "no accept activity seen on the target's listeners\n");
 	for (size_t i = 0; i < engine->listener_count; i++) {
@@ -310,19 +332,7 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 	if (meta->slowest)
 		cs_report_slowest_text(out, engine, meta);
 
-	struct cs_finding findings[MAX_FINDINGS];
-	size_t n = cs_diagnose(engine, meta, findings, MAX_FINDINGS);
-	fprintf(out, "diagnosis\n");
-	if (n == 0)
-		fprintf(out, "  no accept-path problem found\n");
-	for (size_t i = 0; i < n; i++) {
-		if (findings[i].port)
-			fprintf(out, "  ! :%u %s\n", findings[i].port, findings[i].text);
-		else
-			fprintf(out, "  ! %s\n", findings[i].text);
-		if (findings[i].advice[0])
-			fprintf(out, "      -> %s\n", findings[i].advice);
-	}
+	text_findings(out, &analysis);
 	if (engine->totals.malformed || meta->table_full)
 		fprintf(out, "\nnote: %" PRIu64 " malformed record(s), %" PRIu64
 			" in-kernel table insert(s) failed\n", engine->totals.malformed, meta->table_full);

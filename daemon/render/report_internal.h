@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "report.h"
+#include "tail.h"
 
 #define MAX_FINDINGS 32
 
@@ -25,7 +26,7 @@ static inline double per_second(uint64_t count, double seconds)
 
 static inline double tail_percentile(const struct cs_report_meta *meta)
 {
-	return meta->tail_percentile > 0 ? meta->tail_percentile : 99.0;
+	return cs_tail_percentile(meta);
 }
 
 #endif /* CS_REPORT_INTERNAL_H */

@@ -149,8 +149,12 @@ cs_profile() {
   local cs=$!
   cs_pids+=("$cs")
   cs_wait_attached "$CS_TMP/$name.err"
+  # A test that compares with the kernel over connscope's own window sets
+  # these to commands run just after the attach and just before the stop.
+  eval "${CS_ON_ATTACHED:-}"
   "$@" || { kill -INT "$cs"; fail "client failed: $*"; }
   sleep 0.3 # let the last closes arrive
+  eval "${CS_ON_STOPPING:-}"
   kill -INT "$cs"
   wait "$cs" || { cat "$CS_TMP/$name.err"; fail "connscope record failed ($name)"; }
   "$CS_BIN" report --json "$trace" >"$CS_TMP/$name.json" || fail "connscope report failed ($name)"

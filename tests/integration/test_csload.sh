@@ -189,7 +189,12 @@ assert_cmp "$rate" '>=' 1900 "open-loop rate"
 assert_cmp "$rate" '<=' 2100 "open-loop rate"
 assert_cmp "$(j open "j['requests']")" '>=' 5700 "open-loop requests"
 assert_cmp "$(j open "j['requests']")" '<=' 6300 "open-loop requests"
-assert_cmp "$(j open "j['unsent']")" == 0 "requests due but never sent"
+# All due requests sent, but those that fell due in the run's last moment
+# while all 16 connections still waited for answers (nginx, or this
+# client, without a CPU on a busy machine): at most the rate times the
+# longest answer the client measured.
+unsent_max=$(j open "int(2000 * j['latency_us']['max'] / 1e6)")
+assert_cmp "$(j open "j['unsent']")" '<=' "$unsent_max" "requests due but never sent (at most 2000/s x the longest answer)"
 assert_cmp "$(j open "j['errors']['total']")" == 0 "errors"
 assert_cmp "$(($(lines "$NG_LOG") - before))" == "$(j open "j['requests']")" "nginx access log lines"
 

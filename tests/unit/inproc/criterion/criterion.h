@@ -103,6 +103,8 @@ __attribute__((noreturn)) void cs_inproc_end_test(void);
 #define CS_INPROC_STR_EQ(a, b) ((a) != NULL && (b) != NULL && strcmp((a), (b)) == 0)
 #define cr_assert_str_eq(a, b, ...) CS_INPROC_CHECK(true, CS_INPROC_STR_EQ(a, b), #a " equals " #b __VA_OPT__(,) __VA_ARGS__)
 #define cr_expect_str_eq(a, b, ...) CS_INPROC_CHECK(false, CS_INPROC_STR_EQ(a, b), #a " equals " #b __VA_OPT__(,) __VA_ARGS__)
+#define cr_assert_str_neq(a, b, ...) CS_INPROC_CHECK(true, !CS_INPROC_STR_EQ(a, b), #a " differs from " #b __VA_OPT__(,) __VA_ARGS__)
+#define cr_expect_str_neq(a, b, ...) CS_INPROC_CHECK(false, !CS_INPROC_STR_EQ(a, b), #a " differs from " #b __VA_OPT__(,) __VA_ARGS__)
 
 /* Criterion's: |actual - expected| <= epsilon, both ways. */
 #define CS_INPROC_NEAR(a, b, eps) ((b) - (a) <= (eps) && (a) - (b) <= (eps))

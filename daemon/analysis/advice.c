@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The names and advice of the findings and conditions, one row per enum
+ * value (designated initializers: a row cannot drift to another kind).
+ */
+#include "advice.h"
+
+#include <stddef.h>
+
+static const struct {
+	const char *name;
+	const char *advice;
+} finding_table[CS_FINDING_KIND_COUNT] = {
+	[CS_FINDING_EVENTS_LOST] = { "events_lost", "raise --ring-mb, or shorten the run" },
+	[CS_FINDING_BACKLOG_FULL] = { "backlog_full",
+		"raise the listen backlog (listen(fd, N), capped by net.core.somaxconn%s) and make "
+		"accepting faster: a full queue drops SYNs, which clients retry after 1 s, 2 s, 3 s" },
+	[CS_FINDING_CONNECTION_LIMIT] = { "connection_limit",
+		"raise the server's connection limit (Tomcat maxConnections, nginx worker_connections, "
+		"Node server.maxConnections), or free slots sooner: a shorter keep-alive timeout, or "
+		"clients that close idle connections" },
+	[CS_FINDING_ACCEPT_THREAD_BOTTLENECK] = { "accept_thread_bottleneck",
+		"accept in more threads (SO_REUSEPORT or EPOLLEXCLUSIVE listeners per worker), "
+		"or take the work off the accept thread (it should only accept and hand off)" },
+	[CS_FINDING_ACCEPT_QUEUE_WAIT] = { "accept_queue_wait",
+		"the accepting threads are busy elsewhere: check event-loop blocking and CPU "
+		"saturation, or accept in more threads" },
+	[CS_FINDING_UNFAIR_ACCEPTS] = { "unfair_accepts",
+		"epoll wakes the most recent waiter first (LIFO): use one SO_REUSEPORT listener "
+		"per worker to spread connections evenly" },
+	[CS_FINDING_THUNDERING_HERD] = { "thundering_herd",
+		"register the listener with EPOLLEXCLUSIVE, or give each worker its own "
+		"SO_REUSEPORT listener" },
+	[CS_FINDING_SYN_COOKIES] = { "syn_cookies",
+		"raise the listen backlog (it also sizes the SYN queue) and net.ipv4.tcp_max_syn_backlog" },
+};
+
+static const struct {
+	const char *name;
+	const char *advice;
+	const char *brief;
+} condition_table[CS_CONDITION_COUNT] = {
+	[CS_COND_NON_PERSISTENT] = { "non_persistent",
+		"turn on keep-alive (HTTP/1.1 persistent connections, client connection pools)",
+		"turn on keep-alive (persistent connections, client pools)" },
+	[CS_COND_IDLE_TIMEOUT] = { "idle_timeout",
+		"make the server's idle timeout longer than the clients' (or have clients close first)",
+		"make the server's idle timeout longer than the clients'" },
+	[CS_COND_LISTEN_OVERFLOW] = { "listen_overflow",
+		"raise the listen backlog and net.core.somaxconn; accept faster",
+		"raise the listen backlog and somaxconn; accept faster" },
+	/* Which of its findings holds, with its own advice, is in the diagnosis. */
+	[CS_COND_ACCEPT_CONTENTION] = { "accept_contention",
+		"see the diagnosis below",
+		"accept in more threads, or hand work off the acceptor" },
+	[CS_COND_CONNECTION_LIMIT] = { "connection_limit",
+		"raise the connection limit (Tomcat maxConnections, nginx worker_connections, Node "
+		"maxConnections) or free slots sooner (shorter keep-alive timeout)",
+		"connection limit reached: raise it, or close idle sooner" },
+	[CS_COND_CPU_SATURATION] = { "cpu_saturation",
+		"reduce parallelism (fewer threads than cores), or move other work off these CPUs",
+		"fewer threads than cores, or move other work elsewhere" },
+	[CS_COND_POOL_SATURATION] = { "pool_saturation",
+		"size the pool for the load (Tomcat maxThreads, Jetty QueuedThreadPool, Netty's "
+		"executor group), or stop handlers blocking (virtual threads: pinned carriers)",
+		"a bigger pool (maxThreads, executor group), or no blocking" },
+};
+
+const char *cs_finding_name(enum cs_finding_kind kind)
+{
+	return (unsigned)kind < CS_FINDING_KIND_COUNT ? finding_table[kind].name : NULL;
+}
+
+const char *cs_finding_advice(enum cs_finding_kind kind)
+{
+	return (unsigned)kind < CS_FINDING_KIND_COUNT ? finding_table[kind].advice : NULL;
+}
+
+const char *cs_condition_name(enum cs_condition condition)
+{
+	return (unsigned)condition < CS_CONDITION_COUNT ? condition_table[condition].name : NULL;
+}
+
+const char *cs_condition_advice(enum cs_condition condition)
+{
+	return (unsigned)condition < CS_CONDITION_COUNT ? condition_table[condition].advice : NULL;
+}
+
+const char *cs_condition_brief(enum cs_condition condition)
+{
+	return (unsigned)condition < CS_CONDITION_COUNT ? condition_table[condition].brief : NULL;
+}
