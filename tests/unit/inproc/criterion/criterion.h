@@ -100,7 +100,12 @@ __attribute__((noreturn)) void cs_inproc_end_test(void);
 #define cr_expect_not_null(p, ...) CS_INPROC_CHECK(false, (p) != NULL, #p " != NULL" __VA_OPT__(,) __VA_ARGS__)
 
 /* Criterion's: both strings, equal. */
-#define CS_INPROC_STR_EQ(a, b) ((a) != NULL && (b) != NULL && strcmp((a), (b)) == 0)
+/* A function, not a macro: each argument is evaluated once, as Criterion's are. */
+static inline bool cs_inproc_str_eq(const char *a, const char *b)
+{
+	return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+#define CS_INPROC_STR_EQ(a, b) cs_inproc_str_eq((a), (b))
 #define cr_assert_str_eq(a, b, ...) CS_INPROC_CHECK(true, CS_INPROC_STR_EQ(a, b), #a " equals " #b __VA_OPT__(,) __VA_ARGS__)
 #define cr_expect_str_eq(a, b, ...) CS_INPROC_CHECK(false, CS_INPROC_STR_EQ(a, b), #a " equals " #b __VA_OPT__(,) __VA_ARGS__)
 #define cr_assert_str_neq(a, b, ...) CS_INPROC_CHECK(true, !CS_INPROC_STR_EQ(a, b), #a " differs from " #b __VA_OPT__(,) __VA_ARGS__)
