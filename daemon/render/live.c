@@ -25,13 +25,11 @@ static double per_second(uint64_t count, uint64_t span_ns)
 }
 
 /* The flagged conditions, each with its one short line of advice (advice.h's brief). */
-static json_t *live_conditions(const struct cs_engine *engine, const struct cs_report_meta *meta)
+static json_t *live_conditions(const struct cs_analysis *analysis)
 {
-	struct cs_analysis analysis;
-	cs_analyze(engine, meta, &analysis);
 	json_t *list = json_array();
 	for (size_t i = 0; i < CS_CONDITION_COUNT; i++)
-		if (cs_analysis_flagged(&analysis, live_order[i]))
+		if (cs_analysis_flagged(analysis, live_order[i]))
 			json_array_append_new(list, json_pack("{s:s,s:s}", "name", cs_condition_name(live_order[i]),
 							      "advice", cs_condition_brief(live_order[i])));
 	return list;
@@ -124,7 +122,7 @@ static json_t *threads(const struct cs_engine *engine, const struct cs_window *w
 	return list;
 }
 
-json_t *cs_live_value(const struct cs_engine *engine, const struct cs_report_meta *meta,
+json_t *cs_live_value(const struct cs_engine *engine, const struct cs_analysis *analysis,
 		      const struct cs_window *window, const struct cs_live_info *info)
 {
 	json_t *live = json_pack("{s:o,s:o,s:o,s:o,s:o}", "source", cs_json_text(info->source), "uptime_s",
@@ -137,19 +135,25 @@ json_t *cs_live_value(const struct cs_engine *engine, const struct cs_report_met
 	json_object_set_new(live, "listeners", listeners(window));
 	json_object_set_new(live, "threads", threads(engine, window));
 	json_object_set_new(live, "threads_untracked", json_integer((json_int_t)window->threads_untracked));
-	json_object_set_new(live, "conditions", live_conditions(engine, meta));
+	json_object_set_new(live, "conditions", live_conditions(analysis));
 	return live;
 }
 
 json_t *cs_snapshot_value(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			  const struct cs_window *window, const struct cs_live_info *info)
 {
-	json_t *snapshot = cs_report_value(engine, meta);
-	/* Without its "live" a snapshot would pass for a report: nothing then. */
-	if (json_object_set_new(snapshot, "live", cs_live_value(engine, meta, window, info))) {
-		json_decref(snapshot);
+	/* One analysis for the report's part and the live part. */
+	struct cs_analysis *analysis = malloc(sizeof(*analysis));
+	if (!analysis)
 		return NULL;
+	cs_analyze(engine, meta, analysis);
+	json_t *snapshot = cs_report_value_of(engine, meta, analysis);
+	/* Without its "live" a snapshot would pass for a report: nothing then. */
+	if (snapshot && json_object_set_new(snapshot, "live", cs_live_value(engine, analysis, window, info))) {
+		json_decref(snapshot);
+		snapshot = NULL;
 	}
+	free(analysis);
 	return snapshot;
 }
 

@@ -31,6 +31,10 @@ void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_r
  * memory). The caller owns it; the snapshot adds its "live" to it.
  */
 json_t *cs_report_value(const struct cs_engine *engine, const struct cs_report_meta *meta);
+/* The same from an analysis already made (cs_analyze): a snapshot makes one for all its parts. */
+struct cs_analysis;
+json_t *cs_report_value_of(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			   const struct cs_analysis *analysis);
 /* {"p50":..,"p90":..,"p99":..,"p999":..,"max":..,"count":..}, the times in microseconds. */
 json_t *cs_report_percentiles_us(const struct cs_hist *hist);
 /* ["acceptor",...]: a thread's roles (names of enum cs_thread_role). */

@@ -8,8 +8,6 @@
 #include "report.h"
 #include "tail.h"
 
-#define MAX_FINDINGS 32
-
 static const double report_percentiles[] = { 50.0, 90.0, 99.0, 99.9 };
 static const char *const report_percentile_names[] = { "p50", "p90", "p99", "p999" };
 #define PERCENTILE_COUNT (sizeof(report_percentiles) / sizeof(report_percentiles[0]))

@@ -5,11 +5,11 @@
  * member to that same object, and `connscope diff` reads it without a
  * round trip through text. Numbers keep the report's precision (json.h).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
-#include "attrib.h"
-#include "diagnose.h"
+#include "analysis.h"
 #include "json.h"
 #include "report_internal.h"
 
@@ -197,22 +197,18 @@ static json_t *lifecycle(const struct cs_conditions *conditions)
 			 "lifetime_max_ms", cs_json_3(c->lifetime_max_ms));
 }
 
-static void add_requests(json_t *report, const struct cs_engine *engine, const struct cs_report_meta *meta)
+static void add_requests(json_t *report, const struct cs_engine *engine, const struct cs_analysis *analysis)
 {
 	const struct cs_request_stats *r = &engine->requests;
-	struct cs_tail tail;
-	struct cs_conditions c;
-	cs_compute_tail(engine, tail_percentile(meta), &tail);
-	cs_compute_conditions(engine, meta, &c);
 	json_object_set_new(report, "requests", json_integer(JI(r->requests)));
 	json_object_set_new(report, "requests_unanswered", json_integer(JI(r->unanswered)));
 	json_object_set_new(report, "requests_partial", json_integer(JI(r->partial)));
 	json_object_set_new(report, "connections", json_integer(JI(r->first_on_connection)));
 	json_object_set_new(report, "latency_us", cs_report_percentiles_us(r->latency_ns));
 	json_object_set_new(report, "latency_buckets_us", buckets_us(r->latency_ns));
-	json_object_set_new(report, "tail", tail_value(&tail));
-	json_object_set_new(report, "conditions", conditions_value(&c));
-	json_object_set_new(report, "lifecycle", lifecycle(&c));
+	json_object_set_new(report, "tail", tail_value(&analysis->tail));
+	json_object_set_new(report, "conditions", conditions_value(&analysis->conditions));
+	json_object_set_new(report, "lifecycle", lifecycle(&analysis->conditions));
 	json_t *threads = json_array();
 	cs_u64map_each(&engine->threads, thread, threads);
 	json_object_set_new(report, "threads", threads);
@@ -260,12 +256,11 @@ static void add_run(json_t *report, const struct cs_engine *engine, const struct
 					      JI(meta->netstat.syncookies_sent)));
 }
 
-static json_t *findings_value(const struct cs_engine *engine, const struct cs_report_meta *meta)
+static json_t *findings_value(const struct cs_analysis *analysis)
 {
-	struct cs_finding findings[MAX_FINDINGS];
-	size_t n = cs_diagnose(engine, meta, findings, MAX_FINDINGS);
+	const struct cs_finding *findings = analysis->findings;
 	json_t *list = json_array();
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < analysis->finding_count; i++)
 		json_array_append_new(list, json_pack("{s:o,s:I,s:o,s:o}", "code", cs_json_text(findings[i].code),
 						      "port", JI(findings[i].port), "text",
 						      cs_json_text(findings[i].text), "advice",
@@ -273,7 +268,8 @@ static json_t *findings_value(const struct cs_engine *engine, const struct cs_re
 	return list;
 }
 
-json_t *cs_report_value(const struct cs_engine *engine, const struct cs_report_meta *meta)
+json_t *cs_report_value_of(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			   const struct cs_analysis *analysis)
 {
 	json_t *report = json_pack("{s:i}", "schema_version", CS_REPORT_SCHEMA_VERSION);
 	add_run(report, engine, meta);
@@ -281,10 +277,22 @@ json_t *cs_report_value(const struct cs_engine *engine, const struct cs_report_m
 	for (size_t i = 0; i < engine->listener_count; i++)
 		json_array_append_new(listeners, listener(&engine->listeners[i], meta));
 	json_object_set_new(report, "listeners", listeners);
-	add_requests(report, engine, meta);
-	json_object_set_new(report, "findings", findings_value(engine, meta));
+	add_requests(report, engine, analysis);
+	json_object_set_new(report, "findings", findings_value(analysis));
 	if (meta->slowest)
 		json_object_set_new(report, "slowest", cs_report_slowest_value(engine, meta));
+	return report;
+}
+
+json_t *cs_report_value(const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	/* Some 40 KiB of findings: on the heap, not the stack. */
+	struct cs_analysis *analysis = malloc(sizeof(*analysis));
+	if (!analysis)
+		return NULL;
+	cs_analyze(engine, meta, analysis);
+	json_t *report = cs_report_value_of(engine, meta, analysis);
+	free(analysis);
 	return report;
 }
 
