@@ -59,7 +59,6 @@ exclusive_jobs=() shared_jobs=()
 for b in "${builds[@]}"; do
   mkdir -p "$b/integration"
   for t in "${tests[@]}"; do
-    rm -rf "$b/integration/$(basename "$t" .sh).failed" # a failure's files, from an earlier run
     # A real server's behaviour (a JVM's) is checked once, with the plain
     # build: the sanitized connscope runs the same code on csserver.
     if [[ -e $b/SANITIZED ]] && grep -q '^# integration: plain build' "$t"; then continue; fi
@@ -81,6 +80,9 @@ declare -A job_of=() started_at=()
 start_job() { # start_job "BUILD TEST"
   local b=${1%% *} t=${1#* }
   local log=$b/integration/$(basename "$t" .sh).log
+  # A failure's files from an earlier run of this test only: a run of the
+  # other group (--only) keeps this one's.
+  rm -rf "$b/integration/$(basename "$t" .sh).failed"
   CS_BUILD=$b timeout 600 bash "$t" >"$log" 2>&1 &
   job_of[$!]=$1
   started_at[$!]=$(date +%s)
