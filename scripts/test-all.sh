@@ -6,16 +6,19 @@
 #   2. the integration tests (tests/integration/run.sh), plain and built
 #      with ASan + UBSan: the exclusive ones alone, the others
 #      two at a time (they wait far more than they compute)
-#   3. the steps that time nothing, each with the machine to itself: the
-#      unit tests under ASan + UBSan, linters, short fuzzing, every unit
-#      test under valgrind
+#   3. the steps that time nothing: linters and short fuzzing run beside
+#      the shared integration tests, at the idle scheduling policy (they
+#      take only CPU time nobody else wants, and a waking test thread
+#      preempts them at once); then the unit tests under ASan + UBSan and
+#      every unit test under valgrind
 #   4. the sanitizer reports of every sanitized step
 #
-# Then the slowest five integration tests, and the verdict.
+# (Nothing runs beside the exclusive tests: even idle-policy work moves
+# the scenarios' p99s and an open-loop client's schedule by milliseconds.
+# The shared tests are made to pass beside another test, a far heavier
+# neighbour than idle-policy work.)
 #
-# (Step 3 does not run at idle priority beside step 2: that would save two
-# minutes, but even idle-priority work moves the scenarios' p99s and an
-# open-loop client's schedule by milliseconds, enough to fail them.)
+# Then the slowest five integration tests, and the verdict.
 #
 # A failed step does not stop the next ones (one run shows every failure);
 # the last line names the failed steps, and the exit status is theirs.
@@ -44,10 +47,24 @@ export CS_TEST_TIMES
 trap 'rm -f "$CS_TEST_TIMES"' EXIT
 step unit-test "${make[@]}" unit-test
 step integration-exclusive "${make[@]}" integration-both ONLY=exclusive
+# Linters and short fuzzing, at the idle policy beside the shared tests;
+# their output is printed when the shared tests are done.
+beside=$(mktemp -d /tmp/connscope-beside.XXXXXX)
+trap 'rm -f "$CS_TEST_TIMES"; rm -rf "$beside"' EXIT
+(
+  failed=() # this subshell's own: the parent adds them
+  for name in lint fuzz-short; do
+    step "$name" chrt --idle 0 "${makej[@]}" "$name" >"$beside/$name.log" 2>&1
+    echo "${failed[*]}" >"$beside/failed"
+  done
+) &
+beside_pid=$!
 step integration-shared "${make[@]}" integration-both ONLY=shared
+wait "$beside_pid"
+for name in lint fuzz-short; do cat "$beside/$name.log"; done
+read -r -a beside_failed <"$beside/failed"
+failed+=("${beside_failed[@]}")
 step asan-unit-test "${makej[@]}" test-asan-unit
-step lint "${makej[@]}" lint
-step fuzz-short "${makej[@]}" fuzz-short
 step test-valgrind "${make[@]}" test-valgrind
 step asan-reports "${make[@]}" asan-reports
 

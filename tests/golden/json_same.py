@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""json_same.py KEPT NEW: exit 0 when the two files hold the same JSON value.
+"""json_same.py KEPT NEW [KEPT NEW]...: exit 0 when each pair of files holds
+the same JSON value, else the number of pairs that differ.
 
 The same value, not the same bytes: key order and number spelling (1.000
 against 1.0) may change when the writer changes; the keys, the strings, the
 lists' order and the numbers (within 1e-9, relative) may not. Each
-difference is printed with its path.
+difference is printed with its path, under the name of the pair's NEW file
+when there are several pairs. Pairs are checked in one process: a Python
+start costs more than the comparison.
 """
 import json
 import math
@@ -34,13 +37,25 @@ def diffs(kept, new, path="$"):
         yield f"{path}: {kept!r} became {new!r}"
 
 
-def main():
-    with open(sys.argv[1]) as kept_file, open(sys.argv[2]) as new_file:
+def differs(kept_path, new_path, named):
+    """Print the pair's differences (40 at most); True if there are any."""
+    with open(kept_path) as kept_file, open(new_path) as new_file:
         kept, new = json.load(kept_file), json.load(new_file)
     found = list(diffs(kept, new))
+    if found and named:
+        print(f"{new_path} differs from {kept_path}:")
     for line in found[:40]:
         print(line)
-    sys.exit(1 if found else 0)
+    return bool(found)
+
+
+def main():
+    paths = sys.argv[1:]
+    if not paths or len(paths) % 2:
+        sys.exit("usage: json_same.py KEPT NEW [KEPT NEW]...")
+    pairs = list(zip(paths[0::2], paths[1::2]))
+    failed = [pair for pair in pairs if differs(*pair, named=len(pairs) > 1)]
+    sys.exit(min(len(failed), 100))
 
 
 if __name__ == "__main__":

@@ -13,10 +13,12 @@ source "$(dirname "$0")/lib.sh"
 cs_start_server --accept acceptor --workers 2 --accept-delay-us 10000 --backlog 4
 before=$(netstat_counter ListenOverflows)
 cs_profile s3 "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections 40 --no-keepalive --requests 400 \
-  --duration 20 --json "$CS_TMP/client.json" --quiet
+  --duration 20 --json "$CS_TMP/client.json" --log "$CS_TMP/client.log" --quiet
 after=$(netstat_counter ListenOverflows)
 r=$CS_TMP/s3.json
-note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], c["share"]) for c in j["tail"]["causes"][:3]]'), flagged: '$(flagged "$r")'"
+c=$CS_TMP/client.json
+note "client: $(json_get "$c" 'j["requests"]') requests, p99 $(json_get "$c" 'j["service_us"]["p99"]') us from the connect, errors $(json_get "$c" 'j["errors"]')"
+note "server: $(json_get "$r" 'j["requests"]') requests ($(json_get "$r" 'j["requests_unanswered"]') unanswered), p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], c["share"]) for c in j["tail"]["causes"][:3]]'), flagged: '$(flagged "$r")'"
 
 [[ $(top_cause "$r") == listen_overflow ]] || fail "top tail cause is $(top_cause "$r"), expected listen_overflow"
 echo "ok: top cause listen_overflow"
