@@ -56,14 +56,14 @@ static void scan_pool_thread(uint64_t key, void *value, void *ctx)
 	(void)key;
 	const struct cs_thread_stats *t = value;
 	struct cs_pool_scan *pool = ctx;
-	if (t->handed_requests) {
+	if (t->handed_requests || t->executed) {
 		pool->threads++;
 		pool->serving_ns += t->serving_ns;
 		if (t->last_send_ns > t->first_read_ns)
 			pool->serving_span_ns += t->last_send_ns - t->first_read_ns;
 	}
-	if (t->handed_out > pool->poller_handed_out) {
-		pool->poller_handed_out = t->handed_out;
+	if (t->handed_out + t->parked_out > pool->poller_handed_out) {
+		pool->poller_handed_out = t->handed_out + t->parked_out;
 		pool->poller_tid = t->tid;
 		memcpy(pool->poller_comm, t->comm, CS_COMM_LEN);
 	}

@@ -14,6 +14,7 @@
 #include <linux/capability.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
@@ -140,6 +141,25 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 	return 0;
 }
 
+/*
+ * For bench/run.py only, which measures what a group of probes costs:
+ * CONNSCOPE_BENCH_WITHOUT=epoll,sched_waking leaves those probes out. Thread
+ * roles, hand-offs and parked requests are then missing from the report.
+ */
+static void leave_out_for_bench(struct connscope_bpf *skel)
+{
+	const char *without = getenv("CONNSCOPE_BENCH_WITHOUT");
+	if (!without)
+		return;
+	if (strstr(without, "epoll")) {
+		bpf_program__set_autoload(skel->progs.on_exit_epoll_wait, false);
+		bpf_program__set_autoload(skel->progs.on_exit_epoll_pwait, false);
+		bpf_program__set_autoload(skel->progs.on_exit_epoll_pwait2, false);
+	}
+	if (strstr(without, "sched_waking"))
+		bpf_program__set_autoload(skel->progs.on_waking, false);
+}
+
 int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opts,
 		    cs_record_fn on_record, void *ctx, char *errmsg, size_t errlen)
 {
@@ -164,6 +184,7 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 	/* Optional hooks: leave out what this kernel does not have. */
 	if (libbpf_find_vmlinux_btf_id("tcp_sendmsg_locked", BPF_TRACE_RAW_TP) < 0)
 		bpf_program__set_autoload(probes->skel->progs.on_tcp_sendmsg, false);
+	leave_out_for_bench(probes->skel);
 	if (bpf_map__set_max_entries(probes->skel->maps.events, opts->ring_bytes))
 		return cs_fail(errmsg, errlen, "ring buffer size %u is not a power of two", opts->ring_bytes);
 
