@@ -1419,15 +1419,33 @@ static __always_inline int on_poll_exit(long ret)
 }
 
 /*
- * A thread of a target process that does not poll wakes one that does: a
- * worker (an executor) hands an answer back to its event loop (Netty's
- * executor groups), and the loop writes it. Fires on every wake-up of the
- * machine, so the cheapest tests come first: same process (a field and a
- * helper), a target process (one lookup), a polling wakee (one more). The
- * waker is the current task in sched_waking, unlike sched_wakeup, which
- * may run on the wakee's CPU. A wake-up from an interrupt that happened to
- * land in a worker of the same process counts too: rare, and only read for
- * parked requests.
+ * Whether a sleeping task sleeps in epoll_wait(): its system call number,
+ * which the entry saved in its registers. A loop also sleeps elsewhere (a
+ * JVM's thread blocked at a safepoint, then woken by the VM's thread): only
+ * a wake-up out of epoll_wait hands an answer back. Where the number is not
+ * known (other architectures), every wake-up counts.
+ */
+static __always_inline bool sleeps_in_epoll(struct task_struct *p)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(p);
+	long nr = BPF_CORE_READ(regs, orig_ax);
+	return nr == 232 || nr == 281 || nr == 441; /* epoll_wait, epoll_pwait, epoll_pwait2 */
+#else
+	return true;
+#endif
+}
+
+/*
+ * A thread of a target process that does not poll wakes one that sleeps
+ * in epoll_wait(): a worker (an executor) hands an answer back to its event
+ * loop (Netty's executor groups), and the loop writes it. Fires on every
+ * wake-up of the machine, so the cheapest tests come first: same process (a
+ * field and a helper), a target process (one lookup), a polling wakee (one
+ * more), then its system call. The waker is the current task in
+ * sched_waking, unlike sched_wakeup, which may run on the wakee's CPU. A
+ * wake-up from an interrupt that happened to land in a worker of the same
+ * process counts too: rare, and only read for parked requests.
  */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_waking, struct task_struct *p)
@@ -1439,7 +1457,7 @@ int BPF_PROG(on_waking, struct task_struct *p)
 		return 0;
 	__u32 wakee = p->pid, waker = cs_tid_of(pid_tgid);
 	struct poll_thread *loop = bpf_map_lookup_elem(&poll_threads, &wakee);
-	if (!loop || !loop->ready_polls || wakee == waker)
+	if (!loop || !loop->ready_polls || wakee == waker || !sleeps_in_epoll(p))
 		return 0;
 	struct poll_thread *worker = bpf_map_lookup_elem(&poll_threads, &waker);
 	if (worker && worker->ready_polls)

@@ -107,7 +107,8 @@ static void thread(uint64_t key, void *value, void *list)
 		uint64_t value;
 	} counts[] = { { "accepts", t->accepts },	  { "ready_polls", t->ready_polls },
 		       { "reads_own", t->reads_own },	  { "reads_handed", t->reads_handed },
-		       { "handed_out", t->handed_out }, { "reads_blocking", t->reads_blocking } };
+		       { "handed_out", t->handed_out }, { "reads_blocking", t->reads_blocking },
+		       { "parked_out", t->parked_out }, { "executed", t->executed } };
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
 		json_object_set_new(o, counts[i].key, json_integer(JI(counts[i].value)));
 	json_array_append_new(list, o);
