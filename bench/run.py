@@ -350,12 +350,17 @@ class NoTool(Tool):
 class Connscope(Tool):
     name = "connscope"
     extra = ()
+    without = None  # probe groups left out (CONNSCOPE_BENCH_WITHOUT, daemon/source/probes.c)
 
     def start(self):
         self.out = tempfile.TemporaryFile(mode="w+")
+        env = dict(os.environ)
+        env.pop("CONNSCOPE_BENCH_WITHOUT", None)
+        if self.without:
+            env["CONNSCOPE_BENCH_WITHOUT"] = self.without
         self.proc = self.procs.start([f"{self.build}/connscope", "attach", "--port",
                                       str(self.target.port), "--json", *self.extra],
-                                     stdout=self.out, stderr=subprocess.PIPE, text=True)
+                                     stdout=self.out, stderr=subprocess.PIPE, text=True, env=env)
         if not wait_line(self.proc.stderr, r"connscope: attached", 20):
             self.procs.stop(self.proc, signal.SIGKILL)
             raise RuntimeError("connscope did not attach")
@@ -442,6 +447,14 @@ class Bpftrace(Tool):
 
 
 TOOLS = [NoTool, Connscope, Floor, Bpftrace]
+
+# --probe-groups: connscope with a group of its probes left out, beside the
+# whole of it in the same rounds: what the epoll path (the epoll_wait exits
+# and the sched_waking hand-backs that need them) and sched_waking alone cost.
+PROBE_GROUP_TOOLS = [
+    type("ConnscopeNoWaking", (Connscope,), {"name": "cs-no-waking", "without": "sched_waking"}),
+    type("ConnscopeNoEpoll", (Connscope,), {"name": "cs-no-epoll", "without": "epoll,sched_waking"}),
+]
 
 # The floor split into groups of hooks, each attached alone.
 FLOOR_GROUPS = {
@@ -599,12 +612,13 @@ def combos(args, targets=None):
 
 def overhead(args, procs, results):
     rows = []
+    tools = TOOLS + (PROBE_GROUP_TOOLS if args.probe_groups else [])
     for target_cls, load in combos(args):
         label, run_load = LOADS[load]
         target = new_target(target_cls, procs, args)
-        log(f"overhead: {target.name} under {label}, {args.pairs} rounds of {len(TOOLS)} runs")
+        log(f"overhead: {target.name} under {label}, {args.pairs} rounds of {len(tools)} runs")
         try:
-            runs = ab_rounds(args, procs, target, run_load, TOOLS, args.pairs)
+            runs = ab_rounds(args, procs, target, run_load, tools, args.pairs)
             costs = program_costs(args, procs, target, run_load)
             # Local clients' handshakes are followed too (these loads are local):
             # what that part costs, from a run without it.
@@ -612,7 +626,7 @@ def overhead(args, procs, results):
         finally:
             target.close()
         row = {"target": target.name, "load": load, "label": label, "runs": runs, "costs": costs}
-        for t in TOOLS[1:]:
+        for t in tools[1:]:
             row[t.name] = ratios(runs, t.name)
         row["cs_vs_floor"] = ratios(runs, "connscope", "floor")  # same round
         rows.append(row)
@@ -848,6 +862,18 @@ def report(results, out):
               f"{others_cpu(r['runs']):>6}\n")
         w("   baseline: median req/s with nothing attached. others: median share of the machine's\n"
           "   CPU that processes the benchmark did not start used during the runs (0 %: quiet).\n")
+        groups = [t.name for t in PROBE_GROUP_TOOLS]
+        if any(g in r for r in results["overhead"] for g in groups):
+            w("\n   connscope with probe groups left out (--probe-groups; same rounds as above):\n")
+            w(f"   {'target':9} {'load':26} {'connscope':18} " + " ".join(f"{g:18}" for g in groups)
+              + " others\n")
+            for r in results["overhead"]:
+                if groups[0] not in r:
+                    continue
+                w(f"   {r['target']:9} {r['label']:26} {fmt_ratio(r['connscope']):18} "
+                  + " ".join(f"{fmt_ratio(r[g]):18}" for g in groups) + f" {others_cpu(r['runs']):>6}\n")
+            w("   cs-no-waking: without tp_btf/sched_waking (executor hand-backs); cs-no-epoll: without\n"
+              "   the epoll_wait exits either (no roles, hand-offs or parked requests).\n")
         w("\n2. Accuracy under load (the connscope runs above; medians, lost summed over runs)\n")
         w(f"{'target':9} {'load':26} {'req/s':>8} {'records':>9} {'lost':>6} {'table_full':>10} "
           f"{'connscope p99':>14} {'client p99':>11} {'bpftrace p99<=':>14} {'daemon CPU':>10}\n")
@@ -956,6 +982,9 @@ def main():
     ap.add_argument("--split-targets", default="csserver", help="targets of the floor split")
     ap.add_argument("--only", default="overhead,floorsplit,engine,scale",
                     help="sections to run (default: all; overhead includes accuracy and costs)")
+    ap.add_argument("--probe-groups", action="store_true",
+                    help="overhead: also run connscope without sched_waking, and without the epoll "
+                         "path, in the same rounds")
     ap.add_argument("--nice", type=int, default=-20, help="niceness of every process started")
     ap.add_argument("--no-pin", action="store_true",
                     help="overhead runs: do not pin the server to the last CPU and the load to CPU 0")
