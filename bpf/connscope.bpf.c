@@ -180,7 +180,7 @@ struct conn_state {
 	__u64 send_run_delay_ns;  /* sender's at the first send; 0: not seen in its thread */
 	__u64 last_activity_ns;
 	__u64 handshake_extra_ns;
-	__u64 handler_start_ns; /* a parked request's worker began it (see cs_ev_request_handback) */
+	__u64 handler_start_ns; /* a parked request's worker began it (see cs_ev_handback) */
 	__u64 handler_end_ns;   /* ... and woke the reader with its answer; 0: not seen */
 	__u32 worker_tid;
 	__u32 write_seq_at_read; /* tcp write_seq at the first read: moves once we answer */
@@ -464,10 +464,10 @@ static __always_inline __u64 runq_since(__u64 from_ns, __u64 now, __u64 run_dela
 	return waited;
 }
 
-/* A parked request's hand-back, just before its request record (see cs_ev_request_handback). */
+/* A parked request's hand-back, just before its request record (see cs_ev_handback). */
 static __always_inline void emit_handback(const struct sock *sk, const struct conn_state *conn, __u64 now)
 {
-	struct cs_ev_request_handback *ev = reserve_event_at(sizeof(*ev), CS_EV_REQUEST_HANDBACK, now);
+	struct cs_ev_handback *ev = reserve_event_at(sizeof(*ev), CS_EV_HANDBACK, now);
 
 	if (!ev)
 		return;

@@ -24,7 +24,7 @@
 #endif
 
 /* 2: CS_EV_THREAD_CPU; 3: CS_EV_THREAD_POLLS and CS_REQ_HANDED_OFF; 4: CS_EV_THREAD_NAME;
- * 5: CS_EV_REQUEST_HANDBACK and CS_REQ_PARKED. Older traces still read. */
+ * 5: CS_EV_HANDBACK and CS_REQ_PARKED. Older traces still read. */
 #define CS_WIRE_VERSION 5
 #define CS_WIRE_VERSION_MIN 1
 
@@ -44,7 +44,7 @@ enum cs_event_type {
 	CS_EV_THREAD_CPU = 11,     /* a target thread's time on a CPU (user space) */
 	CS_EV_THREAD_POLLS = 12,   /* a target thread's epoll totals (user space) */
 	CS_EV_THREAD_NAME = 13,    /* a thread's name inside its runtime (user space: a JVM's) */
-	CS_EV_REQUEST_HANDBACK = 14, /* a parked request's handler, run by another thread */
+	CS_EV_HANDBACK = 14,       /* a parked request's handler, run by another thread */
 	CS_EV_TYPE_MAX,
 };
 
@@ -201,7 +201,7 @@ enum cs_closer {
  * handler_end) the worker ran it, [handler_end, first send) the reader took
  * to pick the answer up.
  */
-struct cs_ev_request_handback {
+struct cs_ev_handback {
 	struct cs_event_header hdr;
 	__u64 sk;
 	__u64 start_ns;         /* the request's start_ns: joins the two records */
@@ -436,7 +436,7 @@ _Static_assert(sizeof(struct cs_ev_off_cpu) == 40 + sizeof(struct cs_stack), "wi
 _Static_assert(sizeof(struct cs_ev_thread_cpu) == 32, "wire: thread cpu size");
 _Static_assert(sizeof(struct cs_ev_thread_polls) == 64, "wire: thread polls size");
 _Static_assert(sizeof(struct cs_ev_thread_name) == 88, "wire: thread name size");
-_Static_assert(sizeof(struct cs_ev_request_handback) == 56, "wire: request hand-back size");
+_Static_assert(sizeof(struct cs_ev_handback) == 56, "wire: request hand-back size");
 _Static_assert(sizeof(struct cs_thread_sched_sample) == 104, "iter: thread sample size");
 #endif
 

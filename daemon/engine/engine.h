@@ -117,7 +117,7 @@ struct cs_conn {
 	uint8_t remote_addr[16]; /* the peer, for the slowest requests' list */
 };
 
-/* A parked request's hand-back (struct cs_ev_request_handback), until its request record. */
+/* A parked request's hand-back (struct cs_ev_handback), until its request record. */
 struct cs_handback {
 	uint64_t start_ns;
 	uint64_t handler_start_ns;

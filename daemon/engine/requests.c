@@ -205,7 +205,7 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-int cs_on_request_handback(struct cs_engine *engine, const struct cs_ev_request_handback *ev)
+int cs_on_request_handback(struct cs_engine *engine, const struct cs_ev_handback *ev)
 {
 	struct cs_handback *hb = cs_u64map_put(&engine->handbacks, ev->sk, NULL);
 	if (!hb) {
