@@ -295,6 +295,9 @@ struct {
 /* Entries in draining: while 0, the per-packet probe returns at once. */
 __u64 draining_sockets = 0;
 
+/* Requests a reader parked: user space attaches the wake-up probe once there is one. */
+__u64 parked_requests = 0;
+
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -586,6 +589,8 @@ static __always_inline void note_parked(struct conn_state *conn, __u32 tid, __u6
 	if (!loop || loop->ready_exit_ns <= conn->first_read_ns)
 		return;
 	conn->flags |= CS_REQ_PARKED;
+	if (!parked_requests)
+		__sync_fetch_and_add(&parked_requests, 1);
 	__u64 woken_ns = loop->woken_ns;
 	if (woken_ns <= conn->first_read_ns || woken_ns > now)
 		return;

@@ -115,8 +115,9 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 	bpf_object__for_each_program(prog, probes->skel->obj) {
 		if (prog == probes->skel->progs.sample_listeners ||
 		    prog == probes->skel->progs.sample_threads ||
-		    prog == probes->skel->progs.on_xmit || !bpf_program__autoload(prog))
-			continue; /* iterators are attached below; optional hooks may be off */
+		    prog == probes->skel->progs.on_xmit || prog == probes->skel->progs.on_waking ||
+		    !bpf_program__autoload(prog))
+			continue; /* iterators are attached below, two hooks when needed; optional hooks may be off */
 		struct bpf_link *link = bpf_program__attach(prog);
 		if (!link) {
 			int err = -errno;
@@ -231,9 +232,28 @@ static void attach_xmit_when_draining(struct cs_probes *probes)
 	}
 }
 
+/*
+ * The wake-up probe (sched_waking: every wake-up of the machine) is attached
+ * once a target's reader parked a request (polled again before answering:
+ * an event loop that gives requests to executor threads), and stays. Until
+ * then (one poll interval at most) a parked request's read -> send is all
+ * handler, as without the probe.
+ */
+static void attach_waking_when_parked(struct cs_probes *probes)
+{
+	struct bpf_program *prog = probes->skel->progs.on_waking;
+	if (probes->detached || probes->waking_link || probes->waking_failed ||
+	    !probes->skel->bss->parked_requests || !bpf_program__autoload(prog))
+		return;
+	probes->waking_link = bpf_program__attach(prog);
+	probes->waking_attached = probes->waking_link != NULL;
+	probes->waking_failed = !probes->waking_link;
+}
+
 int cs_probes_poll(struct cs_probes *probes, int timeout_ms)
 {
 	attach_xmit_when_draining(probes);
+	attach_waking_when_parked(probes);
 	int n = ring_buffer__poll(probes->ring, timeout_ms);
 	if (n < 0)
 		return n;
@@ -296,6 +316,8 @@ int cs_probes_detach_and_drain(struct cs_probes *probes)
 	connscope_bpf__detach(probes->skel);
 	bpf_link__destroy(probes->xmit_link);
 	probes->xmit_link = NULL;
+	bpf_link__destroy(probes->waking_link);
+	probes->waking_link = NULL;
 	probes->detached = true;
 	/*
 	 * A program that was running at the detach may still be writing its
@@ -322,6 +344,7 @@ void cs_probes_stop(struct cs_probes *probes)
 	bpf_link__destroy(probes->iter_link);
 	bpf_link__destroy(probes->thread_iter_link);
 	bpf_link__destroy(probes->xmit_link);
+	bpf_link__destroy(probes->waking_link);
 	cs_probes_samples_free(probes);
 	connscope_bpf__destroy(probes->skel);
 	memset(probes, 0, sizeof(*probes));
