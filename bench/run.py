@@ -350,14 +350,14 @@ class NoTool(Tool):
 class Connscope(Tool):
     name = "connscope"
     extra = ()
-    without = None  # probe groups left out (CONNSCOPE_BENCH_WITHOUT, daemon/source/probes.c)
+    probes = None  # CONNSCOPE_BENCH_PROBES (daemon/source/probes.c): groups left out or forced in
 
     def start(self):
         self.out = tempfile.TemporaryFile(mode="w+")
         env = dict(os.environ)
-        env.pop("CONNSCOPE_BENCH_WITHOUT", None)
-        if self.without:
-            env["CONNSCOPE_BENCH_WITHOUT"] = self.without
+        env.pop("CONNSCOPE_BENCH_PROBES", None)
+        if self.probes:
+            env["CONNSCOPE_BENCH_PROBES"] = self.probes
         self.proc = self.procs.start([f"{self.build}/connscope", "attach", "--port",
                                       str(self.target.port), "--json", *self.extra],
                                      stdout=self.out, stderr=subprocess.PIPE, text=True, env=env)
@@ -448,12 +448,13 @@ class Bpftrace(Tool):
 
 TOOLS = [NoTool, Connscope, Floor, Bpftrace]
 
-# --probe-groups: connscope with a group of its probes left out, beside the
-# whole of it in the same rounds: what the epoll path (the epoll_wait exits
-# and the sched_waking hand-backs that need them) and sched_waking alone cost.
+# --probe-groups: connscope with the wake-up probe attached from the start
+# (it waits for a parked request, which these loads never make), and without
+# the epoll path (the epoll_wait exits, and the wake-up probe that needs
+# them), beside connscope as it is, in the same rounds.
 PROBE_GROUP_TOOLS = [
-    type("ConnscopeNoWaking", (Connscope,), {"name": "cs-no-waking", "without": "sched_waking"}),
-    type("ConnscopeNoEpoll", (Connscope,), {"name": "cs-no-epoll", "without": "epoll,sched_waking"}),
+    type("ConnscopeWaking", (Connscope,), {"name": "cs+waking", "probes": "waking-at-start"}),
+    type("ConnscopeNoEpoll", (Connscope,), {"name": "cs-no-epoll", "probes": "no-epoll"}),
 ]
 
 # The floor split into groups of hooks, each attached alone.
@@ -864,7 +865,7 @@ def report(results, out):
           "   CPU that processes the benchmark did not start used during the runs (0 %: quiet).\n")
         groups = [t.name for t in PROBE_GROUP_TOOLS]
         if any(g in r for r in results["overhead"] for g in groups):
-            w("\n   connscope with probe groups left out (--probe-groups; same rounds as above):\n")
+            w("\n   connscope with probe groups in or out (--probe-groups; same rounds as above):\n")
             w(f"   {'target':9} {'load':26} {'connscope':18} " + " ".join(f"{g:18}" for g in groups)
               + " others\n")
             for r in results["overhead"]:
@@ -872,8 +873,9 @@ def report(results, out):
                     continue
                 w(f"   {r['target']:9} {r['label']:26} {fmt_ratio(r['connscope']):18} "
                   + " ".join(f"{fmt_ratio(r[g]):18}" for g in groups) + f" {others_cpu(r['runs']):>6}\n")
-            w("   cs-no-waking: without tp_btf/sched_waking (executor hand-backs); cs-no-epoll: without\n"
-              "   the epoll_wait exits either (no roles, hand-offs or parked requests).\n")
+            w("   cs+waking: tp_btf/sched_waking (executor hand-backs) attached from the start, not once a\n"
+              "   request is parked; cs-no-epoll: without the epoll_wait exits and sched_waking (no roles,\n"
+              "   hand-offs or parked requests).\n")
         w("\n2. Accuracy under load (the connscope runs above; medians, lost summed over runs)\n")
         w(f"{'target':9} {'load':26} {'req/s':>8} {'records':>9} {'lost':>6} {'table_full':>10} "
           f"{'connscope p99':>14} {'client p99':>11} {'bpftrace p99<=':>14} {'daemon CPU':>10}\n")
@@ -983,8 +985,8 @@ def main():
     ap.add_argument("--only", default="overhead,floorsplit,engine,scale",
                     help="sections to run (default: all; overhead includes accuracy and costs)")
     ap.add_argument("--probe-groups", action="store_true",
-                    help="overhead: also run connscope without sched_waking, and without the epoll "
-                         "path, in the same rounds")
+                    help="overhead: also run connscope with sched_waking from the start, and "
+                         "without the epoll path, in the same rounds")
     ap.add_argument("--nice", type=int, default=-20, help="niceness of every process started")
     ap.add_argument("--no-pin", action="store_true",
                     help="overhead runs: do not pin the server to the last CPU and the load to CPU 0")

@@ -144,21 +144,24 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 
 /*
  * For bench/run.py only, which measures what a group of probes costs:
- * CONNSCOPE_BENCH_WITHOUT=epoll,sched_waking leaves those probes out. Thread
- * roles, hand-offs and parked requests are then missing from the report.
+ * CONNSCOPE_BENCH_PROBES=no-epoll leaves out the epoll path and the
+ * wake-up probe that needs it (thread roles, hand-offs and parked requests
+ * are then missing from the report); =waking-at-start attaches the wake-up
+ * probe from the start, as if a request had been parked.
  */
-static void leave_out_for_bench(struct connscope_bpf *skel)
+static void bench_probe_choice(struct cs_probes *probes)
 {
-	const char *without = getenv("CONNSCOPE_BENCH_WITHOUT");
-	if (!without)
+	const char *choice = getenv("CONNSCOPE_BENCH_PROBES");
+	if (!choice)
 		return;
-	if (strstr(without, "epoll")) {
+	struct connscope_bpf *skel = probes->skel;
+	if (strstr(choice, "no-epoll")) {
 		bpf_program__set_autoload(skel->progs.on_exit_epoll_wait, false);
 		bpf_program__set_autoload(skel->progs.on_exit_epoll_pwait, false);
 		bpf_program__set_autoload(skel->progs.on_exit_epoll_pwait2, false);
-	}
-	if (strstr(without, "sched_waking"))
 		bpf_program__set_autoload(skel->progs.on_waking, false);
+	}
+	probes->waking_at_start = strstr(choice, "waking-at-start") != NULL;
 }
 
 int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opts,
@@ -185,7 +188,7 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 	/* Optional hooks: leave out what this kernel does not have. */
 	if (libbpf_find_vmlinux_btf_id("tcp_sendmsg_locked", BPF_TRACE_RAW_TP) < 0)
 		bpf_program__set_autoload(probes->skel->progs.on_tcp_sendmsg, false);
-	leave_out_for_bench(probes->skel);
+	bench_probe_choice(probes);
 	if (bpf_map__set_max_entries(probes->skel->maps.events, opts->ring_bytes))
 		return cs_fail(errmsg, errlen, "ring buffer size %u is not a power of two", opts->ring_bytes);
 
@@ -243,7 +246,7 @@ static void attach_waking_when_parked(struct cs_probes *probes)
 {
 	struct bpf_program *prog = probes->skel->progs.on_waking;
 	if (probes->detached || probes->waking_link || probes->waking_failed ||
-	    !probes->skel->bss->parked_requests || !bpf_program__autoload(prog))
+	    (!probes->skel->bss->parked_requests && !probes->waking_at_start) || !bpf_program__autoload(prog))
 		return;
 	probes->waking_link = bpf_program__attach(prog);
 	probes->waking_attached = probes->waking_link != NULL;

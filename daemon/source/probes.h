@@ -45,6 +45,7 @@ struct cs_probes {
 	bool xmit_failed;                    /* attaching it failed: not tried again */
 	struct bpf_link *waking_link;        /* on_waking, attached once a request was parked */
 	bool waking_attached;                /* it was attached during the run */
+	bool waking_at_start;                /* bench only: attach it without a parked request */
 	bool waking_failed;                  /* attaching it failed: not tried again */
 	bool detached;                       /* event probes gone: the run is ending */
 	uint64_t records_after_detach;       /* read by the last drain */
