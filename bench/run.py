@@ -624,6 +624,10 @@ def overhead(args, procs, results):
             # Local clients' handshakes are followed too (these loads are local):
             # what that part costs, from a run without it.
             costs["no_handshakes"] = program_costs(args, procs, target, run_load, ["--no-handshakes"])
+            if args.probe_groups:
+                # sched_waking's own cost: it runs on every wake-up of the machine.
+                costs["waking_at_start"] = program_costs(args, procs, target, run_load,
+                                                         tool_cls=PROBE_GROUP_TOOLS[0])
         finally:
             target.close()
         row = {"target": target.name, "load": load, "label": label, "runs": runs, "costs": costs}
@@ -669,11 +673,11 @@ def floor_split(args, procs, results):
     results["floor_split"] = rows
 
 
-def program_costs(args, procs, target, run_load, extra=()):
+def program_costs(args, procs, target, run_load, extra=(), tool_cls=Connscope):
     """One more connscope run with kernel.bpf_stats_enabled=1: run time per program."""
     old = set_bpf_stats(1)
     try:
-        tool = Connscope(procs, args.build, target)
+        tool = tool_cls(procs, args.build, target)
         tool.extra = tuple(extra)
         tool.start()
         before = prog_stats(tool.proc.pid)
@@ -918,6 +922,14 @@ def report(results, out):
                 w(f"   with --no-handshakes: {nh_total / nh['requests']:.0f} ns of BPF per request"
                   + (f", on_tcp_state {state['ns_per_call']:.0f} ns/call, {state['ns_per_req']:.0f} ns/req"
                      if state else "") + "\n")
+            wk = k.get("waking_at_start")
+            if wk and wk["requests"]:
+                wk_total = sum(x["ns"] for x in wk["programs"])
+                waking = next((x for x in wk["programs"] if x["name"] == "on_waking"), None)
+                w(f"   with sched_waking from the start: {wk_total / wk['requests']:.0f} ns of BPF per request"
+                  + (f", on_waking {waking['calls_per_req']:.2f} calls/req, {waking['ns_per_call']:.0f} "
+                     f"ns/call, {waking['ns_per_req']:.0f} ns/req (every wake-up of the machine)"
+                     if waking else ", on_waking never ran") + "\n")
     if "floor_split" in results:
         p = results["args"]["split_pairs"]
         w(f"\n   The floor by group of hooks, each attached alone (median of {p} pairs [min-max]):\n")

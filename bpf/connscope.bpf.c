@@ -1391,7 +1391,8 @@ int on_exit_accept(struct trace_event_raw_sys_exit *ctx)
  * A poll returned ready events in a target thread. Polls that time out or
  * fail (ret <= 0) are left out first: an idle server's timer wake-ups cost
  * the call and one comparison. A ready poll of a target thread costs three
- * lookups (target, thread, process), updated in place.
+ * lookups (target, thread, process), updated in place, and a clock read:
+ * when it returned decides, per request, who learned it was ready.
  */
 static __always_inline int on_poll_exit(long ret)
 {

@@ -93,7 +93,7 @@ static void pool_evidence(const struct cs_engine *engine, struct cs_tail_cause *
 	char waited[32];
 	cs_scan_pool(engine, &pool);
 	cs_format_duration(waited, sizeof(waited), c->ns);
-	snprintf(c->evidence, sizeof(c->evidence), "%s (tid %u) polled and handed the sockets on; tail requests "
+	snprintf(c->evidence, sizeof(c->evidence), "%s (tid %u) polled and handed the ready requests on; tail requests "
 		 "waited %s in all for one of %u pool thread(s), busy %.0f%% of the time they served",
 		 pool.poller_comm[0] ? pool.poller_comm : "?", pool.poller_tid, waited, pool.threads,
 		 100.0 * cs_pool_busy_share(&pool));
