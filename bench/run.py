@@ -350,12 +350,17 @@ class NoTool(Tool):
 class Connscope(Tool):
     name = "connscope"
     extra = ()
+    probes = None  # CONNSCOPE_BENCH_PROBES (daemon/source/probes.c): groups left out or forced in
 
     def start(self):
         self.out = tempfile.TemporaryFile(mode="w+")
+        env = dict(os.environ)
+        env.pop("CONNSCOPE_BENCH_PROBES", None)
+        if self.probes:
+            env["CONNSCOPE_BENCH_PROBES"] = self.probes
         self.proc = self.procs.start([f"{self.build}/connscope", "attach", "--port",
                                       str(self.target.port), "--json", *self.extra],
-                                     stdout=self.out, stderr=subprocess.PIPE, text=True)
+                                     stdout=self.out, stderr=subprocess.PIPE, text=True, env=env)
         if not wait_line(self.proc.stderr, r"connscope: attached", 20):
             self.procs.stop(self.proc, signal.SIGKILL)
             raise RuntimeError("connscope did not attach")
@@ -442,6 +447,15 @@ class Bpftrace(Tool):
 
 
 TOOLS = [NoTool, Connscope, Floor, Bpftrace]
+
+# --probe-groups: connscope with the wake-up probe attached from the start
+# (it waits for a parked request, which these loads never make), and without
+# the epoll path (the epoll_wait exits, and the wake-up probe that needs
+# them), beside connscope as it is, in the same rounds.
+PROBE_GROUP_TOOLS = [
+    type("ConnscopeWaking", (Connscope,), {"name": "cs+waking", "probes": "waking-at-start"}),
+    type("ConnscopeNoEpoll", (Connscope,), {"name": "cs-no-epoll", "probes": "no-epoll"}),
+]
 
 # The floor split into groups of hooks, each attached alone.
 FLOOR_GROUPS = {
@@ -599,20 +613,25 @@ def combos(args, targets=None):
 
 def overhead(args, procs, results):
     rows = []
+    tools = TOOLS + (PROBE_GROUP_TOOLS if args.probe_groups else [])
     for target_cls, load in combos(args):
         label, run_load = LOADS[load]
         target = new_target(target_cls, procs, args)
-        log(f"overhead: {target.name} under {label}, {args.pairs} rounds of {len(TOOLS)} runs")
+        log(f"overhead: {target.name} under {label}, {args.pairs} rounds of {len(tools)} runs")
         try:
-            runs = ab_rounds(args, procs, target, run_load, TOOLS, args.pairs)
+            runs = ab_rounds(args, procs, target, run_load, tools, args.pairs)
             costs = program_costs(args, procs, target, run_load)
             # Local clients' handshakes are followed too (these loads are local):
             # what that part costs, from a run without it.
             costs["no_handshakes"] = program_costs(args, procs, target, run_load, ["--no-handshakes"])
+            if args.probe_groups:
+                # sched_waking's own cost: it runs on every wake-up of the machine.
+                costs["waking_at_start"] = program_costs(args, procs, target, run_load,
+                                                         tool_cls=PROBE_GROUP_TOOLS[0])
         finally:
             target.close()
         row = {"target": target.name, "load": load, "label": label, "runs": runs, "costs": costs}
-        for t in TOOLS[1:]:
+        for t in tools[1:]:
             row[t.name] = ratios(runs, t.name)
         row["cs_vs_floor"] = ratios(runs, "connscope", "floor")  # same round
         rows.append(row)
@@ -654,11 +673,11 @@ def floor_split(args, procs, results):
     results["floor_split"] = rows
 
 
-def program_costs(args, procs, target, run_load, extra=()):
+def program_costs(args, procs, target, run_load, extra=(), tool_cls=Connscope):
     """One more connscope run with kernel.bpf_stats_enabled=1: run time per program."""
     old = set_bpf_stats(1)
     try:
-        tool = Connscope(procs, args.build, target)
+        tool = tool_cls(procs, args.build, target)
         tool.extra = tuple(extra)
         tool.start()
         before = prog_stats(tool.proc.pid)
@@ -848,6 +867,19 @@ def report(results, out):
               f"{others_cpu(r['runs']):>6}\n")
         w("   baseline: median req/s with nothing attached. others: median share of the machine's\n"
           "   CPU that processes the benchmark did not start used during the runs (0 %: quiet).\n")
+        groups = [t.name for t in PROBE_GROUP_TOOLS]
+        if any(g in r for r in results["overhead"] for g in groups):
+            w("\n   connscope with probe groups in or out (--probe-groups; same rounds as above):\n")
+            w(f"   {'target':9} {'load':26} {'connscope':18} " + " ".join(f"{g:18}" for g in groups)
+              + " others\n")
+            for r in results["overhead"]:
+                if groups[0] not in r:
+                    continue
+                w(f"   {r['target']:9} {r['label']:26} {fmt_ratio(r['connscope']):18} "
+                  + " ".join(f"{fmt_ratio(r[g]):18}" for g in groups) + f" {others_cpu(r['runs']):>6}\n")
+            w("   cs+waking: tp_btf/sched_waking (executor hand-backs) attached from the start, not once a\n"
+              "   request is parked; cs-no-epoll: without the epoll_wait exits and sched_waking (no roles,\n"
+              "   hand-offs or parked requests).\n")
         w("\n2. Accuracy under load (the connscope runs above; medians, lost summed over runs)\n")
         w(f"{'target':9} {'load':26} {'req/s':>8} {'records':>9} {'lost':>6} {'table_full':>10} "
           f"{'connscope p99':>14} {'client p99':>11} {'bpftrace p99<=':>14} {'daemon CPU':>10}\n")
@@ -890,6 +922,14 @@ def report(results, out):
                 w(f"   with --no-handshakes: {nh_total / nh['requests']:.0f} ns of BPF per request"
                   + (f", on_tcp_state {state['ns_per_call']:.0f} ns/call, {state['ns_per_req']:.0f} ns/req"
                      if state else "") + "\n")
+            wk = k.get("waking_at_start")
+            if wk and wk["requests"]:
+                wk_total = sum(x["ns"] for x in wk["programs"])
+                waking = next((x for x in wk["programs"] if x["name"] == "on_waking"), None)
+                w(f"   with sched_waking from the start: {wk_total / wk['requests']:.0f} ns of BPF per request"
+                  + (f", on_waking {waking['calls_per_req']:.2f} calls/req, {waking['ns_per_call']:.0f} "
+                     f"ns/call, {waking['ns_per_req']:.0f} ns/req (every wake-up of the machine)"
+                     if waking else ", on_waking never ran") + "\n")
     if "floor_split" in results:
         p = results["args"]["split_pairs"]
         w(f"\n   The floor by group of hooks, each attached alone (median of {p} pairs [min-max]):\n")
@@ -956,6 +996,9 @@ def main():
     ap.add_argument("--split-targets", default="csserver", help="targets of the floor split")
     ap.add_argument("--only", default="overhead,floorsplit,engine,scale",
                     help="sections to run (default: all; overhead includes accuracy and costs)")
+    ap.add_argument("--probe-groups", action="store_true",
+                    help="overhead: also run connscope with sched_waking from the start, and "
+                         "without the epoll path, in the same rounds")
     ap.add_argument("--nice", type=int, default=-20, help="niceness of every process started")
     ap.add_argument("--no-pin", action="store_true",
                     help="overhead runs: do not pin the server to the last CPU and the load to CPU 0")

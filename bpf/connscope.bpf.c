@@ -180,6 +180,9 @@ struct conn_state {
 	__u64 send_run_delay_ns;  /* sender's at the first send; 0: not seen in its thread */
 	__u64 last_activity_ns;
 	__u64 handshake_extra_ns;
+	__u64 handler_start_ns; /* a parked request's worker began it (see cs_ev_handback) */
+	__u64 handler_end_ns;   /* ... and woke the reader with its answer; 0: not seen */
+	__u32 worker_tid;
 	__u32 write_seq_at_read; /* tcp write_seq at the first read: moves once we answer */
 	__u32 bytes_in;
 	__u32 bytes_out;
@@ -218,6 +221,8 @@ struct {
 struct thread_obs {
 	__u64 seen_ns;
 	__u64 run_delay_ns;
+	__u64 last_send_sk; /* the socket of the thread's latest send */
+	__u64 last_send_ns;
 };
 
 struct {
@@ -230,8 +235,9 @@ struct {
 /*
  * The epoll path, per target thread (tid): its polls that returned ready
  * events, and whose polls its reads followed. A hash, not task storage,
- * because a pool thread's read credits the poller, another thread; it is
- * read by the thread walk and emptied as threads exit.
+ * because a pool thread's read credits the poller, another thread, and a
+ * worker's wake-up the loop it woke; it is read by the thread walk and
+ * emptied as threads exit.
  */
 struct poll_thread {
 	__u64 ready_polls;
@@ -239,6 +245,12 @@ struct poll_thread {
 	__u64 reads_handed;
 	__u64 handed_out;
 	__u64 reads_blocking;
+	__u64 ready_exit_ns;          /* its latest poll that returned ready events */
+	__u64 woken_ns;               /* a worker of the process last woke it (a hand-back) */
+	__u64 waker_prev_handback_ns; /* that worker's hand-back before: when it became free */
+	__u64 last_handback_ns;       /* as a worker: its latest wake-up of a polling thread */
+	__u32 woken_by;
+	__u32 pad;
 };
 
 struct {
@@ -248,12 +260,18 @@ struct {
 	__type(value, struct poll_thread);
 } poll_threads SEC(".maps");
 
-/* Per target process (tgid): the thread that last returned from a ready poll. */
+/* Per target process (tgid): the thread that last returned from a ready poll, and when. */
+struct last_poll {
+	__u32 tid;
+	__u32 pad;
+	__u64 exit_ns;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct last_poll);
 } last_poller SEC(".maps");
 
 /*
@@ -276,6 +294,9 @@ struct {
 
 /* Entries in draining: while 0, the per-packet probe returns at once. */
 __u64 draining_sockets = 0;
+
+/* Requests a reader parked: user space attaches the wake-up probe once there is one. */
+__u64 parked_requests = 0;
 
 
 struct {
@@ -446,6 +467,22 @@ static __always_inline __u64 runq_since(__u64 from_ns, __u64 now, __u64 run_dela
 	return waited;
 }
 
+/* A parked request's hand-back, just before its request record (see cs_ev_handback). */
+static __always_inline void emit_handback(const struct sock *sk, const struct conn_state *conn, __u64 now)
+{
+	struct cs_ev_handback *ev = reserve_event_at(sizeof(*ev), CS_EV_HANDBACK, now);
+
+	if (!ev)
+		return;
+	ev->sk = (__u64)sk;
+	ev->start_ns = conn->start_ns;
+	ev->handler_start_ns = conn->handler_start_ns;
+	ev->handler_end_ns = conn->handler_end_ns;
+	ev->worker_tid = conn->worker_tid;
+	ev->tgid = conn->tgid;
+	submit_event(ev);
+}
+
 /* Emit the request in progress on conn and reset it. */
 static __always_inline void finish_request(const struct sock *sk, struct conn_state *conn, __u64 now)
 {
@@ -463,6 +500,8 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 				__sync_fetch_and_add(&draining_sockets, -1);
 		}
 	}
+	if (conn->handler_end_ns)
+		emit_handback(sk, conn, now);
 	ev = reserve_event_at(sizeof(*ev), CS_EV_REQUEST, now);
 	if (ev) {
 		__u64 drain_end = conn->drain_end_ns ? conn->drain_end_ns : conn->last_send_ns;
@@ -501,7 +540,8 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 	conn->pickup_runq_ns = conn->handler_runq_ns = conn->drain_runq_ns = 0;
 	conn->start_run_delay_ns = conn->read_run_delay_ns = conn->send_run_delay_ns = 0;
 	conn->bytes_in = conn->bytes_out = conn->send_eagain = 0;
-	conn->reader_tid = conn->sender_tid = 0;
+	conn->reader_tid = conn->sender_tid = conn->worker_tid = 0;
+	conn->handler_start_ns = conn->handler_end_ns = 0;
 	conn->flags = 0;
 }
 
@@ -534,6 +574,35 @@ static __always_inline void start_request(struct conn_state *conn, __u64 now)
 }
 
 /*
+ * The reader answers, but polled since its first read: the request was
+ * parked in user space (a loop that gave it to an executor went back to
+ * epoll_wait). A worker of the process that woke the reader since the read
+ * handed the answer back then (on_waking): it ran the handler from its
+ * previous hand-back (when it became free) or the read, whichever is later.
+ * The latest wake-up is exact while the loop sleeps between answers; answers
+ * that came back while it ran take that wake-up's times.
+ */
+static __always_inline void note_parked(struct conn_state *conn, __u32 tid, __u64 now)
+{
+	struct poll_thread *loop = bpf_map_lookup_elem(&poll_threads, &tid);
+
+	if (!loop || loop->ready_exit_ns <= conn->first_read_ns)
+		return;
+	conn->flags |= CS_REQ_PARKED;
+	if (!parked_requests)
+		__sync_fetch_and_add(&parked_requests, 1);
+	__u64 woken_ns = loop->woken_ns;
+	if (woken_ns <= conn->first_read_ns || woken_ns > now)
+		return;
+	__u64 became_free_ns = loop->waker_prev_handback_ns;
+	conn->handler_end_ns = woken_ns;
+	conn->handler_start_ns = became_free_ns > conn->first_read_ns && became_free_ns < woken_ns
+					 ? became_free_ns
+					 : conn->first_read_ns;
+	conn->worker_tid = loop->woken_by;
+}
+
+/*
  * The serving thread began to answer. in_thread: we run in that thread
  * (the send probes) and can read its run-queue counter; otherwise (the
  * answer seen from the client's side) its handler wait stays unknown: 0.
@@ -547,6 +616,8 @@ static __always_inline void mark_first_send(struct conn_state *conn, __u32 tid, 
 	conn->sender_tid = tid;
 	if (!in_thread)
 		return;
+	if (tid == conn->reader_tid)
+		note_parked(conn, tid, now);
 	__u64 run_delay = current_run_delay();
 	conn->send_run_delay_ns = run_delay;
 	if (tid == conn->reader_tid && conn->read_run_delay_ns) /* exact: both looks in this thread */
@@ -596,32 +667,57 @@ static __always_inline struct conn_state *adopt_older_connection(const struct so
 }
 
 /*
- * Who learned that the request was ready: a thread that polls reads what
- * it polled (an event loop); a thread that never polls, in a process
- * where another thread does, was handed the socket by that poller (a pool
- * thread, as in Tomcat). The poller is the process's latest: exact with
- * one poller, a guess among several.
+ * The reader sent this connection's previous answer and has neither sent
+ * elsewhere nor polled since: it read on without a poll (an event loop
+ * that tries the next request right after answering).
  */
-static __always_inline void note_reader(struct conn_state *conn)
+static __always_inline bool reads_on(const struct sock *sk, const struct poll_thread *reader)
+{
+	struct thread_obs *obs = bpf_task_storage_get(&thread_obs, bpf_get_current_task_btf(), 0, 0);
+
+	return obs && obs->last_send_sk == (__u64)sk && reader->ready_exit_ns < obs->last_send_ns;
+}
+
+/*
+ * Who learned that this request was ready, decided per request (the
+ * threads of a pool like Jetty's both poll and serve, in turn): the reader
+ * read what it polled (an event loop) when it returned from a ready poll
+ * after the bytes came, or when it read on after its own answer. Otherwise,
+ * if another thread of the process polled since the bytes came, that
+ * thread handed the socket on (a poller and a pool: Tomcat, or Jetty's
+ * selector queueing the task while its pool is exhausted); the poller
+ * credited is the process's latest: exact with one poller, a guess among
+ * several. With no poll since the bytes came (read before any poll saw
+ * them), the reader's habit decides: a thread that polls reads its own; one
+ * that never does was handed the socket, or reads blocking (thread per
+ * connection) when no thread of the process polls.
+ */
+static __always_inline void note_reader(const struct sock *sk, struct conn_state *conn)
 {
 	struct poll_thread *reader = bpf_map_lookup_elem(&poll_threads, &conn->reader_tid);
-	if (reader && reader->ready_polls) {
+	if (reader && reader->ready_polls &&
+	    (reader->ready_exit_ns >= conn->start_ns || reads_on(sk, reader))) {
 		__sync_fetch_and_add(&reader->reads_own, 1);
 		return;
 	}
-	__u32 *poller_tid = bpf_map_lookup_elem(&last_poller, &conn->tgid);
-	if (poller_tid) {
-		struct poll_thread *poller = bpf_map_lookup_elem(&poll_threads, poller_tid);
+	struct last_poll *last = bpf_map_lookup_elem(&last_poller, &conn->tgid);
+	bool polled_since = last && last->tid != conn->reader_tid && last->exit_ns >= conn->start_ns;
+	if (reader && reader->ready_polls && !polled_since) {
+		__sync_fetch_and_add(&reader->reads_own, 1);
+		return;
+	}
+	if (last) {
+		__u32 poller_tid = last->tid;
+		struct poll_thread *poller = bpf_map_lookup_elem(&poll_threads, &poller_tid);
 		if (poller)
 			__sync_fetch_and_add(&poller->handed_out, 1);
 		conn->flags |= CS_REQ_HANDED_OFF;
 	}
-	/* Without a poller in the process, a blocking read (thread per connection). */
 	if (reader) {
-		__sync_fetch_and_add(poller_tid ? &reader->reads_handed : &reader->reads_blocking, 1);
+		__sync_fetch_and_add(last ? &reader->reads_handed : &reader->reads_blocking, 1);
 		return;
 	}
-	struct poll_thread fresh = { .reads_handed = poller_tid != NULL, .reads_blocking = poller_tid == NULL };
+	struct poll_thread fresh = { .reads_handed = last != NULL, .reads_blocking = last == NULL };
 	if (bpf_map_update_elem(&poll_threads, &conn->reader_tid, &fresh, BPF_NOEXIST) == -E2BIG)
 		count(CS_CTR_TABLE_FULL);
 }
@@ -683,7 +779,7 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	conn->first_read_ns = now;
 	conn->reader_tid = cs_tid_of(pid_tgid);
 	conn->tgid = cs_tgid_of(pid_tgid);
-	note_reader(conn);
+	note_reader(sk, conn);
 	__u64 run_delay = current_run_delay();
 	__u32 looked_at = conn->last_reader_tid;
 	conn->read_run_delay_ns = run_delay;
@@ -744,8 +840,17 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 	if (conn->send_run_delay_ns)
 		conn->drain_runq_ns = at_most(run_delay - conn->send_run_delay_ns,
 					      now - conn->first_send_ns);
-	/* The thread's last look before it goes back to epoll_wait. */
-	runq_since(now, now, run_delay);
+	/* The thread's last look before it goes back to epoll_wait, and what it answered. */
+	struct thread_obs *obs = bpf_task_storage_get(&thread_obs, bpf_get_current_task_btf(), 0,
+						      BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (obs) {
+		obs->seen_ns = now;
+		obs->run_delay_ns = run_delay;
+		obs->last_send_sk = (__u64)sk;
+		obs->last_send_ns = now;
+	} else {
+		count(CS_CTR_TABLE_FULL);
+	}
 	conn->last_activity_ns = now;
 	conn->bytes_out += ret;
 	/* Bytes the kernel holds back (Nagle, a closed window) reach the client later. */
@@ -1286,7 +1391,8 @@ int on_exit_accept(struct trace_event_raw_sys_exit *ctx)
  * A poll returned ready events in a target thread. Polls that time out or
  * fail (ret <= 0) are left out first: an idle server's timer wake-ups cost
  * the call and one comparison. A ready poll of a target thread costs three
- * lookups (target, thread, process), updated in place.
+ * lookups (target, thread, process), updated in place, and a clock read:
+ * when it returned decides, per request, who learned it was ready.
  */
 static __always_inline int on_poll_exit(long ret)
 {
@@ -1296,21 +1402,84 @@ static __always_inline int on_poll_exit(long ret)
 	__u32 tgid = cs_tgid_of(pid_tgid), tid = cs_tid_of(pid_tgid);
 	if (!is_target_tgid(tgid))
 		return 0;
+	__u64 now = bpf_ktime_get_ns();
 	struct poll_thread *thread = bpf_map_lookup_elem(&poll_threads, &tid);
 	if (!thread) {
-		struct poll_thread fresh = { .ready_polls = 1 };
+		struct poll_thread fresh = { .ready_polls = 1, .ready_exit_ns = now };
 		if (bpf_map_update_elem(&poll_threads, &tid, &fresh, BPF_NOEXIST) == -E2BIG)
 			count(CS_CTR_TABLE_FULL);
 	} else {
 		thread->ready_polls++;
+		thread->ready_exit_ns = now;
 	}
-	__u32 *poller = bpf_map_lookup_elem(&last_poller, &tgid);
+	struct last_poll *poller = bpf_map_lookup_elem(&last_poller, &tgid);
 	if (!poller) {
-		if (bpf_map_update_elem(&last_poller, &tgid, &tid, BPF_NOEXIST) == -E2BIG)
+		struct last_poll fresh = { .tid = tid, .exit_ns = now };
+		if (bpf_map_update_elem(&last_poller, &tgid, &fresh, BPF_NOEXIST) == -E2BIG)
 			count(CS_CTR_TABLE_FULL);
-	} else if (*poller != tid) {
-		*poller = tid;
+	} else {
+		poller->tid = tid;
+		poller->exit_ns = now;
 	}
+	return 0;
+}
+
+/*
+ * Whether a sleeping task sleeps in epoll_wait(): its system call number,
+ * which the entry saved in its registers. A loop also sleeps elsewhere (a
+ * JVM's thread blocked at a safepoint, then woken by the VM's thread): only
+ * a wake-up out of epoll_wait hands an answer back. Where the number is not
+ * known (other architectures), every wake-up counts.
+ */
+static __always_inline bool sleeps_in_epoll(struct task_struct *p)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(p);
+	long nr = BPF_CORE_READ(regs, orig_ax);
+	return nr == 232 || nr == 281 || nr == 441; /* epoll_wait, epoll_pwait, epoll_pwait2 */
+#else
+	return true;
+#endif
+}
+
+/*
+ * A thread of a target process that does not poll wakes one that sleeps
+ * in epoll_wait(): a worker (an executor) hands an answer back to its event
+ * loop (Netty's executor groups), and the loop writes it. Fires on every
+ * wake-up of the machine, so the cheapest tests come first: same process (a
+ * field and a helper), a target process (one lookup), a polling wakee (one
+ * more), then its system call. The waker is the current task in
+ * sched_waking, unlike sched_wakeup, which may run on the wakee's CPU. A
+ * wake-up from an interrupt that happened to land in a worker of the same
+ * process counts too: rare, and only read for parked requests.
+ */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_waking, struct task_struct *p)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = cs_tgid_of(pid_tgid);
+
+	if ((__u32)p->tgid != tgid || !is_target_tgid(tgid))
+		return 0;
+	__u32 wakee = p->pid, waker = cs_tid_of(pid_tgid);
+	struct poll_thread *loop = bpf_map_lookup_elem(&poll_threads, &wakee);
+	if (!loop || !loop->ready_polls || wakee == waker || !sleeps_in_epoll(p))
+		return 0;
+	struct poll_thread *worker = bpf_map_lookup_elem(&poll_threads, &waker);
+	if (worker && worker->ready_polls)
+		return 0; /* a loop or an acceptor that polls: not a worker */
+	__u64 now = bpf_ktime_get_ns();
+	if (!worker) {
+		struct poll_thread fresh = { .last_handback_ns = now };
+		if (bpf_map_update_elem(&poll_threads, &waker, &fresh, BPF_NOEXIST) == -E2BIG)
+			count(CS_CTR_TABLE_FULL);
+		loop->waker_prev_handback_ns = 0;
+	} else {
+		loop->waker_prev_handback_ns = worker->last_handback_ns;
+		worker->last_handback_ns = now;
+	}
+	loop->woken_ns = now;
+	loop->woken_by = waker;
 	return 0;
 }
 

@@ -23,9 +23,9 @@
 #include <linux/types.h>
 #endif
 
-/* 2: CS_EV_THREAD_CPU; 3: CS_EV_THREAD_POLLS and CS_REQ_HANDED_OFF; 4: CS_EV_THREAD_NAME.
- * Older traces still read. */
-#define CS_WIRE_VERSION 4
+/* 2: CS_EV_THREAD_CPU; 3: CS_EV_THREAD_POLLS and CS_REQ_HANDED_OFF; 4: CS_EV_THREAD_NAME;
+ * 5: CS_EV_HANDBACK and CS_REQ_PARKED. Older traces still read. */
+#define CS_WIRE_VERSION 5
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -44,6 +44,7 @@ enum cs_event_type {
 	CS_EV_THREAD_CPU = 11,     /* a target thread's time on a CPU (user space) */
 	CS_EV_THREAD_POLLS = 12,   /* a target thread's epoll totals (user space) */
 	CS_EV_THREAD_NAME = 13,    /* a thread's name inside its runtime (user space: a JVM's) */
+	CS_EV_HANDBACK = 14,       /* a parked request's handler, run by another thread */
 	CS_EV_TYPE_MAX,
 };
 
@@ -146,9 +147,12 @@ enum cs_request_flags {
 	CS_REQ_NO_RESPONSE = 1 << 1, /* closed before the server answered */
 	CS_REQ_HELD_BACK = 1 << 2,   /* bytes still unsent when the last send returned */
 	CS_REQ_UNREAD = 1 << 3,      /* closed before the server read the request */
-	CS_REQ_HANDED_OFF = 1 << 4,  /* read by a thread that never polls, in a process
-	                                 where another thread polls: a pool thread given
-	                                 the socket by a poller */
+	CS_REQ_HANDED_OFF = 1 << 4,  /* read by a thread that did not poll it ready, after
+	                                 another thread of the process did: a pool thread
+	                                 given the socket by a poller */
+	CS_REQ_PARKED = 1 << 5,      /* its reader polled again before answering: the
+	                                 request waited in user space after its read
+	                                 (another thread ran its handler) */
 };
 
 /*
@@ -186,6 +190,25 @@ enum cs_closer {
 	CS_CLOSED_BY_SERVER = 1, /* ESTABLISHED -> FIN_WAIT1: the server closed first */
 	CS_CLOSED_BY_CLIENT = 2, /* ESTABLISHED -> CLOSE_WAIT: the client's FIN came first */
 	CS_CLOSED_BY_ABORT = 3,  /* ESTABLISHED -> CLOSE: reset or abort */
+};
+
+/*
+ * A parked request (CS_REQ_PARKED) whose answer another thread of the
+ * process handed back: that thread woke the reader, which then sent. Emitted
+ * just before the request's own record, on the same socket. Of first read ->
+ * first send: [first read, handler_start) it waited for the worker (busy
+ * with earlier requests: its previous hand-back), [handler_start,
+ * handler_end) the worker ran it, [handler_end, first send) the reader took
+ * to pick the answer up.
+ */
+struct cs_ev_handback {
+	struct cs_event_header hdr;
+	__u64 sk;
+	__u64 start_ns;         /* the request's start_ns: joins the two records */
+	__u64 handler_start_ns; /* first read, or the worker's previous hand-back if later */
+	__u64 handler_end_ns;   /* the worker woke the reader */
+	__u32 worker_tid;
+	__u32 tgid;
 };
 
 /* A connection left ESTABLISHED. hdr.ts_ns is that moment. */
@@ -413,6 +436,7 @@ _Static_assert(sizeof(struct cs_ev_off_cpu) == 40 + sizeof(struct cs_stack), "wi
 _Static_assert(sizeof(struct cs_ev_thread_cpu) == 32, "wire: thread cpu size");
 _Static_assert(sizeof(struct cs_ev_thread_polls) == 64, "wire: thread polls size");
 _Static_assert(sizeof(struct cs_ev_thread_name) == 88, "wire: thread name size");
+_Static_assert(sizeof(struct cs_ev_handback) == 56, "wire: request hand-back size");
 _Static_assert(sizeof(struct cs_thread_sched_sample) == 104, "iter: thread sample size");
 #endif
 

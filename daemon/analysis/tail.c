@@ -56,14 +56,14 @@ static void scan_pool_thread(uint64_t key, void *value, void *ctx)
 	(void)key;
 	const struct cs_thread_stats *t = value;
 	struct cs_pool_scan *pool = ctx;
-	if (t->handed_requests) {
+	if (t->handed_requests || t->executed) {
 		pool->threads++;
 		pool->serving_ns += t->serving_ns;
 		if (t->last_send_ns > t->first_read_ns)
 			pool->serving_span_ns += t->last_send_ns - t->first_read_ns;
 	}
-	if (t->handed_out > pool->poller_handed_out) {
-		pool->poller_handed_out = t->handed_out;
+	if (t->handed_out + t->parked_out > pool->poller_handed_out) {
+		pool->poller_handed_out = t->handed_out + t->parked_out;
 		pool->poller_tid = t->tid;
 		memcpy(pool->poller_comm, t->comm, CS_COMM_LEN);
 	}
@@ -93,7 +93,7 @@ static void pool_evidence(const struct cs_engine *engine, struct cs_tail_cause *
 	char waited[32];
 	cs_scan_pool(engine, &pool);
 	cs_format_duration(waited, sizeof(waited), c->ns);
-	snprintf(c->evidence, sizeof(c->evidence), "%s (tid %u) polled and handed the sockets on; tail requests "
+	snprintf(c->evidence, sizeof(c->evidence), "%s (tid %u) polled and handed the ready requests on; tail requests "
 		 "waited %s in all for one of %u pool thread(s), busy %.0f%% of the time they served",
 		 pool.poller_comm[0] ? pool.poller_comm : "?", pool.poller_tid, waited, pool.threads,
 		 100.0 * cs_pool_busy_share(&pool));

@@ -29,6 +29,8 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_thread_polls);
 	case CS_EV_THREAD_NAME:
 		return sizeof(struct cs_ev_thread_name);
+	case CS_EV_HANDBACK:
+		return sizeof(struct cs_ev_handback);
 	default:
 		return 0;
 	}

@@ -148,6 +148,7 @@ union any_record {
 	struct cs_ev_thread_cpu thread_cpu;
 	struct cs_ev_thread_polls polls;
 	struct cs_ev_thread_name name;
+	struct cs_ev_handback handback;
 };
 
 /* The header, checked against the type's size. Returns the record's size, or 0 when malformed. */
@@ -203,6 +204,8 @@ static int dispatch(struct cs_engine *engine, uint16_t type, const union any_rec
 		return cs_on_thread_name(engine, &ev->name);
 	case CS_EV_ACK_OVERFLOW:
 		return on_ack_overflow(engine, &ev->ack_overflow);
+	case CS_EV_HANDBACK:
+		return cs_on_request_handback(engine, &ev->handback);
 	default:
 		return -EINVAL;
 	}

@@ -83,6 +83,8 @@ struct cs_thread_stats {
 	uint64_t first_read_ns;    /* the first of those requests' first read */
 	uint64_t last_send_ns;     /* the last of their last sends */
 	uint64_t handed_requests;  /* requests it read that a poller handed it */
+	uint64_t executed;         /* parked requests whose handler it ran for their reader */
+	uint64_t parked_out;       /* requests it read and another thread's handler answered */
 };
 
 /* What a thread does, from its behaviour (roles.c); a thread may have several. */
@@ -90,7 +92,8 @@ enum cs_thread_role {
 	CS_ROLE_ACCEPTOR = 1 << 0,   /* calls accept() */
 	CS_ROLE_POLLER = 1 << 1,     /* polls; other threads read what it polled */
 	CS_ROLE_EVENT_LOOP = 1 << 2, /* polls and serves the sockets it polled */
-	CS_ROLE_WORKER = 1 << 3,     /* serves sockets another thread polled, or reads blocking */
+	CS_ROLE_WORKER = 1 << 3,     /* serves sockets another thread polled, reads blocking,
+	                                or runs handlers of requests a loop read (an executor) */
 };
 #define CS_ROLE_COUNT 4
 extern const char *const cs_role_names[CS_ROLE_COUNT]; /* by bit position */
@@ -112,6 +115,15 @@ struct cs_conn {
 	uint16_t family;         /* AF_INET or AF_INET6 */
 	uint16_t pad;
 	uint8_t remote_addr[16]; /* the peer, for the slowest requests' list */
+};
+
+/* A parked request's hand-back (struct cs_ev_handback), until its request record. */
+struct cs_handback {
+	uint64_t start_ns;
+	uint64_t handler_start_ns;
+	uint64_t handler_end_ns;
+	uint32_t worker_tid;
+	uint32_t pad;
 };
 
 /* A client address's recent idle closes, waiting to be answered by reconnects. */
@@ -296,6 +308,8 @@ struct cs_engine {
 	struct cs_u64map conns;            /* sk -> struct cs_conn */
 	struct cs_u64map threads;          /* tid -> struct cs_thread_stats */
 	struct cs_u64map idle_closed_from; /* remote address -> struct cs_idle_closes */
+	struct cs_u64map handbacks;        /* sk -> struct cs_handback of its latest parked request */
+	uint64_t handbacks_dropped;        /* table full: a parked request's split not kept */
 	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
 	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
 	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */

@@ -13,6 +13,8 @@ int cs_requests_init(struct cs_engine *engine);
 void cs_requests_free(struct cs_engine *engine);
 void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev);
 int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req);
+/* Kept for the request record that follows it on the same socket. */
+int cs_on_request_handback(struct cs_engine *engine, const struct cs_ev_handback *ev);
 int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev);
 int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev);
 void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns);

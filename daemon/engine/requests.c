@@ -55,7 +55,8 @@ int cs_requests_init(struct cs_engine *engine)
 	cs_hist_init(l->lifetime_ns);
 	if (cs_u64map_init(&engine->conns, sizeof(struct cs_conn), CS_MAX_CONNS) ||
 	    cs_u64map_init(&engine->threads, sizeof(struct cs_thread_stats), 65536) ||
-	    cs_u64map_init(&engine->idle_closed_from, sizeof(struct cs_idle_closes), 65536))
+	    cs_u64map_init(&engine->idle_closed_from, sizeof(struct cs_idle_closes), 65536) ||
+	    cs_u64map_init(&engine->handbacks, sizeof(struct cs_handback), 65536))
 		return -ENOMEM;
 	return 0;
 }
@@ -72,6 +73,7 @@ void cs_requests_free(struct cs_engine *engine)
 	cs_u64map_free(&engine->conns);
 	cs_u64map_free(&engine->threads);
 	cs_u64map_free(&engine->idle_closed_from);
+	cs_u64map_free(&engine->handbacks);
 }
 
 /* ---- the accept side: connections the engine follows ---------------------- */
@@ -203,6 +205,62 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+int cs_on_request_handback(struct cs_engine *engine, const struct cs_ev_handback *ev)
+{
+	struct cs_handback *hb = cs_u64map_put(&engine->handbacks, ev->sk, NULL);
+	if (!hb) {
+		engine->handbacks_dropped++;
+		return 0;
+	}
+	*hb = (struct cs_handback){
+		.start_ns = ev->start_ns,
+		.handler_start_ns = ev->handler_start_ns,
+		.handler_end_ns = ev->handler_end_ns,
+		.worker_tid = ev->worker_tid,
+	};
+	return 0;
+}
+
+/*
+ * The hand-back of a parked request, if one came for it and its times lie
+ * within its read -> send. Kept until the socket's next one (the flame
+ * graph splits the same request again).
+ */
+static const struct cs_handback *handback_of(const struct cs_engine *engine, const struct cs_ev_request *req)
+{
+	if (!(req->flags & CS_REQ_PARKED))
+		return NULL;
+	const struct cs_handback *hb = cs_u64map_get(&engine->handbacks, req->sk);
+	if (!hb || hb->start_ns != req->start_ns || hb->handler_start_ns < req->first_read_ns ||
+	    hb->handler_start_ns > hb->handler_end_ns || hb->handler_end_ns > req->first_send_ns)
+		return NULL;
+	return hb;
+}
+
+/* Take up to *left from part: what the thread spent runnable, not running, out of it. */
+static uint64_t less_runq(uint64_t part, uint64_t *left)
+{
+	uint64_t taken = min_u64(part, *left);
+	*left -= taken;
+	return part - taken;
+}
+
+/*
+ * First read -> first send of a request its reader parked and a worker
+ * answered: waiting for the worker (busy with earlier requests) is the
+ * pool's, its run the handler's, and the reader's delay picking the answer
+ * up the event loop's. The reader's run-queue time in the window is taken
+ * first from that last part, where it woke up.
+ */
+static void split_handed_back(const struct cs_ev_request *req, const struct cs_handback *hb, uint64_t runq,
+			      struct cs_request_split *split)
+{
+	uint64_t left = runq;
+	split->cause_ns[CS_CAUSE_EVENT_LOOP] += less_runq(span(hb->handler_end_ns, req->first_send_ns), &left);
+	split->cause_ns[CS_CAUSE_WORKER_POOL] += less_runq(span(req->first_read_ns, hb->handler_start_ns), &left);
+	split->cause_ns[CS_CAUSE_HANDLER] = less_runq(span(hb->handler_start_ns, hb->handler_end_ns), &left);
+}
+
 bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
 		      struct cs_request_split *split)
 {
@@ -235,7 +293,11 @@ bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request
 	/* Ready, not yet read: the poller's thread pool was busy, or the loop was. */
 	enum cs_cause waited = req->flags & CS_REQ_HANDED_OFF ? CS_CAUSE_WORKER_POOL : CS_CAUSE_EVENT_LOOP;
 	split->cause_ns[waited] = pickup - pickup_runq;
-	split->cause_ns[CS_CAUSE_HANDLER] = handler - handler_runq;
+	const struct cs_handback *hb = handback_of(engine, req);
+	if (hb)
+		split_handed_back(req, hb, handler_runq, split);
+	else
+		split->cause_ns[CS_CAUSE_HANDLER] = handler - handler_runq;
 	split->cause_ns[CS_CAUSE_SEND_DRAIN] = drain - drain_runq;
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		split->total_ns += split->cause_ns[c];
@@ -278,6 +340,26 @@ static void keep_exemplar(struct cs_request_stats *stats, const struct cs_exempl
 		heap_swap(&heap[i], &heap[smallest]);
 		i = smallest;
 	}
+}
+
+/* A parked request's worker served it: the worker is a pool thread, its reader handed it out. */
+static void note_worker(struct cs_engine *engine, const struct cs_ev_request *req)
+{
+	const struct cs_handback *hb = handback_of(engine, req);
+	if (!hb)
+		return;
+	struct cs_thread_stats *reader = cs_get_thread(engine, req->reader_tid, req->tgid, NULL);
+	if (reader)
+		reader->parked_out++;
+	struct cs_thread_stats *worker = cs_get_thread(engine, hb->worker_tid, req->tgid, NULL);
+	if (!worker)
+		return;
+	worker->executed++;
+	worker->serving_ns += span(hb->handler_start_ns, hb->handler_end_ns);
+	if (!worker->first_read_ns || hb->handler_start_ns < worker->first_read_ns)
+		worker->first_read_ns = hb->handler_start_ns;
+	if (hb->handler_end_ns > worker->last_send_ns)
+		worker->last_send_ns = hb->handler_end_ns;
 }
 
 int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
@@ -334,6 +416,7 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 			thread->last_send_ns = end_ns;
 		thread->handed_requests += (req->flags & CS_REQ_HANDED_OFF) != 0;
 	}
+	note_worker(engine, req);
 
 	struct cs_exemplar exemplar = {
 		.split = split,
@@ -402,6 +485,7 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 			cs_limit_on_close(listener, ev->hdr.ts_ns, conn->accept_ns, freer);
 	}
 	cs_u64map_remove(&engine->conns, ev->sk);
+	cs_u64map_remove(&engine->handbacks, ev->sk);
 	return 0;
 }
 

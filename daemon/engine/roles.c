@@ -38,9 +38,12 @@ unsigned cs_thread_roles(const struct cs_thread_stats *t)
 		roles |= CS_ROLE_EVENT_LOOP;
 	/*
 	 * Reads of sockets another thread polled, or blocking reads (no thread
-	 * of the process polls). Traces without the epoll path have neither.
+	 * of the process polls), or handlers run for the loop that read the
+	 * request (an executor, which never touches the socket). Traces
+	 * without the epoll path have none of these.
 	 */
-	if (at_least_share(t->reads_handed, reads) || at_least_share(t->reads_blocking, reads))
+	if (at_least_share(t->reads_handed, reads) || at_least_share(t->reads_blocking, reads) ||
+	    at_least_share(t->executed, reads + t->executed))
 		roles |= CS_ROLE_WORKER;
 	return roles;
 }

@@ -305,6 +305,9 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 		fprintf(out, ", connections forgotten: %" PRIu64 " evicted (table full), %" PRIu64
 			" timed out (no event for %llu s)", engine->conns_evicted, engine->conns_timed_out,
 			CS_CONN_TIMEOUT_NS / 1000000000ull);
+	if (engine->handbacks_dropped)
+		fprintf(out, ", %" PRIu64 " executor hand-back(s) not kept (table full: their requests' read -> send is "
+			"handler)", engine->handbacks_dropped);
 	fputc('\n', out);
 	text_labels(out, meta->labels);
 	if (meta->window_to_s > 0)

@@ -107,7 +107,8 @@ static void thread(uint64_t key, void *value, void *list)
 		uint64_t value;
 	} counts[] = { { "accepts", t->accepts },	  { "ready_polls", t->ready_polls },
 		       { "reads_own", t->reads_own },	  { "reads_handed", t->reads_handed },
-		       { "handed_out", t->handed_out }, { "reads_blocking", t->reads_blocking } };
+		       { "handed_out", t->handed_out }, { "reads_blocking", t->reads_blocking },
+		       { "parked_out", t->parked_out }, { "executed", t->executed } };
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
 		json_object_set_new(o, counts[i].key, json_integer(JI(counts[i].value)));
 	json_array_append_new(list, o);
@@ -241,14 +242,14 @@ static void add_run(json_t *report, const struct cs_engine *engine, const struct
 	json_object_set_new(report, "duration_s", cs_json_3(meta->duration_s));
 	struct cs_conn_partial partial = cs_engine_partial(engine);
 	json_object_set_new(report, "events",
-			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "received",
+			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "received",
 				      JI(engine->totals.records), "lost", JI(meta->events_lost), "malformed",
 				      JI(engine->totals.malformed), "table_full", JI(meta->table_full), "partial",
 				      JI(partial.accepts + partial.requests + partial.closes), "partial_accepts",
 				      JI(partial.accepts), "partial_requests", JI(partial.requests), "partial_closes",
 				      JI(partial.closes), "evicted", JI(engine->conns_evicted), "timed_out",
 				      JI(engine->conns_timed_out), "followed", JI(engine->conns.count), "skipped",
-				      JI(meta->probe_runs_skipped)));
+				      JI(meta->probe_runs_skipped), "handbacks_dropped", JI(engine->handbacks_dropped)));
 	if (meta->netstat.valid)
 		json_object_set_new(report, "kernel",
 				    json_pack("{s:I,s:I,s:I}", "listen_overflows", JI(meta->netstat.listen_overflows),

@@ -352,10 +352,11 @@ static void report_probe_counts(struct session *s)
 	fprintf(stderr, "connscope: %" PRIu64 " socket walks, %" PRIu64 " listener samples skipped, "
 		"%" PRIu64 " threads untracked, per-packet probe attached %" PRIu64 " time(s)%s, "
 		"%" PRIu64 " records read at the end, %" PRIu64 " probe runs skipped by the kernel, "
-		"%" PRIu64 " closes seen late\n",
+		"%" PRIu64 " closes seen late, wake-up probe %s\n",
 		probes->listener_walks, probes->listener_samples_skipped, probes->threads_untracked,
 		probes->xmit_attaches, probes->xmit_failed ? " (attaching it failed)" : "",
-		probes->records_after_detach, skipped, counters[CS_CTR_CLOSE_LATE]);
+		probes->records_after_detach, skipped, counters[CS_CTR_CLOSE_LATE],
+		probes->waking_failed ? "failed to attach" : probes->waking_attached ? "attached" : "not needed");
 }
 
 /* Steps 2 to 5, once the targets are known; the probes are stopped after. */

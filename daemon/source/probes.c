@@ -14,6 +14,7 @@
 #include <linux/capability.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
@@ -114,8 +115,9 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 	bpf_object__for_each_program(prog, probes->skel->obj) {
 		if (prog == probes->skel->progs.sample_listeners ||
 		    prog == probes->skel->progs.sample_threads ||
-		    prog == probes->skel->progs.on_xmit || !bpf_program__autoload(prog))
-			continue; /* iterators are attached below; optional hooks may be off */
+		    prog == probes->skel->progs.on_xmit || prog == probes->skel->progs.on_waking ||
+		    !bpf_program__autoload(prog))
+			continue; /* iterators are attached below, two hooks when needed; optional hooks may be off */
 		struct bpf_link *link = bpf_program__attach(prog);
 		if (!link) {
 			int err = -errno;
@@ -138,6 +140,28 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 		return cs_fail(errmsg, errlen, "cannot create the task iterator (iter/task): %s",
 			    strerror(errno));
 	return 0;
+}
+
+/*
+ * For bench/run.py only, which measures what a group of probes costs:
+ * CONNSCOPE_BENCH_PROBES=no-epoll leaves out the epoll path and the
+ * wake-up probe that needs it (thread roles, hand-offs and parked requests
+ * are then missing from the report); =waking-at-start attaches the wake-up
+ * probe from the start, as if a request had been parked.
+ */
+static void bench_probe_choice(struct cs_probes *probes)
+{
+	const char *choice = getenv("CONNSCOPE_BENCH_PROBES");
+	if (!choice)
+		return;
+	struct connscope_bpf *skel = probes->skel;
+	if (strstr(choice, "no-epoll")) {
+		bpf_program__set_autoload(skel->progs.on_exit_epoll_wait, false);
+		bpf_program__set_autoload(skel->progs.on_exit_epoll_pwait, false);
+		bpf_program__set_autoload(skel->progs.on_exit_epoll_pwait2, false);
+		bpf_program__set_autoload(skel->progs.on_waking, false);
+	}
+	probes->waking_at_start = strstr(choice, "waking-at-start") != NULL;
 }
 
 int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opts,
@@ -164,6 +188,7 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 	/* Optional hooks: leave out what this kernel does not have. */
 	if (libbpf_find_vmlinux_btf_id("tcp_sendmsg_locked", BPF_TRACE_RAW_TP) < 0)
 		bpf_program__set_autoload(probes->skel->progs.on_tcp_sendmsg, false);
+	bench_probe_choice(probes);
 	if (bpf_map__set_max_entries(probes->skel->maps.events, opts->ring_bytes))
 		return cs_fail(errmsg, errlen, "ring buffer size %u is not a power of two", opts->ring_bytes);
 
@@ -210,9 +235,28 @@ static void attach_xmit_when_draining(struct cs_probes *probes)
 	}
 }
 
+/*
+ * The wake-up probe (sched_waking: every wake-up of the machine) is attached
+ * once a target's reader parked a request (polled again before answering:
+ * an event loop that gives requests to executor threads), and stays. Until
+ * then (one poll interval at most) a parked request's read -> send is all
+ * handler, as without the probe.
+ */
+static void attach_waking_when_parked(struct cs_probes *probes)
+{
+	struct bpf_program *prog = probes->skel->progs.on_waking;
+	if (probes->detached || probes->waking_link || probes->waking_failed ||
+	    (!probes->skel->bss->parked_requests && !probes->waking_at_start) || !bpf_program__autoload(prog))
+		return;
+	probes->waking_link = bpf_program__attach(prog);
+	probes->waking_attached = probes->waking_link != NULL;
+	probes->waking_failed = !probes->waking_link;
+}
+
 int cs_probes_poll(struct cs_probes *probes, int timeout_ms)
 {
 	attach_xmit_when_draining(probes);
+	attach_waking_when_parked(probes);
 	int n = ring_buffer__poll(probes->ring, timeout_ms);
 	if (n < 0)
 		return n;
@@ -275,6 +319,8 @@ int cs_probes_detach_and_drain(struct cs_probes *probes)
 	connscope_bpf__detach(probes->skel);
 	bpf_link__destroy(probes->xmit_link);
 	probes->xmit_link = NULL;
+	bpf_link__destroy(probes->waking_link);
+	probes->waking_link = NULL;
 	probes->detached = true;
 	/*
 	 * A program that was running at the detach may still be writing its
@@ -301,6 +347,7 @@ void cs_probes_stop(struct cs_probes *probes)
 	bpf_link__destroy(probes->iter_link);
 	bpf_link__destroy(probes->thread_iter_link);
 	bpf_link__destroy(probes->xmit_link);
+	bpf_link__destroy(probes->waking_link);
 	cs_probes_samples_free(probes);
 	connscope_bpf__destroy(probes->skel);
 	memset(probes, 0, sizeof(*probes));

@@ -43,6 +43,10 @@ struct cs_probes {
 	uint64_t xmit_wanted_ns;             /* last poll that found an answer draining */
 	uint64_t xmit_attaches;              /* times it was attached */
 	bool xmit_failed;                    /* attaching it failed: not tried again */
+	struct bpf_link *waking_link;        /* on_waking, attached once a request was parked */
+	bool waking_attached;                /* it was attached during the run */
+	bool waking_at_start;                /* bench only: attach it without a parked request */
+	bool waking_failed;                  /* attaching it failed: not tried again */
 	bool detached;                       /* event probes gone: the run is ending */
 	uint64_t records_after_detach;       /* read by the last drain */
 	struct cs_u64map thread_baselines;   /* tid -> struct thread_baseline */

@@ -376,6 +376,22 @@ static inline struct cs_ev_thread_polls make_thread_polls(uint64_t ts_ns, uint32
 	return ev;
 }
 
+/* A parked request's hand-back (tgid 100): its worker ran it [handler_start_ns, handler_end_ns). */
+static inline struct cs_ev_handback make_handback(uint64_t sk, uint64_t start_ns, uint64_t handler_start_ns,
+							  uint64_t handler_end_ns, uint32_t worker_tid)
+{
+	struct cs_ev_handback ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_HANDBACK, sizeof(ev), handler_end_ns);
+	ev.sk = sk;
+	ev.start_ns = start_ns;
+	ev.handler_start_ns = handler_start_ns;
+	ev.handler_end_ns = handler_end_ns;
+	ev.worker_tid = worker_tid;
+	ev.tgid = 100;
+	return ev;
+}
+
 static inline struct cs_ev_ack_overflow make_ack_overflow(uint64_t ts_ns, uint16_t port)
 {
 	struct cs_ev_ack_overflow ev;

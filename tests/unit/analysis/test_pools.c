@@ -245,6 +245,44 @@ Test(pools, a_blocking_reader_is_a_worker_and_a_trace_without_polls_names_no_rea
 	cr_assert_str_eq(names, "acceptor,event_loop,worker");
 }
 
+/*
+ * Netty with an executor group: 2 loops (21, 22) read every request and
+ * park it; 2 executor threads (41, 42) run the handlers and hand the answers
+ * back. 900 requests found their executor free (1 ms of work); 100 waited
+ * 40 ms behind a blocked one. The wait is the pool's, the executors are its
+ * threads, a loop is named as the thread that handed the requests on.
+ */
+Test(pools, an_executor_group_s_wait_is_pool_saturation)
+{
+	for (uint32_t i = 0; i < 1000; i++) {
+		uint64_t start = clock_ns, read = start + 50 * US;
+		uint64_t wait = i % 10 == 9 ? 40 * MS : 0;
+		uint64_t sk = SK(2000 + i % 32);
+		FEED_OK(engine, make_handback(sk, start, read + wait, read + wait + MS, 41 + i % 2));
+		feed_request(engine, (struct request_spec){
+			.sk = sk, .port = PORT, .index = 1 + i / 32, .start_ns = start, .first_read_ns = read,
+			.first_send_ns = read + wait + MS + 20 * US, .last_send_ns = read + wait + MS + 20 * US,
+			.reader_tid = 21 + i % 2, .flags = CS_REQ_PARKED });
+		clock_ns += 5 * MS;
+	}
+	FEED_OK(engine, make_thread_polls(clock_ns, 21, 600, 500, 0, 0, 0));
+	FEED_OK(engine, make_thread_polls(clock_ns, 22, 600, 500, 0, 0, 0));
+	struct cs_tail tail;
+	cs_compute_tail(engine, 99.0, &tail);
+	cr_assert_eq(tail.causes[0].cause, CS_CAUSE_WORKER_POOL, "leads: %s", cs_cause_names[tail.causes[0].cause]);
+	/* The tail: the 100 that waited 40 ms, of 41.07 ms each. */
+	cr_assert_float_eq(cause_share(&tail, CS_CAUSE_WORKER_POOL), 40.0 / 41.07, 0.01);
+	struct cs_conditions cond;
+	cs_compute_conditions(engine, &meta, &cond);
+	cr_assert(cond.pool_saturation.flagged);
+	cr_assert_eq(cond.pool_saturation.pool_threads, 2, "the 2 executors, not the loops");
+	cr_assert(cond.pool_saturation.poller_tid == 21 || cond.pool_saturation.poller_tid == 22);
+	const struct cs_thread_stats *loop = cs_u64map_get(&engine->threads, 21);
+	const struct cs_thread_stats *executor = cs_u64map_get(&engine->threads, 41);
+	cr_assert_eq(cs_thread_roles(loop), CS_ROLE_EVENT_LOOP);
+	cr_assert_eq(cs_thread_roles(executor), CS_ROLE_WORKER);
+}
+
 /* Thread.print as JDK 17 writes it (nid in hex), a JDK 19+ line (decimal), VM threads. */
 static const char thread_print[] =
 	"2026-12-01 12:00:00\nFull thread dump OpenJDK 64-Bit Server VM (17.0.13+11-Debian-2deb12u1 mixed mode):\n\n"
