@@ -126,7 +126,13 @@ static int title(struct cs_top_screen *s, int row, const struct cs_top_model *m,
 			      m->container);
 	/* As in the text report: only when the kernel skipped a probe run. */
 	if (m->skipped)
-		put_fmt(s, row, col, CS_TOP_TITLE, ", %" PRIu64 " probe runs skipped", m->skipped);
+		col = put_fmt(s, row, col, CS_TOP_TITLE, ", %" PRIu64 " probe runs skipped", m->skipped);
+	if (m->cost_recorded) {
+		char bpf[32] = "not measured";
+		if (m->bpf_ns_per_request >= 0)
+			cs_format_duration(bpf, sizeof(bpf), (uint64_t)(m->bpf_ns_per_request + 0.5));
+		put_fmt(s, row, col, CS_TOP_TITLE, ", cost: BPF %s/request, CPU %.1f%%", bpf, 100.0 * m->cpu_share);
+	}
 	if (ui->paused)
 		put_text(s, row, s->cols - 8 > 0 ? s->cols - 8 : 0, CS_TOP_WARN, "[paused]");
 	return row + 1;
