@@ -7,13 +7,20 @@
 #include "json.h"
 #include "units.h"
 
-/* A time per request or connection: "1.9 us"; "-" when there was none to share it. */
+/*
+ * A time per request or connection, to three or four figures ("2690 ns",
+ * "13.5 us", "18.69 ms"); "-" when there was none to share it.
+ */
 static void per_item(char *buf, size_t len, double ns)
 {
 	if (ns < 0)
 		snprintf(buf, len, "-");
+	else if (ns < 1e4)
+		snprintf(buf, len, "%.0f ns", ns);
+	else if (ns < 1e7)
+		snprintf(buf, len, "%.1f us", ns / 1e3);
 	else
-		cs_format_duration(buf, len, (uint64_t)(ns + 0.5));
+		snprintf(buf, len, "%.2f ms", ns / 1e6);
 }
 
 void cs_cost_line(char *buf, size_t len, const struct cs_cost *cost)
