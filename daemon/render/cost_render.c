@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "json.h"
 #include "units.h"
@@ -35,7 +36,11 @@ void cs_cost_line(char *buf, size_t len, const struct cs_cost *cost)
 	else
 		snprintf(cpu, sizeof(cpu), "connscope's CPU time not measured");
 	if (!cost->bpf_measured) {
-		snprintf(buf, len, "BPF %s; %s", cs_cost_unmeasured_reason(cost), cpu);
+		if (cost->bpf_stats == CS_BPF_STATS_FAILED && cost->bpf_stats_error > 0)
+			snprintf(buf, len, "BPF not measured (the kernel refused to turn BPF run-time statistics on: %s); %s",
+				 strerror(cost->bpf_stats_error), cpu);
+		else
+			snprintf(buf, len, "BPF %s; %s", cs_cost_unmeasured_reason(cost), cpu);
 		return;
 	}
 	char request[32], connection[32];
@@ -82,6 +87,8 @@ json_t *cs_cost_value(const struct cs_engine *engine, const struct cs_cost *cost
 		cost->recorded ? known(cost->cpu_share, 5) : json_null());
 	if (!measured)
 		json_object_set_new(value, "note", cs_json_text(cs_cost_unmeasured_reason(cost)));
+	if (cost->bpf_stats == CS_BPF_STATS_FAILED && cost->bpf_stats_error > 0)
+		json_object_set_new(value, "bpf_stats_error", cs_json_text(strerror(cost->bpf_stats_error)));
 	if (programs)
 		json_object_set_new(value, "programs", measured ? programs_value(engine) : json_array());
 	return value;

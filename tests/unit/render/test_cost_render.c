@@ -151,8 +151,19 @@ Test(cost_render, json_figures_are_null_when_not_measured)
 	cr_assert(json_is_null(json_object_get(value, "bpf_total_ns")));
 	cr_assert_eq(json_array_size(json_object_get(value, "programs")), 0);
 	cr_assert_not_null(strstr(json_string_value(json_object_get(value, "note")), "refused"));
+	cr_assert_null(json_object_get(value, "bpf_stats_error")); /* no errno in this reading */
 	cr_assert(json_is_number(json_object_get(value, "cpu_share")));
 	json_decref(value);
+	/* With the kernel's errno: named in the line and the JSON. */
+	engine->cost.bpf_stats_error = EPERM;
+	cs_cost_of(engine, &cost);
+	char line[256];
+	cs_cost_line(line, sizeof(line), &cost);
+	cr_assert_not_null(strstr(line, "refused to turn BPF run-time statistics on: Operation not permitted"), "%s",
+			   line);
+	json_decref(value);
+	value = cs_cost_value(engine, &cost, true);
+	cr_assert_str_eq(json_string_value(json_object_get(value, "bpf_stats_error")), "Operation not permitted");
 	/* status leaves the programs out. */
 	value = cs_cost_value(engine, &cost, false);
 	cr_assert_null(json_object_get(value, "programs"));
