@@ -146,8 +146,8 @@ int cs_probes_sample_threads(struct cs_probes *probes, uint64_t now_ns);
 uint64_t cs_probes_skipped_runs(struct cs_probes *probes, FILE *by_probe);
 
 /*
- * From now on, say what connscope costs: this process's CPU time is
- * counted from here. Call once the probes are attached.
+ * Start saying what connscope costs: this process's CPU time is counted
+ * from now_ns. Call once the probes are attached.
  */
 void cs_probes_cost_begin(struct cs_probes *probes, uint64_t now_ns);
 

@@ -83,9 +83,9 @@ void cs_probes_cost_begin(struct cs_probes *probes, uint64_t now_ns)
 	self_cpu_ns(&cost->user_ns, &cost->system_ns);
 }
 
-static uint64_t grew(uint64_t now, uint64_t before)
+static uint64_t grew(uint64_t latest, uint64_t before)
 {
-	return now > before ? now - before : 0;
+	return latest > before ? latest - before : 0;
 }
 
 /* One program's reading: a record when it ran since the last one. */
