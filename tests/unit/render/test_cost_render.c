@@ -161,9 +161,9 @@ Test(cost_render, json_figures_are_null_when_not_measured)
 	cs_cost_line(line, sizeof(line), &cost);
 	cr_assert_not_null(strstr(line, "refused to turn BPF run-time statistics on: Operation not permitted"), "%s",
 			   line);
-	json_decref(value);
 	value = cs_cost_value(engine, &cost, true);
 	cr_assert_str_eq(json_string_value(json_object_get(value, "bpf_stats_error")), "Operation not permitted");
+	json_decref(value);
 	/* status leaves the programs out. */
 	value = cs_cost_value(engine, &cost, false);
 	cr_assert_null(json_object_get(value, "programs"));
