@@ -126,13 +126,7 @@ static int title(struct cs_top_screen *s, int row, const struct cs_top_model *m,
 			      m->container);
 	/* As in the text report: only when the kernel skipped a probe run. */
 	if (m->skipped)
-		col = put_fmt(s, row, col, CS_TOP_TITLE, ", %" PRIu64 " probe runs skipped", m->skipped);
-	if (m->cost_recorded) {
-		char bpf[32] = "not measured";
-		if (m->bpf_ns_per_request >= 0)
-			cs_format_duration(bpf, sizeof(bpf), (uint64_t)(m->bpf_ns_per_request + 0.5));
-		put_fmt(s, row, col, CS_TOP_TITLE, ", cost: BPF %s/request, CPU %.1f%%", bpf, 100.0 * m->cpu_share);
-	}
+		put_fmt(s, row, col, CS_TOP_TITLE, ", %" PRIu64 " probe runs skipped", m->skipped);
 	if (ui->paused)
 		put_text(s, row, s->cols - 8 > 0 ? s->cols - 8 : 0, CS_TOP_WARN, "[paused]");
 	return row + 1;
@@ -149,6 +143,20 @@ static int latency(struct cs_top_screen *s, int row, const struct cs_top_model *
 	int col = put_fmt(s, row, 0, CS_TOP_HEADER, "latency %ds", m->window_seconds);
 	put_fmt(s, row, col, CS_TOP_NORMAL, "  p50 %s  p99 %s  p99.9 %s  max %s  %.0f req/s", p50, p99, p999,
 		max, m->requests_per_s);
+	return row + 1;
+}
+
+/* What connscope costs: its BPF time per request, its own CPU; nothing before its first reading. */
+static int cost(struct cs_top_screen *s, int row, const struct cs_top_model *m)
+{
+	if (!m->cost_recorded)
+		return row;
+	char bpf[32] = "not measured";
+	if (m->bpf_ns_per_request >= 0)
+		cs_format_duration(bpf, sizeof(bpf), (uint64_t)(m->bpf_ns_per_request + 0.5));
+	int col = put_fmt(s, row, 0, CS_TOP_HEADER, "cost");
+	put_fmt(s, row, col, CS_TOP_NORMAL, "       BPF %s per request, connscope CPU %.1f%% of one CPU", bpf,
+		100.0 * m->cpu_share);
 	return row + 1;
 }
 
@@ -346,6 +354,8 @@ void cs_top_render(struct cs_top_screen *s, const struct cs_top_model *m, const 
 			row = latency(s, row, m);
 		if (row <= last_row)
 			row = sparkline(s, row, m, ui);
+		if (row <= last_row)
+			row = cost(s, row, m);
 		/* Short screens: fewer causes and conditions, so threads keep some rows. */
 		int spare = last_row - row;
 		int max_causes = spare >= 18 ? CS_CAUSE_COUNT : spare >= 12 ? 3 : 2;

@@ -7,8 +7,8 @@
 # report reads later) and at most 25 % more (what the idle probes ran
 # between bpftool's reading and the stop); the replayed text report's cost
 # line is the one `record` printed at its end; connscope's CPU share is
-# > 0. Then connscoped under load: `status` (JSON and text) and /metrics
-# (promtool accepts it) carry the figures. kernel.bpf_stats_enabled is
+# > 0. Then connscoped under load: `status` (JSON and text), `top --once`
+# and /metrics (promtool accepts it) carry the figures. kernel.bpf_stats_enabled is
 # never written by connscope: it reads 0 during and after those runs; set
 # to 1 before a run, the report says the statistics were already on and
 # the sysctl is still 1 after. With --no-bpf-stats and the sysctl at 0,
@@ -26,7 +26,8 @@ CS_DAEMON=$CS_BUILD/connscoped
 stats_sysctl() { sysctl -n kernel.bpf_stats_enabled; }
 sysctl_before=$(stats_sysctl)
 # Whatever happens, the machine keeps the setting it had.
-trap 'rc=$?; sysctl -qw kernel.bpf_stats_enabled="$sysctl_before"; (exit $rc); cs_cleanup' EXIT
+# (set +e: under set -e, '(exit 1)' would end the trap before cs_cleanup, which reads the status.)
+trap 'rc=$?; set +e; sysctl -qw kernel.bpf_stats_enabled="$sysctl_before"; (exit $rc); cs_cleanup' EXIT
 sysctl -qw kernel.bpf_stats_enabled=0
 
 cs_start_server --workers 2 --quiet
@@ -105,6 +106,10 @@ PY
 "$CS_BIN" status --socket "$sock" >"$CS_TMP/status.txt" || fail "status failed"
 grep -E "^  cost       BPF [0-9]+ ns per request, [0-9]+ ns per connection \([0-9]+ runs\); connscoped [0-9.]+% of one CPU$" \
   "$CS_TMP/status.txt" || { cat "$CS_TMP/status.txt"; fail "status text lacks the cost line"; }
+"$CS_BIN" top --once --socket "$sock" >"$CS_TMP/top.txt" || fail "top --once failed"
+grep -Eq "^cost +BPF [0-9.]+ [nu]s per request, connscope CPU [0-9.]+% of one CPU" "$CS_TMP/top.txt" ||
+  { head -5 "$CS_TMP/top.txt"; fail "top lacks the cost line"; }
+echo "ok: top: $(grep "^cost" "$CS_TMP/top.txt")"
 curl -sf "http://127.0.0.1:$metrics_port/metrics" >"$CS_TMP/metrics.txt" || fail "no metrics"
 promtool check metrics <"$CS_TMP/metrics.txt" || fail "promtool rejects the metrics"
 metric() { awk -v m="$1" 'index($0, m) == 1 { s += $NF } END { print s + 0 }' "$CS_TMP/metrics.txt"; }
