@@ -8,11 +8,7 @@
 #include "json.h"
 #include "units.h"
 
-/*
- * A time per request or connection, to three or four figures ("2690 ns",
- * "13.5 us", "18.69 ms"); "-" when there was none to share it.
- */
-static void per_item(char *buf, size_t len, double ns)
+void cs_cost_format_ns(char *buf, size_t len, double ns)
 {
 	if (ns < 0)
 		snprintf(buf, len, "-");
@@ -44,8 +40,8 @@ void cs_cost_line(char *buf, size_t len, const struct cs_cost *cost)
 		return;
 	}
 	char request[32], connection[32];
-	per_item(request, sizeof(request), cost->bpf_ns_per_request);
-	per_item(connection, sizeof(connection), cost->bpf_ns_per_connection);
+	cs_cost_format_ns(request, sizeof(request), cost->bpf_ns_per_request);
+	cs_cost_format_ns(connection, sizeof(connection), cost->bpf_ns_per_connection);
 	snprintf(buf, len, "BPF %s per request, %s per connection (%.3f s in %" PRIu64 " runs); %s", request,
 		 connection, (double)cost->bpf_run_ns / NS_PER_SEC, cost->bpf_runs, cpu);
 }

@@ -20,6 +20,12 @@
 void cs_cost_line(char *buf, size_t len, const struct cs_cost *cost);
 
 /*
+ * A time per request or connection, to three or four figures ("2690 ns",
+ * "13.5 us", "18.69 ms"); "-" when there was none to share it (ns < 0).
+ */
+void cs_cost_format_ns(char *buf, size_t len, double ns);
+
+/*
  * The JSON report's "cost": the figures (null when not recorded or not
  * measured) and, with programs, each program's calls, ns per call and
  * total ns from the engine's sums.

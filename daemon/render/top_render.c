@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost_render.h"
 #include "report.h"
 
 #define BAR_WIDTH 24
@@ -151,12 +152,14 @@ static int cost(struct cs_top_screen *s, int row, const struct cs_top_model *m)
 {
 	if (!m->cost_recorded)
 		return row;
-	char bpf[32] = "not measured";
-	if (m->bpf_ns_per_request >= 0)
-		cs_format_duration(bpf, sizeof(bpf), (uint64_t)(m->bpf_ns_per_request + 0.5));
+	char bpf[48] = "not measured";
+	if (m->bpf_ns_per_request >= 0) {
+		char per_request[32];
+		cs_cost_format_ns(per_request, sizeof(per_request), m->bpf_ns_per_request);
+		snprintf(bpf, sizeof(bpf), "%s per request", per_request);
+	}
 	int col = put_fmt(s, row, 0, CS_TOP_HEADER, "cost");
-	put_fmt(s, row, col, CS_TOP_NORMAL, "       BPF %s per request, connscope CPU %.1f%% of one CPU", bpf,
-		100.0 * m->cpu_share);
+	put_fmt(s, row, col, CS_TOP_NORMAL, "       BPF %s, connscope CPU %.1f%% of one CPU", bpf, 100.0 * m->cpu_share);
 	return row + 1;
 }
 

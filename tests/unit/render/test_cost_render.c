@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "report.h"
 #include "top_model.h"
+#include "top_render.h"
 
 /* 4 connections, 40 requests, 2 programs (8 us in 40 runs), 4 ms of CPU in 2 s. */
 static struct cs_engine *measured_run(uint32_t bpf_stats)
@@ -235,4 +236,42 @@ Test(cost_render, top_reads_the_cost_from_the_snapshot)
 	const char *older = "{\"requests\":3}";
 	cr_assert_eq(cs_top_model_read(&m, older, strlen(older), "test", err, sizeof(err)), 0, "%s", err);
 	cr_assert(!m.cost_recorded);
+}
+
+/* The screen's row that starts with prefix, or "" (into row). */
+static void find_row(const struct cs_top_screen *s, const char *prefix, char *row, size_t len)
+{
+	for (int r = 0; r < s->rows; r++) {
+		cs_top_screen_row(s, r, row, len);
+		if (!strncmp(row, prefix, strlen(prefix)))
+			return;
+	}
+	row[0] = '\0';
+}
+
+Test(cost_render, top_shows_the_cost_on_its_own_line_at_80_columns)
+{
+	struct cs_top_model m;
+	char err[256], row[1024];
+	const char *json = "{\"cost\":{\"recorded\":true,\"bpf_ns_per_request\":2690.2,\"cpu_share\":0.0118}}";
+	cr_assert_eq(cs_top_model_read(&m, json, strlen(json), "test", err, sizeof(err)), 0, "%s", err);
+	struct cs_top_screen s;
+	cr_assert_eq(cs_top_screen_init(&s, 24, 80), 0);
+	struct cs_top_ui ui = { .sort = CS_TOP_SORT_REQUESTS };
+	cs_top_render(&s, &m, &ui);
+	find_row(&s, "cost", row, sizeof(row));
+	cr_assert_not_null(strstr(row, "BPF 2690 ns per request, connscope CPU 1.2% of one CPU"), "'%s'", row);
+
+	const char *unmeasured = "{\"cost\":{\"recorded\":true,\"bpf_ns_per_request\":null,\"cpu_share\":0.01}}";
+	cr_assert_eq(cs_top_model_read(&m, unmeasured, strlen(unmeasured), "test", err, sizeof(err)), 0, "%s", err);
+	cs_top_render(&s, &m, &ui);
+	find_row(&s, "cost", row, sizeof(row));
+	cr_assert_not_null(strstr(row, "BPF not measured, connscope CPU 1.0% of one CPU"), "'%s'", row);
+
+	const char *older = "{\"requests\":3}";
+	cr_assert_eq(cs_top_model_read(&m, older, strlen(older), "test", err, sizeof(err)), 0, "%s", err);
+	cs_top_render(&s, &m, &ui);
+	find_row(&s, "cost", row, sizeof(row));
+	cr_assert_str_eq(row, "", "no cost line before a reading");
+	cs_top_screen_free(&s);
 }
