@@ -6,16 +6,16 @@
 # run time bpftool shows for the same programs (by id): at least it (the
 # report reads later) and at most 25 % more (what the idle probes ran
 # between bpftool's reading and the stop); the replayed text report's cost
-# line is the one `record` printed at its end; connscope's CPU share is
-# > 0. Then connscoped under load: `status` (JSON and text), `top --once`
-# and /metrics (promtool accepts it) carry the figures. kernel.bpf_stats_enabled is
-# never written by connscope: it reads 0 during and after those runs; set
-# to 1 before a run, the report says the statistics were already on and
-# the sysctl is still 1 after. With --no-bpf-stats and the sysctl at 0,
-# the report says the BPF cost was not measured, and the run's programs
-# have no run time in bpftool: the earlier runs' statistics did not stay
-# on after they ended. An older trace's report says the cost was not
-# recorded.
+# line (and `report --interval`'s) is the one `record` printed at its end;
+# connscope's CPU share is > 0. Then connscoped under load: `status` (JSON
+# and text), `top --once` and /metrics (promtool accepts it) carry the
+# figures. kernel.bpf_stats_enabled is never written by connscope: it reads
+# 0 during and after those runs; set to 1 before a run, the report says the
+# statistics were already on and the sysctl is still 1 after. With
+# --no-bpf-stats and the sysctl at 0, the report says the BPF cost was not
+# measured, and the run's programs have no run time in bpftool: the earlier
+# runs' statistics did not stay on after they ended. An older trace's
+# report says the cost was not recorded.
 # integration: exclusive
 # (it sets the machine-wide kernel.bpf_stats_enabled to 1 for one run, and
 # asserts its value around every run: another test's run would see it, and
@@ -79,6 +79,8 @@ live=$(sed -n 's/^connscope: cost: //p' "$CS_TMP/record.err")
 replayed=$(sed -n 's/^cost        //p' "$CS_TMP/report.txt")
 [[ -n $live && $live == "$replayed" ]] || fail "replayed cost '$replayed' is not the recording's '$live'"
 [[ $live == "BPF "*" per request, "*" per connection "*"; connscope "*"% of one CPU" ]] || fail "cost line: $live"
+by_interval=$("$CS_BIN" report --interval 1 "$trace" | sed -n 's/^cost: //p')
+[[ $by_interval == "$live" ]] || fail "report --interval's cost '$by_interval' is not the recording's '$live'"
 echo "ok: the replayed report's cost is the recording's: $replayed"
 
 # ---- the daemon: status and /metrics
