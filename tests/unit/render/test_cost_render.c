@@ -275,3 +275,25 @@ Test(cost_render, top_shows_the_cost_on_its_own_line_at_80_columns)
 	cr_assert_str_eq(row, "", "no cost line before a reading");
 	cs_top_screen_free(&s);
 }
+
+Test(cost_render, hostile_readings_still_render_valid_json_and_lines)
+{
+	/* A corrupt trace's sums can wrap: every output stays well-formed. */
+	struct cs_engine *engine = measured_run(CS_BPF_STATS_ENABLED);
+	FEED_OK(engine, make_prog_cost(9 * SEC, 11, "on_recv", UINT64_MAX, UINT64_MAX));
+	FEED_OK(engine, make_self_cost(9 * SEC, UINT64_MAX, UINT64_MAX, 1, 0xdead));
+	char *text = rendered(cs_report_json, engine);
+	json_error_t error;
+	json_t *report = json_loads(text, 0, &error);
+	cr_assert_not_null(report, "%s: %s", error.text, text);
+	cr_assert(json_is_object(json_object_get(report, "cost")));
+	json_decref(report);
+	free(text);
+	text = rendered(cs_report_text, engine);
+	cr_assert_not_null(strstr(text, "\ncost        BPF not measured"), "%s", text);
+	free(text);
+	text = rendered(metrics_of, engine);
+	cr_assert_not_null(strstr(text, "connscope_self_cpu_ratio{"));
+	free(text);
+	cs_engine_free(engine);
+}
