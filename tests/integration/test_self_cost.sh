@@ -9,13 +9,14 @@
 # line (and `report --interval`'s) is the one `record` printed at its end;
 # connscope's CPU share is > 0. Then connscoped under load: `status` (JSON
 # and text), `top --once` and /metrics (promtool accepts it) carry the
-# figures. kernel.bpf_stats_enabled is never written by connscope: it reads
-# 0 during and after those runs; set to 1 before a run, the report says the
+# figures; with --bpf-stats no, status says the BPF cost was not measured.
+# kernel.bpf_stats_enabled is never written by connscope: it reads 0
+# during and after those runs; set to 1 before a run, the report says the
 # statistics were already on and the sysctl is still 1 after. With
 # --no-bpf-stats and the sysctl at 0, the report says the BPF cost was not
-# measured, and the run's programs have no run time in bpftool: the earlier
-# runs' statistics did not stay on after they ended. An older trace's
-# report says the cost was not recorded.
+# measured, and the run's programs have no run time in bpftool: the
+# earlier runs' statistics did not stay on after they ended. An older
+# trace's report says the cost was not recorded.
 # integration: exclusive
 # (it sets the machine-wide kernel.bpf_stats_enabled to 1 for one run, and
 # asserts its value around every run: another test's run would see it, and
@@ -126,6 +127,22 @@ kill -TERM "$daemon"
 wait "$daemon" || { cat "$CS_TMP/daemon.log"; fail "connscoped did not stop cleanly"; }
 [[ $(stats_sysctl) == 0 ]] || fail "kernel.bpf_stats_enabled is $(stats_sysctl) after the daemon, was 0"
 echo "ok: kernel.bpf_stats_enabled 0 after the daemon"
+# bpf-stats = no (here on the command line): status says the BPF cost is not measured.
+cs_bg "$CS_DAEMON" --port "$SERVER_PORT" --socket "$sock" --bpf-stats no 2>"$CS_TMP/daemon-off.log"
+daemon=$BG_PID
+cs_wait_attached "$CS_TMP/daemon-off.log"
+for _ in $(seq 50); do
+  "$CS_BIN" status --json --socket "$sock" >"$CS_TMP/status-off.json" || fail "status --json failed"
+  [[ $(json_get "$CS_TMP/status-off.json" 'j["cost"]["recorded"]') == True ]] && break
+  sleep 0.1
+done
+[[ $(json_get "$CS_TMP/status-off.json" '(j["cost"]["bpf_stats"], j["cost"]["bpf_measured"])') == "('off', False)" ]] ||
+  fail "connscoped --bpf-stats no: $(json_get "$CS_TMP/status-off.json" 'j["cost"]')"
+"$CS_BIN" status --socket "$sock" | grep -q "^  cost       BPF not measured (BPF run-time statistics turned off" ||
+  fail "status text: the BPF cost is not said to be unmeasured"
+kill -TERM "$daemon"
+wait "$daemon" || { cat "$CS_TMP/daemon-off.log"; fail "connscoped did not stop cleanly"; }
+echo "ok: connscoped --bpf-stats no: status says the BPF cost is not measured"
 
 # ---- the sysctl already at 1: left as it is
 short_run() { # short_run NAME [connscope options]: attach for 2 s under a short load, JSON report in NAME.json
