@@ -42,7 +42,7 @@ SYMBOL_SRCS := daemon/flame/symbols.c daemon/flame/elf_symbols.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$(DAEMON_SRCS))
 # connscoped's: targets followed in a session, the config file, capabilities.
 LOADER_SRCS += daemon/service/session_targets.c daemon/service/session_resolve.c daemon/service/config_file.c daemon/service/privileges.c
-LOADER_SRCS += daemon/source/probes_targets.c daemon/source/probes_samples.c
+LOADER_SRCS += daemon/source/probes_targets.c daemon/source/probes_samples.c daemon/source/probes_cost.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
 # connscope's commands: cli/connscope.c dispatches from its command table to
 # cli/cmd_*.c, one file a command; connscoped's main is apart, and shares with

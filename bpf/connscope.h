@@ -24,8 +24,9 @@
 #endif
 
 /* 2: CS_EV_THREAD_CPU; 3: CS_EV_THREAD_POLLS and CS_REQ_HANDED_OFF; 4: CS_EV_THREAD_NAME;
- * 5: CS_EV_HANDBACK and CS_REQ_PARKED. Older traces still read. */
-#define CS_WIRE_VERSION 5
+ * 5: CS_EV_HANDBACK and CS_REQ_PARKED.
+ * 6: CS_EV_PROG_COST and CS_EV_SELF_COST. Older traces still read. */
+#define CS_WIRE_VERSION 6
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -45,6 +46,8 @@ enum cs_event_type {
 	CS_EV_THREAD_POLLS = 12,   /* a target thread's epoll totals (user space) */
 	CS_EV_THREAD_NAME = 13,    /* a thread's name inside its runtime (user space: a JVM's) */
 	CS_EV_HANDBACK = 14,       /* a parked request's handler, run by another thread */
+	CS_EV_PROG_COST = 20,      /* one of connscope's BPF programs: its run time (user space) */
+	CS_EV_SELF_COST = 21,      /* connscope's own CPU time, and whether BPF run time is counted */
 	CS_EV_TYPE_MAX,
 };
 
@@ -312,6 +315,42 @@ struct cs_ev_thread_name {
 	char name[CS_RUNTIME_NAME_LEN];
 };
 
+/*
+ * What connscope costs: user space reads each of its BPF programs' run
+ * time from the kernel (bpf_prog_info.run_time_ns and run_cnt) and its own
+ * CPU time (getrusage) about once a second, and records what each grew by
+ * since the last reading. Increments rather than totals, so that the
+ * records of any stretch of a run (a window of a recording, the time since
+ * a reset) add up to that stretch's cost.
+ */
+#define CS_PROG_NAME_LEN 16 /* BPF_OBJ_NAME_LEN */
+
+struct cs_ev_prog_cost {
+	struct cs_event_header hdr; /* ts_ns: the reading */
+	__u64 run_ns;               /* run time added since the last reading */
+	__u64 runs;                 /* runs added since the last reading */
+	__u32 prog_id;              /* the kernel's id of the program (bpftool prog show) */
+	__u32 pad;
+	char name[CS_PROG_NAME_LEN];
+};
+
+/* enum cs_bpf_stats: whether the kernel counted the programs' run time. */
+enum cs_bpf_stats {
+	CS_BPF_STATS_ENABLED = 1,    /* connscope turned the counting on for its run */
+	CS_BPF_STATS_ALREADY_ON = 2, /* kernel.bpf_stats_enabled was 1: left as it was */
+	CS_BPF_STATS_OFF = 3,        /* turned off by the user (--no-bpf-stats) */
+	CS_BPF_STATS_FAILED = 4,     /* the kernel refused to turn it on (error: errno) */
+};
+
+struct cs_ev_self_cost {
+	struct cs_event_header hdr; /* ts_ns: the reading */
+	__u64 user_ns;              /* connscope's user CPU time since the last reading */
+	__u64 system_ns;            /* its system CPU time since the last reading */
+	__u64 wall_ns;              /* the time since the last reading (or the run's start) */
+	__u32 bpf_stats;            /* enum cs_bpf_stats */
+	__s32 error;                /* CS_BPF_STATS_FAILED: the errno, else 0 */
+};
+
 /* Target ports are a bitmap of 64-bit words (map target_ports). */
 #define CS_PORT_WORDS (65536 / 64)
 
@@ -437,6 +476,8 @@ _Static_assert(sizeof(struct cs_ev_thread_cpu) == 32, "wire: thread cpu size");
 _Static_assert(sizeof(struct cs_ev_thread_polls) == 64, "wire: thread polls size");
 _Static_assert(sizeof(struct cs_ev_thread_name) == 88, "wire: thread name size");
 _Static_assert(sizeof(struct cs_ev_handback) == 56, "wire: request hand-back size");
+_Static_assert(sizeof(struct cs_ev_prog_cost) == 56, "wire: prog cost size");
+_Static_assert(sizeof(struct cs_ev_self_cost) == 48, "wire: self cost size");
 _Static_assert(sizeof(struct cs_thread_sched_sample) == 104, "iter: thread sample size");
 #endif
 

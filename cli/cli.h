@@ -96,6 +96,8 @@ enum {
 	CS_OPT_TO,
 	CS_OPT_HZ,
 	CS_OPT_MIN_OFF_CPU_US,
+	CS_OPT_NO_BPF_STATS,
+	CS_OPT_BPF_STATS,
 };
 
 /* What a number option takes: its range, and how the refusal words it. */

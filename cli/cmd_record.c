@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "cost_render.h"
 #include "run_args.h"
 #include "trace_file.h"
 
@@ -58,9 +59,16 @@ static int record_into(struct run_args *args, struct cs_trace_writer *writer, st
 		fprintf(stderr, "connscope: writing %s failed: %s\n", args->output, strerror(-err));
 		return CS_EXIT_RUNTIME;
 	}
-	if (!args->session.quiet)
+	if (!args->session.quiet) {
 		fprintf(stderr, "connscope: recorded %llu records (%llu lost) to %s\n", (unsigned long long)records,
 			(unsigned long long)result.meta.events_lost, args->output);
+		/* The recording's own cost, as 'connscope report FILE' shows it from the file. */
+		struct cs_cost cost;
+		char line[256];
+		cs_cost_of(engine, &cost);
+		cs_cost_line(line, sizeof(line), &cost);
+		fprintf(stderr, "connscope: cost: %s\n", line);
+	}
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "commands.h"
+#include "cost_render.h"
 #include "intervals.h"
 #include "replay.h"
 #include "run_args.h"
@@ -100,6 +101,11 @@ static int report_intervals(const char *path, const struct report_args *args)
 		printf("%s: %" PRIu64 " requests in %.1f s; %" PRIu64 " records lost (the trace counts them for the "
 		       "whole run only)\n", window->to_s > 0 || window->from_s > 0 ? "the window" : "whole run",
 		       replay.engine->requests.requests, replay.meta.duration_s, replay.meta.events_lost);
+		struct cs_cost cost;
+		char line[256];
+		cs_cost_of(replay.engine, &cost);
+		cs_cost_line(line, sizeof(line), &cost);
+		printf("cost: %s\n", line);
 		cs_replay_free(&replay);
 		rc = 0;
 	}

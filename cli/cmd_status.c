@@ -84,6 +84,24 @@ static void print_targets(const json_t *status)
 	printf("\n");
 }
 
+/* "  cost       BPF 3.7 us per request, ...; connscoped 1.20% of one CPU", or why a figure is missing. */
+static void print_cost(const json_t *status)
+{
+	const json_t *cost = json_object_get(status, "cost");
+	char note[160];
+	if (!json_is_true(json_object_get(cost, "recorded"))) {
+		printf("  cost       not measured yet\n");
+		return;
+	}
+	printf("  cost       ");
+	if (json_is_true(json_object_get(cost, "bpf_measured")))
+		printf("BPF %.0f ns per request, %.0f ns per connection (%.0f runs); ",
+		       number(cost, "bpf_ns_per_request"), number(cost, "bpf_ns_per_connection"), number(cost, "bpf_runs"));
+	else if (cs_json_str(cost, "note", note, sizeof(note)))
+		printf("BPF %s; ", note);
+	printf("connscoped %.2f%% of one CPU\n", 100.0 * number(cost, "cpu_share"));
+}
+
 static void print_status(const json_t *status, const char *path)
 {
 	char target[256], up[32], since[32];
@@ -97,6 +115,7 @@ static void print_status(const json_t *status, const char *path)
 	printf("  events     %.0f taken in, %.0f lost, %.0f probe runs skipped by the kernel; %.0f requests\n",
 	       number(status, "events"), number(status, "lost"), number(status, "skipped"),
 	       number(status, "requests"));
+	print_cost(status);
 	const json_t *control = json_object_get(status, "control");
 	printf("  control    %.0f connection(s), %.0f refused, %.0f request(s) rejected, %.0f stream(s) dropped\n",
 	       number(control, "connections"), number(control, "refused"), number(control, "rejected"),

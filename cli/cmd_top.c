@@ -30,6 +30,7 @@
 
 static const char usage[] =
 	"Usage: connscope top [--socket PATH] [(--port PORT | --pid PID)...] [--once] [--tail P]\n"
+	"       [--no-bpf-stats]\n"
 	"\n"
 	"A live full-screen view, refreshed every second: latency over the last minute\n"
 	"with each second's p99, the listeners (accepts/s, backlog, drops, accept wait),\n"
@@ -46,6 +47,8 @@ static const char usage[] =
 	"                     name, PID or /proc/PID/ns/net)\n"
 	"  -1, --once         print one frame as plain text and exit (for scripts)\n"
 	"  -t, --tail P       the tail percentile to start with (50-99.999, default " CS_STR(CS_TAIL_DEFAULT) ")\n"
+	"      --no-bpf-stats without a daemon: do not turn on the kernel's BPF run-time\n"
+	"                     statistics (the cost line's BPF time is then not measured)\n"
 	"  -h, --help         this help\n"
 	"\n"
 	"Keys: q quit, p pause, s cycle the threads' sort, t change the tail percentile\n"
@@ -65,7 +68,7 @@ struct top {
 };
 
 /* Its options, in the order a usage error lists them (cli.c defines each). */
-static const char top_options[] = "socket port pid netns once tail help";
+static const char top_options[] = "socket port pid netns once tail no-bpf-stats help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -76,6 +79,8 @@ static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 		top->path = arg;
 	else if (opt == '1')
 		top->once = true;
+	else if (opt == CS_OPT_NO_BPF_STATS)
+		top->local.opts.probe.no_bpf_stats = true;
 	else if (!cs_cli_real(cli, &cs_number_tail, arg, &top->tail))
 		return CS_EXIT_USAGE;
 	return CS_CLI_GO_ON;

@@ -74,11 +74,14 @@ static const struct cs_cmd daemon_cmd = {
 	"      --sample-hz N      listener queue samples per second (1-1000, default 10)\n"
 	"      --ring-mb N        ring buffer size in MiB, a power of two (default 8)\n"
 	"  -v, --verbose          show libbpf's log\n"
+	"      --bpf-stats no     do not turn on the kernel's BPF run-time statistics\n"
+	"                         (default yes, for the probes' cost per request in\n"
+	"                         status and /metrics; with no, it is not measured)\n"
 	"  -h, --help             this help\n"
 	"\n"
 	"Config file: 'key = value' lines with the long options' names as keys (port,\n"
-	"pid, name, cgroup, metrics, sample-hz, ring-mb, verbose = yes|no), '#' comment\n"
-	"lines. It must be root's and writable only by root.\n"
+	"pid, name, cgroup, metrics, sample-hz, ring-mb, verbose = yes|no, bpf-stats =\n"
+	"yes|no), '#' comment lines. It must be root's and writable only by root.\n"
 	"\n"
 	"Signals: SIGTERM/SIGINT stop (exit 0); SIGHUP re-reads the config file (new\n"
 	"targets and sample-hz apply at once; a bad file is logged and the running\n"
@@ -165,11 +168,12 @@ static int reload(void *ctx, struct cs_session_options *next)
 		return -1;
 	}
 	if (strcmp(fresh->metrics, setup->running.metrics) != 0 || fresh->ring_mb != setup->running.ring_mb ||
-	    fresh->verbose != setup->running.verbose)
-		fprintf(stderr, "connscoped: reload: metrics, ring-mb and verbose changes take effect at "
+	    fresh->verbose != setup->running.verbose || fresh->bpf_stats != setup->running.bpf_stats)
+		fprintf(stderr, "connscoped: reload: metrics, ring-mb, verbose and bpf-stats changes take effect at "
 			"the next start\n");
 	fresh->ring_mb = setup->running.ring_mb;
 	fresh->verbose = setup->running.verbose;
+	fresh->bpf_stats = setup->running.bpf_stats;
 	memcpy(fresh->metrics, setup->running.metrics, sizeof(fresh->metrics));
 	setup->running = *fresh;
 	apply_targets(fresh, next);
@@ -205,7 +209,7 @@ static void target_label(const struct cs_daemon_config *config, char *out, size_
 
 /* Its options, in the order a usage error lists them (cli.c defines each). */
 static const char daemon_options[] =
-	"port pid name cgroup netns config metrics --socket sample-hz ring-mb verbose help";
+	"port pid name cgroup netns config metrics --socket sample-hz ring-mb verbose --bpf-stats help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -264,6 +268,7 @@ static void session_options(struct daemon *d)
 	opts->probe.ring_bytes = d->running.ring_mb << 20;
 	opts->probe.wakeup_bytes = opts->probe.ring_bytes / 32;
 	opts->probe.verbose = d->running.verbose;
+	opts->probe.no_bpf_stats = !d->running.bpf_stats;
 	opts->reload = reload;
 	opts->attached = drop_privileges;
 	opts->hooks_ctx = d;

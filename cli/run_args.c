@@ -6,7 +6,7 @@
 #include "target_args.h"
 
 /* Its options, in the order a usage error lists them (cli.c defines each). */
-static const char run_options[] = CS_TARGET_OPTIONS " duration json output sample-hz ring-mb tail slowest no-handshakes no-jvm quiet "
+static const char run_options[] = CS_TARGET_OPTIONS " duration json output sample-hz ring-mb tail slowest no-handshakes no-bpf-stats no-jvm quiet "
 	"verbose help";
 
 /* The options that are attach's or record's alone. */
@@ -52,6 +52,9 @@ static int take_probe(const struct cs_cli *cli, int opt, const char *arg, struct
 			return CS_EXIT_USAGE;
 		opts->probe.ring_bytes = (uint32_t)value << 20;
 		opts->probe.wakeup_bytes = opts->probe.ring_bytes / 32;
+		break;
+	case CS_OPT_NO_BPF_STATS:
+		opts->probe.no_bpf_stats = true;
 		break;
 	default: /* CS_OPT_NO_HANDSHAKES */
 		opts->probe.trace_handshakes = false;

@@ -32,6 +32,8 @@
 	"      --sample-hz N    listener queue samples per second (1-1000, default " CS_STR(CS_SAMPLE_HZ_DEFAULT) ")\n" \
 	"      --ring-mb N      ring buffer size in MiB, a power of two (1-1024, default " CS_STR(CS_RING_MB_DEFAULT) ")\n" \
 	"      --no-handshakes  do not follow local clients' SYN retransmits\n" \
+	"      --no-bpf-stats   do not turn on the kernel's BPF run-time statistics (the\n" \
+	"                       report's BPF cost is then not measured)\n" \
 	"      --no-jvm         do not ask java targets for their thread names at the end\n" \
 	"                       (through the JVM's attach mechanism, as jcmd does)\n" \
 	"  -q, --quiet          no progress lines on stderr\n" \

@@ -16,6 +16,7 @@
 
 #include "advice.h"
 #include "attrib.h"
+#include "cost.h"
 #include "diagnose.h"
 #include "engine.h"
 #include "run_meta.h"
@@ -30,6 +31,7 @@ struct cs_analysis {
 	struct cs_finding findings[CS_FINDINGS_MAX]; /* most serious first */
 	size_t finding_count;
 	struct cs_conditions conditions;     /* read the flags with cs_condition_flagged */
+	struct cs_cost cost;                 /* what connscope cost over the run */
 };
 
 void cs_analyze(const struct cs_engine *engine, const struct cs_report_meta *meta, struct cs_analysis *analysis);

@@ -31,6 +31,10 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_thread_name);
 	case CS_EV_HANDBACK:
 		return sizeof(struct cs_ev_handback);
+	case CS_EV_PROG_COST:
+		return sizeof(struct cs_ev_prog_cost);
+	case CS_EV_SELF_COST:
+		return sizeof(struct cs_ev_self_cost);
 	default:
 		return 0;
 	}

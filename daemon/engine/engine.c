@@ -149,6 +149,8 @@ union any_record {
 	struct cs_ev_thread_polls polls;
 	struct cs_ev_thread_name name;
 	struct cs_ev_handback handback;
+	struct cs_ev_prog_cost prog_cost;
+	struct cs_ev_self_cost self_cost;
 };
 
 /* The header, checked against the type's size. Returns the record's size, or 0 when malformed. */
@@ -206,6 +208,10 @@ static int dispatch(struct cs_engine *engine, uint16_t type, const union any_rec
 		return on_ack_overflow(engine, &ev->ack_overflow);
 	case CS_EV_HANDBACK:
 		return cs_on_request_handback(engine, &ev->handback);
+	case CS_EV_PROG_COST:
+		return cs_on_prog_cost(engine, &ev->prog_cost);
+	case CS_EV_SELF_COST:
+		return cs_on_self_cost(engine, &ev->self_cost);
 	default:
 		return -EINVAL;
 	}

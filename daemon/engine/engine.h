@@ -280,6 +280,37 @@ struct cs_engine_totals {
 	uint64_t last_ts_ns;               /* latest record */
 };
 
+/* Programs whose cost is kept apart; more are summed in the totals only. */
+#define CS_COST_PROGRAMS 64
+
+/* One of connscope's BPF programs: what the kernel counted of its runs. */
+struct cs_prog_cost_stats {
+	uint32_t prog_id;
+	char name[CS_PROG_NAME_LEN];
+	uint64_t run_ns;
+	uint64_t runs;
+};
+
+/*
+ * What connscope cost, summed from its cost records (cost.c): the BPF
+ * programs' run time as the kernel counted it, and its own CPU time over
+ * the wall time the readings covered.
+ */
+struct cs_cost_stats {
+	uint64_t readings;         /* CS_EV_SELF_COST records: 0, the run's cost was not recorded */
+	uint32_t bpf_stats;        /* enum cs_bpf_stats of the latest reading */
+	int32_t bpf_stats_error;   /* its errno when the kernel refused */
+	uint64_t bpf_unmeasured_readings; /* readings with the run-time counting off */
+	uint64_t user_ns;
+	uint64_t system_ns;
+	uint64_t wall_ns;
+	uint64_t bpf_run_ns;       /* over every program */
+	uint64_t bpf_runs;
+	struct cs_prog_cost_stats programs[CS_COST_PROGRAMS];
+	size_t program_count;
+	uint64_t programs_unlisted; /* records of programs beyond CS_COST_PROGRAMS */
+};
+
 #define CS_MAX_CONNS (1u << 20)  /* connections followed at once */
 /*
  * A followed connection with no record for this long is forgotten (its
@@ -305,6 +336,7 @@ struct cs_engine {
 	struct cs_engine_totals totals;
 	struct cs_request_stats requests;
 	struct cs_lifecycle_stats lifecycle;
+	struct cs_cost_stats cost;
 	struct cs_u64map conns;            /* sk -> struct cs_conn */
 	struct cs_u64map threads;          /* tid -> struct cs_thread_stats */
 	struct cs_u64map idle_closed_from; /* remote address -> struct cs_idle_closes */

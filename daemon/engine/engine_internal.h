@@ -30,5 +30,8 @@ void cs_limit_on_accept(struct cs_listener_stats *listener, uint64_t previous_re
 			const struct cs_ev_accept *ev);
 int cs_on_thread_polls(struct cs_engine *engine, const struct cs_ev_thread_polls *ev);
 int cs_on_thread_name(struct cs_engine *engine, const struct cs_ev_thread_name *ev);
+/* connscope's cost readings (cost.c). */
+int cs_on_prog_cost(struct cs_engine *engine, const struct cs_ev_prog_cost *ev);
+int cs_on_self_cost(struct cs_engine *engine, const struct cs_ev_self_cost *ev);
 
 #endif /* CS_ENGINE_INTERNAL_H */

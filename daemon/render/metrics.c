@@ -235,6 +235,7 @@ void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct c
 	render_listeners(&w);
 	render_lifecycle(&w);
 	render_health(&w);
+	cs_mx_render_cost(&w);
 	cs_mx_render_series(&w);
 	if (w.openmetrics)
 		fputs("# EOF\n", out);

@@ -5,6 +5,7 @@
 
 #include "report.h"
 #include "analysis.h"
+#include "cost_render.h"
 #include "report_internal.h"
 
 /* ---- text ---------------------------------------------------------------- */
@@ -318,10 +319,12 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 		cs_run_stamp_format_utc(&meta->stamp, started, sizeof(started));
 		fprintf(out, "started %s on %s, kernel %s\n", started, meta->stamp.host, meta->stamp.kernel);
 	}
-	fputc('\n', out);
-	/* One analysis for every section below: the tail, the conditions, the diagnosis. */
+	/* One analysis for every section below: the tail, the conditions, the diagnosis, the cost. */
 	struct cs_analysis analysis;
 	cs_analyze(engine, meta, &analysis);
+	char cost[256];
+	cs_cost_line(cost, sizeof(cost), &analysis.cost);
+	fprintf(out, "%-11s %s\n\n", "cost", cost);
 	text_requests(out, engine, meta, &analysis);
 	text_conditions(out, engine, &analysis);
 	if (engine->listener_count == 0)

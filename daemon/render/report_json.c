@@ -10,6 +10,7 @@
 
 #include "report.h"
 #include "analysis.h"
+#include "cost_render.h"
 #include "json.h"
 #include "report_internal.h"
 
@@ -280,6 +281,7 @@ json_t *cs_report_value_of(const struct cs_engine *engine, const struct cs_repor
 	json_object_set_new(report, "listeners", listeners);
 	add_requests(report, engine, analysis);
 	json_object_set_new(report, "findings", findings_value(analysis));
+	json_object_set_new(report, "cost", cs_cost_value(engine, &analysis->cost, true));
 	if (meta->slowest)
 		json_object_set_new(report, "slowest", cs_report_slowest_value(engine, meta));
 	return report;

@@ -139,6 +139,14 @@ static void conditions(const json_t *live, struct cs_top_model *m)
 	}
 }
 
+static void cost(const json_t *cost, struct cs_top_model *m)
+{
+	m->cost_recorded = json_is_true(json_object_get(cost, "recorded"));
+	const json_t *per_request = json_object_get(cost, "bpf_ns_per_request");
+	m->bpf_ns_per_request = json_is_number(per_request) ? clamp(json_number_value(per_request), 0, 1e12) : -1;
+	m->cpu_share = clamp(cs_json_num(cost, "cpu_share", 0), 0, 1e3);
+}
+
 void cs_top_model_from_value(struct cs_top_model *m, const json_t *root)
 {
 	memset(m, 0, sizeof(*m));
@@ -156,6 +164,7 @@ void cs_top_model_from_value(struct cs_top_model *m, const json_t *root)
 	m->events = count(events, "received");
 	m->lost = count(events, "lost");
 	m->skipped = count(events, "skipped");
+	cost(json_object_get(root, "cost"), m);
 	m->requests = count(root, "requests");
 	m->requests_per_s = num(json_object_get(live, "last"), "requests_per_s");
 	latency(json_object_get(root, "latency_us"), &m->total);

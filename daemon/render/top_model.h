@@ -17,6 +17,7 @@
 #define CS_TOP_MODEL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +64,9 @@ struct cs_top_model {
 	double duration_s;          /* the statistics' span (since start or reset) */
 	double uptime_s;
 	uint64_t events, lost, skipped; /* records received and lost; probe runs the kernel skipped */
+	bool cost_recorded;         /* the snapshot's "cost": what connscope costs */
+	double bpf_ns_per_request;  /* < 0: not measured (BPF statistics off) or no request */
+	double cpu_share;           /* the daemon's (or connscope's) CPU, share of one CPU */
 	uint64_t requests;
 	double requests_per_s;      /* the last second */
 	struct cs_top_latency total;   /* since the statistics began */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost_render.h"
 #include "report.h"
 
 #define BAR_WIDTH 24
@@ -143,6 +144,22 @@ static int latency(struct cs_top_screen *s, int row, const struct cs_top_model *
 	int col = put_fmt(s, row, 0, CS_TOP_HEADER, "latency %ds", m->window_seconds);
 	put_fmt(s, row, col, CS_TOP_NORMAL, "  p50 %s  p99 %s  p99.9 %s  max %s  %.0f req/s", p50, p99, p999,
 		max, m->requests_per_s);
+	return row + 1;
+}
+
+/* What connscope costs: its BPF time per request, its own CPU; nothing before its first reading. */
+static int cost(struct cs_top_screen *s, int row, const struct cs_top_model *m)
+{
+	if (!m->cost_recorded)
+		return row;
+	char bpf[48] = "not measured";
+	if (m->bpf_ns_per_request >= 0) {
+		char per_request[32];
+		cs_cost_format_ns(per_request, sizeof(per_request), m->bpf_ns_per_request);
+		snprintf(bpf, sizeof(bpf), "%s per request", per_request);
+	}
+	int col = put_fmt(s, row, 0, CS_TOP_HEADER, "cost");
+	put_fmt(s, row, col, CS_TOP_NORMAL, "       BPF %s, connscope CPU %.1f%% of one CPU", bpf, 100.0 * m->cpu_share);
 	return row + 1;
 }
 
@@ -340,6 +357,8 @@ void cs_top_render(struct cs_top_screen *s, const struct cs_top_model *m, const 
 			row = latency(s, row, m);
 		if (row <= last_row)
 			row = sparkline(s, row, m, ui);
+		if (row <= last_row)
+			row = cost(s, row, m);
 		/* Short screens: fewer causes and conditions, so threads keep some rows. */
 		int spare = last_row - row;
 		int max_causes = spare >= 18 ? CS_CAUSE_COUNT : spare >= 12 ? 3 : 2;

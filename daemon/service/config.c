@@ -17,6 +17,7 @@ void cs_config_init(struct cs_daemon_config *config)
 	memset(config, 0, sizeof(*config));
 	config->sample_hz = 10;
 	config->ring_mb = 8;
+	config->bpf_stats = true;
 }
 
 /* The whole string is an integer within [min, max]. */
@@ -48,6 +49,19 @@ static int set_once(const struct cs_daemon_config *config, bool *has, const char
 	if (*has && !config->last_wins)
 		return invalid(errmsg, errlen, "is set twice (%s takes one value)", key);
 	*has = true;
+	return 0;
+}
+
+/* A yes/no setting, set at most once. */
+static int yes_or_no(struct cs_daemon_config *config, const char *key, const char *value, bool *setting,
+		     bool *has, char *errmsg, size_t errlen)
+{
+	bool yes = !strcmp(value, "yes"), no = !strcmp(value, "no");
+	if (!yes && !no)
+		return invalid(errmsg, errlen, "expects yes or no, not '%s'", value);
+	if (set_once(config, has, key, errmsg, errlen))
+		return -EINVAL;
+	*setting = yes;
 	return 0;
 }
 
@@ -117,15 +131,10 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		config->ring_mb = (unsigned int)number;
 		return 0;
 	}
-	if (!strcmp(key, "verbose")) {
-		bool yes = !strcmp(value, "yes"), no = !strcmp(value, "no");
-		if (!yes && !no)
-			return invalid(errmsg, errlen, "expects yes or no, not '%s'", value);
-		if (set_once(config, &config->has_verbose, key, errmsg, errlen))
-			return -EINVAL;
-		config->verbose = yes;
-		return 0;
-	}
+	if (!strcmp(key, "verbose"))
+		return yes_or_no(config, key, value, &config->verbose, &config->has_verbose, errmsg, errlen);
+	if (!strcmp(key, "bpf-stats"))
+		return yes_or_no(config, key, value, &config->bpf_stats, &config->has_bpf_stats, errmsg, errlen);
 	return -ENOENT;
 }
 
@@ -215,6 +224,10 @@ void cs_config_merge(struct cs_daemon_config *base, const struct cs_daemon_confi
 	if (over->has_verbose) {
 		base->verbose = over->verbose;
 		base->has_verbose = true;
+	}
+	if (over->has_bpf_stats) {
+		base->bpf_stats = over->bpf_stats;
+		base->has_bpf_stats = true;
 	}
 }
 

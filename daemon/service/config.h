@@ -16,6 +16,7 @@
  *   sample-hz = 10
  *   ring-mb = 8
  *   verbose = yes
+ *   bpf-stats = no                     # do not turn the kernel's BPF run-time counting on
  * port, pid, name and cgroup may repeat; the others are set at most once.
  */
 #ifndef CS_CONFIG_H
@@ -30,7 +31,7 @@
 
 #define CS_CONFIG_MAX_TARGETS 64          /* ports, pids: as CS_MAX_TARGETS */
 #define CS_CONFIG_LINE_MAX 1024
-#define CS_CONFIG_KEYS "port, pid, name, cgroup, netns, metrics, sample-hz, ring-mb, verbose"
+#define CS_CONFIG_KEYS "port, pid, name, cgroup, netns, metrics, sample-hz, ring-mb, verbose, bpf-stats"
 
 struct cs_daemon_config {
 	uint16_t ports[CS_CONFIG_MAX_TARGETS];
@@ -43,12 +44,13 @@ struct cs_daemon_config {
 	unsigned int sample_hz;
 	unsigned int ring_mb;
 	bool verbose;
+	bool bpf_stats;                    /* turn the kernel's BPF run-time counting on (default) */
 	/* Set here (not defaults): a layer overrides only what it sets. */
-	bool has_metrics, has_sample_hz, has_ring_mb, has_verbose;
+	bool has_metrics, has_sample_hz, has_ring_mb, has_verbose, has_bpf_stats;
 	bool last_wins;                    /* a setting given again replaces (command lines) */
 };
 
-/* Defaults: no target, metrics off, 10 Hz, 8 MiB, not verbose. */
+/* Defaults: no target, metrics off, 10 Hz, 8 MiB, not verbose, BPF run-time counting on. */
 void cs_config_init(struct cs_daemon_config *config);
 
 /*

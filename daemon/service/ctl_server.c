@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis.h"
+#include "cost_render.h"
 #include "ctl_proto.h"
 #include "errmsg.h"
 #include "json.h"
@@ -214,7 +216,9 @@ static json_t *status_value(struct cs_ctl_server *server)
 	json_t *ports = json_array();
 	for (size_t i = 0; i < engine->listener_count; i++)
 		json_array_append_new(ports, json_integer(engine->listeners[i].port));
-	return json_pack("{s:i,s:i,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I}}", "daemon_pid",
+	struct cs_cost cost;
+	cs_cost_of(engine, &cost);
+	json_t *status = json_pack("{s:i,s:i,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I}}", "daemon_pid",
 			 (int)getpid(), "protocol", CS_CTL_VERSION, "target", cs_json_text(server->target),
 			 "uptime_s", cs_json_3((double)(now - server->start_ns) / 1e9), "since_reset_s",
 			 cs_json_3((double)(now - server->reset_ns) / 1e9), "events",
@@ -224,6 +228,10 @@ static json_t *status_value(struct cs_ctl_server *server)
 			 (json_int_t)server->connections, "refused", (json_int_t)server->refused, "rejected",
 			 (json_int_t)server->rejected, "streams_dropped", (json_int_t)server->streams_dropped, "busy",
 			 (json_int_t)server->busy);
+	/* What the daemon costs, over the statistics' span: its programs' list is the snapshot's. */
+	if (status)
+		json_object_set_new(status, "cost", cs_cost_value(engine, &cost, false));
+	return status;
 }
 
 static void send_status(struct cs_ctl_server *server, struct cs_ctl_client *c)

@@ -182,6 +182,7 @@ static int first_walk(struct session *s, uint64_t *start_ns)
 {
 	const struct cs_session_options *opts = &s->opts;
 	*start_ns = cs_monotonic_ns();
+	cs_probes_cost_begin(&s->probes, *start_ns);
 	int err = cs_probes_walk_listeners(&s->probes, *start_ns);
 	if (err)
 		return cs_fail(s->errmsg, s->errlen, "cannot walk TCP sockets (iter/tcp): %s", strerror(-err));
@@ -226,13 +227,17 @@ static void sample_when_due(struct session *s, struct loop_clock *clock, uint64_
 		clock->next_sample_ns = now + clock->sample_every_ns;
 }
 
-/* Once a second: the threads' run queues, the live meta, targets that died unseen. */
+/*
+ * Once a second: the threads' run queues, what connscope cost, the live
+ * meta, targets that died unseen.
+ */
 static void check_alive_when_due(struct session *s, struct loop_clock *clock, uint64_t now)
 {
 	if (now < clock->next_alive_ns)
 		return;
 	lock_engine(s);
 	cs_probes_sample_threads(&s->probes, now);
+	cs_probes_sample_cost(&s->probes, now);
 	if (s->opts.live_meta)
 		update_meta(s, clock->start_ns, s->opts.live_meta);
 	unlock_engine(s);
@@ -326,6 +331,9 @@ static int finish(struct session *s, uint64_t start_ns, const struct netstat_win
 	if (!result->target_exited)
 		cs_probes_sample_listeners(&s->probes, cs_monotonic_ns());
 	cs_probes_sample_threads(&s->probes, cs_monotonic_ns());
+	lock_engine(s);
+	cs_probes_sample_cost(&s->probes, cs_monotonic_ns());
+	unlock_engine(s);
 	/* What only a JVM knows, once the run is over: its threads' names. */
 	if (!s->opts.no_jvm)
 		cs_jvm_collect(s->live, s->live_count, s->opts.quiet, on_record_locked, s, cs_monotonic_ns());

@@ -178,6 +178,8 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 
 	if (cs_probes_preflight(errmsg, errlen))
 		return -1;
+	/* Counting from before the attach: every run of the probes is in the cost. */
+	cs_probes_cost_init(probes, opts);
 
 	/* 1. open, 2. configure, 3. load, 4. attach */
 	probes->skel = connscope_bpf__open();
@@ -350,5 +352,6 @@ void cs_probes_stop(struct cs_probes *probes)
 	bpf_link__destroy(probes->waking_link);
 	cs_probes_samples_free(probes);
 	connscope_bpf__destroy(probes->skel);
+	cs_probes_cost_free(probes);
 	memset(probes, 0, sizeof(*probes));
 }

@@ -26,6 +26,7 @@ struct cs_probe_options {
 	uint32_t ring_bytes;         /* ring buffer size, a power of two */
 	uint32_t wakeup_bytes;       /* wake the consumer past this much queued data */
 	bool trace_handshakes;       /* follow local clients' SYN retransmits */
+	bool no_bpf_stats;           /* do not turn the kernel's BPF run-time counting on */
 	bool verbose;                /* echo libbpf's log to stderr */
 };
 
@@ -33,6 +34,26 @@ struct cs_probe_options {
 typedef int (*cs_record_fn)(void *ctx, const void *record, size_t len);
 
 #define CS_MAX_ENDPOINTS 1024 /* the BPF map's size */
+/* Programs of the probes' object whose run time is read; more are not. */
+#define CS_COST_PROGS_MAX 64
+
+/*
+ * What connscope costs (probes_cost.c): the kernel's BPF run-time
+ * counting, turned on for the run, and the readings before the next one,
+ * so that each record says what grew since.
+ */
+struct cs_cost_sampler {
+	int stats_fd;                  /* bpf_enable_stats()'s: counting on while open */
+	bool holds_stats;              /* stats_fd is open */
+	uint32_t bpf_stats;            /* enum cs_bpf_stats */
+	int32_t error;                 /* CS_BPF_STATS_FAILED: the errno */
+	uint64_t last_ns;              /* the last reading (0: not begun) */
+	uint64_t user_ns, system_ns;   /* this process's CPU time then */
+	struct {
+		uint32_t prog_id;
+		uint64_t run_ns, runs;
+	} progs[CS_COST_PROGS_MAX];    /* each program's counters then, in the object's order */
+};
 
 struct cs_probes {
 	struct connscope_bpf *skel;
@@ -62,6 +83,7 @@ struct cs_probes {
 	/* Room for the samples' reads (probes_samples.c), made at the start: */
 	char *iter_buf;                      /* an iterator's records */
 	struct cs_listen_socket *listeners;  /* sock_diag's listeners, CS_MAX_LISTENERS */
+	struct cs_cost_sampler cost;
 	cs_record_fn on_record;
 	void *ctx;
 };
@@ -126,6 +148,20 @@ int cs_probes_sample_threads(struct cs_probes *probes, uint64_t now_ns);
  * NULL, a line there for each probe that skipped some.
  */
 uint64_t cs_probes_skipped_runs(struct cs_probes *probes, FILE *by_probe);
+
+/*
+ * Start saying what connscope costs: this process's CPU time is counted
+ * from now_ns. Call once the probes are attached.
+ */
+void cs_probes_cost_begin(struct cs_probes *probes, uint64_t now_ns);
+
+/*
+ * Read every program's run time and this process's CPU time; what grew
+ * since the last reading becomes CS_EV_PROG_COST records (programs that
+ * ran) and one CS_EV_SELF_COST, stamped now_ns. Once a second at most:
+ * it costs a system call a program.
+ */
+void cs_probes_sample_cost(struct cs_probes *probes, uint64_t now_ns);
 
 /* Sum the per-CPU counters (enum cs_counter). */
 int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX]);

@@ -13,4 +13,13 @@
 int cs_probes_samples_init(struct cs_probes *probes);
 void cs_probes_samples_free(struct cs_probes *probes);
 
+/*
+ * The kernel's BPF run-time counting for the run (probes_cost.c): left as
+ * it is when kernel.bpf_stats_enabled is already 1, else turned on unless
+ * the options say not to. Never fails the run: a refusal is recorded.
+ */
+void cs_probes_cost_init(struct cs_probes *probes, const struct cs_probe_options *opts);
+/* Hand the counting back: the kernel restores its state when the last holder lets go. */
+void cs_probes_cost_free(struct cs_probes *probes);
+
 #endif /* CS_PROBES_INTERNAL_H */

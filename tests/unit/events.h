@@ -16,6 +16,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -399,6 +400,33 @@ static inline struct cs_ev_ack_overflow make_ack_overflow(uint64_t ts_ns, uint16
 	ev.hdr = make_header(CS_EV_ACK_OVERFLOW, sizeof(ev), ts_ns);
 	ev.tuple.local_port = port;
 	ev.tuple.remote_port = 40000;
+	return ev;
+}
+
+/* connscope's cost readings (cost records): what grew since the reading before. */
+static inline struct cs_ev_prog_cost make_prog_cost(uint64_t ts_ns, uint32_t prog_id, const char *name,
+						    uint64_t run_ns, uint64_t runs)
+{
+	struct cs_ev_prog_cost ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_PROG_COST, sizeof(ev), ts_ns);
+	ev.prog_id = prog_id;
+	ev.run_ns = run_ns;
+	ev.runs = runs;
+	snprintf(ev.name, sizeof(ev.name), "%s", name);
+	return ev;
+}
+
+static inline struct cs_ev_self_cost make_self_cost(uint64_t ts_ns, uint64_t user_ns, uint64_t system_ns,
+						    uint64_t wall_ns, uint32_t bpf_stats)
+{
+	struct cs_ev_self_cost ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_SELF_COST, sizeof(ev), ts_ns);
+	ev.user_ns = user_ns;
+	ev.system_ns = system_ns;
+	ev.wall_ns = wall_ns;
+	ev.bpf_stats = bpf_stats;
 	return ev;
 }
 

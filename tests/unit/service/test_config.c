@@ -75,6 +75,26 @@ Test(config, defaults_and_empty_files)
 	cr_expect_str_eq(config.match.names[0], "a");
 }
 
+Test(config, bpf_stats_are_on_unless_set_to_no)
+{
+	struct cs_daemon_config config, over;
+	cr_assert_eq(parse("port = 80\n", &config), 0, "%s", errmsg);
+	cr_expect(config.bpf_stats && !config.has_bpf_stats);
+	cr_assert_eq(parse("port = 80\nbpf-stats = no\n", &config), 0, "%s", errmsg);
+	cr_expect(!config.bpf_stats && config.has_bpf_stats);
+	expect_error("bpf-stats = off\n", "test.conf:1: bpf-stats expects yes or no, not 'off'");
+	expect_error("bpf-stats = no\nbpf-stats = no\n", "test.conf:2: bpf-stats is set twice");
+	/* The command line's --bpf-stats yes overrides the file's no; a layer without it keeps the base's. */
+	cs_config_init(&over);
+	cr_assert_eq(cs_config_set(&over, "bpf-stats", "yes", errmsg, sizeof(errmsg)), 0);
+	cs_config_merge(&config, &over);
+	cr_expect(config.bpf_stats);
+	cr_assert_eq(parse("port = 80\nbpf-stats = no\n", &config), 0, "%s", errmsg);
+	cs_config_init(&over);
+	cs_config_merge(&config, &over);
+	cr_expect(!config.bpf_stats);
+}
+
 Test(config, errors_name_the_file_the_line_and_what_was_expected)
 {
 	expect_error("port = 80\nprot = 81\n", "test.conf:2: unknown key 'prot' (expected one of: port, pid, name");

@@ -332,6 +332,32 @@ Test(trace, replay_feeds_the_engine_like_the_live_run)
 	cs_engine_free(replayed);
 }
 
+Test(trace, the_cost_readings_replay_to_the_same_cost)
+{
+	struct recording r = sample_records();
+	struct cs_ev_prog_cost prog = make_prog_cost(6 * SEC, 42, "on_recv", 5000, 25);
+	struct cs_ev_self_cost self = make_self_cost(6 * SEC, 3 * MS, 2 * MS, 2 * SEC, CS_BPF_STATS_ENABLED);
+	add(&r, &prog, sizeof(prog));
+	add(&r, &self, sizeof(self));
+	write_trace(path, &r, "port 8080", &sample_meta);
+
+	struct cs_engine *live = cs_engine_new(), *replayed = cs_engine_new();
+	cr_assert(live && replayed);
+	for (size_t i = 0; i < r.n; i++)
+		cr_assert_eq(cs_engine_feed(live, r.bytes + r.offset[i], r.len[i]), 0);
+	FILE *f = fopen(path, "rb");
+	struct cs_trace_info info;
+	char errmsg[256];
+	cr_assert_eq(cs_trace_read(f, feed_engine, replayed, &info, errmsg, sizeof(errmsg)), 0, "%s", errmsg);
+	fclose(f);
+	cr_assert_eq(replayed->cost.readings, 1);
+	cr_assert_eq(memcmp(&replayed->cost, &live->cost, sizeof(live->cost)), 0);
+	cr_assert_eq(replayed->cost.bpf_run_ns, 5000);
+	cr_assert_str_eq(replayed->cost.programs[0].name, "on_recv");
+	cs_engine_free(live);
+	cs_engine_free(replayed);
+}
+
 Test(trace, a_callback_error_stops_the_read)
 {
 	struct recording r = sample_records();

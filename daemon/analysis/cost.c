@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "cost.h"
+
+#include <string.h>
+
+/* Requests of every kind cost probe runs, partial and unanswered ones too. */
+static uint64_t requests_seen(const struct cs_engine *engine)
+{
+	return engine->totals.by_type[CS_EV_REQUEST];
+}
+
+static uint64_t connections_accepted(const struct cs_engine *engine)
+{
+	uint64_t accepts = 0;
+	for (size_t i = 0; i < engine->listener_count; i++)
+		accepts += engine->listeners[i].accepts;
+	return accepts;
+}
+
+static double per(uint64_t ns, uint64_t count)
+{
+	return count ? (double)ns / (double)count : -1.0;
+}
+
+void cs_cost_of(const struct cs_engine *engine, struct cs_cost *cost)
+{
+	const struct cs_cost_stats *sums = &engine->cost;
+	memset(cost, 0, sizeof(*cost));
+	cost->requests = requests_seen(engine);
+	cost->connections = connections_accepted(engine);
+	cost->bpf_ns_per_request = -1.0;
+	cost->bpf_ns_per_connection = -1.0;
+	cost->cpu_share = -1.0;
+	cost->recorded = sums->readings > 0;
+	if (!cost->recorded)
+		return;
+	cost->bpf_stats = sums->bpf_stats;
+	cost->bpf_stats_error = sums->bpf_stats_error;
+	/* A reading with the counting off leaves a gap the sums cannot show. */
+	cost->bpf_measured = sums->bpf_unmeasured_readings == 0;
+	cost->cpu_ns = sums->user_ns + sums->system_ns;
+	cost->wall_ns = sums->wall_ns;
+	if (sums->wall_ns)
+		cost->cpu_share = (double)cost->cpu_ns / (double)sums->wall_ns;
+	if (!cost->bpf_measured)
+		return;
+	cost->bpf_run_ns = sums->bpf_run_ns;
+	cost->bpf_runs = sums->bpf_runs;
+	cost->bpf_ns_per_request = per(sums->bpf_run_ns, cost->requests);
+	cost->bpf_ns_per_connection = per(sums->bpf_run_ns, cost->connections);
+}
+
+const char *cs_cost_unmeasured_reason(const struct cs_cost *cost)
+{
+	if (!cost->recorded)
+		return "not recorded (a trace from a connscope that did not record it)";
+	switch (cost->bpf_stats) {
+	case CS_BPF_STATS_OFF:
+		return "not measured (BPF run-time statistics turned off with --no-bpf-stats)";
+	case CS_BPF_STATS_FAILED:
+		return "not measured (the kernel refused to turn BPF run-time statistics on)";
+	case CS_BPF_STATS_ENABLED:
+	case CS_BPF_STATS_ALREADY_ON:
+		return cost->bpf_measured ? "" : "not measured (BPF run-time statistics were off for part of the run)";
+	default:
+		return "not measured";
+	}
+}
+
+double cs_prog_ns_per_run(const struct cs_prog_cost_stats *prog)
+{
+	return per(prog->run_ns, prog->runs);
+}
+
+const char *cs_bpf_stats_name(uint32_t bpf_stats)
+{
+	switch (bpf_stats) {
+	case CS_BPF_STATS_ENABLED:
+		return "enabled";
+	case CS_BPF_STATS_ALREADY_ON:
+		return "already_on";
+	case CS_BPF_STATS_OFF:
+		return "off";
+	case CS_BPF_STATS_FAILED:
+		return "failed";
+	default:
+		return NULL;
+	}
+}
