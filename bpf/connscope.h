@@ -23,9 +23,9 @@
 #include <linux/types.h>
 #endif
 
-/* 2: CS_EV_THREAD_CPU; 3: CS_EV_THREAD_POLLS and CS_REQ_HANDED_OFF; 4: CS_EV_THREAD_NAME.
- * Older traces still read. */
-#define CS_WIRE_VERSION 4
+/* 2: CS_EV_THREAD_CPU; 3: CS_EV_THREAD_POLLS and CS_REQ_HANDED_OFF; 4: CS_EV_THREAD_NAME;
+ * 6: CS_EV_REQUEST_BYTES and CS_REQ_READ_AFTER_SEND. Older traces still read. */
+#define CS_WIRE_VERSION 6
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -44,6 +44,8 @@ enum cs_event_type {
 	CS_EV_THREAD_CPU = 11,     /* a target thread's time on a CPU (user space) */
 	CS_EV_THREAD_POLLS = 12,   /* a target thread's epoll totals (user space) */
 	CS_EV_THREAD_NAME = 13,    /* a thread's name inside its runtime (user space: a JVM's) */
+	/* 14 belongs to wire version 5. */
+	CS_EV_REQUEST_BYTES = 15,  /* the first bytes and TLS records of one of a connection's first exchanges */
 	CS_EV_TYPE_MAX,
 };
 
@@ -149,6 +151,9 @@ enum cs_request_flags {
 	CS_REQ_HANDED_OFF = 1 << 4,  /* read by a thread that never polls, in a process
 	                                 where another thread polls: a pool thread given
 	                                 the socket by a poller */
+	CS_REQ_READ_AFTER_SEND = 1 << 5, /* the server read more bytes after its answer began:
+	                                     bytes that had arrived before it (pipelining,
+	                                     multiplexing, or a TLS handshake's last flight) */
 };
 
 /*
@@ -180,6 +185,41 @@ struct cs_ev_request {
 	__u32 send_eagain; /* send calls that found the buffer full */
 	__u16 listener_port;
 	__u16 flags; /* enum cs_request_flags */
+};
+
+/*
+ * What the server read in one of a connection's first CS_PEEK_EXCHANGES
+ * exchanges (a request record's bytes in): emitted just before that
+ * request record, with its index. Only a few bytes are copied, from the
+ * reading system call's buffer: the exchange's first bytes, and when the
+ * connection's first bytes were a TLS record header, the content type of
+ * each TLS record that began in the exchange (the probe follows the record
+ * framing across reads; user space tells handshake from application data).
+ */
+#define CS_PEEK_EXCHANGES 4
+#define CS_PEEK_FIRST_LEN 16
+#define CS_PEEK_TLS_RECORDS 8
+
+/* cs_ev_request_bytes.flags */
+enum cs_peek_flags {
+	CS_PEEK_UNREADABLE = 1 << 0, /* a read whose buffer could not be seen (io_uring, an
+	                                unknown call, a fault): first[] or records missing */
+	CS_PEEK_TLS = 1 << 1,        /* the connection's first bytes were a TLS record: records followed */
+	CS_PEEK_LOST = 1 << 2,       /* the TLS framing was lost (a header split over reads,
+	                                more records in one read than followed) */
+};
+
+struct cs_ev_request_bytes {
+	struct cs_event_header hdr;
+	__u64 sk;
+	__u32 index;       /* the request record's index */
+	__u16 listener_port;
+	__u8 first_len;    /* valid bytes in first[] */
+	__u8 record_count; /* TLS records that began in the exchange (types kept: the first 8) */
+	__u8 first[CS_PEEK_FIRST_LEN];          /* the exchange's first bytes read */
+	__u8 record_types[CS_PEEK_TLS_RECORDS]; /* their TLS content types, in order */
+	__u8 flags;        /* enum cs_peek_flags */
+	__u8 pad[7];
 };
 
 enum cs_closer {
@@ -403,6 +443,7 @@ _Static_assert(sizeof(struct cs_ev_listener_sample) == 56, "wire: listener size"
 _Static_assert(sizeof(struct cs_ev_handshake) == 112, "wire: handshake size");
 _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
 _Static_assert(sizeof(struct cs_ev_request) == 128, "wire: request size");
+_Static_assert(sizeof(struct cs_ev_request_bytes) == 64, "wire: request bytes size");
 _Static_assert(sizeof(struct cs_ev_conn_close) == 96, "wire: conn close size");
 _Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");
 _Static_assert(sizeof(struct cs_ev_thread_sample) == 64, "wire: thread sample size");

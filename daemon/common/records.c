@@ -29,6 +29,8 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_thread_polls);
 	case CS_EV_THREAD_NAME:
 		return sizeof(struct cs_ev_thread_name);
+	case CS_EV_REQUEST_BYTES:
+		return sizeof(struct cs_ev_request_bytes);
 	default:
 		return 0;
 	}
