@@ -148,6 +148,7 @@ union any_record {
 	struct cs_ev_thread_cpu thread_cpu;
 	struct cs_ev_thread_polls polls;
 	struct cs_ev_thread_name name;
+	struct cs_ev_request_bytes bytes;
 };
 
 /* The header, checked against the type's size. Returns the record's size, or 0 when malformed. */
@@ -201,6 +202,8 @@ static int dispatch(struct cs_engine *engine, uint16_t type, const union any_rec
 		return cs_on_thread_polls(engine, &ev->polls);
 	case CS_EV_THREAD_NAME:
 		return cs_on_thread_name(engine, &ev->name);
+	case CS_EV_REQUEST_BYTES:
+		return cs_on_request_bytes(engine, &ev->bytes);
 	case CS_EV_ACK_OVERFLOW:
 		return on_ack_overflow(engine, &ev->ack_overflow);
 	default:

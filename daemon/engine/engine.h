@@ -28,6 +28,7 @@ enum cs_cause {
 	CS_CAUSE_WORKER_POOL,     /* handed off by a poller, waiting for a free pool thread */
 	CS_CAUSE_HANDLER,         /* first read -> first send, on CPU or blocked */
 	CS_CAUSE_SEND_DRAIN,      /* first send -> the response's last byte left */
+	CS_CAUSE_TLS_HANDSHAKE,   /* the TLS handshake's exchanges before the first request */
 	CS_CAUSE_COUNT,
 };
 
@@ -112,7 +113,70 @@ struct cs_conn {
 	uint16_t family;         /* AF_INET or AF_INET6 */
 	uint16_t pad;
 	uint8_t remote_addr[16]; /* the peer, for the slowest requests' list */
+	/* Its exchanges (exchanges.c): set-up, TLS, overlap. */
+	uint64_t first_bytes_ns;     /* its first exchange began (bytes came); 0: not yet */
+	uint64_t handshake_extra_ns; /* that exchange's extra connect delay, for the first request */
+	uint32_t requests_counted;   /* requests with a full timeline on it */
+	uint32_t bytes_index;        /* the exchange the last bytes record was about */
+	uint8_t bytes_kind;          /* enum cs_exchange_kind of that exchange */
+	uint8_t bytes_valid;         /* 1: a bytes record waits for its request record */
+	uint8_t bytes_ended;         /* 1: the TLS handshake ended in that exchange */
+	uint8_t tls_phase;           /* enum cs_tls_phase; CS_TLS_NONE: not TLS (or unknown) */
+	uint8_t multiplexed;         /* enum cs_multiplex_reason; 0: not seen */
+	uint8_t pad2[7];
 };
+
+/* What one exchange (bytes in, then the answer) of a connection is. */
+enum cs_exchange_kind {
+	CS_EXCHANGE_REQUEST = 0,    /* a request: application bytes in, an answer out */
+	CS_EXCHANGE_TLS_HANDSHAKE,  /* TLS handshake records only: connection set-up */
+	CS_EXCHANGE_TLS_CONTROL,    /* TLS records after the handshake with no application
+	                               data: alerts (close_notify), key updates */
+	CS_EXCHANGE_MULTIPLEXED,    /* on a connection whose requests overlap: not one request */
+};
+
+/*
+ * Where a TLS connection's handshake is, from the content types of the
+ * records the client sent (exchanges.c has the rules and their limits).
+ */
+enum cs_tls_phase {
+	CS_TLS_NONE = 0,        /* not TLS, or not seen from its start */
+	CS_TLS_HELLO,           /* its first bytes were a handshake record: the ClientHello */
+	CS_TLS_CLIENT_FLIGHT,   /* ClientHello read: the client's second flight next */
+	CS_TLS_CLIENT_FLIGHT_CCS, /* ...which began with a ChangeCipherSpec */
+	CS_TLS_12_FLIGHT,       /* TLS 1.2: handshake records until application data */
+	CS_TLS_DONE,            /* handshake over: type 23 records are application data */
+	CS_TLS_LOST,            /* records not followed: could not be told */
+};
+
+/* Why a connection counts as multiplexed. */
+enum cs_multiplex_reason {
+	CS_MUX_H2_PREFACE = 1, /* its first bytes were HTTP/2's "PRI * HTTP/2.0" */
+	CS_MUX_OVERLAP,        /* bytes of a request were read after the previous answer began */
+};
+
+/* One exchange's TLS records, walked (cs_tls_walk). */
+struct cs_tls_exchange {
+	bool handshake;      /* it carried handshake records (or ChangeCipherSpec) */
+	bool app_data;       /* it carried application data */
+	bool ended;          /* the handshake ended in it */
+	bool resumed;        /* a TLS 1.2 abbreviated handshake (session resumption) */
+	uint8_t version;     /* 12 or 13 when this exchange told it; 0: not told here */
+};
+
+/*
+ * Walk an exchange's record content types (kept of count; count > kept:
+ * some were not kept) from phase, which moves on. lost: the probe lost the
+ * framing in this exchange. Pure: unit tests drive it with synthetic types.
+ */
+void cs_tls_walk(uint8_t *phase, const uint8_t *types, size_t kept, size_t count, bool lost,
+		 struct cs_tls_exchange *out);
+
+/* The kind of exchange a walk makes. */
+enum cs_exchange_kind cs_tls_exchange_kind(const struct cs_tls_exchange *walk, uint8_t phase);
+
+/* first_len bytes begin with HTTP/2's connection preface. */
+bool cs_is_h2_preface(const uint8_t *first, size_t first_len);
 
 /* A client address's recent idle closes, waiting to be answered by reconnects. */
 struct cs_idle_closes {
@@ -253,7 +317,24 @@ struct cs_request_stats {
 	uint64_t (*bucket_cause_ns)[CS_CAUSE_COUNT]; /* [CS_HIST_BUCKETS] */
 	uint64_t (*bucket_dominant)[CS_CAUSE_COUNT]; /* requests whose largest cause it was */
 	struct cs_hist *cause_ns[CS_CAUSE_COUNT];    /* each request's time in each cause */
-	uint64_t setup_ns;            /* accept_queue + listen_overflow of first requests */
+	uint64_t setup_ns;            /* accept_queue + listen_overflow + tls_handshake of first requests */
+	uint64_t setup_accept_ns;     /* of which the accept queue */
+	uint64_t setup_tcp_ns;        /* ... SYN and last-ACK retries (listen_overflow) */
+	uint64_t setup_tls_ns;        /* ... the TLS handshake */
+	/* Connections that spoke TLS from their first bytes (exchanges.c). */
+	uint64_t tls_connections;
+	uint64_t tls_handshakes;      /* whose handshake ended before a request */
+	uint64_t tls12, tls13;        /* versions told by the client's second flight */
+	uint64_t tls_resumed;         /* TLS 1.2 abbreviated handshakes (1.3 resumption cannot be told) */
+	uint64_t tls_handshake_exchanges; /* exchanges kept out of the requests as set-up */
+	uint64_t tls_control_exchanges;   /* alerts, key updates: neither set-up nor requests */
+	uint64_t tls_lost;            /* connections whose records could not be followed: counted as
+	                                 requests from there on */
+	uint64_t bytes_unreadable;    /* connections whose first read's bytes could not be seen */
+	uint64_t bytes_unmatched;     /* bytes records of connections not followed */
+	uint64_t connections_multiplexed; /* overlapping requests, or HTTP/2's preface */
+	uint64_t multiplexed_h2;      /* of which by the preface */
+	uint64_t multiplexed_exchanges;   /* their exchanges from then on: not in any latency */
 	struct cs_exemplar exemplars[CS_EXEMPLARS]; /* min-heap on total_ns */
 	size_t exemplar_count;
 };
@@ -339,6 +420,18 @@ const struct cs_worker_stats *cs_listener_busiest_worker(const struct cs_listene
 /* Split a request record into causes; false when it has no full timeline. */
 bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
 		      struct cs_request_split *split);
+
+/* What the connection's first request paid before it began. */
+struct cs_request_setup {
+	bool first;          /* it is the connection's first request */
+	uint64_t began_ns;   /* the connection's first bytes came (its first exchange began) */
+	uint64_t extra_ns;   /* SYN and last-ACK retries (cs_ev_handshake's extra delay) */
+	bool tls;            /* a TLS handshake ran from began_ns to the request's start */
+};
+
+/* cs_split_request with the set-up given (the engine's own use). */
+bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_request *req,
+			    const struct cs_request_setup *setup, struct cs_request_split *split);
 
 /*
  * Share of its active span (first accept call to last return) a worker

@@ -13,6 +13,10 @@ int cs_requests_init(struct cs_engine *engine);
 void cs_requests_free(struct cs_engine *engine);
 void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev);
 int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req);
+/* exchanges.c: what the server read in a connection's first exchanges, and what each exchange is. */
+int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_bytes *ev);
+enum cs_exchange_kind cs_exchange_kind(struct cs_engine *engine, struct cs_conn *conn,
+				       const struct cs_ev_request *req);
 int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev);
 int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev);
 void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns);

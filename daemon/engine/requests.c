@@ -31,6 +31,7 @@ const char *const cs_cause_names[CS_CAUSE_COUNT] = {
 	[CS_CAUSE_WORKER_POOL] = "worker_pool",
 	[CS_CAUSE_HANDLER] = "handler",
 	[CS_CAUSE_SEND_DRAIN] = "send_drain",
+	[CS_CAUSE_TLS_HANDSHAKE] = "tls_handshake",
 };
 
 int cs_requests_init(struct cs_engine *engine)
@@ -203,24 +204,52 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* The set-up of a request as its own record tells it: a connection's exchange 0 is its first request. */
+static void setup_from_record(const struct cs_engine *engine, const struct cs_ev_request *req,
+			      struct cs_request_setup *setup)
+{
+	memset(setup, 0, sizeof(*setup));
+	setup->first = req->index == 0;
+	setup->began_ns = req->start_ns;
+	setup->extra_ns = req->handshake_extra_ns;
+	(void)engine;
+}
+
 bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
 		      struct cs_request_split *split)
+{
+	struct cs_request_setup setup;
+	setup_from_record(engine, req, &setup);
+	return cs_split_request_setup(engine, req, &setup, split);
+}
+
+bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_request *req,
+			    const struct cs_request_setup *setup, struct cs_request_split *split)
 {
 	memset(split, 0, sizeof(*split));
 	if (req->flags & (CS_REQ_NO_RESPONSE | CS_REQ_PARTIAL) || !req->start_ns ||
 	    !req->first_read_ns || !req->first_send_ns)
 		return false;
 
-	/* The first request may have waited in the accept queue: it began then. */
+	/*
+	 * The first request may have waited in the accept queue: it began
+	 * then. Over TLS its connection's first bytes were the ClientHello:
+	 * from the accept (or those bytes, if later) to the request's start,
+	 * the handshake ran.
+	 */
 	uint64_t pickup_from = req->start_ns;
-	if (req->index == 0) {
+	if (setup->first) {
 		const struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
-		if (conn && conn->accept_ns && conn->established_ns &&
-		    req->start_ns <= conn->accept_ns) {
+		uint64_t tls_from = setup->began_ns;
+		if (conn && conn->accept_ns && conn->established_ns && setup->began_ns <= conn->accept_ns) {
 			split->cause_ns[CS_CAUSE_ACCEPT_QUEUE] = span(conn->established_ns, conn->accept_ns);
-			pickup_from = conn->accept_ns;
+			tls_from = conn->accept_ns;
+			if (!setup->tls)
+				pickup_from = conn->accept_ns;
 		}
-		split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = req->handshake_extra_ns;
+		split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = setup->extra_ns;
+		if (setup->tls)
+			split->cause_ns[CS_CAUSE_TLS_HANDSHAKE] = span(tls_from, req->start_ns);
 	}
 
 	uint64_t pickup = span(pickup_from, req->first_read_ns);
@@ -280,6 +309,42 @@ static void keep_exemplar(struct cs_request_stats *stats, const struct cs_exempl
 	}
 }
 
+/*
+ * Whether the exchange is a request (exchanges.c), and what it paid
+ * before it began when it is its connection's first. A TLS connection's
+ * first request is the first exchange after its handshake's.
+ */
+static bool exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req,
+				struct cs_request_setup *setup)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	setup_from_record(engine, req, setup);
+	if (conn && req->index == 0) {
+		conn->first_bytes_ns = req->start_ns;
+		conn->handshake_extra_ns = req->handshake_extra_ns;
+	}
+	switch (cs_exchange_kind(engine, conn, req)) {
+	case CS_EXCHANGE_TLS_HANDSHAKE:
+		stats->tls_handshake_exchanges++;
+		return false;
+	case CS_EXCHANGE_TLS_CONTROL:
+		stats->tls_control_exchanges++;
+		return false;
+	case CS_EXCHANGE_MULTIPLEXED:
+		stats->multiplexed_exchanges++;
+		return false;
+	case CS_EXCHANGE_REQUEST:
+		break;
+	}
+	if (conn && conn->tls_phase != CS_TLS_NONE && req->index > 0 && conn->first_bytes_ns) {
+		setup->first = conn->requests_counted == 0;
+		setup->began_ns = conn->first_bytes_ns;
+		setup->extra_ns = conn->handshake_extra_ns;
+		setup->tls = true;
+	}
+	return true;
+}
+
 int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 {
 	struct cs_request_stats *stats = &engine->requests;
@@ -291,7 +356,10 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	if (req->flags & CS_REQ_HELD_BACK)
 		stats->held_back++;
 	stats->send_eagain += req->send_eagain;
-	if (!cs_split_request(engine, req, &split)) {
+	struct cs_request_setup setup;
+	if (!exchange_is_request(engine, conn, req, &setup))
+		return 0;
+	if (!cs_split_request_setup(engine, req, &setup, &split)) {
 		if (req->flags & CS_REQ_NO_RESPONSE)
 			stats->unanswered++;
 		else
@@ -300,9 +368,16 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	}
 
 	stats->requests++;
-	if (req->index == 0) {
+	if (conn)
+		conn->requests_counted++;
+	if (setup.first) {
 		stats->first_on_connection++;
-		stats->setup_ns += split.cause_ns[CS_CAUSE_ACCEPT_QUEUE] + split.cause_ns[CS_CAUSE_LISTEN_OVERFLOW];
+		stats->setup_accept_ns += split.cause_ns[CS_CAUSE_ACCEPT_QUEUE];
+		stats->setup_tcp_ns += split.cause_ns[CS_CAUSE_LISTEN_OVERFLOW];
+		stats->setup_tls_ns += split.cause_ns[CS_CAUSE_TLS_HANDSHAKE];
+		stats->setup_ns += split.cause_ns[CS_CAUSE_ACCEPT_QUEUE] + split.cause_ns[CS_CAUSE_LISTEN_OVERFLOW] +
+				   split.cause_ns[CS_CAUSE_TLS_HANDSHAKE];
+		stats->tls_handshakes += setup.tls;
 	}
 	size_t bucket = cs_hist_bucket_index(split.total_ns);
 	cs_hist_record(stats->latency_ns, split.total_ns);

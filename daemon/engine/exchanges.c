@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * What each of a connection's exchanges is. The probes delimit an exchange
+ * as bytes in, then bytes out; a TLS handshake is made of such exchanges
+ * too, and a connection whose requests overlap (HTTP/1.1 pipelining,
+ * HTTP/2) packs several requests into one. The probes copy a few bytes of
+ * what the server read in a connection's first CS_PEEK_EXCHANGES exchanges
+ * (struct cs_ev_request_bytes): the exchange's first bytes and, on a
+ * connection that began with a TLS record, each record's content type.
+ * From those this file tells handshake exchanges (connection set-up) from
+ * requests, with no TLS library hook and no decryption.
+ *
+ * The client's records, as real clients send them (OpenSSL's ab, wrk,
+ * s_client and Python; JSSE), one line an exchange:
+ *   TLS 1.2 full:         22 (ClientHello) | 22 20 22 (key exchange, CCS,
+ *                         Finished) | 23... (requests)
+ *   TLS 1.2 resumed:      22 | 20 22 [23] (CCS, Finished, and the request
+ *                         when it came before the server answered)
+ *   TLS 1.3 (full or resumed, middlebox compatibility): 22 | 20 23 [23] |
+ *                         23... The client's Finished is already a type 23
+ *                         record: in 1.3 the first 23 of the client's
+ *                         second flight is its Finished, the later ones are
+ *                         application data. OpenSSL and JSSE servers answer
+ *                         that Finished with NewSessionTicket, so the
+ *                         request is an exchange of its own, unless it was
+ *                         read together with the Finished.
+ * Limits: a 1.3 client that sends a certificate (Certificate,
+ * CertificateVerify, Finished as several type 23 records) or 0-RTT early
+ * data has its extra records taken for application data; TLS 1.3
+ * resumption looks like a full handshake from the client's records (only
+ * 1.2's abbreviated handshake is counted as resumed); an exchange that
+ * carries both the handshake's end and a request counts as a request,
+ * with the handshake's last step in its time; renegotiation is not told
+ * apart from requests. When the probe could not follow the records (a
+ * header split over reads, io_uring, more records in a read than it
+ * follows), the connection's later exchanges count as requests and the
+ * connection as "could not be told" (tls_lost).
+ */
+#include <string.h>
+
+#include "engine_internal.h"
+#include "tables.h"
+
+#define TLS_CHANGE_CIPHER_SPEC 20
+#define TLS_HANDSHAKE 22
+#define TLS_APPLICATION_DATA 23
+
+/* One record of the client's, in phase. */
+static void walk_one(uint8_t *phase, uint8_t type, struct cs_tls_exchange *out)
+{
+	switch (*phase) {
+	case CS_TLS_HELLO:
+		if (type == TLS_HANDSHAKE) {
+			out->handshake = true;
+			*phase = CS_TLS_CLIENT_FLIGHT;
+		}
+		return;
+	case CS_TLS_CLIENT_FLIGHT:
+	case CS_TLS_CLIENT_FLIGHT_CCS:
+		if (type == TLS_CHANGE_CIPHER_SPEC) {
+			out->handshake = true;
+			*phase = CS_TLS_CLIENT_FLIGHT_CCS;
+		} else if (type == TLS_HANDSHAKE) {
+			/* 1.2: the key exchange (full), or the Finished after a CCS (abbreviated). */
+			out->handshake = true;
+			out->version = 12;
+			out->resumed = *phase == CS_TLS_CLIENT_FLIGHT_CCS;
+			*phase = CS_TLS_12_FLIGHT;
+		} else if (type == TLS_APPLICATION_DATA) {
+			/* 1.3: the client's Finished, encrypted. */
+			out->handshake = true;
+			out->version = 13;
+			out->ended = true;
+			*phase = CS_TLS_DONE;
+		}
+		return;
+	case CS_TLS_12_FLIGHT:
+		if (type == TLS_CHANGE_CIPHER_SPEC || type == TLS_HANDSHAKE) {
+			out->handshake = true;
+		} else if (type == TLS_APPLICATION_DATA) {
+			out->app_data = true;
+			out->ended = true;
+			*phase = CS_TLS_DONE;
+		}
+		return;
+	case CS_TLS_DONE:
+		if (type == TLS_APPLICATION_DATA)
+			out->app_data = true;
+		return;
+	default:
+		return;
+	}
+}
+
+void cs_tls_walk(uint8_t *phase, const uint8_t *types, size_t kept, size_t count, bool lost,
+		 struct cs_tls_exchange *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (*phase == CS_TLS_NONE || *phase == CS_TLS_LOST)
+		return;
+	for (size_t i = 0; i < kept && i < count; i++)
+		walk_one(phase, types[i], out);
+	/* Records not kept, or not followed: what they were cannot be told. */
+	if (lost || count > kept)
+		*phase = CS_TLS_LOST;
+}
+
+enum cs_exchange_kind cs_tls_exchange_kind(const struct cs_tls_exchange *walk, uint8_t phase)
+{
+	if (walk->app_data)
+		return CS_EXCHANGE_REQUEST;
+	/* Lost in this exchange: what followed the last record told may be a request. */
+	if (phase == CS_TLS_LOST)
+		return CS_EXCHANGE_REQUEST;
+	if (walk->handshake)
+		return CS_EXCHANGE_TLS_HANDSHAKE;
+	return CS_EXCHANGE_TLS_CONTROL;
+}
+
+bool cs_is_h2_preface(const uint8_t *first, size_t first_len)
+{
+	static const char preface[] = "PRI * HTTP/2.0";
+	size_t n = sizeof(preface) - 1;
+	return first_len >= n && memcmp(first, preface, n) == 0;
+}
+
+static void mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *conn, enum cs_multiplex_reason why)
+{
+	if (conn->multiplexed)
+		return;
+	conn->multiplexed = (uint8_t)why;
+	stats->connections_multiplexed++;
+	if (why == CS_MUX_H2_PREFACE)
+		stats->multiplexed_h2++;
+}
+
+int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_bytes *ev)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
+	if (!conn) {
+		stats->bytes_unmatched++;
+		return 0;
+	}
+	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
+	if (ev->index == 0) {
+		if (ev->flags & CS_PEEK_UNREADABLE && !first_len)
+			stats->bytes_unreadable++;
+		if (ev->flags & CS_PEEK_TLS) {
+			conn->tls_phase = CS_TLS_HELLO;
+			stats->tls_connections++;
+		} else if (cs_is_h2_preface(ev->first, first_len)) {
+			mark_multiplexed(stats, conn, CS_MUX_H2_PREFACE);
+		}
+	}
+	uint8_t before = conn->tls_phase;
+	struct cs_tls_exchange walk;
+	cs_tls_walk(&conn->tls_phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count,
+		    (ev->flags & CS_PEEK_LOST) != 0, &walk);
+	conn->bytes_index = ev->index;
+	conn->bytes_valid = 1;
+	conn->bytes_ended = walk.ended;
+	conn->bytes_kind = before == CS_TLS_NONE ? CS_EXCHANGE_REQUEST : cs_tls_exchange_kind(&walk, conn->tls_phase);
+	if (before != CS_TLS_LOST && conn->tls_phase == CS_TLS_LOST)
+		stats->tls_lost++;
+	if (walk.version == 12)
+		stats->tls12++;
+	else if (walk.version == 13)
+		stats->tls13++;
+	stats->tls_resumed += walk.resumed;
+	return 0;
+}
+
+enum cs_exchange_kind cs_exchange_kind(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	if (!conn)
+		return CS_EXCHANGE_REQUEST;
+	enum cs_exchange_kind kind = CS_EXCHANGE_REQUEST;
+	bool ended = false;
+	if (conn->bytes_valid && conn->bytes_index == req->index) {
+		kind = conn->bytes_kind;
+		ended = conn->bytes_ended;
+		conn->bytes_valid = 0;
+	}
+	/*
+	 * Bytes read after the answer began had come before it: the client
+	 * sent more without waiting for the answer. The exchange that ends a
+	 * TLS handshake does so by itself (the server answers the client's
+	 * Finished with session tickets, then reads the request).
+	 */
+	if (kind == CS_EXCHANGE_REQUEST && !ended && (req->flags & CS_REQ_READ_AFTER_SEND) &&
+	    !(req->flags & CS_REQ_PARTIAL))
+		mark_multiplexed(stats, conn, CS_MUX_OVERLAP);
+	if (conn->multiplexed)
+		return CS_EXCHANGE_MULTIPLEXED;
+	return kind;
+}
