@@ -196,6 +196,8 @@ struct cs_lifecycle_stats {
 	uint64_t resets_sent;
 	uint64_t resets_received;
 	uint64_t keepalive_race_resets; /* sent because data hit a connection the server closed */
+	uint64_t tls_close_resets;      /* ...when that data was a TLS client's close_notify
+	                                   after the server closed: no request lost */
 	uint64_t time_wait_created;     /* server-side closes: sockets left in TIME_WAIT */
 	/* Server closes per second over the last 64 s, for TIME_WAIT still alive. */
 	uint64_t server_close_second[64];
@@ -331,7 +333,11 @@ struct cs_request_stats {
 	uint64_t tls_lost;            /* connections whose records could not be followed: counted as
 	                                 requests from there on */
 	uint64_t bytes_unreadable;    /* connections whose first read's bytes could not be seen */
-	uint64_t bytes_unmatched;     /* bytes records of connections not followed */
+	uint64_t bytes_unmatched;     /* bytes records of connections not followed (or closed) */
+	/* The last such record, for its request record next (exchanges.c). */
+	uint64_t orphan_sk;
+	uint32_t orphan_index;
+	uint8_t orphan_kind;
 	uint64_t connections_multiplexed; /* overlapping requests, or HTTP/2's preface */
 	uint64_t multiplexed_h2;      /* of which by the preface */
 	uint64_t multiplexed_exchanges;   /* their exchanges from then on: not in any latency */
@@ -377,6 +383,8 @@ struct cs_engine {
 	struct cs_u64map conns;            /* sk -> struct cs_conn */
 	struct cs_u64map threads;          /* tid -> struct cs_thread_stats */
 	struct cs_u64map idle_closed_from; /* remote address -> struct cs_idle_closes */
+	struct cs_u64map tls_closed;       /* a TLS connection the server closed: its peer and
+	                                      ports (cs_tuple_key) -> the close's time, ns */
 	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
 	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
 	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */

@@ -139,7 +139,19 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 	struct cs_request_stats *stats = &engine->requests;
 	struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
 	if (!conn) {
+		/*
+		 * Its connection is not followed, or closed already (the client
+		 * closed first, the server still reads). TLS records without
+		 * application data can only be handshake: said so for its
+		 * request record; anything else is taken for a request.
+		 */
 		stats->bytes_unmatched++;
+		stats->orphan_sk = ev->sk;
+		stats->orphan_index = ev->index;
+		stats->orphan_kind = (ev->flags & CS_PEEK_TLS) && !memchr(ev->record_types, TLS_APPLICATION_DATA,
+									   ev->record_count < CS_PEEK_TLS_RECORDS ? ev->record_count : CS_PEEK_TLS_RECORDS)
+					     ? CS_EXCHANGE_TLS_HANDSHAKE
+					     : CS_EXCHANGE_REQUEST;
 		return 0;
 	}
 	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
@@ -174,8 +186,11 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 enum cs_exchange_kind cs_exchange_kind(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req)
 {
 	struct cs_request_stats *stats = &engine->requests;
-	if (!conn)
-		return CS_EXCHANGE_REQUEST;
+	if (!conn) {
+		bool orphan = stats->orphan_sk && stats->orphan_sk == req->sk && stats->orphan_index == req->index;
+		stats->orphan_sk = 0;
+		return orphan ? (enum cs_exchange_kind)stats->orphan_kind : CS_EXCHANGE_REQUEST;
+	}
 	enum cs_exchange_kind kind = CS_EXCHANGE_REQUEST;
 	bool ended = false;
 	if (conn->bytes_valid && conn->bytes_index == req->index) {

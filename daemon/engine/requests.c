@@ -56,7 +56,8 @@ int cs_requests_init(struct cs_engine *engine)
 	cs_hist_init(l->lifetime_ns);
 	if (cs_u64map_init(&engine->conns, sizeof(struct cs_conn), CS_MAX_CONNS) ||
 	    cs_u64map_init(&engine->threads, sizeof(struct cs_thread_stats), 65536) ||
-	    cs_u64map_init(&engine->idle_closed_from, sizeof(struct cs_idle_closes), 65536))
+	    cs_u64map_init(&engine->idle_closed_from, sizeof(struct cs_idle_closes), 65536) ||
+	    cs_u64map_init(&engine->tls_closed, sizeof(uint64_t), 65536))
 		return -ENOMEM;
 	return 0;
 }
@@ -73,6 +74,7 @@ void cs_requests_free(struct cs_engine *engine)
 	cs_u64map_free(&engine->conns);
 	cs_u64map_free(&engine->threads);
 	cs_u64map_free(&engine->idle_closed_from);
+	cs_u64map_free(&engine->tls_closed);
 }
 
 /* ---- the accept side: connections the engine follows ---------------------- */
@@ -101,6 +103,22 @@ static int conn_timed_out(uint64_t key, const void *value, void *ctx_ptr)
 	return expired;
 }
 
+static int tls_close_expired(uint64_t key, const void *value, void *ctx_ptr)
+{
+	(void)key;
+	const uint64_t *close_ns = value;
+	const struct sweep_ctx *ctx = ctx_ptr;
+	return ctx->now_ns > *close_ns && ctx->now_ns - *close_ns > RECONNECT_WINDOW_NS;
+}
+
+/* A connection's peer and ports as one key (never 0). */
+static uint64_t tuple_key(const struct cs_tuple *tuple)
+{
+	uint64_t key = (uint64_t)cs_addr_hash(tuple->remote_addr) << 32 | (uint64_t)tuple->remote_port << 16 |
+		       tuple->local_port;
+	return key ? key : 1;
+}
+
 static int idle_closes_expired(uint64_t key, const void *value, void *ctx_ptr)
 {
 	(void)key;
@@ -119,6 +137,7 @@ void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns)
 	struct sweep_ctx ctx = { .now_ns = now_ns, .engine = engine };
 	engine->conns_timed_out += cs_u64map_remove_if(&engine->conns, conn_timed_out, &ctx);
 	cs_u64map_remove_if(&engine->idle_closed_from, idle_closes_expired, &ctx);
+	cs_u64map_remove_if(&engine->tls_closed, tls_close_expired, &ctx);
 }
 
 /*
@@ -471,6 +490,12 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 		}
 	}
 	const struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
+	/* Its client's close_notify may come after (or with) the close, and draw a reset. */
+	if (conn && conn->tls_phase != CS_TLS_NONE) {
+		uint64_t *close_ns = cs_u64map_put(&engine->tls_closed, tuple_key(&ev->tuple), NULL);
+		if (close_ns)
+			*close_ns = ev->hdr.ts_ns;
+	}
 	if (conn) {
 		struct cs_listener_stats *listener = cs_get_listener(engine, conn->port);
 		if (listener)
@@ -489,8 +514,20 @@ int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev)
 	}
 	life->resets_sent++;
 	if (ev->reason == RST_REASON_ABORT_ON_DATA || ev->reason == RST_REASON_TIMEWAIT_SOCKET ||
-	    (ev->reason == RST_REASON_ABORT_ON_CLOSE && (ev->flags & CS_RESET_UNREAD_REQUEST)))
+	    (ev->reason == RST_REASON_ABORT_ON_CLOSE && (ev->flags & CS_RESET_UNREAD_REQUEST))) {
+		/*
+		 * A TLS client that closes with close_notify sends it after the
+		 * server's close: that alert, not a request, drew the reset.
+		 */
+		uint64_t key = tuple_key(&ev->tuple);
+		const uint64_t *close_ns = cs_u64map_get(&engine->tls_closed, key);
+		if (close_ns && ev->hdr.ts_ns >= *close_ns && ev->hdr.ts_ns - *close_ns <= RECONNECT_WINDOW_NS) {
+			cs_u64map_remove(&engine->tls_closed, key);
+			life->tls_close_resets++;
+			return 0;
+		}
 		life->keepalive_race_resets++;
+	}
 	return 0;
 }
 
