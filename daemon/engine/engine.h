@@ -184,6 +184,13 @@ struct cs_idle_closes {
 	uint64_t pending;
 };
 
+/* A TLS connection just closed, for what its server reads after the close. */
+struct cs_tls_closed {
+	uint64_t close_ns;
+	uint8_t phase; /* enum cs_tls_phase */
+	uint8_t pad[7];
+};
+
 /* Connection lifecycles and resets, over all listeners. */
 struct cs_lifecycle_stats {
 	uint64_t closed_by[4];          /* by enum cs_closer */
@@ -383,8 +390,10 @@ struct cs_engine {
 	struct cs_u64map conns;            /* sk -> struct cs_conn */
 	struct cs_u64map threads;          /* tid -> struct cs_thread_stats */
 	struct cs_u64map idle_closed_from; /* remote address -> struct cs_idle_closes */
-	struct cs_u64map tls_closed;       /* a TLS connection the server closed: its peer and
+	struct cs_u64map tls_closed;       /* a TLS connection that closed: its peer and
 	                                      ports (cs_tuple_key) -> the close's time, ns */
+	struct cs_u64map tls_closed_sk;    /* ...by socket -> struct cs_tls_closed: the server
+	                                      may still read its last records */
 	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
 	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
 	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */

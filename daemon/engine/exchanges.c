@@ -141,17 +141,25 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 	if (!conn) {
 		/*
 		 * Its connection is not followed, or closed already (the client
-		 * closed first, the server still reads). TLS records without
-		 * application data can only be handshake: said so for its
-		 * request record; anything else is taken for a request.
+		 * closed first, the server still reads): a TLS connection's
+		 * records are walked on from where the close left them, for its
+		 * request record next; anything else is taken for a request.
 		 */
 		stats->bytes_unmatched++;
 		stats->orphan_sk = ev->sk;
 		stats->orphan_index = ev->index;
-		stats->orphan_kind = (ev->flags & CS_PEEK_TLS) && !memchr(ev->record_types, TLS_APPLICATION_DATA,
-									   ev->record_count < CS_PEEK_TLS_RECORDS ? ev->record_count : CS_PEEK_TLS_RECORDS)
-					     ? CS_EXCHANGE_TLS_HANDSHAKE
-					     : CS_EXCHANGE_REQUEST;
+		stats->orphan_kind = CS_EXCHANGE_REQUEST;
+		struct cs_tls_closed *closed = cs_u64map_get(&engine->tls_closed_sk, ev->sk);
+		if (closed) {
+			if (ev->index == 0 && (ev->flags & CS_PEEK_TLS))
+				closed->phase = CS_TLS_HELLO; /* it closed before its ClientHello was read */
+			struct cs_tls_exchange walk;
+			uint8_t before = closed->phase;
+			cs_tls_walk(&closed->phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count,
+				    (ev->flags & CS_PEEK_LOST) != 0, &walk);
+			if (before != CS_TLS_NONE)
+				stats->orphan_kind = (uint8_t)cs_tls_exchange_kind(&walk, closed->phase);
+		}
 		return 0;
 	}
 	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;

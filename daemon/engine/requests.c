@@ -57,7 +57,8 @@ int cs_requests_init(struct cs_engine *engine)
 	if (cs_u64map_init(&engine->conns, sizeof(struct cs_conn), CS_MAX_CONNS) ||
 	    cs_u64map_init(&engine->threads, sizeof(struct cs_thread_stats), 65536) ||
 	    cs_u64map_init(&engine->idle_closed_from, sizeof(struct cs_idle_closes), 65536) ||
-	    cs_u64map_init(&engine->tls_closed, sizeof(uint64_t), 65536))
+	    cs_u64map_init(&engine->tls_closed, sizeof(uint64_t), 65536) ||
+	    cs_u64map_init(&engine->tls_closed_sk, sizeof(struct cs_tls_closed), 65536))
 		return -ENOMEM;
 	return 0;
 }
@@ -75,6 +76,7 @@ void cs_requests_free(struct cs_engine *engine)
 	cs_u64map_free(&engine->threads);
 	cs_u64map_free(&engine->idle_closed_from);
 	cs_u64map_free(&engine->tls_closed);
+	cs_u64map_free(&engine->tls_closed_sk);
 }
 
 /* ---- the accept side: connections the engine follows ---------------------- */
@@ -138,6 +140,7 @@ void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns)
 	engine->conns_timed_out += cs_u64map_remove_if(&engine->conns, conn_timed_out, &ctx);
 	cs_u64map_remove_if(&engine->idle_closed_from, idle_closes_expired, &ctx);
 	cs_u64map_remove_if(&engine->tls_closed, tls_close_expired, &ctx);
+	cs_u64map_remove_if(&engine->tls_closed_sk, tls_close_expired, &ctx);
 }
 
 /*
@@ -190,6 +193,7 @@ void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	if (!created)
 		conn_forgotten(engine, conn, ev->hdr.ts_ns);
 	memset(conn, 0, sizeof(*conn));
+	cs_u64map_remove(&engine->tls_closed_sk, ev->sk);
 	conn->established_ns = ev->established_ns;
 	conn->accept_ns = ev->hdr.ts_ns;
 	conn->last_seen_ns = ev->hdr.ts_ns;
@@ -496,6 +500,14 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 		if (close_ns)
 			*close_ns = ev->hdr.ts_ns;
 	}
+	/* The server may read what came before the close after it: where its records were. */
+	if (conn && conn->requests_counted == 0) {
+		struct cs_tls_closed *closed = cs_u64map_put(&engine->tls_closed_sk, ev->sk, NULL);
+		if (closed) {
+			closed->close_ns = ev->hdr.ts_ns;
+			closed->phase = conn->tls_phase;
+		}
+	}
 	if (conn) {
 		struct cs_listener_stats *listener = cs_get_listener(engine, conn->port);
 		if (listener)
@@ -521,8 +533,14 @@ int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev)
 		 */
 		uint64_t key = tuple_key(&ev->tuple);
 		const uint64_t *close_ns = cs_u64map_get(&engine->tls_closed, key);
+		const struct cs_conn *open = ev->sk ? cs_u64map_get(&engine->conns, ev->sk) : NULL;
 		if (close_ns && ev->hdr.ts_ns >= *close_ns && ev->hdr.ts_ns - *close_ns <= RECONNECT_WINDOW_NS) {
 			cs_u64map_remove(&engine->tls_closed, key);
+			life->tls_close_resets++;
+			return 0;
+		}
+		/* The close that aborts on the unread alert comes before its close record. */
+		if (open && open->tls_phase == CS_TLS_DONE && open->requests_counted) {
 			life->tls_close_resets++;
 			return 0;
 		}

@@ -228,13 +228,23 @@ print("%.0f %.0f %.4f" % (total / 1e3, top / 1e3, top / (float(sys.argv[3]) * 1e
 PY
 }
 
-# cs_start_nginx KEEPALIVE_TIMEOUT WORKER_CONNECTIONS: Debian's nginx, one
-# worker, in a private directory ($NGINX_DIR, its error log there) on a
-# free port ($NGINX_PORT), answering "ok" to every request. Sets
-# NGINX_MASTER and SERVER_PID (the worker, which accepts and serves).
+# cs_start_nginx KEEPALIVE_TIMEOUT WORKER_CONNECTIONS [LISTEN_PARAMETERS]:
+# Debian's nginx, one worker, in a private directory ($NGINX_DIR, its error
+# log there) on a free port ($NGINX_PORT), answering "ok" to every request.
+# LISTEN_PARAMETERS go on its listen line: "ssl" serves TLS 1.2 and 1.3
+# with a self-signed certificate made here ($NGINX_DIR/cert.pem), "http2"
+# HTTP/2 (without ssl: HTTP/2 with prior knowledge, as h2load speaks it).
+# Sets NGINX_MASTER and SERVER_PID (the worker, which accepts and serves).
 cs_start_nginx() {
   NGINX_DIR=$CS_TMP/nginx NGINX_PORT=$(cs_free_port)
   mkdir -p "$NGINX_DIR/tmp"
+  local listen_parameters=${3:-} tls=
+  if [[ " $listen_parameters " == *" ssl "* ]]; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+      -keyout "$NGINX_DIR/key.pem" -out "$NGINX_DIR/cert.pem" 2>"$NGINX_DIR/openssl.log" \
+      || { cat "$NGINX_DIR/openssl.log"; fail "openssl could not make a certificate"; }
+    tls="ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate $NGINX_DIR/cert.pem; ssl_certificate_key $NGINX_DIR/key.pem;"
+  fi
   cat >"$NGINX_DIR/nginx.conf" <<NGINX
 daemon off;
 worker_processes 1;
@@ -249,7 +259,7 @@ http {
   fastcgi_temp_path $NGINX_DIR/tmp;
   uwsgi_temp_path $NGINX_DIR/tmp;
   scgi_temp_path $NGINX_DIR/tmp;
-  server { listen 127.0.0.1:$NGINX_PORT; location / { return 200 "ok\n"; } }
+  server { listen 127.0.0.1:$NGINX_PORT $listen_parameters; $tls location / { return 200 "ok\n"; } }
 }
 NGINX
   cs_bg nginx -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/error.log"
