@@ -184,11 +184,17 @@ struct cs_idle_closes {
 	uint64_t pending;
 };
 
-/* A TLS connection just closed, for what its server reads after the close. */
-struct cs_tls_closed {
-	uint64_t close_ns;
-	uint8_t phase; /* enum cs_tls_phase */
-	uint8_t pad[7];
+/*
+ * A connection the engine does not follow (its accept was not seen) or no
+ * longer follows (closed, and its server still reads what came before):
+ * where its TLS records were, for its exchanges' kinds.
+ */
+struct cs_unfollowed {
+	uint64_t last_ns;        /* its last record: the entry goes a second later */
+	uint64_t first_bytes_ns; /* its first exchange began; 0: not seen */
+	uint32_t requests_counted;
+	uint8_t phase;           /* enum cs_tls_phase */
+	uint8_t pad[3];
 };
 
 /* Connection lifecycles and resets, over all listeners. */
@@ -392,8 +398,7 @@ struct cs_engine {
 	struct cs_u64map idle_closed_from; /* remote address -> struct cs_idle_closes */
 	struct cs_u64map tls_closed;       /* a TLS connection that closed: its peer and
 	                                      ports (cs_tuple_key) -> the close's time, ns */
-	struct cs_u64map tls_closed_sk;    /* ...by socket -> struct cs_tls_closed: the server
-	                                      may still read its last records */
+	struct cs_u64map unfollowed;       /* socket -> struct cs_unfollowed */
 	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
 	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
 	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */

@@ -134,34 +134,46 @@ static void mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *con
 		stats->multiplexed_h2++;
 }
 
+/*
+ * Bytes of a connection the engine does not follow (its accept came
+ * before the attach, or was not seen) or follows no more (closed, and its
+ * server still reads what came before): its TLS records are walked on
+ * from where they were, for its request record next; anything else is
+ * taken for a request.
+ */
+static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request_bytes *ev)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	stats->bytes_unmatched++;
+	stats->orphan_sk = ev->sk;
+	stats->orphan_index = ev->index;
+	stats->orphan_kind = CS_EXCHANGE_REQUEST;
+	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, ev->sk);
+	if (!u && ev->index == 0 && (ev->flags & CS_PEEK_TLS)) {
+		u = cs_u64map_put(&engine->unfollowed, ev->sk, NULL);
+		if (u)
+			memset(u, 0, sizeof(*u));
+	}
+	if (!u)
+		return 0;
+	u->last_ns = ev->hdr.ts_ns;
+	if (ev->index == 0 && (ev->flags & CS_PEEK_TLS))
+		u->phase = CS_TLS_HELLO; /* its ClientHello: read now, after its close */
+	uint8_t before = u->phase;
+	struct cs_tls_exchange walk;
+	cs_tls_walk(&u->phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count, (ev->flags & CS_PEEK_LOST) != 0,
+		    &walk);
+	if (before != CS_TLS_NONE)
+		stats->orphan_kind = (uint8_t)cs_tls_exchange_kind(&walk, u->phase);
+	return 0;
+}
+
 int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_bytes *ev)
 {
 	struct cs_request_stats *stats = &engine->requests;
 	struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
-	if (!conn) {
-		/*
-		 * Its connection is not followed, or closed already (the client
-		 * closed first, the server still reads): a TLS connection's
-		 * records are walked on from where the close left them, for its
-		 * request record next; anything else is taken for a request.
-		 */
-		stats->bytes_unmatched++;
-		stats->orphan_sk = ev->sk;
-		stats->orphan_index = ev->index;
-		stats->orphan_kind = CS_EXCHANGE_REQUEST;
-		struct cs_tls_closed *closed = cs_u64map_get(&engine->tls_closed_sk, ev->sk);
-		if (closed) {
-			if (ev->index == 0 && (ev->flags & CS_PEEK_TLS))
-				closed->phase = CS_TLS_HELLO; /* it closed before its ClientHello was read */
-			struct cs_tls_exchange walk;
-			uint8_t before = closed->phase;
-			cs_tls_walk(&closed->phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count,
-				    (ev->flags & CS_PEEK_LOST) != 0, &walk);
-			if (before != CS_TLS_NONE)
-				stats->orphan_kind = (uint8_t)cs_tls_exchange_kind(&walk, closed->phase);
-		}
-		return 0;
-	}
+	if (!conn)
+		return unfollowed_bytes(engine, ev);
 	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
 	if (ev->index == 0) {
 		if (ev->flags & CS_PEEK_UNREADABLE && !first_len)

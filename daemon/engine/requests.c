@@ -58,7 +58,7 @@ int cs_requests_init(struct cs_engine *engine)
 	    cs_u64map_init(&engine->threads, sizeof(struct cs_thread_stats), 65536) ||
 	    cs_u64map_init(&engine->idle_closed_from, sizeof(struct cs_idle_closes), 65536) ||
 	    cs_u64map_init(&engine->tls_closed, sizeof(uint64_t), 65536) ||
-	    cs_u64map_init(&engine->tls_closed_sk, sizeof(struct cs_tls_closed), 65536))
+	    cs_u64map_init(&engine->unfollowed, sizeof(struct cs_unfollowed), 65536))
 		return -ENOMEM;
 	return 0;
 }
@@ -76,7 +76,7 @@ void cs_requests_free(struct cs_engine *engine)
 	cs_u64map_free(&engine->threads);
 	cs_u64map_free(&engine->idle_closed_from);
 	cs_u64map_free(&engine->tls_closed);
-	cs_u64map_free(&engine->tls_closed_sk);
+	cs_u64map_free(&engine->unfollowed);
 }
 
 /* ---- the accept side: connections the engine follows ---------------------- */
@@ -121,6 +121,14 @@ static uint64_t tuple_key(const struct cs_tuple *tuple)
 	return key ? key : 1;
 }
 
+static int unfollowed_expired(uint64_t key, const void *value, void *ctx_ptr)
+{
+	(void)key;
+	const struct cs_unfollowed *u = value;
+	const struct sweep_ctx *ctx = ctx_ptr;
+	return ctx->now_ns > u->last_ns && ctx->now_ns - u->last_ns > RECONNECT_WINDOW_NS;
+}
+
 static int idle_closes_expired(uint64_t key, const void *value, void *ctx_ptr)
 {
 	(void)key;
@@ -140,7 +148,7 @@ void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns)
 	engine->conns_timed_out += cs_u64map_remove_if(&engine->conns, conn_timed_out, &ctx);
 	cs_u64map_remove_if(&engine->idle_closed_from, idle_closes_expired, &ctx);
 	cs_u64map_remove_if(&engine->tls_closed, tls_close_expired, &ctx);
-	cs_u64map_remove_if(&engine->tls_closed_sk, tls_close_expired, &ctx);
+	cs_u64map_remove_if(&engine->unfollowed, unfollowed_expired, &ctx);
 }
 
 /*
@@ -193,7 +201,7 @@ void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	if (!created)
 		conn_forgotten(engine, conn, ev->hdr.ts_ns);
 	memset(conn, 0, sizeof(*conn));
-	cs_u64map_remove(&engine->tls_closed_sk, ev->sk);
+	cs_u64map_remove(&engine->unfollowed, ev->sk);
 	conn->established_ns = ev->established_ns;
 	conn->accept_ns = ev->hdr.ts_ns;
 	conn->last_seen_ns = ev->hdr.ts_ns;
@@ -346,6 +354,9 @@ static bool exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, 
 		conn->first_bytes_ns = req->start_ns;
 		conn->handshake_extra_ns = req->handshake_extra_ns;
 	}
+	struct cs_unfollowed *u = conn ? NULL : cs_u64map_get(&engine->unfollowed, req->sk);
+	if (u && req->index == 0)
+		u->first_bytes_ns = req->start_ns;
 	switch (cs_exchange_kind(engine, conn, req)) {
 	case CS_EXCHANGE_TLS_HANDSHAKE:
 		stats->tls_handshake_exchanges++;
@@ -363,6 +374,12 @@ static bool exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, 
 		setup->first = conn->requests_counted == 0;
 		setup->began_ns = conn->first_bytes_ns;
 		setup->extra_ns = conn->handshake_extra_ns;
+		setup->tls = true;
+		return true;
+	}
+	if (u && u->phase != CS_TLS_NONE && req->index > 0 && u->first_bytes_ns) {
+		setup->first = u->requests_counted++ == 0;
+		setup->began_ns = u->first_bytes_ns;
 		setup->tls = true;
 	}
 	return true;
@@ -495,17 +512,20 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 	}
 	const struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
 	/* Its client's close_notify may come after (or with) the close, and draw a reset. */
-	if (conn && conn->tls_phase != CS_TLS_NONE) {
+	const struct cs_unfollowed *unfollowed = conn ? NULL : cs_u64map_get(&engine->unfollowed, ev->sk);
+	if ((conn && conn->tls_phase != CS_TLS_NONE) || (unfollowed && unfollowed->phase != CS_TLS_NONE)) {
 		uint64_t *close_ns = cs_u64map_put(&engine->tls_closed, tuple_key(&ev->tuple), NULL);
 		if (close_ns)
 			*close_ns = ev->hdr.ts_ns;
 	}
 	/* The server may read what came before the close after it: where its records were. */
 	if (conn && conn->requests_counted == 0) {
-		struct cs_tls_closed *closed = cs_u64map_put(&engine->tls_closed_sk, ev->sk, NULL);
-		if (closed) {
-			closed->close_ns = ev->hdr.ts_ns;
-			closed->phase = conn->tls_phase;
+		struct cs_unfollowed *u = cs_u64map_put(&engine->unfollowed, ev->sk, NULL);
+		if (u) {
+			memset(u, 0, sizeof(*u));
+			u->last_ns = ev->hdr.ts_ns;
+			u->first_bytes_ns = conn->first_bytes_ns;
+			u->phase = conn->tls_phase;
 		}
 	}
 	if (conn) {
