@@ -134,6 +134,19 @@ static void mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *con
 		stats->multiplexed_h2++;
 }
 
+/* What a walk told, counted once per connection: versions, resumption, a lost framing. */
+static void count_walk(struct cs_request_stats *stats, const struct cs_tls_exchange *walk, uint8_t before,
+		       uint8_t after)
+{
+	if (before != CS_TLS_LOST && after == CS_TLS_LOST)
+		stats->tls_lost++;
+	if (walk->version == 12)
+		stats->tls12++;
+	else if (walk->version == 13)
+		stats->tls13++;
+	stats->tls_resumed += walk->resumed;
+}
+
 /*
  * Bytes of a connection the engine does not follow (its accept came
  * before the attach, or was not seen) or follows no more (closed, and its
@@ -157,14 +170,17 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	if (!u)
 		return 0;
 	u->last_ns = ev->hdr.ts_ns;
-	if (ev->index == 0 && (ev->flags & CS_PEEK_TLS))
-		u->phase = CS_TLS_HELLO; /* its ClientHello: read now, after its close */
+	if (ev->index == 0 && (ev->flags & CS_PEEK_TLS)) {
+		u->phase = CS_TLS_HELLO; /* its ClientHello (read after its close, maybe) */
+		stats->tls_connections++;
+	}
 	uint8_t before = u->phase;
 	struct cs_tls_exchange walk;
 	cs_tls_walk(&u->phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count, (ev->flags & CS_PEEK_LOST) != 0,
 		    &walk);
 	if (before != CS_TLS_NONE)
 		stats->orphan_kind = (uint8_t)cs_tls_exchange_kind(&walk, u->phase);
+	count_walk(stats, &walk, before, u->phase);
 	return 0;
 }
 
@@ -193,13 +209,7 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 	conn->bytes_valid = 1;
 	conn->bytes_ended = walk.ended;
 	conn->bytes_kind = before == CS_TLS_NONE ? CS_EXCHANGE_REQUEST : cs_tls_exchange_kind(&walk, conn->tls_phase);
-	if (before != CS_TLS_LOST && conn->tls_phase == CS_TLS_LOST)
-		stats->tls_lost++;
-	if (walk.version == 12)
-		stats->tls12++;
-	else if (walk.version == 13)
-		stats->tls13++;
-	stats->tls_resumed += walk.resumed;
+	count_walk(stats, &walk, before, conn->tls_phase);
 	return 0;
 }
 
