@@ -549,7 +549,9 @@ int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev)
 	    (ev->reason == RST_REASON_ABORT_ON_CLOSE && (ev->flags & CS_RESET_UNREAD_REQUEST))) {
 		/*
 		 * A TLS client that closes with close_notify sends it after the
-		 * server's close: that alert, not a request, drew the reset.
+		 * server's close: that alert, not a request, drew the reset
+		 * (the bytes are encrypted: a request lost the same way looks
+		 * the same, and is counted here too).
 		 */
 		uint64_t key = tuple_key(&ev->tuple);
 		const uint64_t *close_ns = cs_u64map_get(&engine->tls_closed, key);
@@ -559,8 +561,12 @@ int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev)
 			life->tls_close_resets++;
 			return 0;
 		}
-		/* The close that aborts on the unread alert comes before its close record. */
-		if (open && open->tls_phase == CS_TLS_DONE && open->requests_counted) {
+		/*
+		 * The close that aborts on the unread alert comes before its
+		 * close record. (Over TLS a request that hit the close cannot be
+		 * told from a close_notify: both are counted here.)
+		 */
+		if (open && open->tls_phase != CS_TLS_NONE) {
 			life->tls_close_resets++;
 			return 0;
 		}
