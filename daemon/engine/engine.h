@@ -194,7 +194,10 @@ struct cs_unfollowed {
 	uint64_t first_bytes_ns; /* its first exchange began; 0: not seen */
 	uint32_t requests_counted;
 	uint8_t phase;           /* enum cs_tls_phase */
-	uint8_t pad[3];
+	uint8_t multiplexed;     /* its requests overlapped: so do the exchanges it still has */
+	uint8_t closed;          /* it closed: forgotten a second after its last record
+	                            (an open one after CS_CONN_TIMEOUT_NS, as followed ones) */
+	uint8_t pad;
 };
 
 /* Connection lifecycles and resets, over all listeners. */
@@ -351,6 +354,9 @@ struct cs_request_stats {
 	uint64_t orphan_sk;
 	uint32_t orphan_index;
 	uint8_t orphan_kind;
+	uint8_t orphan_ended;         /* its TLS handshake ended in that exchange */
+	uint64_t unfollowed_full;     /* connections not followed whose exchanges could not be
+	                                 remembered (table full): counted as requests */
 	uint64_t connections_multiplexed; /* overlapping requests, or HTTP/2's preface */
 	uint64_t multiplexed_h2;      /* of which by the preface */
 	uint64_t multiplexed_exchanges;   /* their exchanges from then on: not in any latency */

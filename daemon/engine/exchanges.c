@@ -147,6 +147,20 @@ static void count_walk(struct cs_request_stats *stats, const struct cs_tls_excha
 	stats->tls_resumed += walk->resumed;
 }
 
+/* A connection not followed, remembered from now (NULL: the table is full, counted). */
+static struct cs_unfollowed *unfollowed_get(struct cs_engine *engine, uint64_t sk)
+{
+	int created = 0;
+	struct cs_unfollowed *u = cs_u64map_put(&engine->unfollowed, sk, &created);
+	if (!u) {
+		engine->requests.unfollowed_full++;
+		return NULL;
+	}
+	if (created)
+		memset(u, 0, sizeof(*u));
+	return u;
+}
+
 /*
  * Bytes of a connection the engine does not follow (its accept came
  * before the attach, or was not seen) or follows no more (closed, and its
@@ -161,15 +175,23 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	stats->orphan_sk = ev->sk;
 	stats->orphan_index = ev->index;
 	stats->orphan_kind = CS_EXCHANGE_REQUEST;
+	stats->orphan_ended = 0;
 	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, ev->sk);
-	if (!u && ev->index == 0 && (ev->flags & CS_PEEK_TLS)) {
-		u = cs_u64map_put(&engine->unfollowed, ev->sk, NULL);
-		if (u)
-			memset(u, 0, sizeof(*u));
-	}
+	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
+	bool h2 = ev->index == 0 && cs_is_h2_preface(ev->first, first_len);
+	/* A socket's first exchange: a new connection, whatever an older one left. */
+	if (u && ev->index == 0)
+		memset(u, 0, sizeof(*u));
+	if (!u && ev->index == 0 && ((ev->flags & CS_PEEK_TLS) || h2))
+		u = unfollowed_get(engine, ev->sk);
 	if (!u)
 		return 0;
 	u->last_ns = ev->hdr.ts_ns;
+	if (h2 && !u->multiplexed) {
+		u->multiplexed = 1;
+		stats->connections_multiplexed++;
+		stats->multiplexed_h2++;
+	}
 	if (ev->index == 0 && (ev->flags & CS_PEEK_TLS)) {
 		u->phase = CS_TLS_HELLO; /* its ClientHello (read after its close, maybe) */
 		stats->tls_connections++;
@@ -180,6 +202,7 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 		    &walk);
 	if (before != CS_TLS_NONE)
 		stats->orphan_kind = (uint8_t)cs_tls_exchange_kind(&walk, u->phase);
+	stats->orphan_ended = walk.ended;
 	count_walk(stats, &walk, before, u->phase);
 	return 0;
 }
@@ -213,14 +236,35 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 	return 0;
 }
 
+/* The kind of an exchange of a connection not followed: the same rules, from what is remembered of it. */
+static enum cs_exchange_kind unfollowed_kind(struct cs_engine *engine, const struct cs_ev_request *req)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	bool orphan = stats->orphan_sk && stats->orphan_sk == req->sk && stats->orphan_index == req->index;
+	enum cs_exchange_kind kind = orphan ? (enum cs_exchange_kind)stats->orphan_kind : CS_EXCHANGE_REQUEST;
+	bool ended = orphan && stats->orphan_ended;
+	stats->orphan_sk = 0;
+	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, req->sk);
+	if (kind == CS_EXCHANGE_REQUEST && !ended && (req->flags & CS_REQ_READ_AFTER_SEND) &&
+	    !(req->flags & CS_REQ_PARTIAL)) {
+		if (!u)
+			u = unfollowed_get(engine, req->sk);
+		if (u && !u->multiplexed) {
+			u->multiplexed = 1;
+			stats->connections_multiplexed++;
+		}
+	}
+	if (!u)
+		return kind;
+	u->last_ns = req->hdr.ts_ns;
+	return u->multiplexed ? CS_EXCHANGE_MULTIPLEXED : kind;
+}
+
 enum cs_exchange_kind cs_exchange_kind(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req)
 {
 	struct cs_request_stats *stats = &engine->requests;
-	if (!conn) {
-		bool orphan = stats->orphan_sk && stats->orphan_sk == req->sk && stats->orphan_index == req->index;
-		stats->orphan_sk = 0;
-		return orphan ? (enum cs_exchange_kind)stats->orphan_kind : CS_EXCHANGE_REQUEST;
-	}
+	if (!conn)
+		return unfollowed_kind(engine, req);
 	enum cs_exchange_kind kind = CS_EXCHANGE_REQUEST;
 	bool ended = false;
 	if (conn->bytes_valid && conn->bytes_index == req->index) {

@@ -126,7 +126,8 @@ static int unfollowed_expired(uint64_t key, const void *value, void *ctx_ptr)
 	(void)key;
 	const struct cs_unfollowed *u = value;
 	const struct sweep_ctx *ctx = ctx_ptr;
-	return ctx->now_ns > u->last_ns && ctx->now_ns - u->last_ns > RECONNECT_WINDOW_NS;
+	uint64_t keep_ns = u->closed ? RECONNECT_WINDOW_NS : CS_CONN_TIMEOUT_NS;
+	return ctx->now_ns > u->last_ns && ctx->now_ns - u->last_ns > keep_ns;
 }
 
 static int idle_closes_expired(uint64_t key, const void *value, void *ctx_ptr)
@@ -512,20 +513,24 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 	}
 	const struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
 	/* Its client's close_notify may come after (or with) the close, and draw a reset. */
-	const struct cs_unfollowed *unfollowed = conn ? NULL : cs_u64map_get(&engine->unfollowed, ev->sk);
+	struct cs_unfollowed *unfollowed = conn ? NULL : cs_u64map_get(&engine->unfollowed, ev->sk);
+	if (unfollowed)
+		unfollowed->closed = 1;
 	if ((conn && conn->tls_phase != CS_TLS_NONE) || (unfollowed && unfollowed->phase != CS_TLS_NONE)) {
 		uint64_t *close_ns = cs_u64map_put(&engine->tls_closed, tuple_key(&ev->tuple), NULL);
 		if (close_ns)
 			*close_ns = ev->hdr.ts_ns;
 	}
 	/* The server may read what came before the close after it: where its records were. */
-	if (conn && conn->requests_counted == 0) {
+	if (conn && (conn->requests_counted == 0 || conn->multiplexed)) {
 		struct cs_unfollowed *u = cs_u64map_put(&engine->unfollowed, ev->sk, NULL);
 		if (u) {
 			memset(u, 0, sizeof(*u));
 			u->last_ns = ev->hdr.ts_ns;
 			u->first_bytes_ns = conn->first_bytes_ns;
 			u->phase = conn->tls_phase;
+			u->multiplexed = conn->multiplexed != 0;
+			u->closed = 1;
 		}
 	}
 	if (conn) {

@@ -308,3 +308,34 @@ Test(exchanges, bytes_of_an_unknown_connection_are_counted)
 	exchange(0xffff1234, 0, T0, NULL, "c", 0, 0);
 	cr_assert_eq(engine->requests.bytes_unmatched, 1);
 }
+
+/* ---- connections whose accept was not seen --------------------------------- */
+
+Test(exchanges, unfollowed_tls_handshake_is_still_set_up)
+{
+	/* No accept record: an accept call begun before the attach. */
+	uint64_t sk = 0xffff777000000001ull;
+	exchange(sk, 0, T0, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "cac", 0, 0);
+	exchange(sk, 2, T0 + 3 * MS, NULL, "d", 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1);
+	cr_assert_eq(r->tls_connections, 1);
+	cr_assert_eq(r->tls_handshake_exchanges, 2);
+	cr_assert_eq(r->first_on_connection, 1);
+	cr_assert_eq(r->setup_tls_ns, 3 * MS);
+}
+
+Test(exchanges, unfollowed_overlap_and_h2)
+{
+	uint64_t piped = 0xffff777000000002ull, h2 = 0xffff777000000003ull;
+	exchange(piped, 0, T0, "GET /block/100 H", NULL, 0, CS_REQ_READ_AFTER_SEND);
+	exchange(piped, 1, T0 + 1 * MS, NULL, NULL, 0, 0);
+	exchange(h2, 0, T0, "PRI * HTTP/2.0\r\n", NULL, 0, 0);
+	exchange(h2, 1, T0 + 1 * MS, NULL, NULL, 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 0);
+	cr_assert_eq(r->connections_multiplexed, 2);
+	cr_assert_eq(r->multiplexed_h2, 1);
+	cr_assert_eq(r->multiplexed_exchanges, 4);
+}
