@@ -64,6 +64,7 @@ struct cs_top_model {
 	double uptime_s;
 	uint64_t events, lost, skipped; /* records received and lost; probe runs the kernel skipped */
 	uint64_t requests;
+	uint64_t multiplexed;       /* connections whose requests overlap: not in the latency */
 	double requests_per_s;      /* the last second */
 	struct cs_top_latency total;   /* since the statistics began */
 	struct cs_top_latency window;  /* the last minute */
