@@ -260,7 +260,7 @@ static enum cs_exchange_kind unfollowed_kind(struct cs_engine *engine, const str
 	return u->multiplexed ? CS_EXCHANGE_MULTIPLEXED : kind;
 }
 
-enum cs_exchange_kind cs_exchange_kind(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req)
+static enum cs_exchange_kind exchange_kind(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req)
 {
 	struct cs_request_stats *stats = &engine->requests;
 	if (!conn)
@@ -284,4 +284,49 @@ enum cs_exchange_kind cs_exchange_kind(struct cs_engine *engine, struct cs_conn 
 	if (conn->multiplexed)
 		return CS_EXCHANGE_MULTIPLEXED;
 	return kind;
+}
+
+/*
+ * Whether the exchange is a request (exchanges.c), and what it paid
+ * before it began when it is its connection's first. A TLS connection's
+ * first request is the first exchange after its handshake's.
+ */
+bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req,
+			     struct cs_request_setup *setup)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	cs_setup_from_record(req, setup);
+	if (conn && req->index == 0) {
+		conn->first_bytes_ns = req->start_ns;
+		conn->handshake_extra_ns = req->handshake_extra_ns;
+	}
+	struct cs_unfollowed *u = conn ? NULL : cs_u64map_get(&engine->unfollowed, req->sk);
+	if (u && req->index == 0)
+		u->first_bytes_ns = req->start_ns;
+	switch (exchange_kind(engine, conn, req)) {
+	case CS_EXCHANGE_TLS_HANDSHAKE:
+		stats->tls_handshake_exchanges++;
+		return false;
+	case CS_EXCHANGE_TLS_CONTROL:
+		stats->tls_control_exchanges++;
+		return false;
+	case CS_EXCHANGE_MULTIPLEXED:
+		stats->multiplexed_exchanges++;
+		return false;
+	case CS_EXCHANGE_REQUEST:
+		break;
+	}
+	if (conn && conn->tls_phase != CS_TLS_NONE && req->index > 0 && conn->first_bytes_ns) {
+		setup->first = conn->requests_counted == 0;
+		setup->began_ns = conn->first_bytes_ns;
+		setup->extra_ns = conn->handshake_extra_ns;
+		setup->tls = true;
+		return true;
+	}
+	if (u && u->phase != CS_TLS_NONE && req->index > 0 && u->first_bytes_ns) {
+		setup->first = u->requests_counted++ == 0;
+		setup->began_ns = u->first_bytes_ns;
+		setup->tls = true;
+	}
+	return true;
 }

@@ -236,22 +236,19 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* The set-up of a request as its own record tells it: a connection's exchange 0 is its first request. */
-static void setup_from_record(const struct cs_engine *engine, const struct cs_ev_request *req,
-			      struct cs_request_setup *setup)
+void cs_setup_from_record(const struct cs_ev_request *req, struct cs_request_setup *setup)
 {
 	memset(setup, 0, sizeof(*setup));
 	setup->first = req->index == 0;
 	setup->began_ns = req->start_ns;
 	setup->extra_ns = req->handshake_extra_ns;
-	(void)engine;
 }
 
 bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
 		      struct cs_request_split *split)
 {
 	struct cs_request_setup setup;
-	setup_from_record(engine, req, &setup);
+	cs_setup_from_record(req, &setup);
 	return cs_split_request_setup(engine, req, &setup, split);
 }
 
@@ -341,49 +338,23 @@ static void keep_exemplar(struct cs_request_stats *stats, const struct cs_exempl
 	}
 }
 
-/*
- * Whether the exchange is a request (exchanges.c), and what it paid
- * before it began when it is its connection's first. A TLS connection's
- * first request is the first exchange after its handshake's.
- */
-static bool exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req,
-				struct cs_request_setup *setup)
+/* The reading thread's share of a request. */
+static void thread_took(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_request_split *split)
 {
-	struct cs_request_stats *stats = &engine->requests;
-	setup_from_record(engine, req, setup);
-	if (conn && req->index == 0) {
-		conn->first_bytes_ns = req->start_ns;
-		conn->handshake_extra_ns = req->handshake_extra_ns;
-	}
-	struct cs_unfollowed *u = conn ? NULL : cs_u64map_get(&engine->unfollowed, req->sk);
-	if (u && req->index == 0)
-		u->first_bytes_ns = req->start_ns;
-	switch (cs_exchange_kind(engine, conn, req)) {
-	case CS_EXCHANGE_TLS_HANDSHAKE:
-		stats->tls_handshake_exchanges++;
-		return false;
-	case CS_EXCHANGE_TLS_CONTROL:
-		stats->tls_control_exchanges++;
-		return false;
-	case CS_EXCHANGE_MULTIPLEXED:
-		stats->multiplexed_exchanges++;
-		return false;
-	case CS_EXCHANGE_REQUEST:
-		break;
-	}
-	if (conn && conn->tls_phase != CS_TLS_NONE && req->index > 0 && conn->first_bytes_ns) {
-		setup->first = conn->requests_counted == 0;
-		setup->began_ns = conn->first_bytes_ns;
-		setup->extra_ns = conn->handshake_extra_ns;
-		setup->tls = true;
-		return true;
-	}
-	if (u && u->phase != CS_TLS_NONE && req->index > 0 && u->first_bytes_ns) {
-		setup->first = u->requests_counted++ == 0;
-		setup->began_ns = u->first_bytes_ns;
-		setup->tls = true;
-	}
-	return true;
+	struct cs_thread_stats *thread = cs_get_thread(engine, req->reader_tid, req->tgid, NULL);
+	if (!thread)
+		return;
+	thread->requests++;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		thread->cause_ns[c] += split->cause_ns[c];
+	cs_coarse_record(thread->runq_per_request, split->cause_ns[CS_CAUSE_RUN_QUEUE]);
+	uint64_t end_ns = req->last_send_ns > req->first_read_ns ? req->last_send_ns : req->first_send_ns;
+	thread->serving_ns += span(req->first_read_ns, end_ns);
+	if (!thread->first_read_ns || req->first_read_ns < thread->first_read_ns)
+		thread->first_read_ns = req->first_read_ns;
+	if (end_ns > thread->last_send_ns)
+		thread->last_send_ns = end_ns;
+	thread->handed_requests += (req->flags & CS_REQ_HANDED_OFF) != 0;
 }
 
 int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
@@ -398,7 +369,7 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 		stats->held_back++;
 	stats->send_eagain += req->send_eagain;
 	struct cs_request_setup setup;
-	if (!exchange_is_request(engine, conn, req, &setup))
+	if (!cs_exchange_is_request(engine, conn, req, &setup))
 		return 0;
 	if (!cs_split_request_setup(engine, req, &setup, &split)) {
 		if (req->flags & CS_REQ_NO_RESPONSE)
@@ -436,21 +407,7 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 		cs_hist_record(listener->latency_ns, split.total_ns);
 		listener->requests++;
 	}
-	struct cs_thread_stats *thread = cs_get_thread(engine, req->reader_tid, req->tgid, NULL);
-	if (thread) {
-		thread->requests++;
-		for (int c = 0; c < CS_CAUSE_COUNT; c++)
-			thread->cause_ns[c] += split.cause_ns[c];
-		cs_coarse_record(thread->runq_per_request, split.cause_ns[CS_CAUSE_RUN_QUEUE]);
-		uint64_t end_ns = req->last_send_ns > req->first_read_ns ? req->last_send_ns : req->first_send_ns;
-		thread->serving_ns += span(req->first_read_ns, end_ns);
-		if (!thread->first_read_ns || req->first_read_ns < thread->first_read_ns)
-			thread->first_read_ns = req->first_read_ns;
-		if (end_ns > thread->last_send_ns)
-			thread->last_send_ns = end_ns;
-		thread->handed_requests += (req->flags & CS_REQ_HANDED_OFF) != 0;
-	}
-
+	thread_took(engine, req, &split);
 	struct cs_exemplar exemplar = {
 		.split = split,
 		.end_ns = req->hdr.ts_ns,
