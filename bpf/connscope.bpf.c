@@ -208,6 +208,7 @@ struct conn_state {
 	__u8 peek_first_len;
 	__u8 peek_records;
 	__u32 tls_skip;       /* bytes of the TLS record under way still to be read */
+	__u32 hello_len;      /* the ClientHello record's length; 0: its body was copied (or not TLS) */
 	__u8 peek_first[CS_PEEK_FIRST_LEN];
 	__u8 peek_types[CS_PEEK_TLS_RECORDS];
 };
@@ -764,7 +765,40 @@ lost:
  * records from then on. A few bytes per read, only in the first
  * CS_PEEK_EXCHANGES exchanges: every later read costs nothing here.
  */
-static __always_inline void peek_read(struct conn_state *conn, __u32 len)
+/*
+ * The ClientHello's body, once: from the read that brings its first
+ * bytes (OpenSSL reads the record header alone, then the body; JSSE both
+ * at once: the body then starts after the header).
+ */
+static __always_inline void copy_client_hello(const struct sock *sk, struct conn_state *conn, __u64 buf,
+					      __u32 room, bool first_read)
+{
+	__u32 at = first_read ? TLS_HEADER_LEN : 0;
+
+	if (!conn->hello_len || room <= at)
+		return;
+	struct cs_ev_client_hello *ev = reserve_event(sizeof(*ev), CS_EV_CLIENT_HELLO);
+	if (ev) {
+		__u32 n = room - at;
+		if (n > conn->hello_len)
+			n = conn->hello_len;
+		if (n > CS_HELLO_LEN)
+			n = CS_HELLO_LEN;
+		ev->sk = (__u64)sk;
+		ev->record_len = conn->hello_len;
+		ev->listener_port = conn->port;
+		ev->captured_len = 0;
+		/* n - 1 masked where the verifier sees it: the size is 1..CS_HELLO_LEN. */
+		__u64 last = n - 1;
+		asm volatile("%[last] &= %[mask]" : [last] "+r"(last) : [mask] "i"(CS_HELLO_LEN - 1));
+		if (!bpf_probe_read_user(ev->hello, last + 1, (void *)(buf + at)))
+			ev->captured_len = (__u16)(last + 1);
+		submit_event(ev);
+	}
+	conn->hello_len = 0;
+}
+
+static __always_inline void peek_read(const struct sock *sk, struct conn_state *conn, __u32 len)
 {
 	__u64 room = 0;
 	__u64 buf = read_call_buffer(&room, len);
@@ -792,10 +826,14 @@ static __always_inline void peek_read(struct conn_state *conn, __u32 len)
 		    f[2] >= 1 && f[2] <= 4) {
 			conn->peek_conn = PEEK_TLS;
 			conn->peek_flags |= CS_PEEK_TLS;
+			conn->hello_len = (__u32)f[3] << 8 | f[4];
+			copy_client_hello(sk, conn, buf, (__u32)room, true);
 		} else {
 			conn->peek_conn = PEEK_OFF;
 			return;
 		}
+	} else if (conn->peek_conn == PEEK_TLS) {
+		copy_client_hello(sk, conn, buf, (__u32)room, false);
 	}
 	if (conn->peek_conn == PEEK_TLS)
 		follow_tls_records(conn, buf, len, (__u32)room);
@@ -855,7 +893,7 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	if (conn->partial)
 		conn->peek_conn = PEEK_OFF; /* mid-stream: no first bytes, no framing */
 	if (conn->peek_conn != PEEK_OFF && conn->requests <= CS_PEEK_EXCHANGES)
-		peek_read(conn, (__u32)ret);
+		peek_read(sk, conn, (__u32)ret);
 	if (conn->phase == PHASE_SENDING)
 		conn->flags |= CS_REQ_READ_AFTER_SEND;
 	if (conn->phase != PHASE_WAITING)

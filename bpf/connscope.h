@@ -24,7 +24,7 @@
 #endif
 
 /* 2: CS_EV_THREAD_CPU; 3: CS_EV_THREAD_POLLS and CS_REQ_HANDED_OFF; 4: CS_EV_THREAD_NAME;
- * 6: CS_EV_REQUEST_BYTES and CS_REQ_READ_AFTER_SEND. Older traces still read. */
+ * 6: CS_EV_REQUEST_BYTES, CS_EV_CLIENT_HELLO and CS_REQ_READ_AFTER_SEND. Older traces still read. */
 #define CS_WIRE_VERSION 6
 #define CS_WIRE_VERSION_MIN 1
 
@@ -46,6 +46,7 @@ enum cs_event_type {
 	CS_EV_THREAD_NAME = 13,    /* a thread's name inside its runtime (user space: a JVM's) */
 	/* 14 belongs to wire version 5. */
 	CS_EV_REQUEST_BYTES = 15,  /* the first bytes and TLS records of one of a connection's first exchanges */
+	CS_EV_CLIENT_HELLO = 16,   /* the start of a TLS connection's ClientHello (its ALPN offer) */
 	CS_EV_TYPE_MAX,
 };
 
@@ -220,6 +221,24 @@ struct cs_ev_request_bytes {
 	__u8 record_types[CS_PEEK_TLS_RECORDS]; /* their TLS content types, in order */
 	__u8 flags;        /* enum cs_peek_flags */
 	__u8 pad[7];
+};
+
+/*
+ * The first bytes of a TLS connection's ClientHello handshake message (the
+ * record's body, from its handshake type on), copied once per connection
+ * from the read that brought them: enough for the ALPN list of common
+ * clients' hellos (OpenSSL's are ~512 bytes). A longer hello is cut:
+ * what lies beyond cannot be told.
+ */
+#define CS_HELLO_LEN 512
+
+struct cs_ev_client_hello {
+	struct cs_event_header hdr;
+	__u64 sk;
+	__u32 record_len;   /* the ClientHello record's length, as its header says */
+	__u16 captured_len; /* valid bytes in hello[] */
+	__u16 listener_port;
+	__u8 hello[CS_HELLO_LEN];
 };
 
 enum cs_closer {
@@ -444,6 +463,7 @@ _Static_assert(sizeof(struct cs_ev_handshake) == 112, "wire: handshake size");
 _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
 _Static_assert(sizeof(struct cs_ev_request) == 128, "wire: request size");
 _Static_assert(sizeof(struct cs_ev_request_bytes) == 64, "wire: request bytes size");
+_Static_assert(sizeof(struct cs_ev_client_hello) == 32 + CS_HELLO_LEN, "wire: client hello size");
 _Static_assert(sizeof(struct cs_ev_conn_close) == 96, "wire: conn close size");
 _Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");
 _Static_assert(sizeof(struct cs_ev_thread_sample) == 64, "wire: thread sample size");

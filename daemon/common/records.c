@@ -31,6 +31,8 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_thread_name);
 	case CS_EV_REQUEST_BYTES:
 		return sizeof(struct cs_ev_request_bytes);
+	case CS_EV_CLIENT_HELLO:
+		return sizeof(struct cs_ev_client_hello);
 	default:
 		return 0;
 	}

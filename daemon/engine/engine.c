@@ -149,6 +149,7 @@ union any_record {
 	struct cs_ev_thread_polls polls;
 	struct cs_ev_thread_name name;
 	struct cs_ev_request_bytes bytes;
+	struct cs_ev_client_hello hello;
 };
 
 /* The header, checked against the type's size. Returns the record's size, or 0 when malformed. */
@@ -204,6 +205,8 @@ static int dispatch(struct cs_engine *engine, uint16_t type, const union any_rec
 		return cs_on_thread_name(engine, &ev->name);
 	case CS_EV_REQUEST_BYTES:
 		return cs_on_request_bytes(engine, &ev->bytes);
+	case CS_EV_CLIENT_HELLO:
+		return cs_on_client_hello(engine, &ev->hello);
 	case CS_EV_ACK_OVERFLOW:
 		return on_ack_overflow(engine, &ev->ack_overflow);
 	default:

@@ -175,6 +175,20 @@ void cs_tls_walk(uint8_t *phase, const uint8_t *types, size_t kept, size_t count
 /* The kind of exchange a walk makes. */
 enum cs_exchange_kind cs_tls_exchange_kind(const struct cs_tls_exchange *walk, uint8_t phase);
 
+/* What a ClientHello's ALPN extension offers (cs_client_hello_alpn). */
+enum cs_alpn_offer {
+	CS_ALPN_NOT_TOLD = 0, /* cut before its extensions ended, or malformed */
+	CS_ALPN_NONE,         /* no ALPN extension: HTTP/1.x */
+	CS_ALPN_NO_H2,        /* an ALPN list without "h2" */
+	CS_ALPN_H2,           /* "h2" offered: the server may choose HTTP/2 */
+};
+
+/*
+ * The ALPN offer of a ClientHello handshake message (len bytes of it, from
+ * its type byte; total_len: the whole record's body). Pure.
+ */
+enum cs_alpn_offer cs_client_hello_alpn(const uint8_t *hello, size_t len, size_t total_len);
+
 /* first_len bytes begin with HTTP/2's connection preface. */
 bool cs_is_h2_preface(const uint8_t *first, size_t first_len);
 
@@ -357,6 +371,8 @@ struct cs_request_stats {
 	uint8_t orphan_ended;         /* its TLS handshake ended in that exchange */
 	uint64_t unfollowed_full;     /* connections not followed whose exchanges could not be
 	                                 remembered (table full): counted as requests */
+	uint64_t tls_alpn_h2;         /* TLS connections whose ClientHello offered HTTP/2 */
+	uint64_t tls_alpn_not_told;   /* ...whose ALPN offer could not be read (hello cut) */
 	uint64_t connections_multiplexed; /* overlapping requests, or HTTP/2's preface */
 	uint64_t multiplexed_h2;      /* of which by the preface */
 	uint64_t multiplexed_exchanges;   /* their exchanges from then on: not in any latency */

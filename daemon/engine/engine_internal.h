@@ -15,6 +15,7 @@ void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev);
 int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req);
 /* exchanges.c: what the server read in a connection's first exchanges, and what each exchange is. */
 int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_bytes *ev);
+int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello *ev);
 /* Whether an exchange is a request, and what it paid before it began when it is its connection's first. */
 bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req,
 			    struct cs_request_setup *setup);

@@ -124,6 +124,81 @@ bool cs_is_h2_preface(const uint8_t *first, size_t first_len)
 	return first_len >= n && memcmp(first, preface, n) == 0;
 }
 
+/* Big-endian integers of n bytes at p. */
+static size_t be(const uint8_t *p, size_t n)
+{
+	size_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+#define HELLO_CLIENT_HELLO 1
+#define EXT_ALPN 16
+
+/* The ALPN extension's protocol list: does it name "h2"? */
+static enum cs_alpn_offer alpn_list(const uint8_t *p, size_t len)
+{
+	if (len < 2 || be(p, 2) + 2 > len)
+		return CS_ALPN_NOT_TOLD;
+	size_t end = 2 + be(p, 2);
+	for (size_t at = 2; at < end;) {
+		size_t n = p[at];
+		if (at + 1 + n > end)
+			return CS_ALPN_NOT_TOLD;
+		if (n == 2 && p[at + 1] == 'h' && p[at + 2] == '2')
+			return CS_ALPN_H2;
+		at += 1 + n;
+	}
+	return CS_ALPN_NO_H2;
+}
+
+enum cs_alpn_offer cs_client_hello_alpn(const uint8_t *hello, size_t len, size_t total_len)
+{
+	/* type(1) length(3) version(2) random(32), then the session id, suites, compression. */
+	size_t at = 38;
+	if (len < at + 1 || hello[0] != HELLO_CLIENT_HELLO)
+		return CS_ALPN_NOT_TOLD;
+	at += 1 + hello[at];
+	if (at + 2 > len)
+		return CS_ALPN_NOT_TOLD;
+	at += 2 + be(hello + at, 2);
+	if (at + 1 > len)
+		return CS_ALPN_NOT_TOLD;
+	at += 1 + hello[at];
+	/* No extensions at all: the hello ends here. */
+	if (at >= total_len)
+		return CS_ALPN_NONE;
+	if (at + 2 > len)
+		return CS_ALPN_NOT_TOLD;
+	size_t end = at + 2 + be(hello + at, 2);
+	for (at += 2; at + 4 <= end && at + 4 <= len;) {
+		size_t type = be(hello + at, 2), n = be(hello + at + 2, 2);
+		if (type == EXT_ALPN)
+			return at + 4 + n <= len ? alpn_list(hello + at + 4, n) : CS_ALPN_NOT_TOLD;
+		at += 4 + n;
+	}
+	/* Every extension walked without ALPN, or the copy ended first. */
+	return at >= end ? CS_ALPN_NONE : CS_ALPN_NOT_TOLD;
+}
+
+/*
+ * A TLS connection's ClientHello: whether it offered HTTP/2. The
+ * server's choice is in its own flight, encrypted in TLS 1.3 (and not read
+ * in 1.2): a connection that offered h2 may be multiplexed, which cannot
+ * be told; one that did not is HTTP/1.x.
+ */
+int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello *ev)
+{
+	size_t len = ev->captured_len < CS_HELLO_LEN ? ev->captured_len : CS_HELLO_LEN;
+	enum cs_alpn_offer offer = cs_client_hello_alpn(ev->hello, len, ev->record_len);
+	if (offer == CS_ALPN_H2)
+		engine->requests.tls_alpn_h2++;
+	else if (offer == CS_ALPN_NOT_TOLD)
+		engine->requests.tls_alpn_not_told++;
+	return 0;
+}
+
 static void mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *conn, enum cs_multiplex_reason why)
 {
 	if (conn->multiplexed)

@@ -326,9 +326,11 @@ static void text_multiplexed(FILE *out, const struct cs_request_stats *r)
 			" exchange(s) are in no request latency or phase (their accept wait, set-up and lifetime are)\n",
 			r->connections_multiplexed, r->multiplexed_h2, r->connections_multiplexed - r->multiplexed_h2,
 			r->multiplexed_exchanges);
-	if (r->tls_connections)
-		fprintf(out, "multiplexing over TLS (ALPN h2) could not be told: the server's choice is encrypted; "
-			"only overlapping requests are caught\n");
+	if (r->tls_alpn_h2 || r->tls_alpn_not_told)
+		fprintf(out, "multiplexed over TLS: could not be told for %" PRIu64 " connection(s) that offered HTTP/2 "
+			"(ALPN h2) and %" PRIu64 " whose offer was not read: the server's choice is encrypted; "
+			"their exchanges count as requests unless they overlap\n",
+			r->tls_alpn_h2, r->tls_alpn_not_told);
 }
 
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)

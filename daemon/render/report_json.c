@@ -204,7 +204,8 @@ static json_t *lifecycle(const struct cs_conditions *conditions)
 static json_t *tls_value(const struct cs_engine *engine)
 {
 	const struct cs_request_stats *r = &engine->requests;
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "connections", JI(r->tls_connections),
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "connections", JI(r->tls_connections),
+			 "alpn_h2", JI(r->tls_alpn_h2), "alpn_not_told", JI(r->tls_alpn_not_told),
 			 "handshakes", JI(r->tls_handshakes), "tls12", JI(r->tls12), "tls13", JI(r->tls13), "resumed",
 			 JI(r->tls_resumed), "handshake_exchanges", JI(r->tls_handshake_exchanges), "control_exchanges",
 			 JI(r->tls_control_exchanges), "not_told", JI(r->tls_lost), "bytes_unreadable",

@@ -339,3 +339,56 @@ Test(exchanges, unfollowed_overlap_and_h2)
 	cr_assert_eq(r->multiplexed_h2, 1);
 	cr_assert_eq(r->multiplexed_exchanges, 4);
 }
+
+/* ---- a ClientHello's ALPN offer -------------------------------------------- */
+
+/* A ClientHello handshake message with one cipher suite and the extensions given. */
+static size_t client_hello(uint8_t *out, const uint8_t *extensions, size_t extensions_len, bool with_extensions)
+{
+	size_t n = 0;
+	out[n++] = 1; /* ClientHello */
+	n += 3;       /* length, below */
+	out[n++] = 3;
+	out[n++] = 3;
+	memset(out + n, 0xab, 32); /* random */
+	n += 32;
+	out[n++] = 0; /* session id */
+	out[n++] = 0;
+	out[n++] = 2;
+	out[n++] = 0x13;
+	out[n++] = 0x01; /* one suite */
+	out[n++] = 1;
+	out[n++] = 0; /* compression: null */
+	if (with_extensions) {
+		out[n++] = (uint8_t)(extensions_len >> 8);
+		out[n++] = (uint8_t)extensions_len;
+		memcpy(out + n, extensions, extensions_len);
+		n += extensions_len;
+	}
+	out[1] = 0;
+	out[2] = (uint8_t)((n - 4) >> 8);
+	out[3] = (uint8_t)(n - 4);
+	return n;
+}
+
+Test(tls_walk, client_hello_alpn_offers)
+{
+	uint8_t hello[256];
+	/* server_name (type 0, 5 bytes), then ALPN "h2", "http/1.1". */
+	static const uint8_t h2[] = { 0, 0, 0, 5, 0, 3, 0, 'a', 'b',
+				      0, 16, 0, 14, 0, 12, 2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
+	static const uint8_t http11[] = { 0, 16, 0, 11, 0, 9, 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
+	static const uint8_t sni_only[] = { 0, 0, 0, 5, 0, 3, 0, 'a', 'b' };
+	size_t n = client_hello(hello, h2, sizeof(h2), true);
+	cr_assert_eq(cs_client_hello_alpn(hello, n, n), CS_ALPN_H2);
+	/* Cut inside the ALPN list: not told. */
+	cr_assert_eq(cs_client_hello_alpn(hello, n - 4, n), CS_ALPN_NOT_TOLD);
+	n = client_hello(hello, http11, sizeof(http11), true);
+	cr_assert_eq(cs_client_hello_alpn(hello, n, n), CS_ALPN_NO_H2);
+	n = client_hello(hello, sni_only, sizeof(sni_only), true);
+	cr_assert_eq(cs_client_hello_alpn(hello, n, n), CS_ALPN_NONE);
+	n = client_hello(hello, NULL, 0, false);
+	cr_assert_eq(cs_client_hello_alpn(hello, n, n), CS_ALPN_NONE);
+	hello[0] = 2; /* a ServerHello */
+	cr_assert_eq(cs_client_hello_alpn(hello, n, n), CS_ALPN_NOT_TOLD);
+}
