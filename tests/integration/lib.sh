@@ -364,6 +364,8 @@ tls_ab_profile() {
   [[ $(json_get "$r" 'j["conditions"]["idle_timeout"]["flagged"]') == False ]] \
     || fail "idle_timeout flagged: close_notify resets taken for the keep-alive race ($2)"
   assert_cmp "$(json_get "$r" 'j["multiplexed"]["connections"]')" '==' 0 "multiplexed connections ($2)"
+  # ab offers no ALPN: its connections are HTTP/1.x for sure, nothing to say about HTTP/2.
+  assert_cmp "$(json_get "$r" 'j["tls"]["alpn_h2"] + j["tls"]["alpn_not_told"]')" '==' 0 "ALPN h2 offers, or not read ($2)"
 }
 
 # wrk_tls_profile NAME URL: wrk over https, 10 keep-alive connections for

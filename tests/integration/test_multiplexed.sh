@@ -5,7 +5,10 @@
 # 1. h2load speaks HTTP/2 (prior knowledge, 10 streams at a time) to
 #    Debian's nginx: its connections begin with HTTP/2's preface; their
 #    accepts and closes are still followed.
-# 2. A client pipelines HTTP/1.1 on csserver's pool (Tomcat-shaped): its
+# 2. h2load over TLS: whether nginx chose HTTP/2 is in its encrypted
+#    flight (TLS 1.3). connscope reads the clients' ALPN offer (h2) from
+#    their ClientHellos and says it could not be told.
+# 3. A client pipelines HTTP/1.1 on csserver's pool (Tomcat-shaped): its
 #    second request arrives while the first (/block/100) is served and is
 #    read after the first answer began. Beside it, a client that waits for
 #    each answer: its requests are requests.
@@ -29,7 +32,21 @@ head -n 6 "$CS_TMP/h2.txt" | grep -q '^multiplexed: 4 connection(s) whose reques
   || fail "the report's first lines do not say the connections were multiplexed"
 echo "ok: the report's first lines say so"
 
-# 2. HTTP/1.1 pipelining.
+# 2. HTTP/2 over TLS.
+kill "$NGINX_MASTER"
+wait "$NGINX_MASTER" 2>/dev/null || true
+cs_start_nginx 60s 512 "ssl http2"
+cs_profile h2tls h2load -n 400 -c 4 -m 10 "https://127.0.0.1:$NGINX_PORT/" >"$CS_TMP/h2load-tls.log"
+r=$CS_TMP/h2tls.json
+note "h2load over TLS: $(grep -E '^requests:' "$CS_TMP/h2load-tls.log"); connscope: tls $(json_get "$r" 'j["tls"]')"
+grep -q '400 succeeded' "$CS_TMP/h2load-tls.log" || { cat "$CS_TMP/h2load-tls.log"; fail "h2load's requests over TLS did not all succeed"; }
+assert_cmp "$(json_get "$r" 'j["tls"]["connections"]')" '==' 4 "TLS connections (h2load's 4)"
+assert_cmp "$(json_get "$r" 'j["tls"]["alpn_h2"]')" '==' 4 "connections whose ClientHello offered h2"
+"$CS_BIN" report "$CS_TMP/h2tls.cstrace" | head -n 6 | grep -q '^multiplexed over TLS: could not be told for 4 connection(s) that offered HTTP/2' \
+  || fail "the report's first lines do not say HTTP/2 over TLS could not be told"
+echo "ok: the report's first lines say it could not be told"
+
+# 3. HTTP/1.1 pipelining.
 cs_start_server --workers 2 --accept pool
 cat >"$CS_TMP/pipeline.py" <<'PY'
 import socket, sys, time
