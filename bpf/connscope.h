@@ -227,10 +227,11 @@ struct cs_ev_request_bytes {
  * The first bytes of a TLS connection's ClientHello handshake message (the
  * record's body, from its handshake type on), copied once per connection
  * from the read that brought them: enough for the ALPN list of common
- * clients' hellos (OpenSSL's are ~512 bytes). A longer hello is cut:
- * what lies beyond cannot be told.
+ * clients' hellos (OpenSSL's are ~512 bytes; a resumed session's ticket
+ * comes before ALPN and adds a few hundred). A longer hello is cut: what
+ * lies beyond cannot be told.
  */
-#define CS_HELLO_LEN 512
+#define CS_HELLO_LEN 1024
 
 struct cs_ev_client_hello {
 	struct cs_event_header hdr;

@@ -518,8 +518,8 @@ int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev)
 		uint64_t key = tuple_key(&ev->tuple);
 		const uint64_t *close_ns = cs_u64map_get(&engine->tls_closed, key);
 		const struct cs_conn *open = ev->sk ? cs_u64map_get(&engine->conns, ev->sk) : NULL;
+		/* Kept for the next: the alert and the client's FIN may each draw one. */
 		if (close_ns && ev->hdr.ts_ns >= *close_ns && ev->hdr.ts_ns - *close_ns <= RECONNECT_WINDOW_NS) {
-			cs_u64map_remove(&engine->tls_closed, key);
 			life->tls_close_resets++;
 			return 0;
 		}
