@@ -298,8 +298,12 @@ Test(exchanges, close_notify_reset_is_no_keepalive_race)
 	FEED_OK(engine, reset);
 	cr_assert_eq(engine->lifecycle.tls_close_resets, 1);
 	cr_assert_eq(engine->lifecycle.keepalive_race_resets, 0);
-	/* A plaintext connection's reset stays a race. */
+	/* Its FIN may draw another: the same close's. */
 	FEED_OK(engine, reset);
+	cr_assert_eq(engine->lifecycle.tls_close_resets, 2);
+	/* A reset of a connection not known to be TLS stays a race. */
+	struct cs_ev_reset other = make_reset(T0 + 3 * MS + 60 * US, PORT + 1, CS_RESET_SENT, 9);
+	FEED_OK(engine, other);
 	cr_assert_eq(engine->lifecycle.keepalive_race_resets, 1);
 }
 
