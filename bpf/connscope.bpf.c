@@ -202,13 +202,13 @@ struct conn_state {
 	__u8 closed;          /* close record already emitted */
 	__u8 unread_at_close; /* it closed with a request the server never read */
 	/* What the server read in the first exchanges (see peek_read). */
-	__u8 peek_conn;       /* enum peek_conn_state */
-	__u8 peek_seen;       /* this exchange's reads were looked at: its bytes record is due */
-	__u8 peek_flags;      /* enum cs_peek_flags of this exchange */
+	__u8 peek_conn;  /* enum peek_conn_state */
+	__u8 peek_seen;  /* this exchange's reads were looked at: its bytes record is due */
+	__u8 peek_flags; /* enum cs_peek_flags of this exchange */
 	__u8 peek_first_len;
 	__u8 peek_records;
-	__u32 tls_skip;       /* bytes of the TLS record under way still to be read */
-	__u32 hello_len;      /* the ClientHello record's length; 0: its body was copied (or not TLS) */
+	__u32 tls_skip;  /* bytes of the TLS record under way still to be read */
+	__u32 hello_len; /* the ClientHello record's length; 0: its body was copied (or not TLS) */
 	__u8 peek_first[CS_PEEK_FIRST_LEN];
 	__u8 peek_types[CS_PEEK_TLS_RECORDS];
 };
@@ -790,7 +790,9 @@ static __always_inline void copy_client_hello(const struct sock *sk, struct conn
 		ev->captured_len = 0;
 		/* n - 1 masked where the verifier sees it: the size is 1..CS_HELLO_LEN. */
 		__u64 last = n - 1;
-		asm volatile("%[last] &= %[mask]" : [last] "+r"(last) : [mask] "i"(CS_HELLO_LEN - 1));
+		asm volatile("%[last] &= %[mask]"
+			     : [last] "+r"(last)
+			     : [mask] "i"(CS_HELLO_LEN - 1));
 		if (!bpf_probe_read_user(ev->hello, last + 1, (void *)(buf + at)))
 			ev->captured_len = (__u16)(last + 1);
 		submit_event(ev);

@@ -45,8 +45,8 @@ enum cs_event_type {
 	CS_EV_THREAD_POLLS = 12,   /* a target thread's epoll totals (user space) */
 	CS_EV_THREAD_NAME = 13,    /* a thread's name inside its runtime (user space: a JVM's) */
 	/* 14 belongs to wire version 5. */
-	CS_EV_REQUEST_BYTES = 15,  /* the first bytes and TLS records of one of a connection's first exchanges */
-	CS_EV_CLIENT_HELLO = 16,   /* the start of a TLS connection's ClientHello (its ALPN offer) */
+	CS_EV_REQUEST_BYTES = 15, /* the first bytes and TLS records of one of a connection's first exchanges */
+	CS_EV_CLIENT_HELLO = 16,  /* the start of a TLS connection's ClientHello (its ALPN offer) */
 	CS_EV_TYPE_MAX,
 };
 
@@ -145,13 +145,13 @@ struct cs_ev_proc {
 
 /* cs_ev_request.flags */
 enum cs_request_flags {
-	CS_REQ_PARTIAL = 1 << 0,     /* connection seen mid-life (before attach) */
-	CS_REQ_NO_RESPONSE = 1 << 1, /* closed before the server answered */
-	CS_REQ_HELD_BACK = 1 << 2,   /* bytes still unsent when the last send returned */
-	CS_REQ_UNREAD = 1 << 3,      /* closed before the server read the request */
-	CS_REQ_HANDED_OFF = 1 << 4,  /* read by a thread that never polls, in a process
-	                                 where another thread polls: a pool thread given
-	                                 the socket by a poller */
+	CS_REQ_PARTIAL = 1 << 0,         /* connection seen mid-life (before attach) */
+	CS_REQ_NO_RESPONSE = 1 << 1,     /* closed before the server answered */
+	CS_REQ_HELD_BACK = 1 << 2,       /* bytes still unsent when the last send returned */
+	CS_REQ_UNREAD = 1 << 3,          /* closed before the server read the request */
+	CS_REQ_HANDED_OFF = 1 << 4,      /* read by a thread that never polls, in a process
+	                                     where another thread polls: a pool thread given
+	                                     the socket by a poller */
 	CS_REQ_READ_AFTER_SEND = 1 << 5, /* the server read more bytes after its answer began:
 	                                     bytes that had arrived before it (pipelining,
 	                                     multiplexing, or a TLS handshake's last flight) */
@@ -213,13 +213,13 @@ enum cs_peek_flags {
 struct cs_ev_request_bytes {
 	struct cs_event_header hdr;
 	__u64 sk;
-	__u32 index;       /* the request record's index */
+	__u32 index; /* the request record's index */
 	__u16 listener_port;
-	__u8 first_len;    /* valid bytes in first[] */
-	__u8 record_count; /* TLS records that began in the exchange (types kept: the first 8) */
+	__u8 first_len;                         /* valid bytes in first[] */
+	__u8 record_count;                      /* TLS records that began in the exchange (types kept: the first 8) */
 	__u8 first[CS_PEEK_FIRST_LEN];          /* the exchange's first bytes read */
 	__u8 record_types[CS_PEEK_TLS_RECORDS]; /* their TLS content types, in order */
-	__u8 flags;        /* enum cs_peek_flags */
+	__u8 flags;                             /* enum cs_peek_flags */
 	__u8 pad[7];
 };
 
