@@ -337,6 +337,14 @@ enum cs_slot_freer {
 	CS_FREED_BY_OTHER,        /* a server close after a response, or an abort */
 };
 
+/* What the connection's first request paid before it began. */
+struct cs_request_setup {
+	bool first;          /* it is the connection's first request */
+	uint64_t began_ns;   /* the connection's first bytes came (its first exchange began) */
+	uint64_t extra_ns;   /* SYN and last-ACK retries (cs_ev_handshake's extra delay) */
+	bool tls;            /* a TLS handshake ran from began_ns to the request's start */
+};
+
 /* All requests: latency, and per latency bucket the time of each cause. */
 struct cs_request_stats {
 	uint64_t requests;            /* requests with a full timeline */
@@ -364,6 +372,11 @@ struct cs_request_stats {
 	                                 requests from there on */
 	uint64_t bytes_unreadable;    /* connections whose first read's bytes could not be seen */
 	uint64_t bytes_unmatched;     /* bytes records of connections not followed (or closed) */
+	/* The last request record fed: cs_engine_request_verdict. */
+	uint64_t last_sk;
+	uint32_t last_index;
+	bool last_was_request;
+	struct cs_request_setup last_setup;
 	/* The last such record, for its request record next (exchanges.c). */
 	uint64_t orphan_sk;
 	uint32_t orphan_index;
@@ -465,13 +478,18 @@ const struct cs_worker_stats *cs_listener_busiest_worker(const struct cs_listene
 bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
 		      struct cs_request_split *split);
 
-/* What the connection's first request paid before it began. */
-struct cs_request_setup {
-	bool first;          /* it is the connection's first request */
-	uint64_t began_ns;   /* the connection's first bytes came (its first exchange began) */
-	uint64_t extra_ns;   /* SYN and last-ACK retries (cs_ev_handshake's extra delay) */
-	bool tls;            /* a TLS handshake ran from began_ns to the request's start */
-};
+
+/*
+ * What the engine made of the request record it was fed last (a reader
+ * of the same stream after the engine, as flamegraph's): 1 a request,
+ * with its set-up; 0 not one (a TLS handshake's exchange, a multiplexed
+ * connection's); -1 it was not the last request record fed.
+ */
+int cs_engine_request_verdict(const struct cs_engine *engine, const struct cs_ev_request *req,
+			      struct cs_request_setup *setup);
+
+/* The set-up as a request record alone tells it: exchange 0 is the connection's first request. */
+void cs_setup_from_record(const struct cs_ev_request *req, struct cs_request_setup *setup);
 
 /* cs_split_request with the set-up given (the engine's own use). */
 bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_request *req,

@@ -19,8 +19,7 @@ int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello
 /* Whether an exchange is a request, and what it paid before it began when it is its connection's first. */
 bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req,
 			    struct cs_request_setup *setup);
-/* requests.c: the set-up as a request record tells it (exchange 0 is the first request). */
-void cs_setup_from_record(const struct cs_ev_request *req, struct cs_request_setup *setup);
+
 int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev);
 int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev);
 void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns);

@@ -236,6 +236,16 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+int cs_engine_request_verdict(const struct cs_engine *engine, const struct cs_ev_request *req,
+			      struct cs_request_setup *setup)
+{
+	const struct cs_request_stats *stats = &engine->requests;
+	if (stats->last_sk != req->sk || stats->last_index != req->index)
+		return -1;
+	*setup = stats->last_setup;
+	return stats->last_was_request;
+}
+
 void cs_setup_from_record(const struct cs_ev_request *req, struct cs_request_setup *setup)
 {
 	memset(setup, 0, sizeof(*setup));
@@ -369,7 +379,11 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 		stats->held_back++;
 	stats->send_eagain += req->send_eagain;
 	struct cs_request_setup setup;
-	if (!cs_exchange_is_request(engine, conn, req, &setup))
+	stats->last_sk = req->sk;
+	stats->last_index = req->index;
+	stats->last_was_request = cs_exchange_is_request(engine, conn, req, &setup);
+	stats->last_setup = setup;
+	if (!stats->last_was_request)
 		return 0;
 	if (!cs_split_request_setup(engine, req, &setup, &split)) {
 		if (req->flags & CS_REQ_NO_RESPONSE)

@@ -396,3 +396,18 @@ Test(tls_walk, client_hello_alpn_offers)
 	hello[0] = 2; /* a ServerHello */
 	cr_assert_eq(cs_client_hello_alpn(hello, n, n), CS_ALPN_NOT_TOLD);
 }
+
+Test(exchanges, verdict_of_the_last_request_record)
+{
+	uint64_t sk = accept_at(T0);
+	struct cs_ev_request handshake = make_request((struct request_spec){ .sk = sk, .index = 0, .port = PORT, .start_ns = T0 });
+	struct cs_request_setup setup;
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	cr_assert_eq(cs_engine_request_verdict(engine, &handshake, &setup), 0, "a handshake exchange is no request");
+	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
+	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
+	struct cs_ev_request request = make_request((struct request_spec){ .sk = sk, .index = 2, .port = PORT });
+	cr_assert_eq(cs_engine_request_verdict(engine, &request, &setup), 1);
+	cr_assert(setup.first && setup.tls);
+	cr_assert_eq(cs_engine_request_verdict(engine, &handshake, &setup), -1, "not the last record fed");
+}
