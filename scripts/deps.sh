@@ -38,7 +38,7 @@ test_commands=(
   "cppcheck cppcheck" "promtool prometheus" "chromium chromium" "groff groff-base"
   "tmux tmux" "java openjdk-17-jre-headless" "javac openjdk-17-jdk-headless" "clang clang" "ps procps" "pkill procps"
   "tcplife libbpf-tools" "prometheus prometheus" "git git" "make make"
-  "openssl openssl" "h2load nghttp2-client" "keytool openjdk-17-jre-headless" "chrt util-linux"
+  "openssl openssl" "h2load nghttp2-client" "chrt util-linux"
 )
 demo_commands=("ab apache2-utils")
 bench_commands=("ab apache2-utils" "wrk wrk" "nginx nginx" "bpftrace bpftrace" "taskset util-linux")

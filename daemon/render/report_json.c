@@ -210,7 +210,7 @@ static json_t *tls_value(const struct cs_engine *engine)
 			 JI(r->tls_resumed), "handshake_exchanges", JI(r->tls_handshake_exchanges), "control_exchanges",
 			 JI(r->tls_control_exchanges), "not_told", JI(r->tls_lost), "bytes_unreadable",
 			 JI(r->bytes_unreadable), "close_notify_resets", JI(engine->lifecycle.tls_close_resets),
-			 "setup_us", cs_json_us(r->setup_tls_ns));
+			 "setup_total_us", cs_json_us(r->setup_tls_ns));
 }
 
 static void add_requests(json_t *report, const struct cs_engine *engine, const struct cs_analysis *analysis)
