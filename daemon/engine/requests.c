@@ -113,11 +113,16 @@ static int tls_close_expired(uint64_t key, const void *value, void *ctx_ptr)
 	return ctx->now_ns > *close_ns && ctx->now_ns - *close_ns > RECONNECT_WINDOW_NS;
 }
 
-/* A connection's peer and ports as one key (never 0). */
-static uint64_t tuple_key(const struct cs_tuple *tuple)
+/*
+ * A connection's peer and ports as one key (never 0). local_port: the
+ * tuple's, or the listener's when the tuple lost it (an aborted socket's
+ * is cleared before its close record is written).
+ */
+static uint64_t tuple_key(const struct cs_tuple *tuple, uint16_t listener_port)
 {
+	uint16_t local_port = tuple->local_port ? tuple->local_port : listener_port;
 	uint64_t key = (uint64_t)cs_addr_hash(tuple->remote_addr) << 32 | (uint64_t)tuple->remote_port << 16 |
-		       tuple->local_port;
+		       local_port;
 	return key ? key : 1;
 }
 
@@ -488,7 +493,7 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 	if (unfollowed)
 		unfollowed->closed = 1;
 	if ((conn && conn->tls_phase != CS_TLS_NONE) || (unfollowed && unfollowed->phase != CS_TLS_NONE)) {
-		uint64_t *close_ns = cs_u64map_put(&engine->tls_closed, tuple_key(&ev->tuple), NULL);
+		uint64_t *close_ns = cs_u64map_put(&engine->tls_closed, tuple_key(&ev->tuple, ev->listener_port), NULL);
 		if (close_ns)
 			*close_ns = ev->hdr.ts_ns;
 	}
@@ -529,7 +534,7 @@ int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev)
 		 * (the bytes are encrypted: a request lost the same way looks
 		 * the same, and is counted here too).
 		 */
-		uint64_t key = tuple_key(&ev->tuple);
+		uint64_t key = tuple_key(&ev->tuple, ev->tuple.local_port);
 		const uint64_t *close_ns = cs_u64map_get(&engine->tls_closed, key);
 		const struct cs_conn *open = ev->sk ? cs_u64map_get(&engine->conns, ev->sk) : NULL;
 		/* Kept for the next: the alert and the client's FIN may each draw one. */

@@ -411,3 +411,23 @@ Test(exchanges, verdict_of_the_last_request_record)
 	cr_assert(setup.first && setup.tls);
 	cr_assert_eq(cs_engine_request_verdict(engine, &handshake, &setup), -1, "not the last record fed");
 }
+
+Test(exchanges, aborted_tls_connection_reset_is_its_close)
+{
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
+	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
+	/* An abort: the socket's local port is cleared before the close record is written. */
+	struct cs_ev_conn_close close = make_conn_close((struct close_spec){ .sk = sk, .ts_ns = T0 + 3 * MS,
+									     .established_ns = T0 - 100 * US, .port = PORT,
+									     .requests = 3, .closed_by = CS_CLOSED_BY_ABORT });
+	close.tuple.local_port = 0;
+	FEED_OK(engine, close);
+	/* The close with the client's close_notify unread: a reset, just after the record. */
+	struct cs_ev_reset reset = make_reset(T0 + 3 * MS + 20 * US, PORT, CS_RESET_SENT, 11);
+	reset.flags = CS_RESET_UNREAD_REQUEST;
+	FEED_OK(engine, reset);
+	cr_assert_eq(engine->lifecycle.tls_close_resets, 1);
+	cr_assert_eq(engine->lifecycle.keepalive_race_resets, 0);
+}
