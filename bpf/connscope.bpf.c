@@ -211,6 +211,7 @@ struct conn_state {
 	__u32 hello_len; /* the ClientHello record's length; 0: its body was copied (or not TLS) */
 	__u8 peek_first[CS_PEEK_FIRST_LEN];
 	__u8 peek_types[CS_PEEK_TLS_RECORDS];
+	__u32 peek_read_us[CS_PEEK_TLS_RECORDS];
 };
 
 struct {
@@ -477,6 +478,7 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
 		bytes->record_count = conn->peek_records;
 		__builtin_memcpy(bytes->first, conn->peek_first, sizeof(bytes->first));
 		__builtin_memcpy(bytes->record_types, conn->peek_types, sizeof(bytes->record_types));
+		__builtin_memcpy(bytes->record_read_us, conn->peek_read_us, sizeof(bytes->record_read_us));
 		bytes->flags = conn->peek_flags;
 		__builtin_memset(bytes->pad, 0, sizeof(bytes->pad));
 		submit_event(bytes);
@@ -484,6 +486,7 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
 	conn->peek_seen = conn->peek_flags = conn->peek_first_len = conn->peek_records = 0;
 	__builtin_memset(conn->peek_first, 0, sizeof(conn->peek_first));
 	__builtin_memset(conn->peek_types, 0, sizeof(conn->peek_types));
+	__builtin_memset(conn->peek_read_us, 0, sizeof(conn->peek_read_us));
 }
 
 /* Emit the request in progress on conn and reset it. */
@@ -727,7 +730,8 @@ static __always_inline bool tls_header(const __u8 *h)
  * more records in one read than we follow, loses the framing: said, and
  * no more looks at this connection.
  */
-static __always_inline void follow_tls_records(struct conn_state *conn, __u64 buf, __u32 len, __u32 room)
+static __always_inline void follow_tls_records(struct conn_state *conn, __u64 buf, __u32 len, __u32 room,
+					       __u32 read_us)
 {
 	__u32 at = conn->tls_skip;
 	__u8 h[TLS_HEADER_LEN];
@@ -743,8 +747,10 @@ static __always_inline void follow_tls_records(struct conn_state *conn, __u64 bu
 		    !tls_header(h))
 			goto lost;
 		__u8 r = conn->peek_records;
-		if (r < CS_PEEK_TLS_RECORDS)
+		if (r < CS_PEEK_TLS_RECORDS) {
 			conn->peek_types[r & (CS_PEEK_TLS_RECORDS - 1)] = h[0];
+			conn->peek_read_us[r & (CS_PEEK_TLS_RECORDS - 1)] = read_us;
+		}
 		if (r < 255)
 			conn->peek_records = r + 1;
 		at += TLS_HEADER_LEN + ((__u32)h[3] << 8 | h[4]);
@@ -758,13 +764,6 @@ lost:
 	conn->peek_conn = PEEK_OFF;
 }
 
-/*
- * A read in one of the connection's first exchanges: keep the exchange's
- * first bytes, decide at the connection's first read whether it speaks TLS
- * (a handshake record header: type 22, version 3.1 to 3.4) and follow its
- * records from then on. A few bytes per read, only in the first
- * CS_PEEK_EXCHANGES exchanges: every later read costs nothing here.
- */
 /*
  * The ClientHello's body, once: from the read that brings its first
  * bytes (OpenSSL reads the record header alone, then the body; JSSE both
@@ -800,7 +799,14 @@ static __always_inline void copy_client_hello(const struct sock *sk, struct conn
 	conn->hello_len = 0;
 }
 
-static __always_inline void peek_read(const struct sock *sk, struct conn_state *conn, __u32 len)
+/*
+ * A read in one of the connection's first exchanges: keep the exchange's
+ * first bytes, decide at the connection's first read whether it speaks TLS
+ * (a handshake record header: type 22, version 3.1 to 3.4) and follow its
+ * records from then on. A few bytes per read, only in the first
+ * CS_PEEK_EXCHANGES exchanges: every later read costs nothing here.
+ */
+static __always_inline void peek_read(const struct sock *sk, struct conn_state *conn, __u32 len, __u64 now)
 {
 	__u64 room = 0;
 	__u64 buf = read_call_buffer(&room, len);
@@ -838,7 +844,8 @@ static __always_inline void peek_read(const struct sock *sk, struct conn_state *
 		copy_client_hello(sk, conn, buf, (__u32)room, false);
 	}
 	if (conn->peek_conn == PEEK_TLS)
-		follow_tls_records(conn, buf, len, (__u32)room);
+		follow_tls_records(conn, buf, len, (__u32)room,
+				   now > conn->start_ns ? (__u32)((now - conn->start_ns) / 1000) : 0);
 }
 
 SEC("tp_btf/sk_data_ready")
@@ -895,7 +902,7 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	if (conn->partial)
 		conn->peek_conn = PEEK_OFF; /* mid-stream: no first bytes, no framing */
 	if (conn->peek_conn != PEEK_OFF && conn->requests <= CS_PEEK_EXCHANGES)
-		peek_read(sk, conn, (__u32)ret);
+		peek_read(sk, conn, (__u32)ret, now);
 	if (conn->phase == PHASE_SENDING)
 		conn->flags |= CS_REQ_READ_AFTER_SEND;
 	if (conn->phase != PHASE_WAITING)

@@ -215,11 +215,13 @@ struct cs_ev_request_bytes {
 	__u64 sk;
 	__u32 index; /* the request record's index */
 	__u16 listener_port;
-	__u8 first_len;                         /* valid bytes in first[] */
-	__u8 record_count;                      /* TLS records that began in the exchange (types kept: the first 8) */
-	__u8 first[CS_PEEK_FIRST_LEN];          /* the exchange's first bytes read */
-	__u8 record_types[CS_PEEK_TLS_RECORDS]; /* their TLS content types, in order */
-	__u8 flags;                             /* enum cs_peek_flags */
+	__u8 first_len;                            /* valid bytes in first[] */
+	__u8 record_count;                         /* TLS records that began in the exchange (types kept: the first 8) */
+	__u8 first[CS_PEEK_FIRST_LEN];             /* the exchange's first bytes read */
+	__u8 record_types[CS_PEEK_TLS_RECORDS];    /* their TLS content types, in order */
+	__u32 record_read_us[CS_PEEK_TLS_RECORDS]; /* when the read that brought each one's
+	                                              header returned, us after start_ns */
+	__u8 flags;                                /* enum cs_peek_flags */
 	__u8 pad[7];
 };
 
@@ -463,7 +465,7 @@ _Static_assert(sizeof(struct cs_ev_listener_sample) == 56, "wire: listener size"
 _Static_assert(sizeof(struct cs_ev_handshake) == 112, "wire: handshake size");
 _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
 _Static_assert(sizeof(struct cs_ev_request) == 128, "wire: request size");
-_Static_assert(sizeof(struct cs_ev_request_bytes) == 64, "wire: request bytes size");
+_Static_assert(sizeof(struct cs_ev_request_bytes) == 96, "wire: request bytes size");
 _Static_assert(sizeof(struct cs_ev_client_hello) == 32 + CS_HELLO_LEN, "wire: client hello size");
 _Static_assert(sizeof(struct cs_ev_conn_close) == 96, "wire: conn close size");
 _Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");

@@ -123,7 +123,10 @@ struct cs_conn {
 	uint8_t bytes_ended;         /* 1: the TLS handshake ended in that exchange */
 	uint8_t tls_phase;           /* enum cs_tls_phase; CS_TLS_NONE: not TLS (or unknown) */
 	uint8_t multiplexed;         /* enum cs_multiplex_reason; 0: not seen */
-	uint8_t pad2[7];
+	uint8_t pad2[3];
+	uint32_t bytes_data_us;      /* in that exchange, after the handshake's end: when its first
+	                                application data was read, us after its start; 0: none */
+	uint32_t request_start_us;   /* the same, for the request record being judged */
 };
 
 /* What one exchange (bytes in, then the answer) of a connection is. */
@@ -162,6 +165,7 @@ struct cs_tls_exchange {
 	bool ended;          /* the handshake ended in it */
 	bool resumed;        /* a TLS 1.2 abbreviated handshake (session resumption) */
 	uint8_t version;     /* 12 or 13 when this exchange told it; 0: not told here */
+	int data_record;     /* the first record of application data, by position; -1: none */
 };
 
 /*
@@ -343,6 +347,8 @@ struct cs_request_setup {
 	uint64_t began_ns;   /* the connection's first bytes came (its first exchange began) */
 	uint64_t extra_ns;   /* SYN and last-ACK retries (cs_ev_handshake's extra delay) */
 	bool tls;            /* a TLS handshake ran from began_ns to the request's start */
+	uint64_t start_ns;   /* the request's own start when later than its record's (the
+	                        handshake's end shared its exchange); 0: the record's */
 };
 
 /* All requests: latency, and per latency bucket the time of each cause. */

@@ -96,10 +96,14 @@ void cs_tls_walk(uint8_t *phase, const uint8_t *types, size_t kept, size_t count
 		 struct cs_tls_exchange *out)
 {
 	memset(out, 0, sizeof(*out));
+	out->data_record = -1;
 	if (*phase == CS_TLS_NONE || *phase == CS_TLS_LOST)
 		return;
-	for (size_t i = 0; i < kept && i < count; i++)
+	for (size_t i = 0; i < kept && i < count; i++) {
 		walk_one(phase, types[i], out);
+		if (out->app_data && out->data_record < 0)
+			out->data_record = (int)i;
+	}
 	/* Records not kept, or not followed: what they were cannot be told. */
 	if (lost || count > kept)
 		*phase = CS_TLS_LOST;
@@ -306,6 +310,12 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 	conn->bytes_index = ev->index;
 	conn->bytes_valid = 1;
 	conn->bytes_ended = walk.ended;
+	/*
+	 * The handshake's end and a request in one exchange (the request came
+	 * before the server answered the client's Finished): the request
+	 * began when its first record was read, not with the exchange.
+	 */
+	conn->bytes_data_us = walk.ended && walk.data_record > 0 ? ev->record_read_us[walk.data_record] : 0;
 	conn->bytes_kind = before == CS_TLS_NONE ? CS_EXCHANGE_REQUEST : cs_tls_exchange_kind(&walk, conn->tls_phase);
 	count_walk(stats, &walk, before, conn->tls_phase);
 	return 0;
@@ -342,9 +352,11 @@ static enum cs_exchange_kind exchange_kind(struct cs_engine *engine, struct cs_c
 		return unfollowed_kind(engine, req);
 	enum cs_exchange_kind kind = CS_EXCHANGE_REQUEST;
 	bool ended = false;
+	conn->request_start_us = 0;
 	if (conn->bytes_valid && conn->bytes_index == req->index) {
 		kind = conn->bytes_kind;
 		ended = conn->bytes_ended;
+		conn->request_start_us = conn->bytes_data_us;
 		conn->bytes_valid = 0;
 	}
 	/*
@@ -396,6 +408,8 @@ bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, cons
 		setup->began_ns = conn->first_bytes_ns;
 		setup->extra_ns = conn->handshake_extra_ns;
 		setup->tls = true;
+		if (setup->first && conn->request_start_us)
+			setup->start_ns = req->start_ns + (uint64_t)conn->request_start_us * 1000;
 		return true;
 	}
 	if (u && u->phase != CS_TLS_NONE && req->index > 0 && u->first_bytes_ns) {

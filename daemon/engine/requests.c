@@ -274,6 +274,22 @@ bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_r
 	if (req->flags & (CS_REQ_NO_RESPONSE | CS_REQ_PARTIAL) || !req->start_ns ||
 	    !req->first_read_ns || !req->first_send_ns)
 		return false;
+	/*
+	 * The request began inside its exchange, after the TLS handshake's
+	 * end: its phases start there (what was sent before it, session
+	 * tickets, was the handshake's: its answer's first send is not known
+	 * apart, so its handler time shows as send_drain).
+	 */
+	struct cs_ev_request moved;
+	if (setup->start_ns > req->start_ns) {
+		moved = *req;
+		moved.start_ns = setup->start_ns;
+		if (moved.first_read_ns < moved.start_ns)
+			moved.first_read_ns = moved.start_ns;
+		if (moved.first_send_ns < moved.first_read_ns)
+			moved.first_send_ns = moved.first_read_ns;
+		req = &moved;
+	}
 
 	/*
 	 * The first request may have waited in the accept queue: it began

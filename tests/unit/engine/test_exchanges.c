@@ -146,6 +146,9 @@ static uint64_t accept_at(uint64_t ts_ns)
 }
 
 /* One exchange: its bytes record (types as in walk(), or first bytes), then its request record. */
+/* When the read of each record of the next exchange returned, us after its start (0: all at once). */
+static uint32_t next_read_us[CS_PEEK_TLS_RECORDS];
+
 static void exchange(uint64_t sk, uint32_t index, uint64_t start_ns, const char *first, const char *types,
 		     uint8_t flags, uint16_t request_flags)
 {
@@ -161,10 +164,13 @@ static void exchange(uint64_t sk, uint32_t index, uint64_t start_ns, const char 
 		memcpy(bytes.first, first, bytes.first_len);
 	}
 	for (size_t i = 0; types && types[i]; i++) {
-		if (i < CS_PEEK_TLS_RECORDS)
+		if (i < CS_PEEK_TLS_RECORDS) {
 			bytes.record_types[i] = (uint8_t)(20 + types[i] - 'a');
+			bytes.record_read_us[i] = next_read_us[i];
+		}
 		bytes.record_count++;
 	}
+	memset(next_read_us, 0, sizeof(next_read_us));
 	FEED_OK(engine, bytes);
 	feed_request(engine, (struct request_spec){ .sk = sk, .index = index, .port = PORT, .start_ns = start_ns,
 						    .first_read_ns = start_ns + 10 * US,
@@ -430,4 +436,19 @@ Test(exchanges, aborted_tls_connection_reset_is_its_close)
 	FEED_OK(engine, reset);
 	cr_assert_eq(engine->lifecycle.tls_close_resets, 1);
 	cr_assert_eq(engine->lifecycle.keepalive_race_resets, 0);
+}
+
+Test(exchanges, request_sharing_the_handshakes_end_starts_at_its_read)
+{
+	/* TLS 1.2 resumed: CCS and Finished read at once, the request 2 ms later in the same exchange. */
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	next_read_us[2] = 2000;
+	exchange(sk, 1, T0 + 1 * MS, NULL, "acd", 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1);
+	/* The handshake ran from the ClientHello to the request's read: 3 ms, not 1. */
+	cr_assert_eq(r->setup_tls_ns, 3 * MS - 10 * US);
+	/* The request: from its read (T0 + 3 ms) to its last send (T0 + 1.06 ms, before): nothing but set-up. */
+	cr_assert_eq(r->latency_ns->max, r->setup_ns);
 }
