@@ -29,9 +29,11 @@
  * data has its extra records taken for application data; TLS 1.3
  * resumption looks like a full handshake from the client's records (only
  * 1.2's abbreviated handshake is counted as resumed); an exchange that
- * carries both the handshake's end and a request counts as a request,
- * with the handshake's last step in its time; renegotiation is not told
- * apart from requests. When the probe could not follow the records (a
+ * carries both the handshake's end and a request counts as a request that
+ * starts when its first record's read returned (record_read_us: a read's
+ * time, not the bytes' arrival), and what the server sent before it
+ * (session tickets) leaves its handler time unknown apart from its
+ * send_drain; renegotiation is not told apart from requests. When the probe could not follow the records (a
  * header split over reads, io_uring, more records in a read than it
  * follows), the connection's later exchanges count as requests and the
  * connection as "could not be told" (tls_lost).
