@@ -163,6 +163,12 @@ enum conn_phase {
 	PHASE_SENDING,  /* response (partly) sent */
 };
 
+enum peek_conn_state {
+	PEEK_START = 0, /* the connection's first read is still to come */
+	PEEK_TLS,       /* it began with a TLS record header: the framing is followed */
+	PEEK_OFF,       /* not TLS, the framing lost, or older than the attach: no more looks */
+};
+
 /* Everything about one server-side connection, in its socket's storage. */
 struct conn_state {
 	__u64 established_ns;
@@ -198,7 +204,17 @@ struct conn_state {
 	__u8 partial;         /* connection older than the attach */
 	__u8 closed;          /* close record already emitted */
 	__u8 unread_at_close; /* it closed with a request the server never read */
-	__u8 pad[3];
+	/* What the server read in the first exchanges (see peek_read). */
+	__u8 peek_conn;  /* enum peek_conn_state */
+	__u8 peek_seen;  /* this exchange's reads were looked at: its bytes record is due */
+	__u8 peek_flags; /* enum cs_peek_flags of this exchange */
+	__u8 peek_first_len;
+	__u8 peek_records;
+	__u32 tls_skip;  /* bytes of the TLS record under way still to be read */
+	__u32 hello_len; /* the ClientHello record's length; 0: its body was copied (or not TLS) */
+	__u8 peek_first[CS_PEEK_FIRST_LEN];
+	__u8 peek_types[CS_PEEK_TLS_RECORDS];
+	__u32 peek_read_us[CS_PEEK_TLS_RECORDS];
 };
 
 struct {
@@ -483,6 +499,33 @@ static __always_inline void emit_handback(const struct sock *sk, const struct co
 	submit_event(ev);
 }
 
+/*
+ * What the server read in this exchange, just before its request record
+ * (same CPU, same program: the reader sees it first).
+ */
+static __always_inline void emit_request_bytes(const struct sock *sk, struct conn_state *conn, __u64 now)
+{
+	struct cs_ev_request_bytes *bytes = reserve_event_at(sizeof(*bytes), CS_EV_REQUEST_BYTES, now);
+
+	if (bytes) {
+		bytes->sk = (__u64)sk;
+		bytes->index = conn->requests ? conn->requests - 1 : 0;
+		bytes->listener_port = conn->port;
+		bytes->first_len = conn->peek_first_len;
+		bytes->record_count = conn->peek_records;
+		__builtin_memcpy(bytes->first, conn->peek_first, sizeof(bytes->first));
+		__builtin_memcpy(bytes->record_types, conn->peek_types, sizeof(bytes->record_types));
+		__builtin_memcpy(bytes->record_read_us, conn->peek_read_us, sizeof(bytes->record_read_us));
+		bytes->flags = conn->peek_flags;
+		__builtin_memset(bytes->pad, 0, sizeof(bytes->pad));
+		submit_event(bytes);
+	}
+	conn->peek_seen = conn->peek_flags = conn->peek_first_len = conn->peek_records = 0;
+	__builtin_memset(conn->peek_first, 0, sizeof(conn->peek_first));
+	__builtin_memset(conn->peek_types, 0, sizeof(conn->peek_types));
+	__builtin_memset(conn->peek_read_us, 0, sizeof(conn->peek_read_us));
+}
+
 /* Emit the request in progress on conn and reset it. */
 static __always_inline void finish_request(const struct sock *sk, struct conn_state *conn, __u64 now)
 {
@@ -502,6 +545,8 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 	}
 	if (conn->handler_end_ns)
 		emit_handback(sk, conn, now);
+	if (conn->peek_seen)
+		emit_request_bytes(sk, conn, now);
 	ev = reserve_event_at(sizeof(*ev), CS_EV_REQUEST, now);
 	if (ev) {
 		__u64 drain_end = conn->drain_end_ns ? conn->drain_end_ns : conn->last_send_ns;
@@ -722,6 +767,183 @@ static __always_inline void note_reader(const struct sock *sk, struct conn_state
 		count(CS_CTR_TABLE_FULL);
 }
 
+/*
+ * The buffer the current read system call copied into, and how much of
+ * it is contiguous (room): sock_recv_length runs inside the call, after
+ * the copy, and the call's own registers say which call it is and where
+ * its buffer is. readv and recvmsg: the first iovec only. 0 for anything
+ * else: io_uring (no system call of the reader's), recvmmsg, other
+ * architectures.
+ */
+#define SYS_READ 0
+#define SYS_READV 19
+#define SYS_RECVFROM 45
+#define SYS_RECVMSG 47
+
+static __always_inline __u64 read_call_buffer(__u64 *room, __u64 len)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	long nr = BPF_CORE_READ(regs, orig_ax);
+	__u64 arg = BPF_CORE_READ(regs, si);
+	struct iovec iov;
+	__u64 iov_at = arg;
+
+	*room = len;
+	if (nr == SYS_READ || nr == SYS_RECVFROM)
+		return arg;
+	if (nr == SYS_RECVMSG &&
+	    bpf_probe_read_user(&iov_at, sizeof(iov_at), (void *)(arg + offsetof(struct user_msghdr, msg_iov))))
+		return 0;
+	if (nr != SYS_READV && nr != SYS_RECVMSG)
+		return 0;
+	if (bpf_probe_read_user(&iov, sizeof(iov), (void *)iov_at))
+		return 0;
+	*room = iov.iov_len < len ? iov.iov_len : len;
+	return (__u64)iov.iov_base;
+#else
+	*room = 0;
+	return 0;
+#endif
+}
+
+#define TLS_HEADER_LEN 5
+#define TLS_CT_FIRST 20 /* change_cipher_spec */
+#define TLS_CT_LAST 24  /* heartbeat */
+#define TLS_CT_HANDSHAKE 22
+#define PEEK_RECORDS_PER_READ 6
+
+/* A TLS record header: a known content type, major version 3. */
+static __always_inline bool tls_header(const __u8 *h)
+{
+	return h[0] >= TLS_CT_FIRST && h[0] <= TLS_CT_LAST && h[1] == 3;
+}
+
+/*
+ * Walk the TLS record headers that begin in this read (len bytes at buf),
+ * noting each one's content type; the record under way at its end carries
+ * over to the next read in tls_skip. A header split over two reads, or
+ * more records in one read than we follow, loses the framing: said, and
+ * no more looks at this connection.
+ */
+static __always_inline void follow_tls_records(struct conn_state *conn, __u64 buf, __u32 len, __u32 room,
+					       __u32 read_us)
+{
+	__u32 at = conn->tls_skip;
+	__u8 h[TLS_HEADER_LEN];
+
+	if (room < len && at < len)
+		goto lost;
+	for (int i = 0; i < PEEK_RECORDS_PER_READ; i++) {
+		if (at >= len) {
+			conn->tls_skip = at - len;
+			return;
+		}
+		if (len - at < TLS_HEADER_LEN || bpf_probe_read_user(h, sizeof(h), (void *)(buf + at)) ||
+		    !tls_header(h))
+			goto lost;
+		__u8 r = conn->peek_records;
+		if (r < CS_PEEK_TLS_RECORDS) {
+			conn->peek_types[r & (CS_PEEK_TLS_RECORDS - 1)] = h[0];
+			conn->peek_read_us[r & (CS_PEEK_TLS_RECORDS - 1)] = read_us;
+		}
+		if (r < 255)
+			conn->peek_records = r + 1;
+		at += TLS_HEADER_LEN + ((__u32)h[3] << 8 | h[4]);
+	}
+	if (at >= len) {
+		conn->tls_skip = at - len;
+		return;
+	}
+lost:
+	conn->peek_flags |= CS_PEEK_LOST;
+	conn->peek_conn = PEEK_OFF;
+}
+
+/*
+ * The ClientHello's body, once: from the read that brings its first
+ * bytes (OpenSSL reads the record header alone, then the body; JSSE both
+ * at once: the body then starts after the header).
+ */
+static __always_inline void copy_client_hello(const struct sock *sk, struct conn_state *conn, __u64 buf,
+					      __u32 room, bool first_read)
+{
+	__u32 at = first_read ? TLS_HEADER_LEN : 0;
+
+	if (!conn->hello_len || room <= at)
+		return;
+	struct cs_ev_client_hello *ev = reserve_event(sizeof(*ev), CS_EV_CLIENT_HELLO);
+	if (ev) {
+		__u32 n = room - at;
+		if (n > conn->hello_len)
+			n = conn->hello_len;
+		if (n > CS_HELLO_LEN)
+			n = CS_HELLO_LEN;
+		ev->sk = (__u64)sk;
+		ev->record_len = conn->hello_len;
+		ev->listener_port = conn->port;
+		ev->captured_len = 0;
+		/* n - 1 masked where the verifier sees it: the size is 1..CS_HELLO_LEN. */
+		__u64 last = n - 1;
+		asm volatile("%[last] &= %[mask]"
+			     : [last] "+r"(last)
+			     : [mask] "i"(CS_HELLO_LEN - 1));
+		if (!bpf_probe_read_user(ev->hello, last + 1, (void *)(buf + at)))
+			ev->captured_len = (__u16)(last + 1);
+		submit_event(ev);
+	}
+	conn->hello_len = 0;
+}
+
+/*
+ * A read in one of the connection's first exchanges: keep the exchange's
+ * first bytes, decide at the connection's first read whether it speaks TLS
+ * (a handshake record header: type 22, version 3.1 to 3.4) and follow its
+ * records from then on. A few bytes per read, only in the first
+ * CS_PEEK_EXCHANGES exchanges: every later read costs nothing here.
+ */
+static __always_inline void peek_read(const struct sock *sk, struct conn_state *conn, __u32 len, __u64 now)
+{
+	__u64 room = 0;
+	__u64 buf = read_call_buffer(&room, len);
+
+	conn->peek_seen = 1;
+	if (conn->peek_conn == PEEK_TLS)
+		conn->peek_flags |= CS_PEEK_TLS;
+	if (!buf || !room) {
+		conn->peek_flags |= CS_PEEK_UNREADABLE;
+		if (conn->peek_conn == PEEK_TLS)
+			conn->peek_flags |= CS_PEEK_LOST;
+		conn->peek_conn = PEEK_OFF;
+		return;
+	}
+	if (!conn->peek_first_len) {
+		__u32 n = room < CS_PEEK_FIRST_LEN ? room : CS_PEEK_FIRST_LEN;
+		if (n < 1 || n > CS_PEEK_FIRST_LEN || bpf_probe_read_user(conn->peek_first, n, (void *)buf))
+			conn->peek_flags |= CS_PEEK_UNREADABLE;
+		else
+			conn->peek_first_len = n;
+	}
+	if (conn->peek_conn == PEEK_START) {
+		const __u8 *f = conn->peek_first;
+		if (conn->peek_first_len >= TLS_HEADER_LEN && f[0] == TLS_CT_HANDSHAKE && f[1] == 3 &&
+		    f[2] >= 1 && f[2] <= 4) {
+			conn->peek_conn = PEEK_TLS;
+			conn->peek_flags |= CS_PEEK_TLS;
+			conn->hello_len = (__u32)f[3] << 8 | f[4];
+			copy_client_hello(sk, conn, buf, (__u32)room, true);
+		} else {
+			conn->peek_conn = PEEK_OFF;
+			return;
+		}
+	} else if (conn->peek_conn == PEEK_TLS) {
+		copy_client_hello(sk, conn, buf, (__u32)room, false);
+	}
+	if (conn->peek_conn == PEEK_TLS)
+		follow_tls_records(conn, buf, len, (__u32)room,
+				   now > conn->start_ns ? (__u32)((now - conn->start_ns) / 1000) : 0);
+}
+
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(on_data_ready, const struct sock *sk)
 {
@@ -773,6 +995,12 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 		start_request(conn, now);
 		conn->flags |= CS_REQ_PARTIAL;
 	}
+	if (conn->partial)
+		conn->peek_conn = PEEK_OFF; /* mid-stream: no first bytes, no framing */
+	if (conn->peek_conn != PEEK_OFF && conn->requests <= CS_PEEK_EXCHANGES)
+		peek_read(sk, conn, (__u32)ret, now);
+	if (conn->phase == PHASE_SENDING)
+		conn->flags |= CS_REQ_READ_AFTER_SEND;
 	if (conn->phase != PHASE_WAITING)
 		return 0;
 	conn->phase = PHASE_HANDLING;

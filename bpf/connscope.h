@@ -25,8 +25,9 @@
 
 /* 2: CS_EV_THREAD_CPU; 3: CS_EV_THREAD_POLLS and CS_REQ_HANDED_OFF; 4: CS_EV_THREAD_NAME;
  * 5: CS_EV_HANDBACK and CS_REQ_PARKED.
- * 6: CS_EV_PROG_COST and CS_EV_SELF_COST. Older traces still read. */
-#define CS_WIRE_VERSION 6
+ * 6: CS_EV_PROG_COST and CS_EV_SELF_COST.
+ * 7: CS_EV_REQUEST_BYTES, CS_EV_CLIENT_HELLO and CS_REQ_READ_AFTER_SEND. Older traces still read. */
+#define CS_WIRE_VERSION 7
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -48,6 +49,8 @@ enum cs_event_type {
 	CS_EV_HANDBACK = 14,       /* a parked request's handler, run by another thread */
 	CS_EV_PROG_COST = 20,      /* one of connscope's BPF programs: its run time (user space) */
 	CS_EV_SELF_COST = 21,      /* connscope's own CPU time, and whether BPF run time is counted */
+	CS_EV_REQUEST_BYTES = 15, /* the first bytes and TLS records of one of a connection's first exchanges */
+	CS_EV_CLIENT_HELLO = 16,  /* the start of a TLS connection's ClientHello (its ALPN offer) */
 	CS_EV_TYPE_MAX,
 };
 
@@ -146,16 +149,19 @@ struct cs_ev_proc {
 
 /* cs_ev_request.flags */
 enum cs_request_flags {
-	CS_REQ_PARTIAL = 1 << 0,     /* connection seen mid-life (before attach) */
-	CS_REQ_NO_RESPONSE = 1 << 1, /* closed before the server answered */
-	CS_REQ_HELD_BACK = 1 << 2,   /* bytes still unsent when the last send returned */
-	CS_REQ_UNREAD = 1 << 3,      /* closed before the server read the request */
-	CS_REQ_HANDED_OFF = 1 << 4,  /* read by a thread that did not poll it ready, after
-	                                 another thread of the process did: a pool thread
-	                                 given the socket by a poller */
-	CS_REQ_PARKED = 1 << 5,      /* its reader polled again before answering: the
-	                                 request waited in user space after its read
-	                                 (another thread ran its handler) */
+	CS_REQ_PARTIAL = 1 << 0,         /* connection seen mid-life (before attach) */
+	CS_REQ_NO_RESPONSE = 1 << 1,     /* closed before the server answered */
+	CS_REQ_HELD_BACK = 1 << 2,       /* bytes still unsent when the last send returned */
+	CS_REQ_UNREAD = 1 << 3,          /* closed before the server read the request */
+	CS_REQ_HANDED_OFF = 1 << 4,      /* read by a thread that did not poll it ready, after
+	                                     another thread of the process did: a pool thread
+	                                     given the socket by a poller */
+	CS_REQ_READ_AFTER_SEND = 1 << 5, /* the server read more bytes after its answer began:
+	                                     bytes that had arrived before it (pipelining,
+	                                     multiplexing, or a TLS handshake's last flight) */
+	CS_REQ_PARKED = 1 << 6,          /* its reader polled again before answering: the
+	                                     request waited in user space after its read
+	                                     (another thread ran its handler) */
 };
 
 /*
@@ -187,6 +193,62 @@ struct cs_ev_request {
 	__u32 send_eagain; /* send calls that found the buffer full */
 	__u16 listener_port;
 	__u16 flags; /* enum cs_request_flags */
+};
+
+/*
+ * What the server read in one of a connection's first CS_PEEK_EXCHANGES
+ * exchanges (a request record's bytes in): emitted just before that
+ * request record, with its index. Only a few bytes are copied, from the
+ * reading system call's buffer: the exchange's first bytes, and when the
+ * connection's first bytes were a TLS record header, the content type of
+ * each TLS record that began in the exchange (the probe follows the record
+ * framing across reads; user space tells handshake from application data).
+ */
+#define CS_PEEK_EXCHANGES 4
+#define CS_PEEK_FIRST_LEN 16
+#define CS_PEEK_TLS_RECORDS 8
+
+/* cs_ev_request_bytes.flags */
+enum cs_peek_flags {
+	CS_PEEK_UNREADABLE = 1 << 0, /* a read whose buffer could not be seen (io_uring, an
+	                                unknown call, a fault): first[] or records missing */
+	CS_PEEK_TLS = 1 << 1,        /* the connection's first bytes were a TLS record: records followed */
+	CS_PEEK_LOST = 1 << 2,       /* the TLS framing was lost (a header split over reads,
+	                                more records in one read than followed) */
+};
+
+struct cs_ev_request_bytes {
+	struct cs_event_header hdr;
+	__u64 sk;
+	__u32 index; /* the request record's index */
+	__u16 listener_port;
+	__u8 first_len;                            /* valid bytes in first[] */
+	__u8 record_count;                         /* TLS records that began in the exchange (types kept: the first 8) */
+	__u8 first[CS_PEEK_FIRST_LEN];             /* the exchange's first bytes read */
+	__u8 record_types[CS_PEEK_TLS_RECORDS];    /* their TLS content types, in order */
+	__u32 record_read_us[CS_PEEK_TLS_RECORDS]; /* when the read that brought each one's
+	                                              header returned, us after start_ns */
+	__u8 flags;                                /* enum cs_peek_flags */
+	__u8 pad[7];
+};
+
+/*
+ * The first bytes of a TLS connection's ClientHello handshake message (the
+ * record's body, from its handshake type on), copied once per connection
+ * from the read that brought them: enough for the ALPN list of common
+ * clients' hellos (OpenSSL's are ~512 bytes; a resumed session's ticket
+ * comes before ALPN and adds a few hundred). A longer hello is cut: what
+ * lies beyond cannot be told.
+ */
+#define CS_HELLO_LEN 1024
+
+struct cs_ev_client_hello {
+	struct cs_event_header hdr;
+	__u64 sk;
+	__u32 record_len;   /* the ClientHello record's length, as its header says */
+	__u16 captured_len; /* valid bytes in hello[] */
+	__u16 listener_port;
+	__u8 hello[CS_HELLO_LEN];
 };
 
 enum cs_closer {
@@ -465,6 +527,8 @@ _Static_assert(sizeof(struct cs_ev_listener_sample) == 56, "wire: listener size"
 _Static_assert(sizeof(struct cs_ev_handshake) == 112, "wire: handshake size");
 _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
 _Static_assert(sizeof(struct cs_ev_request) == 128, "wire: request size");
+_Static_assert(sizeof(struct cs_ev_request_bytes) == 96, "wire: request bytes size");
+_Static_assert(sizeof(struct cs_ev_client_hello) == 32 + CS_HELLO_LEN, "wire: client hello size");
 _Static_assert(sizeof(struct cs_ev_conn_close) == 96, "wire: conn close size");
 _Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");
 _Static_assert(sizeof(struct cs_ev_thread_sample) == 64, "wire: thread sample size");

@@ -41,8 +41,9 @@ static const struct {
 	const char *brief;
 } condition_table[CS_CONDITION_COUNT] = {
 	[CS_COND_NON_PERSISTENT] = { "non_persistent",
-		"turn on keep-alive (HTTP/1.1 persistent connections, client connection pools)",
-		"turn on keep-alive (persistent connections, client pools)" },
+		"turn on keep-alive (HTTP/1.1 persistent connections, client connection pools); over TLS, "
+		"have clients resume TLS sessions (session tickets or a session cache) to shorten each handshake",
+		"turn on keep-alive (persistent connections, client pools); TLS session resumption" },
 	[CS_COND_IDLE_TIMEOUT] = { "idle_timeout",
 		"make the server's idle timeout longer than the clients' (or have clients close first)",
 		"make the server's idle timeout longer than the clients'" },

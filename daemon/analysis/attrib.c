@@ -143,8 +143,19 @@ static void non_persistent(const struct cs_engine *engine, struct cs_conditions 
 		c->requests_per_connection =
 			req->first_on_connection ? (double)req->requests / (double)req->first_on_connection : 0.0;
 	}
-	if (req->first_on_connection)
-		c->setup_cost_us = (double)req->setup_ns / (double)req->first_on_connection / 1e3;
+	if (req->first_on_connection) {
+		double connections = (double)req->first_on_connection;
+		c->setup_cost_us = (double)req->setup_ns / connections / 1e3;
+		c->setup_accept_us = (double)req->setup_accept_ns / connections / 1e3;
+		c->setup_tcp_us = (double)req->setup_tcp_ns / connections / 1e3;
+		c->setup_tls_us = (double)req->setup_tls_ns / connections / 1e3;
+	}
+	uint64_t total_ns = 0;
+	for (size_t b = 0; b < CS_HIST_BUCKETS; b++)
+		for (int cause = 0; cause < CS_CAUSE_COUNT; cause++)
+			total_ns += req->bucket_cause_ns[b][cause];
+	if (total_ns)
+		c->setup_time_share = (double)req->setup_ns / (double)total_ns;
 	/*
 	 * Connections the server's idle timeout ended are that condition's
 	 * doing, not the client's choice: do not blame keep-alive for them.

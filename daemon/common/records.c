@@ -35,6 +35,10 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_prog_cost);
 	case CS_EV_SELF_COST:
 		return sizeof(struct cs_ev_self_cost);
+	case CS_EV_REQUEST_BYTES:
+		return sizeof(struct cs_ev_request_bytes);
+	case CS_EV_CLIENT_HELLO:
+		return sizeof(struct cs_ev_client_hello);
 	default:
 		return 0;
 	}

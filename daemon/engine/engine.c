@@ -151,6 +151,8 @@ union any_record {
 	struct cs_ev_handback handback;
 	struct cs_ev_prog_cost prog_cost;
 	struct cs_ev_self_cost self_cost;
+	struct cs_ev_request_bytes bytes;
+	struct cs_ev_client_hello hello;
 };
 
 /* The header, checked against the type's size. Returns the record's size, or 0 when malformed. */
@@ -204,6 +206,10 @@ static int dispatch(struct cs_engine *engine, uint16_t type, const union any_rec
 		return cs_on_thread_polls(engine, &ev->polls);
 	case CS_EV_THREAD_NAME:
 		return cs_on_thread_name(engine, &ev->name);
+	case CS_EV_REQUEST_BYTES:
+		return cs_on_request_bytes(engine, &ev->bytes);
+	case CS_EV_CLIENT_HELLO:
+		return cs_on_client_hello(engine, &ev->hello);
 	case CS_EV_ACK_OVERFLOW:
 		return on_ack_overflow(engine, &ev->ack_overflow);
 	case CS_EV_HANDBACK:

@@ -28,6 +28,7 @@ enum cs_cause {
 	CS_CAUSE_WORKER_POOL,     /* handed off by a poller, waiting for a free pool thread */
 	CS_CAUSE_HANDLER,         /* first read -> first send, on CPU or blocked */
 	CS_CAUSE_SEND_DRAIN,      /* first send -> the response's last byte left */
+	CS_CAUSE_TLS_HANDSHAKE,   /* the TLS handshake's exchanges before the first request */
 	CS_CAUSE_COUNT,
 };
 
@@ -115,6 +116,20 @@ struct cs_conn {
 	uint16_t family;         /* AF_INET or AF_INET6 */
 	uint16_t pad;
 	uint8_t remote_addr[16]; /* the peer, for the slowest requests' list */
+	/* Its exchanges (exchanges.c): set-up, TLS, overlap. */
+	uint64_t first_bytes_ns;     /* its first exchange began (bytes came); 0: not yet */
+	uint64_t handshake_extra_ns; /* that exchange's extra connect delay, for the first request */
+	uint32_t requests_counted;   /* requests with a full timeline on it */
+	uint32_t bytes_index;        /* the exchange the last bytes record was about */
+	uint8_t bytes_kind;          /* enum cs_exchange_kind of that exchange */
+	uint8_t bytes_valid;         /* 1: a bytes record waits for its request record */
+	uint8_t bytes_ended;         /* 1: the TLS handshake ended in that exchange */
+	uint8_t tls_phase;           /* enum cs_tls_phase; CS_TLS_NONE: not TLS (or unknown) */
+	uint8_t multiplexed;         /* enum cs_multiplex_reason; 0: not seen */
+	uint8_t pad2[3];
+	uint32_t bytes_data_us;      /* in that exchange, after the handshake's end: when its first
+	                                application data was read, us after its start; 0: none */
+	uint32_t request_start_us;   /* the same, for the request record being judged */
 };
 
 /* A parked request's hand-back (struct cs_ev_handback), until its request record. */
@@ -126,10 +141,93 @@ struct cs_handback {
 	uint32_t pad;
 };
 
+/* What one exchange (bytes in, then the answer) of a connection is. */
+enum cs_exchange_kind {
+	CS_EXCHANGE_REQUEST = 0,    /* a request: application bytes in, an answer out */
+	CS_EXCHANGE_TLS_HANDSHAKE,  /* TLS handshake records only: connection set-up */
+	CS_EXCHANGE_TLS_CONTROL,    /* TLS records after the handshake with no application
+	                               data: alerts (close_notify), key updates */
+	CS_EXCHANGE_MULTIPLEXED,    /* on a connection whose requests overlap: not one request */
+};
+
+/*
+ * Where a TLS connection's handshake is, from the content types of the
+ * records the client sent (exchanges.c has the rules and their limits).
+ */
+enum cs_tls_phase {
+	CS_TLS_NONE = 0,        /* not TLS, or not seen from its start */
+	CS_TLS_HELLO,           /* its first bytes were a handshake record: the ClientHello */
+	CS_TLS_CLIENT_FLIGHT,   /* ClientHello read: the client's second flight next */
+	CS_TLS_CLIENT_FLIGHT_CCS, /* ...which began with a ChangeCipherSpec */
+	CS_TLS_12_FLIGHT,       /* TLS 1.2: handshake records until application data */
+	CS_TLS_DONE,            /* handshake over: type 23 records are application data */
+	CS_TLS_LOST,            /* records not followed: could not be told */
+};
+
+/* Why a connection counts as multiplexed. */
+enum cs_multiplex_reason {
+	CS_MUX_H2_PREFACE = 1, /* its first bytes were HTTP/2's "PRI * HTTP/2.0" */
+	CS_MUX_OVERLAP,        /* bytes of a request were read after the previous answer began */
+};
+
+/* One exchange's TLS records, walked (cs_tls_walk). */
+struct cs_tls_exchange {
+	bool handshake;      /* it carried handshake records (or ChangeCipherSpec) */
+	bool app_data;       /* it carried application data */
+	bool ended;          /* the handshake ended in it */
+	bool resumed;        /* a TLS 1.2 abbreviated handshake (session resumption) */
+	uint8_t version;     /* 12 or 13 when this exchange told it; 0: not told here */
+	int data_record;     /* the first record of application data, by position; -1: none */
+};
+
+/*
+ * Walk an exchange's record content types (kept of count; count > kept:
+ * some were not kept) from phase, which moves on. lost: the probe lost the
+ * framing in this exchange. Pure: unit tests drive it with synthetic types.
+ */
+void cs_tls_walk(uint8_t *phase, const uint8_t *types, size_t kept, size_t count, bool lost,
+		 struct cs_tls_exchange *out);
+
+/* The kind of exchange a walk makes. */
+enum cs_exchange_kind cs_tls_exchange_kind(const struct cs_tls_exchange *walk, uint8_t phase);
+
+/* What a ClientHello's ALPN extension offers (cs_client_hello_alpn). */
+enum cs_alpn_offer {
+	CS_ALPN_NOT_TOLD = 0, /* cut before its extensions ended, or malformed */
+	CS_ALPN_NONE,         /* no ALPN extension: HTTP/1.x */
+	CS_ALPN_NO_H2,        /* an ALPN list without "h2" */
+	CS_ALPN_H2,           /* "h2" offered: the server may choose HTTP/2 */
+};
+
+/*
+ * The ALPN offer of a ClientHello handshake message (len bytes of it, from
+ * its type byte; total_len: the whole record's body). Pure.
+ */
+enum cs_alpn_offer cs_client_hello_alpn(const uint8_t *hello, size_t len, size_t total_len);
+
+/* first_len bytes begin with HTTP/2's connection preface. */
+bool cs_is_h2_preface(const uint8_t *first, size_t first_len);
+
 /* A client address's recent idle closes, waiting to be answered by reconnects. */
 struct cs_idle_closes {
 	uint64_t last_close_ns;
 	uint64_t pending;
+};
+
+/*
+ * A connection the engine does not follow (its accept was not seen) or no
+ * longer follows (closed, and its server still reads what came before):
+ * where its TLS records were, for its exchanges' kinds.
+ */
+struct cs_unfollowed {
+	uint64_t last_ns;        /* its last record: the entry goes a second later */
+	uint64_t first_bytes_ns; /* its first exchange began; 0: not seen */
+	uint32_t requests_counted;
+	uint8_t phase;           /* enum cs_tls_phase */
+	uint8_t multiplexed;     /* its requests overlapped: so do the exchanges it still has */
+	uint8_t closed;          /* it closed: forgotten a second after its last record
+	                            (an open one after CS_CONN_TIMEOUT_NS, as followed ones) */
+	uint8_t pad;
 };
 
 /* Connection lifecycles and resets, over all listeners. */
@@ -144,6 +242,8 @@ struct cs_lifecycle_stats {
 	uint64_t resets_sent;
 	uint64_t resets_received;
 	uint64_t keepalive_race_resets; /* sent because data hit a connection the server closed */
+	uint64_t tls_close_resets;      /* ...when that data was a TLS client's close_notify
+	                                   after the server closed: no request lost */
 	uint64_t time_wait_created;     /* server-side closes: sockets left in TIME_WAIT */
 	/* Server closes per second over the last 64 s, for TIME_WAIT still alive. */
 	uint64_t server_close_second[64];
@@ -253,6 +353,16 @@ enum cs_slot_freer {
 	CS_FREED_BY_OTHER,        /* a server close after a response, or an abort */
 };
 
+/* What the connection's first request paid before it began. */
+struct cs_request_setup {
+	bool first;          /* it is the connection's first request */
+	uint64_t began_ns;   /* the connection's first bytes came (its first exchange began) */
+	uint64_t extra_ns;   /* SYN and last-ACK retries (cs_ev_handshake's extra delay) */
+	bool tls;            /* a TLS handshake ran from began_ns to the request's start */
+	uint64_t start_ns;   /* the request's own start when later than its record's (the
+	                        handshake's end shared its exchange); 0: the record's */
+};
+
 /* All requests: latency, and per latency bucket the time of each cause. */
 struct cs_request_stats {
 	uint64_t requests;            /* requests with a full timeline */
@@ -265,7 +375,38 @@ struct cs_request_stats {
 	uint64_t (*bucket_cause_ns)[CS_CAUSE_COUNT]; /* [CS_HIST_BUCKETS] */
 	uint64_t (*bucket_dominant)[CS_CAUSE_COUNT]; /* requests whose largest cause it was */
 	struct cs_hist *cause_ns[CS_CAUSE_COUNT];    /* each request's time in each cause */
-	uint64_t setup_ns;            /* accept_queue + listen_overflow of first requests */
+	uint64_t setup_ns;            /* accept_queue + listen_overflow + tls_handshake of first requests */
+	uint64_t setup_accept_ns;     /* of which the accept queue */
+	uint64_t setup_tcp_ns;        /* ... SYN and last-ACK retries (listen_overflow) */
+	uint64_t setup_tls_ns;        /* ... the TLS handshake */
+	/* Connections that spoke TLS from their first bytes (exchanges.c). */
+	uint64_t tls_connections;
+	uint64_t tls_handshakes;      /* whose handshake ended before a request */
+	uint64_t tls12, tls13;        /* versions told by the client's second flight */
+	uint64_t tls_resumed;         /* TLS 1.2 abbreviated handshakes (1.3 resumption cannot be told) */
+	uint64_t tls_handshake_exchanges; /* exchanges kept out of the requests as set-up */
+	uint64_t tls_control_exchanges;   /* alerts, key updates: neither set-up nor requests */
+	uint64_t tls_lost;            /* connections whose records could not be followed: counted as
+	                                 requests from there on */
+	uint64_t bytes_unreadable;    /* connections whose first read's bytes could not be seen */
+	uint64_t bytes_unmatched;     /* bytes records of connections not followed (or closed) */
+	/* The last request record fed: cs_engine_request_verdict. */
+	uint64_t last_sk;
+	uint32_t last_index;
+	bool last_was_request;
+	struct cs_request_setup last_setup;
+	/* The last such record, for its request record next (exchanges.c). */
+	uint64_t orphan_sk;
+	uint32_t orphan_index;
+	uint8_t orphan_kind;
+	uint8_t orphan_ended;         /* its TLS handshake ended in that exchange */
+	uint64_t unfollowed_full;     /* connections not followed whose exchanges could not be
+	                                 remembered (table full): counted as requests */
+	uint64_t tls_alpn_h2;         /* TLS connections whose ClientHello offered HTTP/2 */
+	uint64_t tls_alpn_not_told;   /* ...whose ALPN offer could not be read (hello cut) */
+	uint64_t connections_multiplexed; /* overlapping requests, or HTTP/2's preface */
+	uint64_t multiplexed_h2;      /* of which by the preface */
+	uint64_t multiplexed_exchanges;   /* their exchanges from then on: not in any latency */
 	struct cs_exemplar exemplars[CS_EXEMPLARS]; /* min-heap on total_ns */
 	size_t exemplar_count;
 };
@@ -342,6 +483,9 @@ struct cs_engine {
 	struct cs_u64map idle_closed_from; /* remote address -> struct cs_idle_closes */
 	struct cs_u64map handbacks;        /* sk -> struct cs_handback of its latest parked request */
 	uint64_t handbacks_dropped;        /* table full: a parked request's split not kept */
+	struct cs_u64map tls_closed;       /* a TLS connection that closed: its peer and
+	                                      ports (cs_tuple_key) -> the close's time, ns */
+	struct cs_u64map unfollowed;       /* socket -> struct cs_unfollowed */
 	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
 	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
 	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */
@@ -385,6 +529,23 @@ const struct cs_worker_stats *cs_listener_busiest_worker(const struct cs_listene
 /* Split a request record into causes; false when it has no full timeline. */
 bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
 		      struct cs_request_split *split);
+
+
+/*
+ * What the engine made of the request record it was fed last (a reader
+ * of the same stream after the engine, as flamegraph's): 1 a request,
+ * with its set-up; 0 not one (a TLS handshake's exchange, a multiplexed
+ * connection's); -1 it was not the last request record fed.
+ */
+int cs_engine_request_verdict(const struct cs_engine *engine, const struct cs_ev_request *req,
+			      struct cs_request_setup *setup);
+
+/* The set-up as a request record alone tells it: exchange 0 is the connection's first request. */
+void cs_setup_from_record(const struct cs_ev_request *req, struct cs_request_setup *setup);
+
+/* cs_split_request with the set-up given (the engine's own use). */
+bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_request *req,
+			    const struct cs_request_setup *setup, struct cs_request_split *split);
 
 /*
  * Share of its active span (first accept call to last return) a worker

@@ -13,8 +13,24 @@ int cs_requests_init(struct cs_engine *engine);
 void cs_requests_free(struct cs_engine *engine);
 void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev);
 int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req);
-/* Kept for the request record that follows it on the same socket. */
+/* exemplars.c: keep candidate if it is among the CS_EXEMPLARS slowest requests. */
+void cs_keep_exemplar(struct cs_request_stats *stats, const struct cs_exemplar *candidate);
+/* handbacks.c: a parked request's hand-back, kept for the request record that follows it. */
 int cs_on_request_handback(struct cs_engine *engine, const struct cs_ev_handback *ev);
+/* The request's hand-back, if one came for it and its times lie within its read -> send. */
+const struct cs_handback *cs_handback_of(const struct cs_engine *engine, const struct cs_ev_request *req);
+/* Its first read -> first send split into worker_pool, handler and event_loop (runq: the reader's). */
+void cs_split_handed_back(const struct cs_ev_request *req, const struct cs_handback *hb, uint64_t runq,
+			  struct cs_request_split *split);
+/* Credit the worker that ran a parked request, and its reader's parked_out. */
+void cs_note_worker(struct cs_engine *engine, const struct cs_ev_request *req);
+/* exchanges.c: what the server read in a connection's first exchanges, and what each exchange is. */
+int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_bytes *ev);
+int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello *ev);
+/* Whether an exchange is a request, and what it paid before it began when it is its connection's first. */
+bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req,
+			    struct cs_request_setup *setup);
+
 int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev);
 int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev);
 void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns);

@@ -31,6 +31,7 @@ const char *const cs_cause_names[CS_CAUSE_COUNT] = {
 	[CS_CAUSE_WORKER_POOL] = "worker_pool",
 	[CS_CAUSE_HANDLER] = "handler",
 	[CS_CAUSE_SEND_DRAIN] = "send_drain",
+	[CS_CAUSE_TLS_HANDSHAKE] = "tls_handshake",
 };
 
 int cs_requests_init(struct cs_engine *engine)
@@ -56,7 +57,9 @@ int cs_requests_init(struct cs_engine *engine)
 	if (cs_u64map_init(&engine->conns, sizeof(struct cs_conn), CS_MAX_CONNS) ||
 	    cs_u64map_init(&engine->threads, sizeof(struct cs_thread_stats), 65536) ||
 	    cs_u64map_init(&engine->idle_closed_from, sizeof(struct cs_idle_closes), 65536) ||
-	    cs_u64map_init(&engine->handbacks, sizeof(struct cs_handback), 65536))
+	    cs_u64map_init(&engine->handbacks, sizeof(struct cs_handback), 65536) ||
+	    cs_u64map_init(&engine->tls_closed, sizeof(uint64_t), 65536) ||
+	    cs_u64map_init(&engine->unfollowed, sizeof(struct cs_unfollowed), 65536))
 		return -ENOMEM;
 	return 0;
 }
@@ -74,6 +77,8 @@ void cs_requests_free(struct cs_engine *engine)
 	cs_u64map_free(&engine->threads);
 	cs_u64map_free(&engine->idle_closed_from);
 	cs_u64map_free(&engine->handbacks);
+	cs_u64map_free(&engine->tls_closed);
+	cs_u64map_free(&engine->unfollowed);
 }
 
 /* ---- the accept side: connections the engine follows ---------------------- */
@@ -102,6 +107,36 @@ static int conn_timed_out(uint64_t key, const void *value, void *ctx_ptr)
 	return expired;
 }
 
+static int tls_close_expired(uint64_t key, const void *value, void *ctx_ptr)
+{
+	(void)key;
+	const uint64_t *close_ns = value;
+	const struct sweep_ctx *ctx = ctx_ptr;
+	return ctx->now_ns > *close_ns && ctx->now_ns - *close_ns > RECONNECT_WINDOW_NS;
+}
+
+/*
+ * A connection's peer and ports as one key (never 0). local_port: the
+ * tuple's, or the listener's when the tuple lost it (an aborted socket's
+ * is cleared before its close record is written).
+ */
+static uint64_t tuple_key(const struct cs_tuple *tuple, uint16_t listener_port)
+{
+	uint16_t local_port = tuple->local_port ? tuple->local_port : listener_port;
+	uint64_t key = (uint64_t)cs_addr_hash(tuple->remote_addr) << 32 | (uint64_t)tuple->remote_port << 16 |
+		       local_port;
+	return key ? key : 1;
+}
+
+static int unfollowed_expired(uint64_t key, const void *value, void *ctx_ptr)
+{
+	(void)key;
+	const struct cs_unfollowed *u = value;
+	const struct sweep_ctx *ctx = ctx_ptr;
+	uint64_t keep_ns = u->closed ? RECONNECT_WINDOW_NS : CS_CONN_TIMEOUT_NS;
+	return ctx->now_ns > u->last_ns && ctx->now_ns - u->last_ns > keep_ns;
+}
+
 static int idle_closes_expired(uint64_t key, const void *value, void *ctx_ptr)
 {
 	(void)key;
@@ -120,6 +155,8 @@ void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns)
 	struct sweep_ctx ctx = { .now_ns = now_ns, .engine = engine };
 	engine->conns_timed_out += cs_u64map_remove_if(&engine->conns, conn_timed_out, &ctx);
 	cs_u64map_remove_if(&engine->idle_closed_from, idle_closes_expired, &ctx);
+	cs_u64map_remove_if(&engine->tls_closed, tls_close_expired, &ctx);
+	cs_u64map_remove_if(&engine->unfollowed, unfollowed_expired, &ctx);
 }
 
 /*
@@ -172,6 +209,7 @@ void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	if (!created)
 		conn_forgotten(engine, conn, ev->hdr.ts_ns);
 	memset(conn, 0, sizeof(*conn));
+	cs_u64map_remove(&engine->unfollowed, ev->sk);
 	conn->established_ns = ev->established_ns;
 	conn->accept_ns = ev->hdr.ts_ns;
 	conn->last_seen_ns = ev->hdr.ts_ns;
@@ -205,80 +243,76 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-int cs_on_request_handback(struct cs_engine *engine, const struct cs_ev_handback *ev)
+int cs_engine_request_verdict(const struct cs_engine *engine, const struct cs_ev_request *req,
+			      struct cs_request_setup *setup)
 {
-	struct cs_handback *hb = cs_u64map_put(&engine->handbacks, ev->sk, NULL);
-	if (!hb) {
-		engine->handbacks_dropped++;
-		return 0;
-	}
-	*hb = (struct cs_handback){
-		.start_ns = ev->start_ns,
-		.handler_start_ns = ev->handler_start_ns,
-		.handler_end_ns = ev->handler_end_ns,
-		.worker_tid = ev->worker_tid,
-	};
-	return 0;
+	const struct cs_request_stats *stats = &engine->requests;
+	if (stats->last_sk != req->sk || stats->last_index != req->index)
+		return -1;
+	*setup = stats->last_setup;
+	return stats->last_was_request;
 }
 
-/*
- * The hand-back of a parked request, if one came for it and its times lie
- * within its read -> send. Kept until the socket's next one (the flame
- * graph splits the same request again).
- */
-static const struct cs_handback *handback_of(const struct cs_engine *engine, const struct cs_ev_request *req)
+void cs_setup_from_record(const struct cs_ev_request *req, struct cs_request_setup *setup)
 {
-	if (!(req->flags & CS_REQ_PARKED))
-		return NULL;
-	const struct cs_handback *hb = cs_u64map_get(&engine->handbacks, req->sk);
-	if (!hb || hb->start_ns != req->start_ns || hb->handler_start_ns < req->first_read_ns ||
-	    hb->handler_start_ns > hb->handler_end_ns || hb->handler_end_ns > req->first_send_ns)
-		return NULL;
-	return hb;
-}
-
-/* Take up to *left from part: what the thread spent runnable, not running, out of it. */
-static uint64_t less_runq(uint64_t part, uint64_t *left)
-{
-	uint64_t taken = min_u64(part, *left);
-	*left -= taken;
-	return part - taken;
-}
-
-/*
- * First read -> first send of a request its reader parked and a worker
- * answered: waiting for the worker (busy with earlier requests) is the
- * pool's, its run the handler's, and the reader's delay picking the answer
- * up the event loop's. The reader's run-queue time in the window is taken
- * first from that last part, where it woke up.
- */
-static void split_handed_back(const struct cs_ev_request *req, const struct cs_handback *hb, uint64_t runq,
-			      struct cs_request_split *split)
-{
-	uint64_t left = runq;
-	split->cause_ns[CS_CAUSE_EVENT_LOOP] += less_runq(span(hb->handler_end_ns, req->first_send_ns), &left);
-	split->cause_ns[CS_CAUSE_WORKER_POOL] += less_runq(span(req->first_read_ns, hb->handler_start_ns), &left);
-	split->cause_ns[CS_CAUSE_HANDLER] = less_runq(span(hb->handler_start_ns, hb->handler_end_ns), &left);
+	memset(setup, 0, sizeof(*setup));
+	setup->first = req->index == 0;
+	setup->began_ns = req->start_ns;
+	setup->extra_ns = req->handshake_extra_ns;
 }
 
 bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
 		      struct cs_request_split *split)
 {
+	struct cs_request_setup setup;
+	cs_setup_from_record(req, &setup);
+	return cs_split_request_setup(engine, req, &setup, split);
+}
+
+bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_request *req,
+			    const struct cs_request_setup *setup, struct cs_request_split *split)
+{
 	memset(split, 0, sizeof(*split));
 	if (req->flags & (CS_REQ_NO_RESPONSE | CS_REQ_PARTIAL) || !req->start_ns ||
 	    !req->first_read_ns || !req->first_send_ns)
 		return false;
+	/*
+	 * The request began inside its exchange, after the TLS handshake's
+	 * end: its phases start there (what was sent before it, session
+	 * tickets, was the handshake's: its answer's first send is not known
+	 * apart, so its handler time shows as send_drain).
+	 */
+	const struct cs_ev_request *recorded = req; /* a hand-back names the recorded times */
+	struct cs_ev_request moved;
+	if (setup->start_ns > req->start_ns) {
+		moved = *req;
+		moved.start_ns = setup->start_ns;
+		if (moved.first_read_ns < moved.start_ns)
+			moved.first_read_ns = moved.start_ns;
+		if (moved.first_send_ns < moved.first_read_ns)
+			moved.first_send_ns = moved.first_read_ns;
+		req = &moved;
+	}
 
-	/* The first request may have waited in the accept queue: it began then. */
+	/*
+	 * The first request may have waited in the accept queue: it began
+	 * then. Over TLS its connection's first bytes were the ClientHello:
+	 * from the accept (or those bytes, if later) to the request's start,
+	 * the handshake ran.
+	 */
 	uint64_t pickup_from = req->start_ns;
-	if (req->index == 0) {
+	if (setup->first) {
 		const struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
-		if (conn && conn->accept_ns && conn->established_ns &&
-		    req->start_ns <= conn->accept_ns) {
+		uint64_t tls_from = setup->began_ns;
+		if (conn && conn->accept_ns && conn->established_ns && setup->began_ns <= conn->accept_ns) {
 			split->cause_ns[CS_CAUSE_ACCEPT_QUEUE] = span(conn->established_ns, conn->accept_ns);
-			pickup_from = conn->accept_ns;
+			tls_from = conn->accept_ns;
+			if (!setup->tls)
+				pickup_from = conn->accept_ns;
 		}
-		split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = req->handshake_extra_ns;
+		split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = setup->extra_ns;
+		if (setup->tls)
+			split->cause_ns[CS_CAUSE_TLS_HANDSHAKE] = span(tls_from, req->start_ns);
 	}
 
 	uint64_t pickup = span(pickup_from, req->first_read_ns);
@@ -293,9 +327,9 @@ bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request
 	/* Ready, not yet read: the poller's thread pool was busy, or the loop was. */
 	enum cs_cause waited = req->flags & CS_REQ_HANDED_OFF ? CS_CAUSE_WORKER_POOL : CS_CAUSE_EVENT_LOOP;
 	split->cause_ns[waited] = pickup - pickup_runq;
-	const struct cs_handback *hb = handback_of(engine, req);
-	if (hb)
-		split_handed_back(req, hb, handler_runq, split);
+	const struct cs_handback *hb = cs_handback_of(engine, recorded);
+	if (hb && hb->handler_start_ns >= req->first_read_ns)
+		cs_split_handed_back(req, hb, handler_runq, split);
 	else
 		split->cause_ns[CS_CAUSE_HANDLER] = handler - handler_runq;
 	split->cause_ns[CS_CAUSE_SEND_DRAIN] = drain - drain_runq;
@@ -304,62 +338,23 @@ bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request
 	return true;
 }
 
-/* Keep the CS_EXEMPLARS slowest requests: a min-heap on total_ns. */
-static void heap_swap(struct cs_exemplar *a, struct cs_exemplar *b)
+/* The reading thread's share of a request. */
+static void thread_took(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_request_split *split)
 {
-	struct cs_exemplar t = *a;
-	*a = *b;
-	*b = t;
-}
-
-static void keep_exemplar(struct cs_request_stats *stats, const struct cs_exemplar *candidate)
-{
-	struct cs_exemplar *heap = stats->exemplars;
-	size_t n = stats->exemplar_count;
-	if (n < CS_EXEMPLARS) {
-		size_t i = n;
-		heap[i] = *candidate;
-		stats->exemplar_count++;
-		while (i > 0 && heap[(i - 1) / 2].split.total_ns > heap[i].split.total_ns) {
-			heap_swap(&heap[(i - 1) / 2], &heap[i]);
-			i = (i - 1) / 2;
-		}
+	struct cs_thread_stats *thread = cs_get_thread(engine, req->reader_tid, req->tgid, NULL);
+	if (!thread)
 		return;
-	}
-	if (candidate->split.total_ns <= heap[0].split.total_ns)
-		return;
-	heap[0] = *candidate;
-	for (size_t i = 0;;) {
-		size_t smallest = i, left = 2 * i + 1, right = left + 1;
-		if (left < n && heap[left].split.total_ns < heap[smallest].split.total_ns)
-			smallest = left;
-		if (right < n && heap[right].split.total_ns < heap[smallest].split.total_ns)
-			smallest = right;
-		if (smallest == i)
-			break;
-		heap_swap(&heap[i], &heap[smallest]);
-		i = smallest;
-	}
-}
-
-/* A parked request's worker served it: the worker is a pool thread, its reader handed it out. */
-static void note_worker(struct cs_engine *engine, const struct cs_ev_request *req)
-{
-	const struct cs_handback *hb = handback_of(engine, req);
-	if (!hb)
-		return;
-	struct cs_thread_stats *reader = cs_get_thread(engine, req->reader_tid, req->tgid, NULL);
-	if (reader)
-		reader->parked_out++;
-	struct cs_thread_stats *worker = cs_get_thread(engine, hb->worker_tid, req->tgid, NULL);
-	if (!worker)
-		return;
-	worker->executed++;
-	worker->serving_ns += span(hb->handler_start_ns, hb->handler_end_ns);
-	if (!worker->first_read_ns || hb->handler_start_ns < worker->first_read_ns)
-		worker->first_read_ns = hb->handler_start_ns;
-	if (hb->handler_end_ns > worker->last_send_ns)
-		worker->last_send_ns = hb->handler_end_ns;
+	thread->requests++;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		thread->cause_ns[c] += split->cause_ns[c];
+	cs_coarse_record(thread->runq_per_request, split->cause_ns[CS_CAUSE_RUN_QUEUE]);
+	uint64_t end_ns = req->last_send_ns > req->first_read_ns ? req->last_send_ns : req->first_send_ns;
+	thread->serving_ns += span(req->first_read_ns, end_ns);
+	if (!thread->first_read_ns || req->first_read_ns < thread->first_read_ns)
+		thread->first_read_ns = req->first_read_ns;
+	if (end_ns > thread->last_send_ns)
+		thread->last_send_ns = end_ns;
+	thread->handed_requests += (req->flags & CS_REQ_HANDED_OFF) != 0;
 }
 
 int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
@@ -373,7 +368,14 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	if (req->flags & CS_REQ_HELD_BACK)
 		stats->held_back++;
 	stats->send_eagain += req->send_eagain;
-	if (!cs_split_request(engine, req, &split)) {
+	struct cs_request_setup setup;
+	stats->last_sk = req->sk;
+	stats->last_index = req->index;
+	stats->last_was_request = cs_exchange_is_request(engine, conn, req, &setup);
+	stats->last_setup = setup;
+	if (!stats->last_was_request)
+		return 0;
+	if (!cs_split_request_setup(engine, req, &setup, &split)) {
 		if (req->flags & CS_REQ_NO_RESPONSE)
 			stats->unanswered++;
 		else
@@ -382,9 +384,16 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	}
 
 	stats->requests++;
-	if (req->index == 0) {
+	if (conn)
+		conn->requests_counted++;
+	if (setup.first) {
 		stats->first_on_connection++;
-		stats->setup_ns += split.cause_ns[CS_CAUSE_ACCEPT_QUEUE] + split.cause_ns[CS_CAUSE_LISTEN_OVERFLOW];
+		stats->setup_accept_ns += split.cause_ns[CS_CAUSE_ACCEPT_QUEUE];
+		stats->setup_tcp_ns += split.cause_ns[CS_CAUSE_LISTEN_OVERFLOW];
+		stats->setup_tls_ns += split.cause_ns[CS_CAUSE_TLS_HANDSHAKE];
+		stats->setup_ns += split.cause_ns[CS_CAUSE_ACCEPT_QUEUE] + split.cause_ns[CS_CAUSE_LISTEN_OVERFLOW] +
+				   split.cause_ns[CS_CAUSE_TLS_HANDSHAKE];
+		stats->tls_handshakes += setup.tls;
 	}
 	size_t bucket = cs_hist_bucket_index(split.total_ns);
 	cs_hist_record(stats->latency_ns, split.total_ns);
@@ -402,22 +411,8 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 		cs_hist_record(listener->latency_ns, split.total_ns);
 		listener->requests++;
 	}
-	struct cs_thread_stats *thread = cs_get_thread(engine, req->reader_tid, req->tgid, NULL);
-	if (thread) {
-		thread->requests++;
-		for (int c = 0; c < CS_CAUSE_COUNT; c++)
-			thread->cause_ns[c] += split.cause_ns[c];
-		cs_coarse_record(thread->runq_per_request, split.cause_ns[CS_CAUSE_RUN_QUEUE]);
-		uint64_t end_ns = req->last_send_ns > req->first_read_ns ? req->last_send_ns : req->first_send_ns;
-		thread->serving_ns += span(req->first_read_ns, end_ns);
-		if (!thread->first_read_ns || req->first_read_ns < thread->first_read_ns)
-			thread->first_read_ns = req->first_read_ns;
-		if (end_ns > thread->last_send_ns)
-			thread->last_send_ns = end_ns;
-		thread->handed_requests += (req->flags & CS_REQ_HANDED_OFF) != 0;
-	}
-	note_worker(engine, req);
-
+	thread_took(engine, req, &split);
+	cs_note_worker(engine, req);
 	struct cs_exemplar exemplar = {
 		.split = split,
 		.end_ns = req->hdr.ts_ns,
@@ -435,7 +430,7 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 		exemplar.peer_port = conn->remote_port;
 		memcpy(exemplar.peer_addr, conn->remote_addr, sizeof(exemplar.peer_addr));
 	}
-	keep_exemplar(stats, &exemplar);
+	cs_keep_exemplar(stats, &exemplar);
 	return 0;
 }
 
@@ -479,6 +474,27 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 		}
 	}
 	const struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
+	/* Its client's close_notify may come after (or with) the close, and draw a reset. */
+	struct cs_unfollowed *unfollowed = conn ? NULL : cs_u64map_get(&engine->unfollowed, ev->sk);
+	if (unfollowed)
+		unfollowed->closed = 1;
+	if ((conn && conn->tls_phase != CS_TLS_NONE) || (unfollowed && unfollowed->phase != CS_TLS_NONE)) {
+		uint64_t *close_ns = cs_u64map_put(&engine->tls_closed, tuple_key(&ev->tuple, ev->listener_port), NULL);
+		if (close_ns)
+			*close_ns = ev->hdr.ts_ns;
+	}
+	/* The server may read what came before the close after it: where its records were. */
+	if (conn && (conn->requests_counted == 0 || conn->multiplexed)) {
+		struct cs_unfollowed *u = cs_u64map_put(&engine->unfollowed, ev->sk, NULL);
+		if (u) {
+			memset(u, 0, sizeof(*u));
+			u->last_ns = ev->hdr.ts_ns;
+			u->first_bytes_ns = conn->first_bytes_ns;
+			u->phase = conn->tls_phase;
+			u->multiplexed = conn->multiplexed != 0;
+			u->closed = 1;
+		}
+	}
 	if (conn) {
 		struct cs_listener_stats *listener = cs_get_listener(engine, conn->port);
 		if (listener)
@@ -498,8 +514,32 @@ int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev)
 	}
 	life->resets_sent++;
 	if (ev->reason == RST_REASON_ABORT_ON_DATA || ev->reason == RST_REASON_TIMEWAIT_SOCKET ||
-	    (ev->reason == RST_REASON_ABORT_ON_CLOSE && (ev->flags & CS_RESET_UNREAD_REQUEST)))
+	    (ev->reason == RST_REASON_ABORT_ON_CLOSE && (ev->flags & CS_RESET_UNREAD_REQUEST))) {
+		/*
+		 * A TLS client that closes with close_notify sends it after the
+		 * server's close: that alert, not a request, drew the reset
+		 * (the bytes are encrypted: a request lost the same way looks
+		 * the same, and is counted here too).
+		 */
+		uint64_t key = tuple_key(&ev->tuple, ev->tuple.local_port);
+		const uint64_t *close_ns = cs_u64map_get(&engine->tls_closed, key);
+		const struct cs_conn *open = ev->sk ? cs_u64map_get(&engine->conns, ev->sk) : NULL;
+		/* Kept for the next: the alert and the client's FIN may each draw one. */
+		if (close_ns && ev->hdr.ts_ns >= *close_ns && ev->hdr.ts_ns - *close_ns <= RECONNECT_WINDOW_NS) {
+			life->tls_close_resets++;
+			return 0;
+		}
+		/*
+		 * The close that aborts on the unread alert comes before its
+		 * close record. (Over TLS a request that hit the close cannot be
+		 * told from a close_notify: both are counted here.)
+		 */
+		if (open && open->tls_phase != CS_TLS_NONE) {
+			life->tls_close_resets++;
+			return 0;
+		}
 		life->keepalive_race_resets++;
+	}
 	return 0;
 }
 

@@ -187,12 +187,19 @@ void cs_flame_collect_request(struct cs_flame_collector *c, const struct cs_engi
 		return;
 	const struct cs_ev_request *req = record;
 	struct cs_flame_request r = {};
-	if (!cs_split_request(engine, req, &r.split))
+	/* The engine, fed first, knows what the record was: a TLS handshake's exchange is no request. */
+	struct cs_request_setup setup;
+	int verdict = cs_engine_request_verdict(engine, req, &setup);
+	if (verdict == 0)
+		return;
+	if (verdict < 0)
+		cs_setup_from_record(req, &setup);
+	if (!cs_split_request_setup(engine, req, &setup, &r.split))
 		return;
 	c->requests_seen++;
 	/* The same windows cs_split_request measured. */
 	r.pickup_ns = req->start_ns;
-	if (req->index == 0 && r.split.cause_ns[CS_CAUSE_ACCEPT_QUEUE]) {
+	if (setup.first && !setup.tls && r.split.cause_ns[CS_CAUSE_ACCEPT_QUEUE]) {
 		const struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
 		if (conn)
 			r.pickup_ns = conn->accept_ns;

@@ -208,10 +208,12 @@ int cs_flame_join(struct cs_flame_input *in, cs_flame_emit_fn emit, void *ctx, s
 		/*
 		 * No thread to look at: the time alone. worker_pool's request sat
 		 * in a queue while the pool's threads served others: their stacks
-		 * are those requests' handler time.
+		 * are those requests' handler time. A TLS handshake's exchanges are
+		 * not followed by thread.
 		 */
 		static const enum cs_cause plain[] = {
 			CS_CAUSE_ACCEPT_QUEUE, CS_CAUSE_LISTEN_OVERFLOW, CS_CAUSE_WORKER_POOL, CS_CAUSE_SEND_DRAIN,
+			CS_CAUSE_TLS_HANDSHAKE,
 		};
 		for (size_t c = 0; c < sizeof(plain) / sizeof(plain[0]); c++)
 			emit_one(r, plain[c], CS_FLAME_NONE, CS_FLAME_NO_STACK, r->split.cause_ns[plain[c]], emit,

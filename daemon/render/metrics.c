@@ -180,6 +180,12 @@ static void render_lifecycle(const struct cs_mx_out *w)
 	cs_mx_header(w, "connscope_requests_unanswered_total", "counter",
 		     "Requests on connections that closed before the server answered.");
 	cs_mx_sample(w, "connscope_requests_unanswered_total", NULL, w->engine->requests.unanswered);
+	cs_mx_header(w, "connscope_connections_multiplexed_total", "counter",
+		     "Connections whose requests overlap (HTTP/2, pipelining): in no request figure.");
+	cs_mx_sample(w, "connscope_connections_multiplexed_total", NULL, w->engine->requests.connections_multiplexed);
+	cs_mx_header(w, "connscope_tls_handshake_exchanges_total", "counter",
+		     "TLS handshake exchanges counted as connection set-up, not as requests.");
+	cs_mx_sample(w, "connscope_tls_handshake_exchanges_total", NULL, w->engine->requests.tls_handshake_exchanges);
 }
 
 /* One series: where the target runs. Join on target to label the others. */

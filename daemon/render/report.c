@@ -102,6 +102,19 @@ static void text_tail(FILE *out, const struct cs_tail *tail)
 	}
 }
 
+/* TLS connections: their handshakes are set-up, not requests. */
+static void text_tls(FILE *out, const struct cs_request_stats *r)
+{
+	if (!r->tls_connections)
+		return;
+	fprintf(out, "\ntls         %" PRIu64 " connection(s) (TLS 1.2: %" PRIu64 ", 1.3: %" PRIu64
+		", 1.2 resumed: %" PRIu64 "); %" PRIu64 " handshake exchange(s) counted as set-up, not requests",
+		r->tls_connections, r->tls12, r->tls13, r->tls_resumed, r->tls_handshake_exchanges);
+	if (r->tls_lost)
+		fprintf(out, "; %" PRIu64 " whose records could not be told (their exchanges counted as requests)",
+			r->tls_lost);
+}
+
 static void text_requests(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
 			  const struct cs_analysis *analysis)
 {
@@ -113,6 +126,7 @@ static void text_requests(FILE *out, const struct cs_engine *engine, const struc
 	if (r->unanswered || r->partial)
 		fprintf(out, "; %" PRIu64 " unanswered, %" PRIu64 " partial (began before attach)",
 			r->unanswered, r->partial);
+	text_tls(out, r);
 	fprintf(out, "\nlatency    ");
 	text_percentiles(out, r->latency_ns);
 	text_tail(out, &analysis->tail);
@@ -123,6 +137,17 @@ static void text_requests(FILE *out, const struct cs_engine *engine, const struc
 static void format_us(char *buf, size_t len, double us)
 {
 	cs_format_duration(buf, len, (uint64_t)(us * 1e3));
+}
+
+/* non_persistent's set-up, by part: TCP (SYN retries), the accept queue, TLS. */
+static void text_setup_split(FILE *out, const struct cs_conditions *c)
+{
+	char tcp[32], queue[32], tls[32];
+	format_us(tcp, sizeof(tcp), c->non_persistent.setup_tcp_us);
+	format_us(queue, sizeof(queue), c->non_persistent.setup_accept_us);
+	format_us(tls, sizeof(tls), c->non_persistent.setup_tls_us);
+	fprintf(out, "\n      set-up per connection: TCP (SYN retries) %s, accept queue %s, TLS handshake %s", tcp,
+		queue, tls);
 }
 
 /*
@@ -137,9 +162,11 @@ static void text_condition_seen(FILE *out, const struct cs_conditions *c, enum c
 	case CS_COND_NON_PERSISTENT:
 		format_us(a, sizeof(a), c->non_persistent.setup_cost_us);
 		format_us(b, sizeof(b), c->non_persistent.median_latency_us);
-		fprintf(out, " %.2f requests per connection; %.0f%% of requests paid connection set-up (accept "
-			"queue and SYN retries: %s on average; the median request takes %s)",
-			c->non_persistent.requests_per_connection, 100.0 * c->non_persistent.setup_share, a, b);
+		fprintf(out, " %.2f requests per connection; %.0f%% of requests paid connection set-up (%s on "
+			"average, %.0f%% of the requests' time; the median request takes %s)",
+			c->non_persistent.requests_per_connection, 100.0 * c->non_persistent.setup_share, a,
+			100.0 * c->non_persistent.setup_time_share, b);
+		text_setup_split(out, c);
 		break;
 	case CS_COND_IDLE_TIMEOUT:
 		fprintf(out, " the server closed %" PRIu64 " idle keep-alive connection(s) after ~%.1f ms idle; %" PRIu64
@@ -291,6 +318,22 @@ static void text_labels(FILE *out, const struct cs_target_labels *labels)
 	fputc('\n', out);
 }
 
+/* Connections whose requests overlap: said first, kept out of every per-request figure. */
+static void text_multiplexed(FILE *out, const struct cs_request_stats *r)
+{
+	if (r->connections_multiplexed)
+		fprintf(out, "multiplexed: %" PRIu64 " connection(s) whose requests overlap (%" PRIu64
+			" HTTP/2 by its preface, %" PRIu64 " pipelined or multiplexed by timing): their %" PRIu64
+			" exchange(s) are in no request latency or phase (their accept wait, set-up and lifetime are)\n",
+			r->connections_multiplexed, r->multiplexed_h2, r->connections_multiplexed - r->multiplexed_h2,
+			r->multiplexed_exchanges);
+	if (r->tls_alpn_h2 || r->tls_alpn_not_told)
+		fprintf(out, "multiplexed over TLS: could not be told for %" PRIu64 " connection(s) that offered HTTP/2 "
+			"(ALPN h2) and %" PRIu64 " whose offer was not read: the server's choice is encrypted; "
+			"their exchanges count as requests unless they overlap\n",
+			r->tls_alpn_h2, r->tls_alpn_not_told);
+}
+
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
 	fprintf(out, "connscope: %s, %.1f s, %" PRIu64 " events, %" PRIu64 " lost", meta->target,
@@ -319,6 +362,7 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 		cs_run_stamp_format_utc(&meta->stamp, started, sizeof(started));
 		fprintf(out, "started %s on %s, kernel %s\n", started, meta->stamp.host, meta->stamp.kernel);
 	}
+	text_multiplexed(out, &engine->requests);
 	/* One analysis for every section below: the tail, the conditions, the diagnosis, the cost. */
 	struct cs_analysis analysis;
 	cs_analyze(engine, meta, &analysis);

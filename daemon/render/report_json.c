@@ -167,11 +167,14 @@ static json_t *conditions_value(const struct cs_conditions *c)
 {
 	const typeof(c->accept_contention) *ac = &c->accept_contention;
 	json_t *o = json_pack(
-		"{s:{s:b,s:o,s:o,s:o,s:o},s:{s:b,s:I,s:o,s:I,s:I},s:{s:b,s:I,s:I,s:I},s:{s:b,s:b,s:b,s:b,s:o,s:I,s:o},"
+		"{s:{s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o},s:{s:b,s:I,s:o,s:I,s:I},s:{s:b,s:I,s:I,s:I},s:{s:b,s:b,s:b,s:b,s:o,s:I,s:o},"
 		"s:o}",
 		"non_persistent", "flagged", c->non_persistent.flagged, "requests_per_connection",
 		cs_json_3(c->non_persistent.requests_per_connection), "setup_share",
 		cs_json_4(c->non_persistent.setup_share), "setup_cost_us", cs_json_3(c->non_persistent.setup_cost_us),
+		"setup_accept_us", cs_json_3(c->non_persistent.setup_accept_us), "setup_tcp_us",
+		cs_json_3(c->non_persistent.setup_tcp_us), "setup_tls_us", cs_json_3(c->non_persistent.setup_tls_us),
+		"setup_time_share", cs_json_4(c->non_persistent.setup_time_share),
 		"median_latency_us", cs_json_3(c->non_persistent.median_latency_us),
 		"idle_timeout", "flagged", c->idle_timeout.flagged, "server_idle_closes",
 		JI(c->idle_timeout.server_idle_closes), "inferred_timeout_ms",
@@ -199,6 +202,19 @@ static json_t *lifecycle(const struct cs_conditions *conditions)
 			 "lifetime_max_ms", cs_json_3(c->lifetime_max_ms));
 }
 
+/* TLS connections and what their exchanges were (exchanges.c). */
+static json_t *tls_value(const struct cs_engine *engine)
+{
+	const struct cs_request_stats *r = &engine->requests;
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "connections", JI(r->tls_connections),
+			 "alpn_h2", JI(r->tls_alpn_h2), "alpn_not_told", JI(r->tls_alpn_not_told),
+			 "handshakes", JI(r->tls_handshakes), "tls12", JI(r->tls12), "tls13", JI(r->tls13), "resumed",
+			 JI(r->tls_resumed), "handshake_exchanges", JI(r->tls_handshake_exchanges), "control_exchanges",
+			 JI(r->tls_control_exchanges), "not_told", JI(r->tls_lost), "bytes_unreadable",
+			 JI(r->bytes_unreadable), "close_notify_resets", JI(engine->lifecycle.tls_close_resets),
+			 "setup_total_us", cs_json_us(r->setup_tls_ns));
+}
+
 static void add_requests(json_t *report, const struct cs_engine *engine, const struct cs_analysis *analysis)
 {
 	const struct cs_request_stats *r = &engine->requests;
@@ -206,6 +222,13 @@ static void add_requests(json_t *report, const struct cs_engine *engine, const s
 	json_object_set_new(report, "requests_unanswered", json_integer(JI(r->unanswered)));
 	json_object_set_new(report, "requests_partial", json_integer(JI(r->partial)));
 	json_object_set_new(report, "connections", json_integer(JI(r->first_on_connection)));
+	json_object_set_new(report, "connections_multiplexed", json_integer(JI(r->connections_multiplexed)));
+	json_object_set_new(report, "multiplexed",
+			    json_pack("{s:I,s:I,s:I,s:I}", "connections", JI(r->connections_multiplexed), "h2_preface",
+				      JI(r->multiplexed_h2), "overlap",
+				      JI(r->connections_multiplexed - r->multiplexed_h2), "exchanges",
+				      JI(r->multiplexed_exchanges)));
+	json_object_set_new(report, "tls", tls_value(engine));
 	json_object_set_new(report, "latency_us", cs_report_percentiles_us(r->latency_ns));
 	json_object_set_new(report, "latency_buckets_us", buckets_us(r->latency_ns));
 	json_object_set_new(report, "tail", tail_value(&analysis->tail));

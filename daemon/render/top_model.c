@@ -166,6 +166,7 @@ void cs_top_model_from_value(struct cs_top_model *m, const json_t *root)
 	m->skipped = count(events, "skipped");
 	cost(json_object_get(root, "cost"), m);
 	m->requests = count(root, "requests");
+	m->multiplexed = count(root, "connections_multiplexed");
 	m->requests_per_s = num(json_object_get(live, "last"), "requests_per_s");
 	latency(json_object_get(root, "latency_us"), &m->total);
 	const json_t *window = json_object_get(live, "window");

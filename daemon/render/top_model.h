@@ -68,6 +68,7 @@ struct cs_top_model {
 	double bpf_ns_per_request;  /* < 0: not measured (BPF statistics off) or no request */
 	double cpu_share;           /* the daemon's (or connscope's) CPU, share of one CPU */
 	uint64_t requests;
+	uint64_t multiplexed;       /* connections whose requests overlap: not in the latency */
 	double requests_per_s;      /* the last second */
 	struct cs_top_latency total;   /* since the statistics began */
 	struct cs_top_latency window;  /* the last minute */

@@ -142,8 +142,11 @@ static int latency(struct cs_top_screen *s, int row, const struct cs_top_model *
 	duration_us(p999, sizeof(p999), l->p999_us);
 	duration_us(max, sizeof(max), l->max_us);
 	int col = put_fmt(s, row, 0, CS_TOP_HEADER, "latency %ds", m->window_seconds);
-	put_fmt(s, row, col, CS_TOP_NORMAL, "  p50 %s  p99 %s  p99.9 %s  max %s  %.0f req/s", p50, p99, p999,
-		max, m->requests_per_s);
+	col = put_fmt(s, row, col, CS_TOP_NORMAL, "  p50 %s  p99 %s  p99.9 %s  max %s  %.0f req/s", p50, p99, p999,
+		      max, m->requests_per_s);
+	/* Their requests overlap: said, since they are in none of these figures. */
+	if (m->multiplexed)
+		put_fmt(s, row, col, CS_TOP_WARN, "  %" PRIu64 " multiplexed conn(s), not in the latency", m->multiplexed);
 	return row + 1;
 }
 

@@ -228,13 +228,23 @@ print("%.0f %.0f %.4f" % (total / 1e3, top / 1e3, top / (float(sys.argv[3]) * 1e
 PY
 }
 
-# cs_start_nginx KEEPALIVE_TIMEOUT WORKER_CONNECTIONS: Debian's nginx, one
-# worker, in a private directory ($NGINX_DIR, its error log there) on a
-# free port ($NGINX_PORT), answering "ok" to every request. Sets
-# NGINX_MASTER and SERVER_PID (the worker, which accepts and serves).
+# cs_start_nginx KEEPALIVE_TIMEOUT WORKER_CONNECTIONS [LISTEN_PARAMETERS]:
+# Debian's nginx, one worker, in a private directory ($NGINX_DIR, its error
+# log there) on a free port ($NGINX_PORT), answering "ok" to every request.
+# LISTEN_PARAMETERS go on its listen line: "ssl" serves TLS 1.2 and 1.3
+# with a self-signed certificate made here ($NGINX_DIR/cert.pem), "http2"
+# HTTP/2 (without ssl: HTTP/2 with prior knowledge, as h2load speaks it).
+# Sets NGINX_MASTER and SERVER_PID (the worker, which accepts and serves).
 cs_start_nginx() {
   NGINX_DIR=$CS_TMP/nginx NGINX_PORT=$(cs_free_port)
   mkdir -p "$NGINX_DIR/tmp"
+  local listen_parameters=${3:-} tls=
+  if [[ " $listen_parameters " == *" ssl "* ]]; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+      -keyout "$NGINX_DIR/key.pem" -out "$NGINX_DIR/cert.pem" 2>"$NGINX_DIR/openssl.log" \
+      || { cat "$NGINX_DIR/openssl.log"; fail "openssl could not make a certificate"; }
+    tls="ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate $NGINX_DIR/cert.pem; ssl_certificate_key $NGINX_DIR/key.pem;"
+  fi
   cat >"$NGINX_DIR/nginx.conf" <<NGINX
 daemon off;
 worker_processes 1;
@@ -249,7 +259,7 @@ http {
   fastcgi_temp_path $NGINX_DIR/tmp;
   uwsgi_temp_path $NGINX_DIR/tmp;
   scgi_temp_path $NGINX_DIR/tmp;
-  server { listen 127.0.0.1:$NGINX_PORT; location / { return 200 "ok\n"; } }
+  server { listen 127.0.0.1:$NGINX_PORT $listen_parameters; $tls location / { return 200 "ok\n"; } }
 }
 NGINX
   cs_bg nginx -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/error.log"
@@ -262,12 +272,24 @@ NGINX
 # cs_start_tomcat CONNECTOR_ATTRIBUTES [JSP_NAME JSP_TEXT]: Debian's Tomcat
 # 10 in a private CATALINA_BASE ($TOMCAT_BASE) with one HTTP connector on a
 # free port ($TOMCAT_PORT) and those attributes (maxThreads, ...), and a
-# JSP in its ROOT webapp. Sets SERVER_PID (catalina.sh run execs java: the
-# JVM). Startup takes about a second.
+# JSP in its ROOT webapp. With TOMCAT_TLS=1 the connector serves TLS 1.2
+# and 1.3 through JSSE, from a PKCS12 keystore made here with openssl.
+# Sets SERVER_PID (catalina.sh run execs java: the JVM). Startup takes
+# about a second.
 cs_start_tomcat() {
   [[ -x /usr/share/tomcat10/bin/catalina.sh ]] || fail "tomcat10 is not installed (scripts/deps.sh installs it)"
   TOMCAT_BASE=$CS_TMP/tomcat TOMCAT_PORT=$(cs_free_port)
   mkdir -p "$TOMCAT_BASE"/{conf,logs,temp,work,webapps/ROOT}
+  local tls_attributes= tls_config=
+  if [[ ${TOMCAT_TLS:-} == 1 ]]; then
+    { openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+        -keyout "$TOMCAT_BASE/conf/key.pem" -out "$TOMCAT_BASE/conf/cert.pem" &&
+      openssl pkcs12 -export -in "$TOMCAT_BASE/conf/cert.pem" -inkey "$TOMCAT_BASE/conf/key.pem" \
+        -name tomcat -passout pass:changeit -out "$TOMCAT_BASE/conf/keystore.p12"; } \
+      >"$TOMCAT_BASE/openssl.log" 2>&1 || { cat "$TOMCAT_BASE/openssl.log"; fail "openssl could not make a keystore"; }
+    tls_attributes='SSLEnabled="true"'
+    tls_config="<SSLHostConfig protocols=\"TLSv1.2+TLSv1.3\"><Certificate certificateKeystoreFile=\"$TOMCAT_BASE/conf/keystore.p12\" certificateKeystorePassword=\"changeit\" certificateKeystoreType=\"PKCS12\"/></SSLHostConfig>"
+  fi
   cp /usr/share/tomcat10/etc/web.xml "$TOMCAT_BASE/conf/"
   echo ok >"$TOMCAT_BASE/webapps/ROOT/index.html"
   [[ -n ${2:-} ]] && echo "$3" >"$TOMCAT_BASE/webapps/ROOT/$2"
@@ -275,7 +297,7 @@ cs_start_tomcat() {
 <?xml version="1.0" encoding="UTF-8"?>
 <Server port="-1">
   <Service name="Catalina">
-    <Connector port="$TOMCAT_PORT" address="127.0.0.1" protocol="org.apache.coyote.http11.Http11NioProtocol" $1/>
+    <Connector port="$TOMCAT_PORT" address="127.0.0.1" protocol="org.apache.coyote.http11.Http11NioProtocol" $1 $tls_attributes>$tls_config</Connector>
     <Engine name="Catalina" defaultHost="localhost">
       <Host name="localhost" appBase="webapps" unpackWARs="false" autoDeploy="false"/>
     </Engine>
@@ -308,4 +330,107 @@ cs_start_jetty() {
   SERVER_PID=$BG_PID
   for _ in $(seq 300); do ss -Htln "sport = :$JETTY_PORT" | grep -q . && break; sleep 0.05; done
   cs_wait_port "$JETTY_PORT"
+}
+
+# tls_ab_profile NAME PROTOCOL URL: ab over https (PROTOCOL: TLS1.2,
+# TLS1.3), 1000 requests on as many connections, 10 at a time, profiled as
+# NAME ($r: its report). connscope must count ab's requests, no more (the
+# handshakes are set-up), one a connection, with the TLS handshake in
+# non_persistent's set-up; the clients' close_notify alerts after the
+# server's close are no keep-alive race.
+tls_ab_profile() {
+  local url=$3
+  cs_profile "$1" ab -q -f "$2" -n 1000 -c 10 "$url" >"$CS_TMP/$1-ab.log"
+  r=$CS_TMP/$1.json
+  local done failed
+  done=$(awk '/^Complete requests:/ { print $3 }' "$CS_TMP/$1-ab.log")
+  failed=$(awk '/^Failed requests:/ { print $3 }' "$CS_TMP/$1-ab.log")
+  note "$2: ab $(grep 'SSL/TLS Protocol' "$CS_TMP/$1-ab.log"), $done complete, $failed failed; connscope $(json_get "$r" 'j["requests"]') requests, tls $(json_get "$r" 'j["tls"]')"
+  note "$2: non_persistent $(json_get "$r" 'j["conditions"]["non_persistent"]')"
+  assert_cmp "$failed" '==' 0 "ab's failed requests ($2)"
+  assert_cmp "$(json_get "$r" 'j["requests"]')" '==' "$done" "connscope's requests vs ab's ($2)"
+  assert_cmp "$(json_get "$r" 'j["conditions"]["non_persistent"]["requests_per_connection"]')" '==' 1 \
+    "requests per connection ($2)"
+  [[ $(json_get "$r" 'j["conditions"]["non_persistent"]["flagged"]') == True ]] || fail "non_persistent not flagged ($2)"
+  # Every request's connection made a handshake first: at least as many as requests.
+  assert_cmp "$(json_get "$r" 'j["tls"]["handshakes"]')" '==' "$done" "TLS handshakes before a request ($2)"
+  assert_cmp "$(json_get "$r" 'j["tls"]["connections"]')" '>=' "$done" "TLS connections ($2)"
+  assert_cmp "$(json_get "$r" 'j["tls"]["not_told"]')" '==' 0 "TLS connections whose records were lost ($2)"
+  # Each handshake took at least the ClientHello's exchange; the set-up includes it.
+  assert_cmp "$(json_get "$r" 'j["tls"]["handshake_exchanges"]')" '>=' "$done" "handshake exchanges ($2)"
+  assert_cmp "$(json_get "$r" 'j["conditions"]["non_persistent"]["setup_tls_us"]')" '>' 0 "TLS in the set-up ($2)"
+  assert_cmp "$(json_get "$r" 'j["conditions"]["non_persistent"]["setup_cost_us"]')" '>=' \
+    "$(json_get "$r" 'j["conditions"]["non_persistent"]["setup_tls_us"]')" "set-up cost includes TLS ($2)"
+  # The server closes after each answer; ab's close_notify comes after that close.
+  assert_cmp "$(json_get "$r" 'j["conditions"]["idle_timeout"]["keepalive_race_resets"]')" '==' 0 \
+    "keep-alive race resets: close_notify resets are none ($2)"
+  assert_cmp "$(json_get "$r" 'j["tls"]["close_notify_resets"]')" '>' 0 "close_notify resets ($2)"
+  assert_cmp "$(json_get "$r" 'j["multiplexed"]["connections"]')" '==' 0 "multiplexed connections ($2)"
+  # ab offers no ALPN: its connections are HTTP/1.x for sure, nothing to say about HTTP/2.
+  assert_cmp "$(json_get "$r" 'j["tls"]["alpn_h2"] + j["tls"]["alpn_not_told"]')" '==' 0 "ALPN h2 offers, or not read ($2)"
+}
+
+# wrk_tls_profile NAME URL: wrk over https, 10 keep-alive connections for
+# 3 s, each pausing 2 ms after an answer, profiled as NAME ($r: its
+# report): connscope's requests and p99 agree with wrk's, one handshake a
+# connection. wrk times a request from its write to its reading of the answer
+# in its event loop: flat out, on two busy CPUs, its thread's own waits for
+# a CPU (milliseconds) are most of its p99, and no server sees them. The
+# pause leaves the CPUs time to serve both sides, and wrk runs at a
+# real-time priority (chrt), woken as soon as its answer is there.
+wrk_tls_profile() {
+  local url=$2 wrk_p99 wrk_requests low high server_p99
+  echo 'function delay() return 2 end' >"$CS_TMP/pause.lua"
+  cs_profile "$1" chrt -f 10 wrk -t1 -c10 -d3s --latency -s "$CS_TMP/pause.lua" "$url" >"$CS_TMP/$1.log"
+  r=$CS_TMP/$1.json
+  # wrk's "99%   1.23ms" in microseconds; its request count.
+  wrk_p99=$(awk '$1 == "99%" { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
+    print v * (u == "us" ? 1 : u == "ms" ? 1000 : 1000000) }' "$CS_TMP/$1.log")
+  wrk_requests=$(awk '/requests in/ { print $1 }' "$CS_TMP/$1.log")
+  note "wrk: $wrk_requests requests, p99 $wrk_p99 us; connscope: $(json_get "$r" 'j["requests"]') requests, p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, tls $(json_get "$r" 'j["tls"]')"
+  grep -q 'Socket errors' "$CS_TMP/$1.log" && { cat "$CS_TMP/$1.log"; fail "wrk saw socket errors"; }
+  # wrk stops with up to one request in flight on each connection: answered, connscope counts it.
+  assert_cmp "$(json_get "$r" 'j["requests"]')" '>=' "$wrk_requests" "connscope's requests vs wrk's"
+  assert_cmp "$(json_get "$r" 'j["requests"]')" '<=' "$((wrk_requests + 10))" "connscope's requests vs wrk's and those in flight"
+  # The server ends a connection after so many requests (nginx keepalive_requests,
+  # Tomcat maxKeepAliveRequests): wrk connects again.
+  assert_cmp "$(json_get "$r" 'j["connections"]')" '>=' 10 "connections that carried requests"
+  assert_cmp "$(json_get "$r" 'j["tls"]["handshakes"]')" '==' "$(json_get "$r" 'j["connections"]')" \
+    "TLS handshakes (one per connection)"
+  assert_cmp "$(json_get "$r" 'j["tls"]["not_told"]')" '==' 0 "TLS connections whose records were lost (wrk)"
+  read -r low high < <(python3 -c "t = lambda x: max(0.1 * x, 1000.0)
+print($wrk_p99 - t($wrk_p99), $wrk_p99 + t($wrk_p99))")
+  server_p99=$(json_get "$r" 'j["latency_us"]["p99"]')
+  assert_cmp "$server_p99" '>=' "$low" "p99 agreement: connscope $server_p99 us vs wrk $wrk_p99 us"
+  assert_cmp "$server_p99" '<=' "$high" "p99 agreement: connscope $server_p99 us vs wrk $wrk_p99 us"
+}
+
+# tls_resume_profile NAME PORT: twenty TLS 1.2 connections of two requests
+# each, the last nineteen resuming the first's session, profiled as NAME
+# ($r: its report): connscope counts the abbreviated handshakes the client
+# saw resumed, and the 40 requests.
+tls_resume_profile() {
+  cat >"$CS_TMP/$1.py" <<'PY'
+import socket, ssl, sys
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+session, resumed = None, 0
+for _ in range(20):
+    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10), session=session) as s:
+        for _ in range(2):
+            s.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert s.recv(4096).startswith(b"HTTP/1.1 200"), "no answer"
+        resumed += s.session_reused
+        session = s.session
+print(resumed)
+PY
+  local resumed=$CS_TMP/$1.resumed
+  cs_profile "$1" sh -c "timeout 60 '$CS_PYTHON' '$CS_TMP/$1.py' $2 >'$resumed'"
+  r=$CS_TMP/$1.json
+  note "resumption: the client resumed $(cat "$resumed") session(s); connscope: tls $(json_get "$r" 'j["tls"]'), $(json_get "$r" 'j["requests"]') requests"
+  assert_cmp "$(cat "$resumed")" '>=' 1 "sessions the client resumed"
+  assert_cmp "$(json_get "$r" 'j["tls"]["resumed"]')" '==' "$(cat "$resumed")" "resumed TLS 1.2 handshakes vs the client's"
+  assert_cmp "$(json_get "$r" 'j["requests"]')" '==' 40 "requests (20 connections, 2 each)"
+  assert_cmp "$(json_get "$r" 'j["connections"]')" '==' 20 "connections that carried requests"
 }

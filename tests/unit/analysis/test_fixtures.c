@@ -165,10 +165,30 @@ Test(fixtures, s8_nagle_is_send_drain_past_the_last_send)
 	release(&r);
 }
 
+Test(fixtures, tls_resume_handshakes_are_set_up)
+{
+	/* nginx over TLS 1.2: 20 connections of 2 requests, the last 19 resuming the first's session. */
+	struct replay r;
+	replay("tls_resume", &r);
+	const struct cs_request_stats *q = &r.engine->requests;
+	cr_expect_eq(q->requests, 40);
+	cr_expect_eq(q->first_on_connection, 20);
+	cr_expect_eq(q->tls_connections, 20);
+	cr_expect_eq(q->tls_handshakes, 20);
+	cr_expect_eq(q->tls12, 20);
+	cr_expect_eq(q->tls_resumed, 19);
+	/* A full handshake takes two exchanges, a resumed one its ClientHello's (its end goes with the request). */
+	cr_expect_eq(q->tls_handshake_exchanges, 21);
+	cr_expect_gt(q->setup_tls_ns, 0);
+	cr_expect_eq(q->connections_multiplexed, 0);
+	release(&r);
+}
+
 Test(fixtures, every_fixture_splits_exactly)
 {
 	/* The tail's cause times add up to the tail requests' whole latency. */
-	static const char *const names[] = { "s1", "s2", "s3", "s4a", "s4b", "s5close", "s5keep", "s6", "s7", "s8" };
+	static const char *const names[] = { "s1", "s2", "s3", "s4a", "s4b", "s5close", "s5keep", "s6", "s7", "s8",
+					     "tls_resume" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		struct replay r;
 		replay(names[i], &r);

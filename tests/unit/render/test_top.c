@@ -250,3 +250,19 @@ Test(top, hostile_json_yields_a_clamped_model)
 	cr_expect_neq(cs_top_model_read(m, "{", 1, "test", err, sizeof(err)), 0);
 	free(m);
 }
+
+Test(top, multiplexed_connections_are_said)
+{
+	static const char json[] = "{\"requests\":10,\"connections_multiplexed\":3,\"live\":{\"window\":{\"seconds\":60}}}";
+	struct cs_top_model *m = malloc(sizeof(*m));
+	char err[256];
+	cr_assert_eq(cs_top_model_read(m, json, sizeof(json) - 1, "test", err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(m->multiplexed, 3);
+	struct cs_top_screen s;
+	cr_assert_eq(cs_top_screen_init(&s, 24, 160), 0);
+	struct cs_top_ui ui = { .sort = CS_TOP_SORT_REQUESTS };
+	cs_top_render(&s, m, &ui);
+	cr_expect(screen_has(&s, "3 multiplexed conn(s), not in the latency"), "multiplexed connections not said");
+	cs_top_screen_free(&s);
+	free(m);
+}

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * What each of a connection's exchanges is. The probes delimit an exchange
+ * as bytes in, then bytes out; a TLS handshake is made of such exchanges
+ * too, and a connection whose requests overlap (HTTP/1.1 pipelining,
+ * HTTP/2) packs several requests into one. The probes copy a few bytes of
+ * what the server read in a connection's first CS_PEEK_EXCHANGES exchanges
+ * (struct cs_ev_request_bytes): the exchange's first bytes and, on a
+ * connection that began with a TLS record, each record's content type.
+ * From those this file tells handshake exchanges (connection set-up) from
+ * requests, with no TLS library hook and no decryption.
+ *
+ * The client's records, as real clients send them (OpenSSL's ab, wrk,
+ * s_client and Python; JSSE), one line an exchange:
+ *   TLS 1.2 full:         22 (ClientHello) | 22 20 22 (key exchange, CCS,
+ *                         Finished) | 23... (requests)
+ *   TLS 1.2 resumed:      22 | 20 22 [23] (CCS, Finished, and the request
+ *                         when it came before the server answered)
+ *   TLS 1.3 (full or resumed, middlebox compatibility): 22 | 20 23 [23] |
+ *                         23... The client's Finished is already a type 23
+ *                         record: in 1.3 the first 23 of the client's
+ *                         second flight is its Finished, the later ones are
+ *                         application data. OpenSSL and JSSE servers answer
+ *                         that Finished with NewSessionTicket, so the
+ *                         request is an exchange of its own, unless it was
+ *                         read together with the Finished.
+ * Limits: a 1.3 client that sends a certificate (Certificate,
+ * CertificateVerify, Finished as several type 23 records) or 0-RTT early
+ * data has its extra records taken for application data; TLS 1.3
+ * resumption looks like a full handshake from the client's records (only
+ * 1.2's abbreviated handshake is counted as resumed); an exchange that
+ * carries both the handshake's end and a request counts as a request that
+ * starts when its first record's read returned (record_read_us: a read's
+ * time, not the bytes' arrival), and what the server sent before it
+ * (session tickets) leaves its handler time unknown apart from its
+ * send_drain; renegotiation is not told apart from requests. When the probe could not follow the records (a
+ * header split over reads, io_uring, more records in a read than it
+ * follows), the connection's later exchanges count as requests and the
+ * connection as "could not be told" (tls_lost).
+ */
+#include <string.h>
+
+#include "engine_internal.h"
+#include "tables.h"
+
+#define TLS_CHANGE_CIPHER_SPEC 20
+#define TLS_HANDSHAKE 22
+#define TLS_APPLICATION_DATA 23
+
+/* One record of the client's, in phase. */
+static void walk_one(uint8_t *phase, uint8_t type, struct cs_tls_exchange *out)
+{
+	switch (*phase) {
+	case CS_TLS_HELLO:
+		if (type == TLS_HANDSHAKE) {
+			out->handshake = true;
+			*phase = CS_TLS_CLIENT_FLIGHT;
+		}
+		return;
+	case CS_TLS_CLIENT_FLIGHT:
+	case CS_TLS_CLIENT_FLIGHT_CCS:
+		if (type == TLS_CHANGE_CIPHER_SPEC) {
+			out->handshake = true;
+			*phase = CS_TLS_CLIENT_FLIGHT_CCS;
+		} else if (type == TLS_HANDSHAKE) {
+			/* 1.2: the key exchange (full), or the Finished after a CCS (abbreviated). */
+			out->handshake = true;
+			out->version = 12;
+			out->resumed = *phase == CS_TLS_CLIENT_FLIGHT_CCS;
+			*phase = CS_TLS_12_FLIGHT;
+		} else if (type == TLS_APPLICATION_DATA) {
+			/* 1.3: the client's Finished, encrypted. */
+			out->handshake = true;
+			out->version = 13;
+			out->ended = true;
+			*phase = CS_TLS_DONE;
+		}
+		return;
+	case CS_TLS_12_FLIGHT:
+		if (type == TLS_CHANGE_CIPHER_SPEC || type == TLS_HANDSHAKE) {
+			out->handshake = true;
+		} else if (type == TLS_APPLICATION_DATA) {
+			out->app_data = true;
+			out->ended = true;
+			*phase = CS_TLS_DONE;
+		}
+		return;
+	case CS_TLS_DONE:
+		if (type == TLS_APPLICATION_DATA)
+			out->app_data = true;
+		return;
+	default:
+		return;
+	}
+}
+
+void cs_tls_walk(uint8_t *phase, const uint8_t *types, size_t kept, size_t count, bool lost,
+		 struct cs_tls_exchange *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->data_record = -1;
+	if (*phase == CS_TLS_NONE || *phase == CS_TLS_LOST)
+		return;
+	for (size_t i = 0; i < kept && i < count; i++) {
+		walk_one(phase, types[i], out);
+		if (out->app_data && out->data_record < 0)
+			out->data_record = (int)i;
+	}
+	/* Records not kept, or not followed: what they were cannot be told. */
+	if (lost || count > kept)
+		*phase = CS_TLS_LOST;
+}
+
+enum cs_exchange_kind cs_tls_exchange_kind(const struct cs_tls_exchange *walk, uint8_t phase)
+{
+	if (walk->app_data)
+		return CS_EXCHANGE_REQUEST;
+	/* Lost in this exchange: what followed the last record told may be a request. */
+	if (phase == CS_TLS_LOST)
+		return CS_EXCHANGE_REQUEST;
+	if (walk->handshake)
+		return CS_EXCHANGE_TLS_HANDSHAKE;
+	return CS_EXCHANGE_TLS_CONTROL;
+}
+
+bool cs_is_h2_preface(const uint8_t *first, size_t first_len)
+{
+	static const char preface[] = "PRI * HTTP/2.0";
+	size_t n = sizeof(preface) - 1;
+	return first_len >= n && memcmp(first, preface, n) == 0;
+}
+
+/* Big-endian integers of n bytes at p. */
+static size_t be(const uint8_t *p, size_t n)
+{
+	size_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+#define HELLO_CLIENT_HELLO 1
+#define EXT_ALPN 16
+
+/* The ALPN extension's protocol list: does it name "h2"? */
+static enum cs_alpn_offer alpn_list(const uint8_t *p, size_t len)
+{
+	if (len < 2 || be(p, 2) + 2 > len)
+		return CS_ALPN_NOT_TOLD;
+	size_t end = 2 + be(p, 2);
+	for (size_t at = 2; at < end;) {
+		size_t n = p[at];
+		if (at + 1 + n > end)
+			return CS_ALPN_NOT_TOLD;
+		if (n == 2 && p[at + 1] == 'h' && p[at + 2] == '2')
+			return CS_ALPN_H2;
+		at += 1 + n;
+	}
+	return CS_ALPN_NO_H2;
+}
+
+enum cs_alpn_offer cs_client_hello_alpn(const uint8_t *hello, size_t len, size_t total_len)
+{
+	/* type(1) length(3) version(2) random(32), then the session id, suites, compression. */
+	size_t at = 38;
+	if (len < at + 1 || hello[0] != HELLO_CLIENT_HELLO)
+		return CS_ALPN_NOT_TOLD;
+	at += 1 + hello[at];
+	if (at + 2 > len)
+		return CS_ALPN_NOT_TOLD;
+	at += 2 + be(hello + at, 2);
+	if (at + 1 > len)
+		return CS_ALPN_NOT_TOLD;
+	at += 1 + hello[at];
+	/* No extensions at all: the hello ends here. */
+	if (at >= total_len)
+		return CS_ALPN_NONE;
+	if (at + 2 > len)
+		return CS_ALPN_NOT_TOLD;
+	size_t end = at + 2 + be(hello + at, 2);
+	for (at += 2; at + 4 <= end && at + 4 <= len;) {
+		size_t type = be(hello + at, 2), n = be(hello + at + 2, 2);
+		if (type == EXT_ALPN)
+			return at + 4 + n <= len ? alpn_list(hello + at + 4, n) : CS_ALPN_NOT_TOLD;
+		at += 4 + n;
+	}
+	/* Every extension walked without ALPN, or the copy ended first. */
+	return at >= end ? CS_ALPN_NONE : CS_ALPN_NOT_TOLD;
+}
+
+/*
+ * A TLS connection's ClientHello: whether it offered HTTP/2. The
+ * server's choice is in its own flight, encrypted in TLS 1.3 (and not read
+ * in 1.2): a connection that offered h2 may be multiplexed, which cannot
+ * be told; one that did not is HTTP/1.x.
+ */
+int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello *ev)
+{
+	size_t len = ev->captured_len < CS_HELLO_LEN ? ev->captured_len : CS_HELLO_LEN;
+	enum cs_alpn_offer offer = cs_client_hello_alpn(ev->hello, len, ev->record_len);
+	if (offer == CS_ALPN_H2)
+		engine->requests.tls_alpn_h2++;
+	else if (offer == CS_ALPN_NOT_TOLD)
+		engine->requests.tls_alpn_not_told++;
+	return 0;
+}
+
+static void mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *conn, enum cs_multiplex_reason why)
+{
+	if (conn->multiplexed)
+		return;
+	conn->multiplexed = (uint8_t)why;
+	stats->connections_multiplexed++;
+	if (why == CS_MUX_H2_PREFACE)
+		stats->multiplexed_h2++;
+}
+
+/* What a walk told, counted once per connection: versions, resumption, a lost framing. */
+static void count_walk(struct cs_request_stats *stats, const struct cs_tls_exchange *walk, uint8_t before,
+		       uint8_t after)
+{
+	if (before != CS_TLS_LOST && after == CS_TLS_LOST)
+		stats->tls_lost++;
+	if (walk->version == 12)
+		stats->tls12++;
+	else if (walk->version == 13)
+		stats->tls13++;
+	stats->tls_resumed += walk->resumed;
+}
+
+/* A connection not followed, remembered from now (NULL: the table is full, counted). */
+static struct cs_unfollowed *unfollowed_get(struct cs_engine *engine, uint64_t sk)
+{
+	int created = 0;
+	struct cs_unfollowed *u = cs_u64map_put(&engine->unfollowed, sk, &created);
+	if (!u) {
+		engine->requests.unfollowed_full++;
+		return NULL;
+	}
+	if (created)
+		memset(u, 0, sizeof(*u));
+	return u;
+}
+
+/*
+ * Bytes of a connection the engine does not follow (its accept came
+ * before the attach, or was not seen) or follows no more (closed, and its
+ * server still reads what came before): its TLS records are walked on
+ * from where they were, for its request record next; anything else is
+ * taken for a request.
+ */
+static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request_bytes *ev)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	stats->bytes_unmatched++;
+	stats->orphan_sk = ev->sk;
+	stats->orphan_index = ev->index;
+	stats->orphan_kind = CS_EXCHANGE_REQUEST;
+	stats->orphan_ended = 0;
+	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, ev->sk);
+	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
+	bool h2 = ev->index == 0 && cs_is_h2_preface(ev->first, first_len);
+	/* A socket's first exchange: a new connection, whatever an older one left. */
+	if (u && ev->index == 0)
+		memset(u, 0, sizeof(*u));
+	if (!u && ev->index == 0 && ((ev->flags & CS_PEEK_TLS) || h2))
+		u = unfollowed_get(engine, ev->sk);
+	if (!u)
+		return 0;
+	u->last_ns = ev->hdr.ts_ns;
+	if (h2 && !u->multiplexed) {
+		u->multiplexed = 1;
+		stats->connections_multiplexed++;
+		stats->multiplexed_h2++;
+	}
+	if (ev->index == 0 && (ev->flags & CS_PEEK_TLS)) {
+		u->phase = CS_TLS_HELLO; /* its ClientHello (read after its close, maybe) */
+		stats->tls_connections++;
+	}
+	uint8_t before = u->phase;
+	struct cs_tls_exchange walk;
+	cs_tls_walk(&u->phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count, (ev->flags & CS_PEEK_LOST) != 0,
+		    &walk);
+	if (before != CS_TLS_NONE)
+		stats->orphan_kind = (uint8_t)cs_tls_exchange_kind(&walk, u->phase);
+	stats->orphan_ended = walk.ended;
+	count_walk(stats, &walk, before, u->phase);
+	return 0;
+}
+
+int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_bytes *ev)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
+	if (!conn)
+		return unfollowed_bytes(engine, ev);
+	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
+	if (ev->index == 0) {
+		if (ev->flags & CS_PEEK_UNREADABLE && !first_len)
+			stats->bytes_unreadable++;
+		if (ev->flags & CS_PEEK_TLS) {
+			conn->tls_phase = CS_TLS_HELLO;
+			stats->tls_connections++;
+		} else if (cs_is_h2_preface(ev->first, first_len)) {
+			mark_multiplexed(stats, conn, CS_MUX_H2_PREFACE);
+		}
+	}
+	uint8_t before = conn->tls_phase;
+	struct cs_tls_exchange walk;
+	cs_tls_walk(&conn->tls_phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count,
+		    (ev->flags & CS_PEEK_LOST) != 0, &walk);
+	conn->bytes_index = ev->index;
+	conn->bytes_valid = 1;
+	conn->bytes_ended = walk.ended;
+	/*
+	 * The handshake's end and a request in one exchange (the request came
+	 * before the server answered the client's Finished): the request
+	 * began when its first record was read, not with the exchange.
+	 */
+	conn->bytes_data_us = walk.ended && walk.data_record > 0 ? ev->record_read_us[walk.data_record] : 0;
+	conn->bytes_kind = before == CS_TLS_NONE ? CS_EXCHANGE_REQUEST : cs_tls_exchange_kind(&walk, conn->tls_phase);
+	count_walk(stats, &walk, before, conn->tls_phase);
+	return 0;
+}
+
+/* The kind of an exchange of a connection not followed: the same rules, from what is remembered of it. */
+static enum cs_exchange_kind unfollowed_kind(struct cs_engine *engine, const struct cs_ev_request *req)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	bool orphan = stats->orphan_sk && stats->orphan_sk == req->sk && stats->orphan_index == req->index;
+	enum cs_exchange_kind kind = orphan ? (enum cs_exchange_kind)stats->orphan_kind : CS_EXCHANGE_REQUEST;
+	bool ended = orphan && stats->orphan_ended;
+	stats->orphan_sk = 0;
+	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, req->sk);
+	if (kind == CS_EXCHANGE_REQUEST && !ended && (req->flags & CS_REQ_READ_AFTER_SEND) &&
+	    !(req->flags & CS_REQ_PARTIAL)) {
+		if (!u)
+			u = unfollowed_get(engine, req->sk);
+		if (u && !u->multiplexed) {
+			u->multiplexed = 1;
+			stats->connections_multiplexed++;
+		}
+	}
+	if (!u)
+		return kind;
+	u->last_ns = req->hdr.ts_ns;
+	return u->multiplexed ? CS_EXCHANGE_MULTIPLEXED : kind;
+}
+
+static enum cs_exchange_kind exchange_kind(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	if (!conn)
+		return unfollowed_kind(engine, req);
+	enum cs_exchange_kind kind = CS_EXCHANGE_REQUEST;
+	bool ended = false;
+	conn->request_start_us = 0;
+	if (conn->bytes_valid && conn->bytes_index == req->index) {
+		kind = conn->bytes_kind;
+		ended = conn->bytes_ended;
+		conn->request_start_us = conn->bytes_data_us;
+		conn->bytes_valid = 0;
+	}
+	/*
+	 * Bytes read after the answer began had come before it: the client
+	 * sent more without waiting for the answer. The exchange that ends a
+	 * TLS handshake does so by itself (the server answers the client's
+	 * Finished with session tickets, then reads the request).
+	 */
+	if (kind == CS_EXCHANGE_REQUEST && !ended && (req->flags & CS_REQ_READ_AFTER_SEND) &&
+	    !(req->flags & CS_REQ_PARTIAL))
+		mark_multiplexed(stats, conn, CS_MUX_OVERLAP);
+	if (conn->multiplexed)
+		return CS_EXCHANGE_MULTIPLEXED;
+	return kind;
+}
+
+/*
+ * Whether the exchange is a request (exchanges.c), and what it paid
+ * before it began when it is its connection's first. A TLS connection's
+ * first request is the first exchange after its handshake's.
+ */
+bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req,
+			     struct cs_request_setup *setup)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	cs_setup_from_record(req, setup);
+	if (conn && req->index == 0) {
+		conn->first_bytes_ns = req->start_ns;
+		conn->handshake_extra_ns = req->handshake_extra_ns;
+	}
+	struct cs_unfollowed *u = conn ? NULL : cs_u64map_get(&engine->unfollowed, req->sk);
+	if (u && req->index == 0)
+		u->first_bytes_ns = req->start_ns;
+	switch (exchange_kind(engine, conn, req)) {
+	case CS_EXCHANGE_TLS_HANDSHAKE:
+		stats->tls_handshake_exchanges++;
+		return false;
+	case CS_EXCHANGE_TLS_CONTROL:
+		stats->tls_control_exchanges++;
+		return false;
+	case CS_EXCHANGE_MULTIPLEXED:
+		stats->multiplexed_exchanges++;
+		return false;
+	case CS_EXCHANGE_REQUEST:
+		break;
+	}
+	if (conn && conn->tls_phase != CS_TLS_NONE && req->index > 0 && conn->first_bytes_ns) {
+		setup->first = conn->requests_counted == 0;
+		setup->began_ns = conn->first_bytes_ns;
+		setup->extra_ns = conn->handshake_extra_ns;
+		setup->tls = true;
+		if (setup->first && conn->request_start_us)
+			setup->start_ns = req->start_ns + (uint64_t)conn->request_start_us * 1000;
+		return true;
+	}
+	if (u && u->phase != CS_TLS_NONE && req->index > 0 && u->first_bytes_ns) {
+		setup->first = u->requests_counted++ == 0;
+		setup->began_ns = u->first_bytes_ns;
+		setup->tls = true;
+	}
+	return true;
+}

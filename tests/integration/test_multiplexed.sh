@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Connections whose requests overlap carry several requests in one
+# exchange (bytes in, then bytes out): connscope must say so and keep them
+# out of the per-request figures, not count them as a few slow requests.
+# 1. h2load speaks HTTP/2 (prior knowledge, 10 streams at a time) to
+#    Debian's nginx: its connections begin with HTTP/2's preface; their
+#    accepts and closes are still followed.
+# 2. h2load over TLS: whether nginx chose HTTP/2 is in its encrypted
+#    flight (TLS 1.3). connscope reads the clients' ALPN offer (h2) from
+#    their ClientHellos and says it could not be told.
+# 3. A client pipelines HTTP/1.1 on csserver's pool (Tomcat-shaped): its
+#    second request arrives while the first (/block/100) is served and is
+#    read after the first answer began. Beside it, a client that waits for
+#    each answer: its requests are requests.
+source "$(dirname "$0")/lib.sh"
+
+# 1. HTTP/2.
+cs_start_nginx 60s 512 http2
+cs_profile h2 h2load -n 400 -c 4 -m 10 "http://127.0.0.1:$NGINX_PORT/" >"$CS_TMP/h2load.log"
+r=$CS_TMP/h2.json
+note "h2load: $(grep -E '^requests:' "$CS_TMP/h2load.log"); connscope: requests $(json_get "$r" 'j["requests"]'), multiplexed $(json_get "$r" 'j["multiplexed"]')"
+grep -q '400 succeeded' "$CS_TMP/h2load.log" || { cat "$CS_TMP/h2load.log"; fail "h2load's requests did not all succeed"; }
+assert_cmp "$(json_get "$r" 'j["connections_multiplexed"]')" '==' 4 "multiplexed connections (h2load's 4)"
+assert_cmp "$(json_get "$r" 'j["multiplexed"]["h2_preface"]')" '==' 4 "told by HTTP/2's preface"
+assert_cmp "$(json_get "$r" 'j["requests"]')" '==' 0 "requests: none of h2load's"
+assert_cmp "$(json_get "$r" 'j["latency_us"]["count"]')" '==' 0 "requests in the latency"
+assert_cmp "$(json_get "$r" 'j["listeners"][0]["accepts"]')" '==' 4 "accepts: h2load's connections still followed"
+assert_cmp "$(json_get "$r" 'j["lifecycle"]["closed_by_client"]')" '==' 4 "their closes"
+"$CS_BIN" report "$CS_TMP/h2.cstrace" >"$CS_TMP/h2.txt"
+head -n 6 "$CS_TMP/h2.txt"
+head -n 6 "$CS_TMP/h2.txt" | grep -q '^multiplexed: 4 connection(s) whose requests overlap (4 HTTP/2' \
+  || fail "the report's first lines do not say the connections were multiplexed"
+echo "ok: the report's first lines say so"
+
+# 2. HTTP/2 over TLS.
+kill "$NGINX_MASTER"
+wait "$NGINX_MASTER" 2>/dev/null || true
+cs_start_nginx 60s 512 "ssl http2"
+cs_profile h2tls h2load -n 400 -c 4 -m 10 "https://127.0.0.1:$NGINX_PORT/" >"$CS_TMP/h2load-tls.log"
+r=$CS_TMP/h2tls.json
+note "h2load over TLS: $(grep -E '^requests:' "$CS_TMP/h2load-tls.log"); connscope: tls $(json_get "$r" 'j["tls"]')"
+grep -q '400 succeeded' "$CS_TMP/h2load-tls.log" || { cat "$CS_TMP/h2load-tls.log"; fail "h2load's requests over TLS did not all succeed"; }
+assert_cmp "$(json_get "$r" 'j["tls"]["connections"]')" '==' 4 "TLS connections (h2load's 4)"
+assert_cmp "$(json_get "$r" 'j["tls"]["alpn_h2"]')" '==' 4 "connections whose ClientHello offered h2"
+"$CS_BIN" report "$CS_TMP/h2tls.cstrace" | head -n 6 | grep -q '^multiplexed over TLS: could not be told for 4 connection(s) that offered HTTP/2' \
+  || fail "the report's first lines do not say HTTP/2 over TLS could not be told"
+echo "ok: the report's first lines say it could not be told"
+
+# 3. HTTP/1.1 pipelining.
+cs_start_server --workers 2 --accept pool
+cat >"$CS_TMP/pipeline.py" <<'PY'
+import socket, sys, time
+port, mode = int(sys.argv[1]), sys.argv[2]
+def answers(s, n):
+    data = b""
+    while data.count(b"HTTP/1.1 200") < n or not data.endswith(b"\n"):
+        chunk = s.recv(65536)
+        assert chunk, "closed early"
+        data += chunk
+for _ in range(5):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        if mode == "pipelined":
+            # The second request goes out while the first is being served.
+            s.sendall(b"GET /block/100 HTTP/1.1\r\nHost: x\r\n\r\n")
+            time.sleep(0.02)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            answers(s, 2)
+        else:
+            for _ in range(4):
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                answers(s, 1)
+print("done")
+PY
+cs_profile pipelined sh -c "'$CS_PYTHON' '$CS_TMP/pipeline.py' $SERVER_PORT pipelined >'$CS_TMP/pipelined.out' &&
+  '$CS_PYTHON' '$CS_TMP/pipeline.py' $SERVER_PORT serial >'$CS_TMP/serial.out'"
+r=$CS_TMP/pipelined.json
+note "connscope: requests $(json_get "$r" 'j["requests"]'), multiplexed $(json_get "$r" 'j["multiplexed"]'), latency max $(json_get "$r" 'j["latency_us"]["max"]') us"
+grep -qx done "$CS_TMP/pipelined.out" && grep -qx done "$CS_TMP/serial.out" || fail "a client did not finish"
+assert_cmp "$(json_get "$r" 'j["connections_multiplexed"]')" '==' 5 "multiplexed connections (the 5 pipelining)"
+assert_cmp "$(json_get "$r" 'j["multiplexed"]["overlap"]')" '==' 5 "told by their overlap"
+assert_cmp "$(json_get "$r" 'j["requests"]')" '==' 20 "requests: the serial client's 20 (5 connections, 4 each)"
+assert_cmp "$(json_get "$r" 'j["connections"]')" '==' 5 "connections that carried requests (the serial client's)"
+# No /block/100 request in the per-request figures: only the serial client's "/".
+assert_cmp "$(json_get "$r" 'j["latency_us"]["count"]')" '==' 20 "requests in the latency"
+"$CS_BIN" report "$CS_TMP/pipelined.cstrace" | head -n 6 | grep -q '^multiplexed: 5 connection(s) whose requests overlap (0 HTTP/2 by its preface, 5 pipelined' \
+  || fail "the report's first lines do not say the connections were pipelined"
+echo "ok: the report's first lines say so"

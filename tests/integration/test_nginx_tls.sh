@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Debian's nginx serving TLS 1.2 and 1.3 with a certificate made here. A
+# TLS handshake is bytes in, then bytes out, as a request is: connscope
+# must tell the handshake's exchanges from the requests by the records the
+# client sent, count them as connection set-up (tls_handshake), and count
+# only the requests.
+# 1. ab over https, no keep-alive, TLS 1.2 then 1.3: connscope's requests
+#    equal ab's, one request a connection, non_persistent flagged with the
+#    TLS handshake in its set-up; the clients' close_notify alerts after
+#    nginx's close are no keep-alive race.
+# 2. A client resuming its TLS 1.2 session on every connection after the
+#    first: the abbreviated handshakes are counted as resumed.
+# 3. wrk over https with keep-alive: connscope's requests and p99 agree
+#    with wrk's.
+# integration: exclusive
+# Runs alone: connscope's p99 is compared with wrk's.
+source "$(dirname "$0")/lib.sh"
+
+cs_start_nginx 60s 512 ssl
+url=https://127.0.0.1:$NGINX_PORT/
+ab -q -n 1 "$url" >"$CS_TMP/ab-warm.log" 2>&1 || { cat "$CS_TMP/ab-warm.log"; fail "nginx does not answer over TLS"; }
+
+tls_ab_profile ab12 TLS1.2 "$url"
+assert_cmp "$(json_get "$r" 'j["tls"]["tls12"]')" '>=' 1000 "connections told TLS 1.2 (TLS1.2)"
+tls_ab_profile ab13 TLS1.3 "$url"
+assert_cmp "$(json_get "$r" 'j["tls"]["tls13"]')" '>=' 1000 "connections told TLS 1.3 (TLS1.3)"
+"$CS_BIN" report "$CS_TMP/ab13.cstrace" | sed -n '/^requests/,/^latency/p;/non_persistent/,/->/p'
+
+# 2. A client resuming its TLS 1.2 session.
+tls_resume_profile resume "$NGINX_PORT"
+
+# 3. wrk: 10 keep-alive connections for 3 s.
+wrk_tls_profile wrk "$url"

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Tests of daemon/engine/exchanges.c: which of a connection's exchanges
+ * are TLS handshake (set-up), which are requests, and which connections
+ * overlap their requests, from synthetic request-bytes records shaped as
+ * real clients' records are (OpenSSL, JSSE): TLS 1.2 full and resumed,
+ * TLS 1.3 with its Finished read alone or with the request, records
+ * followed across exchanges, framing lost, plaintext, HTTP/2's preface,
+ * pipelined requests.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "engine.h"
+#include "events.h"
+
+#define PORT 8443
+#define T0 (100 * SEC)
+
+static struct cs_engine *engine;
+
+static void setup(void)
+{
+	engine = cs_engine_new();
+	cr_assert_not_null(engine);
+}
+
+static void teardown(void)
+{
+	cs_engine_free(engine);
+}
+
+TestSuite(tls_walk);
+TestSuite(exchanges, .init = setup, .fini = teardown);
+
+/* ---- the walk alone -------------------------------------------------------- */
+
+static struct cs_tls_exchange walk(uint8_t *phase, const char *types)
+{
+	struct cs_tls_exchange out;
+	uint8_t t[CS_PEEK_TLS_RECORDS] = { 0 };
+	size_t n = strlen(types);
+	for (size_t i = 0; i < n && i < CS_PEEK_TLS_RECORDS; i++)
+		t[i] = (uint8_t)(20 + types[i] - 'a'); /* a=20 (CCS), c=22 (handshake), d=23 (data) */
+	cs_tls_walk(phase, t, CS_PEEK_TLS_RECORDS, n, false, &out);
+	return out;
+}
+
+Test(tls_walk, tls12_full_handshake_then_data)
+{
+	uint8_t phase = CS_TLS_HELLO;
+	struct cs_tls_exchange w = walk(&phase, "c");
+	cr_assert(w.handshake && !w.app_data);
+	cr_assert_eq(cs_tls_exchange_kind(&w, phase), CS_EXCHANGE_TLS_HANDSHAKE);
+	w = walk(&phase, "cac"); /* ClientKeyExchange, CCS, Finished */
+	cr_assert(w.handshake && !w.app_data && !w.resumed);
+	cr_assert_eq(w.version, 12);
+	cr_assert_eq(cs_tls_exchange_kind(&w, phase), CS_EXCHANGE_TLS_HANDSHAKE);
+	w = walk(&phase, "d");
+	cr_assert(w.app_data && w.ended);
+	cr_assert_eq(cs_tls_exchange_kind(&w, phase), CS_EXCHANGE_REQUEST);
+	w = walk(&phase, "dd");
+	cr_assert(w.app_data && !w.ended);
+}
+
+Test(tls_walk, tls12_resumed_with_the_request)
+{
+	uint8_t phase = CS_TLS_HELLO;
+	walk(&phase, "c");
+	struct cs_tls_exchange w = walk(&phase, "acd"); /* CCS, Finished, the request */
+	cr_assert(w.resumed && w.app_data && w.ended);
+	cr_assert_eq(w.version, 12);
+	cr_assert_eq(cs_tls_exchange_kind(&w, phase), CS_EXCHANGE_REQUEST);
+}
+
+Test(tls_walk, tls13_finished_is_type_23_and_no_request)
+{
+	uint8_t phase = CS_TLS_HELLO;
+	walk(&phase, "c");
+	struct cs_tls_exchange w = walk(&phase, "ad"); /* CCS, Finished (encrypted) */
+	cr_assert_eq(w.version, 13);
+	cr_assert(w.handshake && !w.app_data && w.ended);
+	cr_assert_eq(cs_tls_exchange_kind(&w, phase), CS_EXCHANGE_TLS_HANDSHAKE);
+	w = walk(&phase, "d");
+	cr_assert_eq(cs_tls_exchange_kind(&w, phase), CS_EXCHANGE_REQUEST);
+}
+
+Test(tls_walk, tls13_without_middlebox_ccs_and_request_with_finished)
+{
+	uint8_t phase = CS_TLS_HELLO;
+	walk(&phase, "c");
+	struct cs_tls_exchange w = walk(&phase, "dd"); /* Finished and the request, read together */
+	cr_assert_eq(w.version, 13);
+	cr_assert(w.app_data && w.ended);
+	cr_assert_eq(cs_tls_exchange_kind(&w, phase), CS_EXCHANGE_REQUEST);
+}
+
+Test(tls_walk, second_flight_split_over_exchanges)
+{
+	/* Records are walked where they were read: the phase carries over. */
+	uint8_t phase = CS_TLS_HELLO;
+	walk(&phase, "c");
+	struct cs_tls_exchange w = walk(&phase, "c");
+	cr_assert_eq(cs_tls_exchange_kind(&w, phase), CS_EXCHANGE_TLS_HANDSHAKE);
+	w = walk(&phase, "ac");
+	cr_assert_eq(cs_tls_exchange_kind(&w, phase), CS_EXCHANGE_TLS_HANDSHAKE);
+	w = walk(&phase, "d");
+	cr_assert_eq(cs_tls_exchange_kind(&w, phase), CS_EXCHANGE_REQUEST);
+}
+
+Test(tls_walk, records_not_kept_cannot_be_told)
+{
+	uint8_t phase = CS_TLS_HELLO;
+	walk(&phase, "c");
+	uint8_t t[CS_PEEK_TLS_RECORDS] = { 22, 22, 22, 22, 22, 22, 22, 22 };
+	struct cs_tls_exchange w;
+	cs_tls_walk(&phase, t, CS_PEEK_TLS_RECORDS, 12, false, &w);
+	cr_assert_eq(phase, CS_TLS_LOST);
+	cr_assert_eq(cs_tls_exchange_kind(&w, phase), CS_EXCHANGE_REQUEST);
+	w = walk(&phase, "d");
+	cr_assert_not(w.app_data, "a lost connection is not walked on");
+}
+
+Test(tls_walk, alerts_after_the_handshake_are_control)
+{
+	uint8_t phase = CS_TLS_DONE;
+	struct cs_tls_exchange w = walk(&phase, "b"); /* close_notify */
+	cr_assert_eq(cs_tls_exchange_kind(&w, phase), CS_EXCHANGE_TLS_CONTROL);
+}
+
+Test(tls_walk, h2_preface)
+{
+	cr_assert(cs_is_h2_preface((const uint8_t *)"PRI * HTTP/2.0\r\n", 16));
+	cr_assert_not(cs_is_h2_preface((const uint8_t *)"PRI * HTTP/2.0", 10));
+	cr_assert_not(cs_is_h2_preface((const uint8_t *)"GET / HTTP/1.1\r\n", 16));
+}
+
+/* ---- the engine: records in, requests out ---------------------------------- */
+
+static uint64_t accept_at(uint64_t ts_ns)
+{
+	struct cs_ev_accept ev = make_accept((struct accept_spec){ .ts_ns = ts_ns, .established_ns = ts_ns - 100 * US,
+								    .port = PORT, .tgid = 100, .tid = 7 });
+	FEED_OK(engine, ev);
+	return ev.sk;
+}
+
+/* One exchange: its bytes record (types as in walk(), or first bytes), then its request record. */
+/* When the read of each record of the next exchange returned, us after its start (0: all at once). */
+static uint32_t next_read_us[CS_PEEK_TLS_RECORDS];
+
+static void exchange(uint64_t sk, uint32_t index, uint64_t start_ns, const char *first, const char *types,
+		     uint8_t flags, uint16_t request_flags)
+{
+	struct cs_ev_request_bytes bytes;
+	memset(&bytes, 0, sizeof(bytes));
+	bytes.hdr = make_header(CS_EV_REQUEST_BYTES, sizeof(bytes), start_ns + 100 * US);
+	bytes.sk = sk;
+	bytes.index = index;
+	bytes.listener_port = PORT;
+	bytes.flags = flags | (types ? CS_PEEK_TLS : 0);
+	if (first) {
+		bytes.first_len = (uint8_t)strnlen(first, CS_PEEK_FIRST_LEN);
+		memcpy(bytes.first, first, bytes.first_len);
+	}
+	for (size_t i = 0; types && types[i]; i++) {
+		if (i < CS_PEEK_TLS_RECORDS) {
+			bytes.record_types[i] = (uint8_t)(20 + types[i] - 'a');
+			bytes.record_read_us[i] = next_read_us[i];
+		}
+		bytes.record_count++;
+	}
+	memset(next_read_us, 0, sizeof(next_read_us));
+	FEED_OK(engine, bytes);
+	feed_request(engine, (struct request_spec){ .sk = sk, .index = index, .port = PORT, .start_ns = start_ns,
+						    .first_read_ns = start_ns + 10 * US,
+						    .first_send_ns = start_ns + 50 * US,
+						    .last_send_ns = start_ns + 60 * US, .flags = request_flags });
+}
+
+Test(exchanges, tls12_handshake_is_set_up_not_requests)
+{
+	uint64_t sk = accept_at(T0);
+	/* ClientHello queued before the accept; the request 3 ms after it. */
+	exchange(sk, 0, T0 - 50 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "cac", 0, 0);
+	exchange(sk, 2, T0 + 3 * MS, NULL, "d", 0, 0);
+	exchange(sk, 3, T0 + 5 * MS, NULL, "d", 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 2);
+	cr_assert_eq(r->first_on_connection, 1);
+	cr_assert_eq(r->tls_connections, 1);
+	cr_assert_eq(r->tls_handshakes, 1);
+	cr_assert_eq(r->tls12, 1);
+	cr_assert_eq(r->tls_handshake_exchanges, 2);
+	/* From the accept to the request's bytes: the handshake. */
+	cr_assert_eq(r->setup_tls_ns, 3 * MS);
+	cr_assert_eq(r->setup_accept_ns, 100 * US);
+	cr_assert_eq(r->setup_ns, 3 * MS + 100 * US);
+	/* The first request's latency: accept queue + TLS + its own 60 us. */
+	cr_assert_eq(r->latency_ns->max, 3 * MS + 100 * US + 60 * US);
+}
+
+Test(exchanges, tls13_finished_then_request)
+{
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
+	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1);
+	cr_assert_eq(r->tls13, 1);
+	cr_assert_eq(r->tls_handshake_exchanges, 2);
+	cr_assert_eq(r->setup_tls_ns, 2 * MS - 10 * US);
+}
+
+Test(exchanges, tls13_request_read_with_the_finished_is_no_overlap)
+{
+	/* The server answers the Finished with tickets, then reads the request that came with it. */
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "add", 0, CS_REQ_READ_AFTER_SEND);
+	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 2);
+	cr_assert_eq(r->connections_multiplexed, 0);
+	cr_assert_eq(r->tls_handshake_exchanges, 1);
+}
+
+Test(exchanges, tls12_resumed)
+{
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "acd", 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1);
+	cr_assert_eq(r->tls_resumed, 1);
+	cr_assert_eq(r->tls_handshakes, 1);
+	cr_assert_eq(r->first_on_connection, 1);
+}
+
+Test(exchanges, framing_lost_is_said_and_counted_as_requests)
+{
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "c", CS_PEEK_LOST, 0);
+	exchange(sk, 2, T0 + 2 * MS, NULL, NULL, 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->tls_lost, 1);
+	cr_assert_eq(r->tls_handshake_exchanges, 1);
+	cr_assert_eq(r->requests, 2);
+}
+
+Test(exchanges, plaintext_first_request_pays_the_accept_queue_only)
+{
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 - 50 * US, "GET / HTTP/1.1\r\n", NULL, 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, NULL, 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 2);
+	cr_assert_eq(r->first_on_connection, 1);
+	cr_assert_eq(r->tls_connections, 0);
+	cr_assert_eq(r->setup_tls_ns, 0);
+	cr_assert_eq(r->setup_accept_ns, 100 * US);
+}
+
+Test(exchanges, h2_preface_multiplexed_out_of_the_requests)
+{
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, "PRI * HTTP/2.0\r\n", NULL, 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, NULL, 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 0);
+	cr_assert_eq(r->connections_multiplexed, 1);
+	cr_assert_eq(r->multiplexed_h2, 1);
+	cr_assert_eq(r->multiplexed_exchanges, 2);
+	cr_assert_eq(r->latency_ns->count, 0);
+}
+
+Test(exchanges, overlap_marks_the_connection_from_there)
+{
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, "GET / HTTP/1.1\r\n", NULL, 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, NULL, 0, CS_REQ_READ_AFTER_SEND);
+	exchange(sk, 2, T0 + 2 * MS, NULL, NULL, 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1, "only the exchange before the overlap");
+	cr_assert_eq(r->connections_multiplexed, 1);
+	cr_assert_eq(r->multiplexed_h2, 0);
+	cr_assert_eq(r->multiplexed_exchanges, 2);
+}
+
+Test(exchanges, close_notify_reset_is_no_keepalive_race)
+{
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
+	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
+	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 3 * MS, .established_ns = T0 - 100 * US,
+						     .last_activity_ns = T0 + 2 * MS, .requests = 3, .port = PORT,
+						     .closed_by = CS_CLOSED_BY_SERVER });
+	/* The client's close_notify reaches the closed socket: a reset. */
+	struct cs_ev_reset reset = make_reset(T0 + 3 * MS + 50 * US, PORT, CS_RESET_SENT, 9);
+	FEED_OK(engine, reset);
+	cr_assert_eq(engine->lifecycle.tls_close_resets, 1);
+	cr_assert_eq(engine->lifecycle.keepalive_race_resets, 0);
+	/* Its FIN may draw another: the same close's. */
+	FEED_OK(engine, reset);
+	cr_assert_eq(engine->lifecycle.tls_close_resets, 2);
+	/* A reset of a connection not known to be TLS stays a race. */
+	struct cs_ev_reset other = make_reset(T0 + 3 * MS + 60 * US, PORT + 1, CS_RESET_SENT, 9);
+	FEED_OK(engine, other);
+	cr_assert_eq(engine->lifecycle.keepalive_race_resets, 1);
+}
+
+Test(exchanges, bytes_of_an_unknown_connection_are_counted)
+{
+	exchange(0xffff1234, 0, T0, NULL, "c", 0, 0);
+	cr_assert_eq(engine->requests.bytes_unmatched, 1);
+}
+
+/* ---- connections whose accept was not seen --------------------------------- */
+
+Test(exchanges, unfollowed_tls_handshake_is_still_set_up)
+{
+	/* No accept record: an accept call begun before the attach. */
+	uint64_t sk = 0xffff777000000001ull;
+	exchange(sk, 0, T0, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "cac", 0, 0);
+	exchange(sk, 2, T0 + 3 * MS, NULL, "d", 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1);
+	cr_assert_eq(r->tls_connections, 1);
+	cr_assert_eq(r->tls_handshake_exchanges, 2);
+	cr_assert_eq(r->first_on_connection, 1);
+	cr_assert_eq(r->setup_tls_ns, 3 * MS);
+}
+
+Test(exchanges, unfollowed_overlap_and_h2)
+{
+	uint64_t piped = 0xffff777000000002ull, h2 = 0xffff777000000003ull;
+	exchange(piped, 0, T0, "GET /block/100 H", NULL, 0, CS_REQ_READ_AFTER_SEND);
+	exchange(piped, 1, T0 + 1 * MS, NULL, NULL, 0, 0);
+	exchange(h2, 0, T0, "PRI * HTTP/2.0\r\n", NULL, 0, 0);
+	exchange(h2, 1, T0 + 1 * MS, NULL, NULL, 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 0);
+	cr_assert_eq(r->connections_multiplexed, 2);
+	cr_assert_eq(r->multiplexed_h2, 1);
+	cr_assert_eq(r->multiplexed_exchanges, 4);
+}
+
+/* ---- a ClientHello's ALPN offer -------------------------------------------- */
+
+/* A ClientHello handshake message with one cipher suite and the extensions given. */
+static size_t client_hello(uint8_t *out, const uint8_t *extensions, size_t extensions_len, bool with_extensions)
+{
+	size_t n = 0;
+	out[n++] = 1; /* ClientHello */
+	n += 3;       /* length, below */
+	out[n++] = 3;
+	out[n++] = 3;
+	memset(out + n, 0xab, 32); /* random */
+	n += 32;
+	out[n++] = 0; /* session id */
+	out[n++] = 0;
+	out[n++] = 2;
+	out[n++] = 0x13;
+	out[n++] = 0x01; /* one suite */
+	out[n++] = 1;
+	out[n++] = 0; /* compression: null */
+	if (with_extensions) {
+		out[n++] = (uint8_t)(extensions_len >> 8);
+		out[n++] = (uint8_t)extensions_len;
+		memcpy(out + n, extensions, extensions_len);
+		n += extensions_len;
+	}
+	out[1] = 0;
+	out[2] = (uint8_t)((n - 4) >> 8);
+	out[3] = (uint8_t)(n - 4);
+	return n;
+}
+
+Test(tls_walk, client_hello_alpn_offers)
+{
+	uint8_t hello[256];
+	/* server_name (type 0, 5 bytes), then ALPN "h2", "http/1.1". */
+	static const uint8_t h2[] = { 0, 0, 0, 5, 0, 3, 0, 'a', 'b',
+				      0, 16, 0, 14, 0, 12, 2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
+	static const uint8_t http11[] = { 0, 16, 0, 11, 0, 9, 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
+	static const uint8_t sni_only[] = { 0, 0, 0, 5, 0, 3, 0, 'a', 'b' };
+	size_t n = client_hello(hello, h2, sizeof(h2), true);
+	cr_assert_eq(cs_client_hello_alpn(hello, n, n), CS_ALPN_H2);
+	/* Cut inside the ALPN list: not told. */
+	cr_assert_eq(cs_client_hello_alpn(hello, n - 4, n), CS_ALPN_NOT_TOLD);
+	n = client_hello(hello, http11, sizeof(http11), true);
+	cr_assert_eq(cs_client_hello_alpn(hello, n, n), CS_ALPN_NO_H2);
+	n = client_hello(hello, sni_only, sizeof(sni_only), true);
+	cr_assert_eq(cs_client_hello_alpn(hello, n, n), CS_ALPN_NONE);
+	n = client_hello(hello, NULL, 0, false);
+	cr_assert_eq(cs_client_hello_alpn(hello, n, n), CS_ALPN_NONE);
+	hello[0] = 2; /* a ServerHello */
+	cr_assert_eq(cs_client_hello_alpn(hello, n, n), CS_ALPN_NOT_TOLD);
+}
+
+Test(exchanges, verdict_of_the_last_request_record)
+{
+	uint64_t sk = accept_at(T0);
+	struct cs_ev_request handshake = make_request((struct request_spec){ .sk = sk, .index = 0, .port = PORT, .start_ns = T0 });
+	struct cs_request_setup setup;
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	cr_assert_eq(cs_engine_request_verdict(engine, &handshake, &setup), 0, "a handshake exchange is no request");
+	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
+	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
+	struct cs_ev_request request = make_request((struct request_spec){ .sk = sk, .index = 2, .port = PORT });
+	cr_assert_eq(cs_engine_request_verdict(engine, &request, &setup), 1);
+	cr_assert(setup.first && setup.tls);
+	cr_assert_eq(cs_engine_request_verdict(engine, &handshake, &setup), -1, "not the last record fed");
+}
+
+Test(exchanges, aborted_tls_connection_reset_is_its_close)
+{
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
+	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
+	/* An abort: the socket's local port is cleared before the close record is written. */
+	struct cs_ev_conn_close close = make_conn_close((struct close_spec){ .sk = sk, .ts_ns = T0 + 3 * MS,
+									     .established_ns = T0 - 100 * US, .port = PORT,
+									     .requests = 3, .closed_by = CS_CLOSED_BY_ABORT });
+	close.tuple.local_port = 0;
+	FEED_OK(engine, close);
+	/* The close with the client's close_notify unread: a reset, just after the record. */
+	struct cs_ev_reset reset = make_reset(T0 + 3 * MS + 20 * US, PORT, CS_RESET_SENT, 11);
+	reset.flags = CS_RESET_UNREAD_REQUEST;
+	FEED_OK(engine, reset);
+	cr_assert_eq(engine->lifecycle.tls_close_resets, 1);
+	cr_assert_eq(engine->lifecycle.keepalive_race_resets, 0);
+}
+
+Test(exchanges, request_sharing_the_handshakes_end_starts_at_its_read)
+{
+	/* TLS 1.2 resumed: CCS and Finished read at once, the request 2 ms later in the same exchange. */
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	next_read_us[2] = 2000;
+	exchange(sk, 1, T0 + 1 * MS, NULL, "acd", 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1);
+	/* The handshake ran from the ClientHello to the request's read: 3 ms, not 1. */
+	cr_assert_eq(r->setup_tls_ns, 3 * MS - 10 * US);
+	/* The request: from its read (T0 + 3 ms) to its last send (T0 + 1.06 ms, before): nothing but set-up. */
+	cr_assert_eq(r->latency_ns->max, r->setup_ns);
+}
