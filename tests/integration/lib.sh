@@ -213,6 +213,12 @@ runq_snapshot() { # runq_snapshot PID FILE
   done
 }
 
+# cpu_pressure_us: the machine's CPU pressure so far (/proc/pressure/cpu,
+# "some" total): microseconds during which at least one task was ready to
+# run and waited for a CPU. Its growth over a run, divided by the run's
+# length, is the share of the run in which the machine was short of CPUs.
+cpu_pressure_us() { awk '$1 == "some" { sub("total=", "", $5); print $5 }' /proc/pressure/cpu; }
+
 # runq_delta BEFORE AFTER SECONDS: "TOTAL_US TOP_US TOP_SHARE": the waits
 # for a CPU of the process's threads between the two snapshots, all of them
 # and the thread that waited most, its share of SECONDS.
@@ -378,10 +384,20 @@ tls_ab_profile() {
 # a CPU (milliseconds) are most of its p99, and no server sees them. The
 # pause leaves the CPUs time to serve both sides, and wrk runs at a
 # real-time priority (chrt), woken as soon as its answer is there.
+# On loopback the request reaches the server's socket in a softirq, which a
+# machine short of CPUs defers to ksoftirqd, a thread that waits its turn:
+# that delay is before the first server probe, and wrk's p99 has it. So the
+# lower bound (connscope no less than wrk's p99) is judged when the machine
+# had CPUs to spare (CPU pressure under 5 % of the run); the upper bound
+# (no server sees more than its client) always.
 wrk_tls_profile() {
-  local url=$2 wrk_p99 wrk_requests low high server_p99
+  local url=$2 wrk_p99 wrk_requests low high server_p99 pressure_share
   echo 'function delay() return 2 end' >"$CS_TMP/pause.lua"
+  CS_ON_ATTACHED='pressure_before=$(cpu_pressure_us); pressure_from_ns=$(date +%s%N)'
+  CS_ON_STOPPING='pressure_after=$(cpu_pressure_us); pressure_to_ns=$(date +%s%N)'
   cs_profile "$1" chrt -f 10 wrk -t1 -c10 -d3s --latency -s "$CS_TMP/pause.lua" "$url" >"$CS_TMP/$1.log"
+  unset CS_ON_ATTACHED CS_ON_STOPPING
+  pressure_share=$(python3 -c "print(round(($pressure_after - $pressure_before) * 1e3 / ($pressure_to_ns - $pressure_from_ns), 4))")
   r=$CS_TMP/$1.json
   # wrk's "99%   1.23ms" in microseconds; its request count.
   wrk_p99=$(awk '$1 == "99%" { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
@@ -401,7 +417,12 @@ wrk_tls_profile() {
   read -r low high < <(python3 -c "t = lambda x: max(0.1 * x, 1000.0)
 print($wrk_p99 - t($wrk_p99), $wrk_p99 + t($wrk_p99))")
   server_p99=$(json_get "$r" 'j["latency_us"]["p99"]')
-  assert_cmp "$server_p99" '>=' "$low" "p99 agreement: connscope $server_p99 us vs wrk $wrk_p99 us"
+  note "CPU pressure: tasks waited for a CPU during $pressure_share of the run"
+  if python3 -c "import sys; sys.exit(0 if $pressure_share < 0.05 else 1)"; then
+    assert_cmp "$server_p99" '>=' "$low" "p99 agreement: connscope $server_p99 us vs wrk $wrk_p99 us"
+  else
+    note "lower bound not judged: the machine was short of CPUs ($pressure_share of the run), and wrk's p99 has the loopback deliveries that waited for one"
+  fi
   assert_cmp "$server_p99" '<=' "$high" "p99 agreement: connscope $server_p99 us vs wrk $wrk_p99 us"
 }
 
