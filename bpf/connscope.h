@@ -32,6 +32,7 @@
 
 #define CS_COMM_LEN 16
 
+/* In ascending order: CS_EV_TYPE_MAX, one past the largest, sizes per-type tables. */
 enum cs_event_type {
 	CS_EV_ACCEPT = 1,          /* accept()/accept4() returned, success or error */
 	CS_EV_LISTENER_SAMPLE = 2, /* one listening socket: sock_diag or the iter/tcp walk */
@@ -47,12 +48,13 @@ enum cs_event_type {
 	CS_EV_THREAD_POLLS = 12,   /* a target thread's epoll totals (user space) */
 	CS_EV_THREAD_NAME = 13,    /* a thread's name inside its runtime (user space: a JVM's) */
 	CS_EV_HANDBACK = 14,       /* a parked request's handler, run by another thread */
-	CS_EV_PROG_COST = 20,      /* one of connscope's BPF programs: its run time (user space) */
-	CS_EV_SELF_COST = 21,      /* connscope's own CPU time, and whether BPF run time is counted */
 	CS_EV_REQUEST_BYTES = 15, /* the first bytes and TLS records of one of a connection's first exchanges */
 	CS_EV_CLIENT_HELLO = 16,  /* the start of a TLS connection's ClientHello (its ALPN offer) */
+	CS_EV_PROG_COST = 20,      /* one of connscope's BPF programs: its run time (user space) */
+	CS_EV_SELF_COST = 21,      /* connscope's own CPU time, and whether BPF run time is counted */
 	CS_EV_TYPE_MAX,
 };
+_Static_assert(CS_EV_TYPE_MAX == CS_EV_SELF_COST + 1, "wire: record types in ascending order");
 
 /* Common prefix of every record. */
 struct cs_event_header {
