@@ -73,15 +73,19 @@ static const struct cs_cmd daemon_cmd = {
 	"                         reset and top (default " CS_CTL_DEFAULT_SOCKET ")\n"
 	"      --sample-hz N      listener queue samples per second (1-1000, default 10)\n"
 	"      --ring-mb N        ring buffer size in MiB, a power of two (default 8)\n"
+	"      --trace always|W/P per-request tracing W seconds at the start of every\n"
+	"                         P seconds (default 1/10), its probes detached in\n"
+	"                         between; accepts, drops, resets and closes are\n"
+	"                         counted all the time; always: trace everything\n"
 	"  -v, --verbose          show libbpf's log\n"
 	"  -h, --help             this help\n"
 	"\n"
 	"Config file: 'key = value' lines with the long options' names as keys (port,\n"
-	"pid, name, cgroup, metrics, sample-hz, ring-mb, verbose = yes|no), '#' comment\n"
+	"pid, name, cgroup, metrics, sample-hz, ring-mb, trace, verbose = yes|no), '#' comment\n"
 	"lines. It must be root's and writable only by root.\n"
 	"\n"
 	"Signals: SIGTERM/SIGINT stop (exit 0); SIGHUP re-reads the config file (new\n"
-	"targets and sample-hz apply at once; a bad file is logged and the running\n"
+	"targets, sample-hz and trace apply at once; a bad file is logged and the running\n"
 	"settings kept) and looks for target processes now.\n"
 	"\n"
 	"Once attached, connscoped keeps only CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH\n"
@@ -124,6 +128,7 @@ static void apply_targets(const struct cs_daemon_config *config, struct cs_sessi
 	opts->match = config->match;
 	memcpy(opts->netns, config->netns, sizeof(opts->netns));
 	opts->sample_hz = config->sample_hz;
+	opts->trace = config->trace;
 }
 
 /* The file, then the command line over it. */
@@ -147,7 +152,7 @@ static void warn_missing_cgroups(const struct cs_daemon_config *config)
 				cs_cgroup2_mount() ? cs_cgroup2_mount() : " (none is mounted)");
 }
 
-/* SIGHUP: the config file again; targets and sample-hz change now. */
+/* SIGHUP: the config file again; targets, sample-hz and trace change now. */
 static int reload(void *ctx, struct cs_session_options *next)
 {
 	struct daemon *setup = ctx;
@@ -205,7 +210,7 @@ static void target_label(const struct cs_daemon_config *config, char *out, size_
 
 /* Its options, in the order a usage error lists them (cli.c defines each). */
 static const char daemon_options[] =
-	"port pid name cgroup netns config metrics --socket sample-hz ring-mb verbose help";
+	"port pid name cgroup netns config metrics --socket sample-hz ring-mb trace verbose help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {

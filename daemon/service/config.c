@@ -17,6 +17,7 @@ void cs_config_init(struct cs_daemon_config *config)
 	memset(config, 0, sizeof(*config));
 	config->sample_hz = 10;
 	config->ring_mb = 8;
+	config->trace = cs_trace_schedule_default();
 }
 
 /* The whole string is an integer within [min, max]. */
@@ -117,6 +118,15 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		config->ring_mb = (unsigned int)number;
 		return 0;
 	}
+	if (!strcmp(key, "trace")) {
+		struct cs_trace_schedule schedule;
+		if (cs_trace_schedule_parse(value, &schedule, errmsg, errlen))
+			return -EINVAL;
+		if (set_once(config, &config->has_trace, key, errmsg, errlen))
+			return -EINVAL;
+		config->trace = schedule;
+		return 0;
+	}
 	if (!strcmp(key, "verbose")) {
 		bool yes = !strcmp(value, "yes"), no = !strcmp(value, "no");
 		if (!yes && !no)
@@ -211,6 +221,10 @@ void cs_config_merge(struct cs_daemon_config *base, const struct cs_daemon_confi
 	if (over->has_ring_mb) {
 		base->ring_mb = over->ring_mb;
 		base->has_ring_mb = true;
+	}
+	if (over->has_trace) {
+		base->trace = over->trace;
+		base->has_trace = true;
 	}
 	if (over->has_verbose) {
 		base->verbose = over->verbose;

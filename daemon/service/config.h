@@ -15,6 +15,7 @@
  *   metrics = 127.0.0.1:9464
  *   sample-hz = 10
  *   ring-mb = 8
+ *   trace = 1/10                       # or always
  *   verbose = yes
  * port, pid, name and cgroup may repeat; the others are set at most once.
  */
@@ -27,10 +28,11 @@
 #include <sys/types.h>
 
 #include "targets.h"
+#include "trace_windows.h"
 
 #define CS_CONFIG_MAX_TARGETS 64          /* ports, pids: as CS_MAX_TARGETS */
 #define CS_CONFIG_LINE_MAX 1024
-#define CS_CONFIG_KEYS "port, pid, name, cgroup, netns, metrics, sample-hz, ring-mb, verbose"
+#define CS_CONFIG_KEYS "port, pid, name, cgroup, netns, metrics, sample-hz, ring-mb, trace, verbose"
 
 struct cs_daemon_config {
 	uint16_t ports[CS_CONFIG_MAX_TARGETS];
@@ -42,13 +44,14 @@ struct cs_daemon_config {
 	char metrics[256];                 /* ADDR:PORT; "" = off */
 	unsigned int sample_hz;
 	unsigned int ring_mb;
+	struct cs_trace_schedule trace;    /* when the per-request probes are attached */
 	bool verbose;
 	/* Set here (not defaults): a layer overrides only what it sets. */
-	bool has_metrics, has_sample_hz, has_ring_mb, has_verbose;
+	bool has_metrics, has_sample_hz, has_ring_mb, has_trace, has_verbose;
 	bool last_wins;                    /* a setting given again replaces (command lines) */
 };
 
-/* Defaults: no target, metrics off, 10 Hz, 8 MiB, not verbose. */
+/* Defaults: no target, metrics off, 10 Hz, 8 MiB, traced 1 s in every 10 s, not verbose. */
 void cs_config_init(struct cs_daemon_config *config);
 
 /*
