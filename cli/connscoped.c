@@ -173,6 +173,12 @@ static int reload(void *ctx, struct cs_session_options *next)
 	    fresh->verbose != setup->running.verbose)
 		fprintf(stderr, "connscoped: reload: metrics, ring-mb and verbose changes take effect at "
 			"the next start\n");
+	if (cs_trace_schedule_is_always(&setup->running.trace) && !cs_trace_schedule_is_always(&fresh->trace)) {
+		/* The capabilities to attach again were dropped at the start. */
+		fprintf(stderr, "connscoped: reload: tracing in windows after 'trace = always' takes effect at "
+			"the next start\n");
+		fresh->trace = setup->running.trace;
+	}
 	fresh->ring_mb = setup->running.ring_mb;
 	fresh->verbose = setup->running.verbose;
 	memcpy(fresh->metrics, setup->running.metrics, sizeof(fresh->metrics));
@@ -186,11 +192,13 @@ static int reload(void *ctx, struct cs_session_options *next)
 /* Once the probes are in: give up what following the targets does not need. */
 static int drop_privileges(void *ctx, char *errmsg, size_t errlen)
 {
-	(void)ctx;
-	if (cs_privileges_drop(errmsg, errlen))
+	const struct daemon *d = ctx;
+	/* Tracing in windows attaches the request probes again at each window's start. */
+	uint64_t keep = CS_KEPT_CAPS | (cs_trace_schedule_is_always(&d->running.trace) ? 0 : CS_ATTACH_CAPS);
+	if (cs_privileges_drop(keep, errmsg, errlen))
 		return -1;
 	char kept[128];
-	cs_caps_describe(CS_KEPT_CAPS, kept, sizeof(kept));
+	cs_caps_describe(keep, kept, sizeof(kept));
 	fprintf(stderr, "connscoped: capabilities dropped; keeping %s\n", kept);
 	return 0;
 }

@@ -150,4 +150,29 @@ void cs_trace_windows_meta(const struct cs_trace_windows *tw, uint64_t now_ns, s
 	meta->period_s = always ? 0 : (double)tw->schedule.period_ns / NS_PER_SEC;
 	meta->traced_s = (double)cs_trace_windows_traced_ns(tw, now_ns) / NS_PER_SEC;
 	meta->windows = tw->windows;
+	meta->tracing = tw->tracing;
+	meta->as_of_ns = now_ns;
+}
+
+double cs_trace_meta_traced_s(const struct cs_trace_meta *meta, uint64_t now_ns)
+{
+	double open_s = meta->tracing && now_ns > meta->as_of_ns ? (double)(now_ns - meta->as_of_ns) / NS_PER_SEC : 0;
+	return meta->traced_s + open_s;
+}
+
+void cs_traced_summarize(const struct cs_trace_meta *meta, double duration_s, uint64_t requests_traced,
+			uint64_t requests_seen, struct cs_traced_summary *summary)
+{
+	memset(summary, 0, sizeof(*summary));
+	summary->requests_traced = requests_traced;
+	summary->share = 1;
+	summary->traced_s = duration_s;
+	summary->requests_estimated = (double)requests_traced;
+	if (!meta->sampled)
+		return;
+	summary->sampled = true;
+	summary->traced_s = meta->traced_s < duration_s ? meta->traced_s : duration_s;
+	summary->share = duration_s > 0 ? summary->traced_s / duration_s : 1;
+	uint64_t traced_ns = (uint64_t)(summary->traced_s * NS_PER_SEC);
+	summary->requests_estimated = cs_trace_estimate(requests_seen, traced_ns, (uint64_t)(duration_s * NS_PER_SEC));
 }

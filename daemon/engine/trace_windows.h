@@ -87,4 +87,23 @@ double cs_trace_estimate(uint64_t traced_count, uint64_t traced_ns, uint64_t spa
 /* The figures a report gives (run_meta.h), as of now_ns. */
 void cs_trace_windows_meta(const struct cs_trace_windows *tw, uint64_t now_ns, struct cs_trace_meta *meta);
 
+/* meta's traced time at now_ns: the window open at its as_of_ns still counts. */
+double cs_trace_meta_traced_s(const struct cs_trace_meta *meta, uint64_t now_ns);
+
+/* What a report says about the share traced. */
+struct cs_traced_summary {
+	bool sampled;               /* traced in windows */
+	double traced_s;
+	double share;               /* traced_s / the run's duration; 1: everything */
+	uint64_t requests_traced;   /* answered requests seen whole: the latencies' count */
+	double requests_estimated;  /* every request that ended in the run, estimated from the windows */
+};
+
+/*
+ * requests_seen: requests that ended inside windows (seen whole, or begun
+ * before a window's start: partial). Not sampled: exact, requests_traced.
+ */
+void cs_traced_summarize(const struct cs_trace_meta *meta, double duration_s, uint64_t requests_traced,
+			uint64_t requests_seen, struct cs_traced_summary *summary);
+
 #endif /* CS_TRACE_WINDOWS_H */

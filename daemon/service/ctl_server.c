@@ -21,6 +21,7 @@
 #include "json.h"
 #include "live.h"
 #include "report.h"
+#include "trace_windows.h"
 #include "units.h"
 
 /* The most a client may hold unsent: one whole response and a little more. */
@@ -102,6 +103,9 @@ static void current_meta(const struct cs_ctl_server *server, const struct cs_ctl
 	meta->duration_s = (double)(now_ns() - server->reset_ns) / NS_PER_SEC;
 	meta->events_lost = since_reset(meta->events_lost, server->lost_at_reset);
 	meta->probe_runs_skipped = since_reset(meta->probe_runs_skipped, server->skipped_at_reset);
+	meta->trace.traced_s = cs_trace_meta_traced_s(&meta->trace, now_ns()) - server->traced_s_at_reset;
+	meta->trace.tracing = false; /* traced_s is as of now */
+	meta->trace.requests_cut = since_reset(meta->trace.requests_cut, server->cut_at_reset);
 	/* The kernel's counters are taken at the end of a run: none mid-run. */
 	meta->netstat.valid = false;
 	meta->tail_percentile = view && view->tail_milli_pct ? view->tail_milli_pct / 1000.0 : 0;
@@ -214,7 +218,7 @@ static json_t *status_value(struct cs_ctl_server *server)
 	json_t *ports = json_array();
 	for (size_t i = 0; i < engine->listener_count; i++)
 		json_array_append_new(ports, json_integer(engine->listeners[i].port));
-	return json_pack("{s:i,s:i,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I}}", "daemon_pid",
+	json_t *status = json_pack("{s:i,s:i,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I}}", "daemon_pid",
 			 (int)getpid(), "protocol", CS_CTL_VERSION, "target", cs_json_text(server->target),
 			 "uptime_s", cs_json_3((double)(now - server->start_ns) / 1e9), "since_reset_s",
 			 cs_json_3((double)(now - server->reset_ns) / 1e9), "events",
@@ -224,6 +228,9 @@ static json_t *status_value(struct cs_ctl_server *server)
 			 (json_int_t)server->connections, "refused", (json_int_t)server->refused, "rejected",
 			 (json_int_t)server->rejected, "streams_dropped", (json_int_t)server->streams_dropped, "busy",
 			 (json_int_t)server->busy);
+	if (status)
+		json_object_set_new(status, "tracing", cs_report_tracing_value(engine, &meta));
+	return status;
 }
 
 static void send_status(struct cs_ctl_server *server, struct cs_ctl_client *c)
@@ -251,6 +258,8 @@ static void do_reset(struct cs_ctl_server *server, struct cs_ctl_client *c)
 		server->reset_ns = now;
 		server->lost_at_reset = server->meta->events_lost;
 		server->skipped_at_reset = server->meta->probe_runs_skipped;
+		server->traced_s_at_reset = cs_trace_meta_traced_s(&server->meta->trace, now_ns());
+		server->cut_at_reset = server->meta->trace.requests_cut;
 	}
 	pthread_mutex_unlock(server->engine_lock);
 	if (err) {

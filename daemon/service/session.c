@@ -232,14 +232,18 @@ static void sample_when_due(struct session *s, struct loop_clock *clock, uint64_
 /* Tracing windows: the per-request probes attached at a window's start, detached at its end. */
 static int trace_window_when_due(struct session *s, uint64_t now)
 {
-	switch (cs_trace_windows_step(&s->windows, now)) {
-	case CS_TRACE_OPEN:
-		return cs_probes_open_window(&s->probes, s->windows.number, s->errmsg, s->errlen);
-	case CS_TRACE_CLOSE:
-		cs_probes_close_window(&s->probes, s->windows.number);
+	enum cs_trace_edge edge = cs_trace_windows_step(&s->windows, now);
+	if (edge == CS_TRACE_KEEP)
 		return 0;
-	case CS_TRACE_KEEP:
-		break;
+	if (edge == CS_TRACE_OPEN && cs_probes_open_window(&s->probes, s->windows.number, s->errmsg, s->errlen))
+		return -1;
+	if (edge == CS_TRACE_CLOSE)
+		cs_probes_close_window(&s->probes, s->windows.number);
+	if (s->opts.live_meta) {
+		/* Live readers add the open window's time themselves: exact at each edge. */
+		lock_engine(s);
+		cs_trace_windows_meta(&s->windows, now, &s->opts.live_meta->trace);
+		unlock_engine(s);
 	}
 	return 0;
 }

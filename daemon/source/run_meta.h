@@ -35,6 +35,8 @@ struct cs_target_labels {
  */
 struct cs_trace_meta {
 	bool sampled;              /* traced in windows; false: all the time */
+	bool tracing;              /* a window was open at as_of_ns */
+	uint64_t as_of_ns;         /* CLOCK_MONOTONIC of traced_s: a live reader adds the open window since */
 	double window_s;           /* each window's length ... */
 	double period_s;           /* ... at the start of every period */
 	double traced_s;           /* time traced (<= the duration) */
