@@ -84,6 +84,23 @@ static void print_targets(const json_t *status)
 	printf("\n");
 }
 
+/* "  tracing    1 s in every 10 s: 10.0 % of the time, 351 requests traced of ~3510" */
+static void print_tracing(const json_t *tracing)
+{
+	char mode[16];
+	if (!tracing)
+		return;
+	cs_json_str(tracing, "mode", mode, sizeof(mode));
+	if (strcmp(mode, "windows") != 0) {
+		printf("  tracing    always: every request\n");
+		return;
+	}
+	printf("  tracing    %g s in every %g s: %.1f %% of the time, %.0f requests traced of ~%.0f "
+	       "(accepts, drops, resets, closes exact)\n", number(tracing, "window_s"), number(tracing, "period_s"),
+	       100 * number(tracing, "traced_share"), number(tracing, "requests_traced"),
+	       number(tracing, "requests_estimated"));
+}
+
 static void print_status(const json_t *status, const char *path)
 {
 	char target[256], up[32], since[32];
@@ -97,6 +114,7 @@ static void print_status(const json_t *status, const char *path)
 	printf("  events     %.0f taken in, %.0f lost, %.0f probe runs skipped by the kernel; %.0f requests\n",
 	       number(status, "events"), number(status, "lost"), number(status, "skipped"),
 	       number(status, "requests"));
+	print_tracing(json_object_get(status, "tracing"));
 	const json_t *control = json_object_get(status, "control");
 	printf("  control    %.0f connection(s), %.0f refused, %.0f request(s) rejected, %.0f stream(s) dropped\n",
 	       number(control, "connections"), number(control, "refused"), number(control, "rejected"),

@@ -160,6 +160,16 @@ double cs_trace_meta_traced_s(const struct cs_trace_meta *meta, uint64_t now_ns)
 	return meta->traced_s + open_s;
 }
 
+void cs_trace_meta_advance(struct cs_report_meta *meta, uint64_t now_ns)
+{
+	struct cs_trace_meta *trace = &meta->trace;
+	if (!trace->as_of_ns || now_ns <= trace->as_of_ns)
+		return;
+	meta->duration_s += (double)(now_ns - trace->as_of_ns) / NS_PER_SEC;
+	trace->traced_s = cs_trace_meta_traced_s(trace, now_ns);
+	trace->as_of_ns = now_ns;
+}
+
 void cs_traced_summarize(const struct cs_trace_meta *meta, double duration_s, uint64_t requests_traced,
 			uint64_t requests_seen, struct cs_traced_summary *summary)
 {

@@ -90,6 +90,9 @@ void cs_trace_windows_meta(const struct cs_trace_windows *tw, uint64_t now_ns, s
 /* meta's traced time at now_ns: the window open at its as_of_ns still counts. */
 double cs_trace_meta_traced_s(const struct cs_trace_meta *meta, uint64_t now_ns);
 
+/* A live meta (kept at each second and window edge) moved on to now_ns: its duration and time traced. */
+void cs_trace_meta_advance(struct cs_report_meta *meta, uint64_t now_ns);
+
 /* What a report says about the share traced. */
 struct cs_traced_summary {
 	bool sampled;               /* traced in windows */

@@ -65,6 +65,12 @@ struct cs_top_model {
 	uint64_t events, lost, skipped; /* records received and lost; probe runs the kernel skipped */
 	uint64_t requests;
 	double requests_per_s;      /* the last second */
+	struct {
+		bool sampled;           /* requests traced in windows (the report's "tracing") */
+		double window_s, period_s, share;
+		uint64_t requests_traced;
+		double requests_estimated;
+	} tracing;
 	struct cs_top_latency total;   /* since the statistics began */
 	struct cs_top_latency window;  /* the last minute */
 	int window_seconds;

@@ -118,13 +118,14 @@ static void update_meta(struct session *s, uint64_t start_ns, struct cs_report_m
 {
 	uint64_t counters[CS_CTR_MAX] = {};
 	cs_probes_counters(&s->probes, counters);
-	meta->duration_s = (double)(cs_monotonic_ns() - start_ns) / NS_PER_SEC;
+	uint64_t now = cs_monotonic_ns();
+	meta->duration_s = (double)(now - start_ns) / NS_PER_SEC;
 	meta->events_lost = counters[CS_CTR_LOST];
 	meta->probe_runs_skipped = cs_probes_skipped_runs(&s->probes, NULL);
 	/* A socket's storage not created is an in-kernel table insert that failed too. */
 	meta->table_full = counters[CS_CTR_TABLE_FULL] + counters[CS_CTR_SOCKET_STORAGE];
 	meta->records_read = s->records;
-	cs_trace_windows_meta(&s->windows, cs_monotonic_ns(), &meta->trace);
+	cs_trace_windows_meta(&s->windows, now, &meta->trace);
 	meta->trace.requests_cut = counters[CS_CTR_WINDOW_CUT];
 	update_labels(s, meta);
 }
@@ -243,6 +244,7 @@ static int trace_window_when_due(struct session *s, uint64_t now)
 		/* Live readers add the open window's time themselves: exact at each edge. */
 		lock_engine(s);
 		cs_trace_windows_meta(&s->windows, now, &s->opts.live_meta->trace);
+		s->opts.live_meta->duration_s = (double)(now - s->windows.start_ns) / NS_PER_SEC;
 		unlock_engine(s);
 	}
 	return 0;
