@@ -109,8 +109,8 @@ enum cs_trace_edge cs_trace_windows_step(struct cs_trace_windows *tw, uint64_t n
 		tw->closed_traced_ns += now_ns - tw->opened_ns;
 		tw->tracing = false;
 		tw->number++;
-		/* The period this window began, plus one: no window shorter than asked. */
-		tw->next_open_ns = next_period_start(tw, tw->opened_ns + 1);
+		/* The next period's start: a window held open longer (a stalled loop, a reload) delays it. */
+		tw->next_open_ns = next_period_start(tw, now_ns);
 		return CS_TRACE_CLOSE;
 	}
 	if (now_ns < tw->next_open_ns)

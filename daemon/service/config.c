@@ -52,6 +52,18 @@ static int set_once(const struct cs_daemon_config *config, bool *has, const char
 	return 0;
 }
 
+/* trace = always | WINDOW/PERIOD (seconds) */
+static int set_trace(struct cs_daemon_config *config, const char *value, char *errmsg, size_t errlen)
+{
+	struct cs_trace_schedule schedule;
+	if (cs_trace_schedule_parse(value, &schedule, errmsg, errlen))
+		return -EINVAL;
+	if (set_once(config, &config->has_trace, "trace", errmsg, errlen))
+		return -EINVAL;
+	config->trace = schedule;
+	return 0;
+}
+
 int cs_config_set(struct cs_daemon_config *config, const char *key, const char *value,
 		  char *errmsg, size_t errlen)
 {
@@ -118,15 +130,8 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		config->ring_mb = (unsigned int)number;
 		return 0;
 	}
-	if (!strcmp(key, "trace")) {
-		struct cs_trace_schedule schedule;
-		if (cs_trace_schedule_parse(value, &schedule, errmsg, errlen))
-			return -EINVAL;
-		if (set_once(config, &config->has_trace, key, errmsg, errlen))
-			return -EINVAL;
-		config->trace = schedule;
-		return 0;
-	}
+	if (!strcmp(key, "trace"))
+		return set_trace(config, value, errmsg, errlen);
 	if (!strcmp(key, "verbose")) {
 		bool yes = !strcmp(value, "yes"), no = !strcmp(value, "no");
 		if (!yes && !no)
