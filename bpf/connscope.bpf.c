@@ -303,12 +303,16 @@ __u64 parked_requests = 0;
 /*
  * The tracing window, numbered by user space: connscoped attaches the
  * per-request probes for a share of the time only, and bumps this at each
- * window's start and end. A connection's request state stamped with
- * another number was left half-way when the probes went away: what
- * happened meanwhile is unknown, so that request is dropped (counted in
- * CS_CTR_WINDOW_CUT) and the connection's next request starts afresh.
+ * window's start and end. Odd: a window with every request probe attached;
+ * even: between windows, and while the probes are being attached or
+ * detached (set after the last attach, before the first detach): requests
+ * are emitted in odd windows only. A connection's request state stamped
+ * with another number was left half-way when the probes went away (or
+ * built while some were missing): what happened meanwhile is unknown, so
+ * that request is dropped (counted in CS_CTR_WINDOW_CUT) and the
+ * connection's next request starts afresh.
  */
-__u32 trace_window = 0;
+__u32 trace_window = 1;
 
 
 struct {
@@ -544,7 +548,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 
 	if (conn->phase == PHASE_IDLE)
 		return;
-	if (conn->window != trace_window) {
+	if (conn->window != trace_window || !(trace_window & 1)) {
 		drop_cut_request(sk, conn);
 		return;
 	}

@@ -84,7 +84,7 @@ void cs_trace_windows_start(struct cs_trace_windows *tw, const struct cs_trace_s
 	tw->start_ns = now_ns;
 	tw->opened_ns = now_ns;
 	tw->windows = 1;
-	tw->number = 0; /* the BPF side starts at 0 */
+	tw->number = 1; /* odd: open, as the BPF side starts */
 	tw->tracing = true;
 }
 

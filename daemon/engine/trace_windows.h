@@ -56,7 +56,7 @@ struct cs_trace_windows {
 	uint64_t next_open_ns;     /* the next window's start (not tracing) */
 	uint64_t closed_traced_ns; /* the closed windows' total length */
 	uint64_t windows;          /* windows opened */
-	uint32_t number;           /* bumped at each edge: the BPF side's trace_window */
+	uint32_t number;           /* bumped at each edge: the BPF side's trace_window (odd: open) */
 	bool tracing;              /* a window is open */
 };
 

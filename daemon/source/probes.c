@@ -298,6 +298,8 @@ void cs_probes_close_window(struct cs_probes *probes, uint32_t number)
 	struct bpf_program *prog;
 	if (!probes->skel || probes->detached || probes->window_closed)
 		return;
+	/* Numbered first: no request is emitted while some probes are gone. */
+	probes->skel->data->trace_window = number;
 	bpf_object__for_each_program(prog, probes->skel->obj) {
 		struct bpf_link **slot = link_slot(probes, prog);
 		if (!is_request_probe(probes, prog) || !slot || !*slot)
@@ -309,7 +311,6 @@ void cs_probes_close_window(struct cs_probes *probes, uint32_t number)
 	probes->xmit_link = NULL;
 	bpf_link__destroy(probes->waking_link); /* attached again in the next window (parked_requests stays) */
 	probes->waking_link = NULL;
-	probes->skel->bss->trace_window = number;
 	probes->window_closed = true;
 }
 
@@ -318,14 +319,14 @@ int cs_probes_open_window(struct cs_probes *probes, uint32_t number, char *errms
 	struct bpf_program *prog;
 	if (!probes->skel || probes->detached || !probes->window_closed)
 		return 0;
-	/* Numbered first: what the probes see from here belongs to this window. */
-	probes->skel->bss->trace_window = number;
 	probes->window_closed = false;
 	bpf_object__for_each_program(prog, probes->skel->obj) {
 		if (is_request_probe(probes, prog) && bpf_program__autoload(prog) &&
 		    attach_one(probes, prog, errmsg, errlen))
 			return -1;
 	}
+	/* Numbered last: state built while some probes were still missing is dropped. */
+	probes->skel->data->trace_window = number;
 	return 0;
 }
 

@@ -144,8 +144,10 @@ int cs_probes_detach_and_drain(struct cs_probes *probes);
  * and sends, data ready, epoll exits, and with them the per-packet and
  * wake-up probes) are detached between windows; the connection lifecycle
  * probes (accepts, state changes, resets, drops, processes) stay. number
- * is the window's (the BPF side's trace_window), bumped at each edge:
- * request state left from another number is dropped. Opening returns 0,
+ * is the window's (the BPF side's trace_window, odd while open), bumped
+ * at each edge, set after the attaches and before the detaches: request
+ * state left from another number is dropped, and none is emitted while
+ * the number is even. Opening returns 0,
  * or -1 with the hook that failed in errmsg.
  */
 int cs_probes_open_window(struct cs_probes *probes, uint32_t number, char *errmsg, size_t errlen);

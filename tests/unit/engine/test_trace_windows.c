@@ -65,16 +65,16 @@ Test(trace_windows, edges_and_time_traced)
 	struct cs_trace_windows tw;
 	cs_trace_windows_start(&tw, &s, T0);
 	cr_expect(tw.tracing, "the first window opens at the start");
-	cr_expect_eq(tw.number, 0, "as the BPF side's trace_window starts");
+	cr_expect_eq(tw.number, 1, "odd, open: as the BPF side's trace_window starts");
 	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 500 * MS), CS_TRACE_KEEP);
 	cr_expect_eq(cs_trace_windows_traced_ns(&tw, T0 + 500 * MS), 500 * MS, "the open window counts");
 	/* The loop polls every 20 ms: the window closes at the first step past its end. */
 	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 1020 * MS), CS_TRACE_CLOSE);
-	cr_expect_eq(tw.number, 1, "each edge is numbered");
+	cr_expect_eq(tw.number, 2, "each edge is numbered: even between windows");
 	cr_expect_eq(cs_trace_windows_traced_ns(&tw, T0 + 5 * SEC), 1020 * MS, "traced until the detach");
 	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 9990 * MS), CS_TRACE_KEEP);
 	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 10 * SEC), CS_TRACE_OPEN, "the next period's start");
-	cr_expect_eq(tw.number, 2);
+	cr_expect_eq(tw.number, 3);
 	cr_expect_eq(tw.windows, 2);
 	cr_expect_eq(cs_trace_windows_traced_ns(&tw, T0 + 10500 * MS), 1520 * MS);
 	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 11 * SEC), CS_TRACE_CLOSE);
