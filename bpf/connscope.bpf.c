@@ -192,7 +192,7 @@ struct conn_state {
 	__u32 last_reader_tid; /* kept across requests: who will likely read the next */
 	__u32 requests;        /* requests started on this connection */
 	__u32 send_eagain;
-	__u32 window;         /* the tracing window (trace_window) its request state belongs to */
+	__u32 window; /* the tracing window (trace_window) its request state belongs to */
 	__u16 phase;
 	__u16 flags;          /* enum cs_request_flags of the current request */
 	__u16 port;           /* local (listening) port: skc_num is cleared on close */
