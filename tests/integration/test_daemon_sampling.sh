@@ -26,7 +26,7 @@ source "$(dirname "$0")/lib.sh"
 
 CS_DAEMON=$CS_BUILD/connscoped
 CONNECTIONS=16
-LOAD_S=24
+LOAD_S=34 # three windows of the load: some 1500 requests traced, 15 in the tail
 
 cs_start_server --workers 2 --accept reuseport
 sampled_sock=$CS_TMP/run/sampled.sock
