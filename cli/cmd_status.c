@@ -95,10 +95,13 @@ static void print_tracing(const json_t *tracing)
 		printf("  tracing    always: every request\n");
 		return;
 	}
-	printf("  tracing    %g s in every %g s: %.1f %% of the time, %.0f requests traced of ~%.0f "
-	       "(accepts, drops, resets, closes exact)\n", number(tracing, "window_s"), number(tracing, "period_s"),
-	       100 * number(tracing, "traced_share"), number(tracing, "requests_traced"),
-	       number(tracing, "requests_estimated"));
+	char schedule[48] = "always since a reload";
+	if (number(tracing, "period_s") > 0)
+		snprintf(schedule, sizeof(schedule), "%g s in every %g s", number(tracing, "window_s"),
+			 number(tracing, "period_s"));
+	printf("  tracing    %s: %.1f %% of the time, %.0f requests traced of ~%.0f "
+	       "(accepts, drops, resets, closes exact)\n", schedule, 100 * number(tracing, "traced_share"),
+	       number(tracing, "requests_traced"), number(tracing, "requests_estimated"));
 }
 
 static void print_status(const json_t *status, const char *path)

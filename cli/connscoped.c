@@ -116,6 +116,7 @@ struct daemon {
 	char label[CS_CGROUP_PATH_LEN + 16]; /* the first target, as the metrics name it */
 	struct cs_metrics_server metrics;
 	struct cs_ctl_server control;
+	bool attach_caps_kept;             /* CAP_BPF and CAP_PERFMON kept: windows can attach again */
 };
 
 /* The session options from a config. */
@@ -173,7 +174,7 @@ static int reload(void *ctx, struct cs_session_options *next)
 	    fresh->verbose != setup->running.verbose)
 		fprintf(stderr, "connscoped: reload: metrics, ring-mb and verbose changes take effect at "
 			"the next start\n");
-	if (cs_trace_schedule_is_always(&setup->running.trace) && !cs_trace_schedule_is_always(&fresh->trace)) {
+	if (!setup->attach_caps_kept && !cs_trace_schedule_is_always(&fresh->trace)) {
 		/* The capabilities to attach again were dropped at the start. */
 		fprintf(stderr, "connscoped: reload: tracing in windows after 'trace = always' takes effect at "
 			"the next start\n");
@@ -192,9 +193,10 @@ static int reload(void *ctx, struct cs_session_options *next)
 /* Once the probes are in: give up what following the targets does not need. */
 static int drop_privileges(void *ctx, char *errmsg, size_t errlen)
 {
-	const struct daemon *d = ctx;
+	struct daemon *d = ctx;
 	/* Tracing in windows attaches the request probes again at each window's start. */
-	uint64_t keep = CS_KEPT_CAPS | (cs_trace_schedule_is_always(&d->running.trace) ? 0 : CS_ATTACH_CAPS);
+	d->attach_caps_kept = !cs_trace_schedule_is_always(&d->running.trace);
+	uint64_t keep = CS_KEPT_CAPS | (d->attach_caps_kept ? CS_ATTACH_CAPS : 0);
 	if (cs_privileges_drop(keep, errmsg, errlen))
 		return -1;
 	char kept[128];

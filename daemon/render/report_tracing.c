@@ -60,11 +60,15 @@ void cs_report_tracing_text(FILE *out, const struct cs_engine *engine, const str
 	cs_report_tracing_summary(engine, meta, &summary);
 	if (!summary.sampled)
 		return;
-	fprintf(out, "traced %.1f s of %.1f s (%.1f %%: %g s windows every %g s, %" PRIu64 " window(s)): %" PRIu64
+	char schedule[48] = "always since a reload";
+	if (meta->trace.period_s > 0)
+		snprintf(schedule, sizeof(schedule), "%g s windows every %g s", meta->trace.window_s,
+			 meta->trace.period_s);
+	fprintf(out, "traced %.1f s of %.1f s (%.1f %%: %s, %" PRIu64 " window(s)): %" PRIu64
 		" request(s) traced of ~%.0f estimated; exact: accepts, listen drops, resets, closes, backlog samples; "
 		"from the windows: requests, latencies, causes, threads",
-		summary.traced_s, meta->duration_s, 100 * summary.share, meta->trace.window_s, meta->trace.period_s,
-		meta->trace.windows, summary.requests_traced, summary.requests_estimated);
+		summary.traced_s, meta->duration_s, 100 * summary.share, schedule, meta->trace.windows,
+		summary.requests_traced, summary.requests_estimated);
 	if (meta->trace.requests_cut)
 		fprintf(out, "; %" PRIu64 " request(s) cut by a window's end", meta->trace.requests_cut);
 	fputc('\n', out);

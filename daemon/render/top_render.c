@@ -137,10 +137,12 @@ static int tracing(struct cs_top_screen *s, int row, const struct cs_top_model *
 {
 	if (!m->tracing.sampled)
 		return row;
-	put_fmt(s, row, 0, CS_TOP_DIM, "traced %.1f %% (%g s every %g s): %" PRIu64 " of ~%.0f requests, "
+	char schedule[48] = "always since a reload";
+	if (m->tracing.period_s > 0)
+		snprintf(schedule, sizeof(schedule), "%g s every %g s", m->tracing.window_s, m->tracing.period_s);
+	put_fmt(s, row, 0, CS_TOP_DIM, "traced %.1f %% (%s): %" PRIu64 " of ~%.0f requests, "
 		"req/s and latencies from the windows; accepts, drops, resets, closes exact",
-		100 * m->tracing.share, m->tracing.window_s, m->tracing.period_s, m->tracing.requests_traced,
-		m->tracing.requests_estimated);
+		100 * m->tracing.share, schedule, m->tracing.requests_traced, m->tracing.requests_estimated);
 	return row + 1;
 }
 
