@@ -198,18 +198,21 @@ struct conn_state {
 	__u32 last_reader_tid; /* kept across requests: who will likely read the next */
 	__u32 requests;        /* requests started on this connection */
 	__u32 send_eagain;
+	__u32 window; /* the tracing window (trace_window) its request state belongs to */
 	__u16 phase;
 	__u16 flags;          /* enum cs_request_flags of the current request */
 	__u16 port;           /* local (listening) port: skc_num is cleared on close */
 	__u8 partial;         /* connection older than the attach */
 	__u8 closed;          /* close record already emitted */
 	__u8 unread_at_close; /* it closed with a request the server never read */
+	__u8 first_unseen;    /* its first request came while the request probes were detached */
 	/* What the server read in the first exchanges (see peek_read). */
 	__u8 peek_conn;  /* enum peek_conn_state */
 	__u8 peek_seen;  /* this exchange's reads were looked at: its bytes record is due */
 	__u8 peek_flags; /* enum cs_peek_flags of this exchange */
 	__u8 peek_first_len;
 	__u8 peek_records;
+	__u8 pad;
 	__u32 tls_skip;  /* bytes of the TLS record under way still to be read */
 	__u32 hello_len; /* the ClientHello record's length; 0: its body was copied (or not TLS) */
 	__u8 peek_first[CS_PEEK_FIRST_LEN];
@@ -313,6 +316,20 @@ __u64 draining_sockets = 0;
 
 /* Requests a reader parked: user space attaches the wake-up probe once there is one. */
 __u64 parked_requests = 0;
+
+/*
+ * The tracing window, numbered by user space: connscoped attaches the
+ * per-request probes for a share of the time only, and bumps this at each
+ * window's start and end. Odd: a window with every request probe attached;
+ * even: between windows, and while the probes are being attached or
+ * detached (set after the last attach, before the first detach): requests
+ * are emitted in odd windows only. A connection's request state stamped
+ * with another number was left half-way when the probes went away (or
+ * built while some were missing): what happened meanwhile is unknown, so
+ * that request is dropped (counted in CS_CTR_WINDOW_CUT) and the
+ * connection's next request starts afresh.
+ */
+__u32 trace_window = 1;
 
 
 struct {
@@ -526,6 +543,58 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
 	__builtin_memset(conn->peek_read_us, 0, sizeof(conn->peek_read_us));
 }
 
+static __always_inline void reset_request(struct conn_state *conn)
+{
+	conn->phase = PHASE_IDLE;
+	conn->start_ns = conn->first_read_ns = conn->first_send_ns = 0;
+	conn->last_send_ns = conn->drain_end_ns = 0;
+	conn->pickup_runq_ns = conn->handler_runq_ns = conn->drain_runq_ns = 0;
+	conn->start_run_delay_ns = conn->read_run_delay_ns = conn->send_run_delay_ns = 0;
+	conn->bytes_in = conn->bytes_out = conn->send_eagain = 0;
+	conn->reader_tid = conn->sender_tid = conn->worker_tid = 0;
+	conn->handler_start_ns = conn->handler_end_ns = 0;
+	conn->flags = 0;
+}
+
+/* A request cut by a window's edge: no record (its timeline has holes), counted. */
+static __always_inline void drop_cut_request(const struct sock *sk, struct conn_state *conn)
+{
+	__u64 key = (__u64)sk;
+	if ((conn->flags & CS_REQ_HELD_BACK) && !bpf_map_delete_elem(&draining, &key))
+		__sync_fetch_and_add(&draining_sockets, -1);
+	count(CS_CTR_WINDOW_CUT);
+	reset_request(conn);
+	/* Its bytes' record goes with it. */
+	conn->peek_seen = conn->peek_flags = conn->peek_first_len = conn->peek_records = 0;
+	conn->window = trace_window;
+}
+
+/*
+ * The request probes see this connection in the current window: state
+ * from an earlier one is dropped. read_now: bytes the probe's own read
+ * took. If the server read bytes before them, requests went by unseen, so
+ * the next one is not the connection's first.
+ */
+static __always_inline void enter_window(const struct sock *sk, struct conn_state *conn, __u32 read_now)
+{
+	if (conn->window == trace_window)
+		return;
+	if (conn->phase != PHASE_IDLE)
+		drop_cut_request(sk, conn);
+	conn->window = trace_window;
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+	if (!tp || tp->bytes_received <= (__u64)(tp->rcv_nxt - tp->copied_seq) + read_now)
+		return;
+	if (!conn->requests)
+		conn->first_unseen = 1;
+	/* Reads went by unseen: no first bytes to look at, a TLS framing lost. */
+	if (conn->peek_conn == PEEK_TLS) {
+		conn->peek_seen = 1;
+		conn->peek_flags = CS_PEEK_TLS | CS_PEEK_LOST;
+	}
+	conn->peek_conn = PEEK_OFF;
+}
+
 /* Emit the request in progress on conn and reset it. */
 static __always_inline void finish_request(const struct sock *sk, struct conn_state *conn, __u64 now)
 {
@@ -533,6 +602,10 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 
 	if (conn->phase == PHASE_IDLE)
 		return;
+	if (conn->window != trace_window || !(trace_window & 1)) {
+		drop_cut_request(sk, conn);
+		return;
+	}
 	if (conn->flags & CS_REQ_HELD_BACK) {
 		__u64 key = (__u64)sk;
 		struct drain_state *drain = bpf_map_lookup_elem(&draining, &key);
@@ -559,13 +632,13 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		ev->pickup_runq_ns = conn->pickup_runq_ns;
 		ev->handler_runq_ns = conn->handler_runq_ns;
 		ev->drain_runq_ns = conn->drain_runq_ns;
-		ev->handshake_extra_ns = conn->requests == 1 ? conn->handshake_extra_ns : 0;
+		ev->handshake_extra_ns = conn->requests == 1 && !conn->first_unseen ? conn->handshake_extra_ns : 0;
 		ev->bytes_in = conn->bytes_in;
 		ev->bytes_out = conn->bytes_out;
 		ev->tgid = conn->tgid;
 		ev->reader_tid = conn->reader_tid;
 		ev->sender_tid = conn->sender_tid;
-		ev->index = conn->requests ? conn->requests - 1 : 0;
+		ev->index = (conn->requests ? conn->requests - 1 : 0) + conn->first_unseen;
 		ev->send_eagain = conn->send_eagain;
 		ev->listener_port = conn->port;
 		__u16 flags = conn->flags;
@@ -579,15 +652,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		ev->flags = flags;
 		submit_event(ev);
 	}
-	conn->phase = PHASE_IDLE;
-	conn->start_ns = conn->first_read_ns = conn->first_send_ns = 0;
-	conn->last_send_ns = conn->drain_end_ns = 0;
-	conn->pickup_runq_ns = conn->handler_runq_ns = conn->drain_runq_ns = 0;
-	conn->start_run_delay_ns = conn->read_run_delay_ns = conn->send_run_delay_ns = 0;
-	conn->bytes_in = conn->bytes_out = conn->send_eagain = 0;
-	conn->reader_tid = conn->sender_tid = conn->worker_tid = 0;
-	conn->handler_start_ns = conn->handler_end_ns = 0;
-	conn->flags = 0;
+	reset_request(conn);
 }
 
 /*
@@ -708,6 +773,7 @@ static __always_inline struct conn_state *adopt_older_connection(const struct so
 	}
 	conn->partial = 1;
 	conn->port = sk->__sk_common.skc_num;
+	conn->window = trace_window;
 	return conn;
 }
 
@@ -958,6 +1024,7 @@ int BPF_PROG(on_data_ready, const struct sock *sk)
 	}
 	if (conn->closed)
 		return 0;
+	enter_window(sk, conn, 0);
 	now = bpf_ktime_get_ns();
 	note_answer_in_flight(sk, conn, now);
 	if (conn->phase == PHASE_SENDING)
@@ -986,6 +1053,7 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 		if (!conn)
 			return 0;
 	}
+	enter_window(sk, conn, (__u32)ret);
 	__u64 now = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	conn->last_activity_ns = now;
@@ -1040,7 +1108,10 @@ int BPF_PROG(on_tcp_sendmsg, const struct sock *sk, const struct msghdr *msg, co
 {
 	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
 
-	if (!conn || conn->phase != PHASE_HANDLING)
+	if (!conn)
+		return 0;
+	enter_window(sk, conn, 0);
+	if (conn->phase != PHASE_HANDLING)
 		return 0;
 	mark_first_send(conn, cs_tid_of(bpf_get_current_pid_tgid()), bpf_ktime_get_ns(), true);
 	return 0;
@@ -1053,6 +1124,7 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 
 	if (!conn)
 		return 0;
+	enter_window(sk, conn, 0);
 	if (ret == -EAGAIN) {
 		conn->send_eagain++;
 		return 0;
@@ -1401,6 +1473,7 @@ static __always_inline int on_server_established(const struct sock *sk)
 	conn->established_ns = now;
 	conn->last_activity_ns = now;
 	conn->port = port;
+	conn->window = trace_window;
 	if (trace_handshakes)
 		join_client_handshake(sk, conn, now);
 	return 0;

@@ -447,6 +447,7 @@ enum cs_counter {
 	CS_CTR_TABLE_FULL,       /* in-kernel tables full: entries not stored */
 	CS_CTR_SOCKET_STORAGE,   /* socket storage could not be created (reported in table_full) */
 	CS_CTR_CLOSE_LATE,       /* closes seen at a later state change: the exit's probe run was skipped */
+	CS_CTR_WINDOW_CUT,       /* requests in progress when a tracing window closed: dropped */
 	CS_CTR_MAX,
 };
 

@@ -152,6 +152,7 @@ static const struct option catalogue[] = {
 	{ "slowest", required_argument, NULL, CS_OPT_SLOWEST },
 	{ "sample-hz", required_argument, NULL, CS_OPT_SAMPLE_HZ },
 	{ "ring-mb", required_argument, NULL, CS_OPT_RING_MB },
+	{ "trace", required_argument, NULL, CS_OPT_TRACE },
 	{ "no-handshakes", no_argument, NULL, CS_OPT_NO_HANDSHAKES },
 	{ "no-jvm", no_argument, NULL, CS_OPT_NO_JVM },
 	{ "no-bpf-stats", no_argument, NULL, CS_OPT_NO_BPF_STATS },

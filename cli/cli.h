@@ -89,6 +89,7 @@ const char *cs_cli_option_name(const struct cs_cli *cli, int opt);
 enum {
 	CS_OPT_SAMPLE_HZ = 256,
 	CS_OPT_RING_MB,
+	CS_OPT_TRACE,
 	CS_OPT_SLOWEST,
 	CS_OPT_NO_HANDSHAKES,
 	CS_OPT_NO_JVM,

@@ -102,6 +102,26 @@ static void print_cost(const json_t *status)
 	printf("connscoped %.2f%% of one CPU\n", 100.0 * number(cost, "cpu_share"));
 }
 
+/* "  tracing    1 s in every 10 s: 10.0 % of the time, 351 requests traced of ~3510" */
+static void print_tracing(const json_t *tracing)
+{
+	char mode[16];
+	if (!tracing)
+		return;
+	cs_json_str(tracing, "mode", mode, sizeof(mode));
+	if (strcmp(mode, "windows") != 0) {
+		printf("  tracing    always: every request\n");
+		return;
+	}
+	char schedule[48] = "always since a reload";
+	if (number(tracing, "period_s") > 0)
+		snprintf(schedule, sizeof(schedule), "%g s in every %g s", number(tracing, "window_s"),
+			 number(tracing, "period_s"));
+	printf("  tracing    %s: %.1f %% of the time, %.0f requests traced of ~%.0f "
+	       "(accepts, drops, resets, closes exact)\n", schedule, 100 * number(tracing, "traced_share"),
+	       number(tracing, "requests_traced"), number(tracing, "requests_estimated"));
+}
+
 static void print_status(const json_t *status, const char *path)
 {
 	char target[256], up[32], since[32];
@@ -116,6 +136,7 @@ static void print_status(const json_t *status, const char *path)
 	       number(status, "events"), number(status, "lost"), number(status, "skipped"),
 	       number(status, "requests"));
 	print_cost(status);
+	print_tracing(json_object_get(status, "tracing"));
 	const json_t *control = json_object_get(status, "control");
 	printf("  control    %.0f connection(s), %.0f refused, %.0f request(s) rejected, %.0f stream(s) dropped\n",
 	       number(control, "connections"), number(control, "refused"), number(control, "rejected"),

@@ -73,6 +73,10 @@ static const struct cs_cmd daemon_cmd = {
 	"                         reset and top (default " CS_CTL_DEFAULT_SOCKET ")\n"
 	"      --sample-hz N      listener queue samples per second (1-1000, default 10)\n"
 	"      --ring-mb N        ring buffer size in MiB, a power of two (default 8)\n"
+	"      --trace always|W/P per-request tracing W seconds at the start of every\n"
+	"                         P seconds (default 1/10), its probes detached in\n"
+	"                         between; accepts, drops, resets and closes are\n"
+	"                         counted all the time; always: trace everything\n"
 	"  -v, --verbose          show libbpf's log\n"
 	"      --bpf-stats no     do not turn on the kernel's BPF run-time statistics\n"
 	"                         (default yes, for the probes' cost per request in\n"
@@ -80,11 +84,11 @@ static const struct cs_cmd daemon_cmd = {
 	"  -h, --help             this help\n"
 	"\n"
 	"Config file: 'key = value' lines with the long options' names as keys (port,\n"
-	"pid, name, cgroup, metrics, sample-hz, ring-mb, verbose = yes|no, bpf-stats =\n"
+	"pid, name, cgroup, metrics, sample-hz, ring-mb, trace, verbose = yes|no, bpf-stats =\n"
 	"yes|no), '#' comment lines. It must be root's and writable only by root.\n"
 	"\n"
 	"Signals: SIGTERM/SIGINT stop (exit 0); SIGHUP re-reads the config file (new\n"
-	"targets and sample-hz apply at once; a bad file is logged and the running\n"
+	"targets, sample-hz and trace apply at once; a bad file is logged and the running\n"
 	"settings kept) and looks for target processes now.\n"
 	"\n"
 	"Once attached, connscoped keeps only CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH\n"
@@ -115,6 +119,7 @@ struct daemon {
 	char label[CS_CGROUP_PATH_LEN + 16]; /* the first target, as the metrics name it */
 	struct cs_metrics_server metrics;
 	struct cs_ctl_server control;
+	bool attach_caps_kept;             /* CAP_BPF and CAP_PERFMON kept: windows can attach again */
 };
 
 /* The session options from a config. */
@@ -127,6 +132,7 @@ static void apply_targets(const struct cs_daemon_config *config, struct cs_sessi
 	opts->match = config->match;
 	memcpy(opts->netns, config->netns, sizeof(opts->netns));
 	opts->sample_hz = config->sample_hz;
+	opts->trace = config->trace;
 }
 
 /* The file, then the command line over it. */
@@ -150,7 +156,7 @@ static void warn_missing_cgroups(const struct cs_daemon_config *config)
 				cs_cgroup2_mount() ? cs_cgroup2_mount() : " (none is mounted)");
 }
 
-/* SIGHUP: the config file again; targets and sample-hz change now. */
+/* SIGHUP: the config file again; targets, sample-hz and trace change now. */
 static int reload(void *ctx, struct cs_session_options *next)
 {
 	struct daemon *setup = ctx;
@@ -171,6 +177,12 @@ static int reload(void *ctx, struct cs_session_options *next)
 	    fresh->verbose != setup->running.verbose || fresh->bpf_stats != setup->running.bpf_stats)
 		fprintf(stderr, "connscoped: reload: metrics, ring-mb, verbose and bpf-stats changes take effect at "
 			"the next start\n");
+	if (!setup->attach_caps_kept && !cs_trace_schedule_is_always(&fresh->trace)) {
+		/* The capabilities to attach again were dropped at the start. */
+		fprintf(stderr, "connscoped: reload: tracing in windows after 'trace = always' takes effect at "
+			"the next start\n");
+		fresh->trace = setup->running.trace;
+	}
 	fresh->ring_mb = setup->running.ring_mb;
 	fresh->verbose = setup->running.verbose;
 	fresh->bpf_stats = setup->running.bpf_stats;
@@ -185,11 +197,14 @@ static int reload(void *ctx, struct cs_session_options *next)
 /* Once the probes are in: give up what following the targets does not need. */
 static int drop_privileges(void *ctx, char *errmsg, size_t errlen)
 {
-	(void)ctx;
-	if (cs_privileges_drop(errmsg, errlen))
+	struct daemon *d = ctx;
+	/* Tracing in windows attaches the request probes again at each window's start. */
+	d->attach_caps_kept = !cs_trace_schedule_is_always(&d->running.trace);
+	uint64_t keep = CS_KEPT_CAPS | (d->attach_caps_kept ? CS_ATTACH_CAPS : 0);
+	if (cs_privileges_drop(keep, errmsg, errlen))
 		return -1;
 	char kept[128];
-	cs_caps_describe(CS_KEPT_CAPS, kept, sizeof(kept));
+	cs_caps_describe(keep, kept, sizeof(kept));
 	fprintf(stderr, "connscoped: capabilities dropped; keeping %s\n", kept);
 	return 0;
 }
@@ -209,7 +224,7 @@ static void target_label(const struct cs_daemon_config *config, char *out, size_
 
 /* Its options, in the order a usage error lists them (cli.c defines each). */
 static const char daemon_options[] =
-	"port pid name cgroup netns config metrics --socket sample-hz ring-mb verbose --bpf-stats help";
+	"port pid name cgroup netns config metrics --socket sample-hz ring-mb trace verbose --bpf-stats help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {

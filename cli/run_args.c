@@ -6,7 +6,7 @@
 #include "target_args.h"
 
 /* Its options, in the order a usage error lists them (cli.c defines each). */
-static const char run_options[] = CS_TARGET_OPTIONS " duration json output sample-hz ring-mb tail slowest no-handshakes no-bpf-stats no-jvm quiet "
+static const char run_options[] = CS_TARGET_OPTIONS " duration json output sample-hz ring-mb trace tail slowest no-handshakes no-bpf-stats no-jvm quiet "
 	"verbose help";
 
 /* The options that are attach's or record's alone. */
@@ -63,6 +63,17 @@ static int take_probe(const struct cs_cli *cli, int opt, const char *arg, struct
 	return CS_CLI_GO_ON;
 }
 
+/* attach --trace: requests in windows, as connscoped by default (a recording keeps them all). */
+static int take_trace(const struct cs_cli *cli, const char *arg, struct run_args *args)
+{
+	char why[256];
+	if (args->recording)
+		return cs_cli_usage(cli, "--trace is for attach and connscoped: a recording keeps every request");
+	if (cs_trace_schedule_parse(arg, &args->session.trace, why, sizeof(why)))
+		return cs_cli_usage(cli, "--trace %s", why);
+	return CS_CLI_GO_ON;
+}
+
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
 	struct run_args *args = ctx;
@@ -70,6 +81,8 @@ static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 		return cs_cli_real(cli, &cs_number_tail, arg, &args->tail_percentile) ? CS_CLI_GO_ON : CS_EXIT_USAGE;
 	if (opt == 'j' || opt == 'o' || opt == CS_OPT_SLOWEST)
 		return take_own(cli, opt, arg, args);
+	if (opt == CS_OPT_TRACE)
+		return take_trace(cli, arg, args);
 	return take_probe(cli, opt, arg, &args->session);
 }
 

@@ -31,6 +31,9 @@
 	"                       listener, thread, index on the connection, split by cause\n" \
 	"      --sample-hz N    listener queue samples per second (1-1000, default " CS_STR(CS_SAMPLE_HZ_DEFAULT) ")\n" \
 	"      --ring-mb N      ring buffer size in MiB, a power of two (1-1024, default " CS_STR(CS_RING_MB_DEFAULT) ")\n" \
+	"      --trace always|W/P  (attach) trace requests W seconds at the start of every\n" \
+	"                       P seconds only, the request probes detached between\n" \
+	"                       (as connscoped by default); default always\n" \
 	"      --no-handshakes  do not follow local clients' SYN retransmits\n" \
 	"      --no-bpf-stats   do not turn on the kernel's BPF run-time statistics (the\n" \
 	"                       report's BPF cost is then not measured)\n" \

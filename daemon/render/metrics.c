@@ -5,10 +5,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "report.h"
 
 const double cs_mx_bucket_bounds_s[CS_MX_BUCKETS] = {
 	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -204,6 +207,34 @@ static void render_target_info(const struct cs_mx_out *w)
 	fputs("\"} 1\n", w->out);
 }
 
+/*
+ * What was traced: connscoped attaches its request probes in windows.
+ * Counters of accepts, drops, resets and closes are exact; the request
+ * series (connscope_requests_total, the latency histograms) count the
+ * traced windows only.
+ */
+static void render_tracing(const struct cs_mx_out *w)
+{
+	struct cs_traced_summary summary;
+	cs_report_tracing_summary(w->engine, w->meta, &summary);
+	cs_mx_header(w, "connscope_traced_seconds_total", "counter",
+		     "Time the per-request probes were attached: the request series cover only this time "
+		     "(accepts, drops, resets and closes are counted all the time).");
+	cs_mx_sample_double(w, "connscope_traced_seconds_total", NULL, summary.traced_s);
+	cs_mx_header(w, "connscope_traced_ratio", "gauge",
+		     "Share of the run the per-request probes were attached (1: trace = always).");
+	cs_mx_sample_double(w, "connscope_traced_ratio", NULL, summary.share);
+	cs_mx_header(w, "connscope_trace_windows_total", "counter", "Tracing windows opened.");
+	cs_mx_sample(w, "connscope_trace_windows_total", NULL, w->meta->trace.sampled ? w->meta->trace.windows : 1);
+	cs_mx_header(w, "connscope_requests_estimated", "gauge",
+		     "Requests that ended in the run, estimated from the traced windows (exact with trace = always); "
+		     "connscope_requests_total counts the traced ones.");
+	cs_mx_sample_double(w, "connscope_requests_estimated", NULL, round(summary.requests_estimated));
+	cs_mx_header(w, "connscope_requests_cut_total", "counter",
+		     "Requests in progress when a tracing window closed: in no latency.");
+	cs_mx_sample(w, "connscope_requests_cut_total", NULL, w->meta->trace.requests_cut);
+}
+
 static void render_health(const struct cs_mx_out *w)
 {
 	const struct cs_engine *engine = w->engine;
@@ -225,6 +256,7 @@ static void render_health(const struct cs_mx_out *w)
 		     "Connections the engine stopped following: evicted from a full table, or timed out without events.");
 	cs_mx_sample(w, "connscope_connections_forgotten_total", "why=\"evicted\"", engine->conns_evicted);
 	cs_mx_sample(w, "connscope_connections_forgotten_total", "why=\"timed_out\"", engine->conns_timed_out);
+	render_tracing(w);
 	render_target_info(w);
 	cs_mx_header(w, "connscope_events_total", "counter", "Events the engine took in.");
 	cs_mx_sample(w, "connscope_events_total", NULL, engine->totals.records);

@@ -121,11 +121,13 @@ static void text_requests(FILE *out, const struct cs_engine *engine, const struc
 	const struct cs_request_stats *r = &engine->requests;
 	if (r->requests == 0 && r->unanswered == 0 && r->partial == 0)
 		return;
+	/* Traced in windows: the rate over the time traced. */
+	double traced_s = meta->trace.sampled ? meta->trace.traced_s : meta->duration_s;
 	fprintf(out, "requests    %" PRIu64 " (%.1f/s) on %" PRIu64 " new connection(s)", r->requests,
-		per_second(r->requests, meta->duration_s), r->first_on_connection);
+		per_second(r->requests, traced_s), r->first_on_connection);
 	if (r->unanswered || r->partial)
-		fprintf(out, "; %" PRIu64 " unanswered, %" PRIu64 " partial (began before attach)",
-			r->unanswered, r->partial);
+		fprintf(out, "; %" PRIu64 " unanswered, %" PRIu64 " partial (began before %s)", r->unanswered,
+			r->partial, meta->trace.sampled ? "the attach or a window" : "attach");
 	text_tls(out, r);
 	fprintf(out, "\nlatency    ");
 	text_percentiles(out, r->latency_ns);
@@ -353,6 +355,7 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 		fprintf(out, ", %" PRIu64 " executor hand-back(s) not kept (table full: their requests' read -> send is "
 			"handler)", engine->handbacks_dropped);
 	fputc('\n', out);
+	cs_report_tracing_text(out, engine, meta);
 	text_labels(out, meta->labels);
 	if (meta->window_to_s > 0)
 		fprintf(out, "window %.1f s to %.1f s of the recording (connections older than it partial; lost records and "

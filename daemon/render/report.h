@@ -14,6 +14,7 @@
 
 #include "engine.h"
 #include "run_meta.h"
+#include "trace_windows.h"
 #include "units.h"
 
 /* The meta->slowest slowest requests, one by one (report_slowest.c). */
@@ -35,6 +36,16 @@ json_t *cs_report_value(const struct cs_engine *engine, const struct cs_report_m
 struct cs_analysis;
 json_t *cs_report_value_of(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			   const struct cs_analysis *analysis);
+/*
+ * What was traced (report_tracing.c): the share of the time the request
+ * probes were attached, the requests traced and the estimate of all of
+ * them; which figures are exact. The text is one line, only when traced
+ * in windows; the JSON ("tracing") always.
+ */
+void cs_report_tracing_summary(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			       struct cs_traced_summary *summary);
+json_t *cs_report_tracing_value(const struct cs_engine *engine, const struct cs_report_meta *meta);
+void cs_report_tracing_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
 /* {"p50":..,"p90":..,"p99":..,"p999":..,"max":..,"count":..}, the times in microseconds. */
 json_t *cs_report_percentiles_us(const struct cs_hist *hist);
 /* ["acceptor",...]: a thread's roles (names of enum cs_thread_role). */

@@ -264,6 +264,7 @@ static void add_run(json_t *report, const struct cs_engine *engine, const struct
 					      cs_json_text(meta->labels->cgroup), "container",
 					      cs_json_text(meta->labels->container)));
 	json_object_set_new(report, "duration_s", cs_json_3(meta->duration_s));
+	json_object_set_new(report, "tracing", cs_report_tracing_value(engine, meta));
 	struct cs_conn_partial partial = cs_engine_partial(engine);
 	json_object_set_new(report, "events",
 			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "received",

@@ -168,6 +168,15 @@ void cs_top_model_from_value(struct cs_top_model *m, const json_t *root)
 	m->requests = count(root, "requests");
 	m->multiplexed = count(root, "connections_multiplexed");
 	m->requests_per_s = num(json_object_get(live, "last"), "requests_per_s");
+	const json_t *tracing = json_object_get(root, "tracing");
+	char mode[16];
+	cs_json_str(tracing, "mode", mode, sizeof(mode));
+	m->tracing.sampled = !strcmp(mode, "windows");
+	m->tracing.window_s = num(tracing, "window_s");
+	m->tracing.period_s = num(tracing, "period_s");
+	m->tracing.share = num(tracing, "traced_share");
+	m->tracing.requests_traced = count(tracing, "requests_traced");
+	m->tracing.requests_estimated = num(tracing, "requests_estimated");
 	latency(json_object_get(root, "latency_us"), &m->total);
 	const json_t *window = json_object_get(live, "window");
 	latency(json_object_get(window, "latency_us"), &m->window);

@@ -70,6 +70,12 @@ struct cs_top_model {
 	uint64_t requests;
 	uint64_t multiplexed;       /* connections whose requests overlap: not in the latency */
 	double requests_per_s;      /* the last second */
+	struct {
+		bool sampled;           /* requests traced in windows (the report's "tracing") */
+		double window_s, period_s, share;
+		uint64_t requests_traced;
+		double requests_estimated;
+	} tracing;
 	struct cs_top_latency total;   /* since the statistics began */
 	struct cs_top_latency window;  /* the last minute */
 	int window_seconds;

@@ -133,6 +133,20 @@ static int title(struct cs_top_screen *s, int row, const struct cs_top_model *m,
 	return row + 1;
 }
 
+/* Traced in windows: what the request figures below cover. */
+static int tracing(struct cs_top_screen *s, int row, const struct cs_top_model *m)
+{
+	if (!m->tracing.sampled)
+		return row;
+	char schedule[48] = "always since a reload";
+	if (m->tracing.period_s > 0)
+		snprintf(schedule, sizeof(schedule), "%g s every %g s", m->tracing.window_s, m->tracing.period_s);
+	put_fmt(s, row, 0, CS_TOP_DIM, "traced %.1f %% (%s): %" PRIu64 " of ~%.0f requests, "
+		"req/s and latencies from the windows; accepts, drops, resets, closes exact",
+		100 * m->tracing.share, schedule, m->tracing.requests_traced, m->tracing.requests_estimated);
+	return row + 1;
+}
+
 static int latency(struct cs_top_screen *s, int row, const struct cs_top_model *m)
 {
 	char p50[24], p99[24], p999[24], max[24];
@@ -352,7 +366,7 @@ void cs_top_render(struct cs_top_screen *s, const struct cs_top_model *m, const 
 {
 	clear(s);
 	int last_row = s->rows - 2; /* the key line is the bottom row */
-	int row = title(s, 0, m, ui);
+	int row = tracing(s, title(s, 0, m, ui), m);
 	if (ui->help) {
 		help(s, row + 1);
 	} else {

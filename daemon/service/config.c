@@ -18,6 +18,7 @@ void cs_config_init(struct cs_daemon_config *config)
 	config->sample_hz = 10;
 	config->ring_mb = 8;
 	config->bpf_stats = true;
+	config->trace = cs_trace_schedule_default();
 }
 
 /* The whole string is an integer within [min, max]. */
@@ -62,6 +63,18 @@ static int yes_or_no(struct cs_daemon_config *config, const char *key, const cha
 	if (set_once(config, has, key, errmsg, errlen))
 		return -EINVAL;
 	*setting = yes;
+	return 0;
+}
+
+/* trace = always | WINDOW/PERIOD (seconds) */
+static int set_trace(struct cs_daemon_config *config, const char *value, char *errmsg, size_t errlen)
+{
+	struct cs_trace_schedule schedule;
+	if (cs_trace_schedule_parse(value, &schedule, errmsg, errlen))
+		return -EINVAL;
+	if (set_once(config, &config->has_trace, "trace", errmsg, errlen))
+		return -EINVAL;
+	config->trace = schedule;
 	return 0;
 }
 
@@ -131,6 +144,8 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		config->ring_mb = (unsigned int)number;
 		return 0;
 	}
+	if (!strcmp(key, "trace"))
+		return set_trace(config, value, errmsg, errlen);
 	if (!strcmp(key, "verbose"))
 		return yes_or_no(config, key, value, &config->verbose, &config->has_verbose, errmsg, errlen);
 	if (!strcmp(key, "bpf-stats"))
@@ -220,6 +235,10 @@ void cs_config_merge(struct cs_daemon_config *base, const struct cs_daemon_confi
 	if (over->has_ring_mb) {
 		base->ring_mb = over->ring_mb;
 		base->has_ring_mb = true;
+	}
+	if (over->has_trace) {
+		base->trace = over->trace;
+		base->has_trace = true;
 	}
 	if (over->has_verbose) {
 		base->verbose = over->verbose;

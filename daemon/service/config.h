@@ -15,6 +15,7 @@
  *   metrics = 127.0.0.1:9464
  *   sample-hz = 10
  *   ring-mb = 8
+ *   trace = 1/10                       # or always
  *   verbose = yes
  *   bpf-stats = no                     # do not turn the kernel's BPF run-time counting on
  * port, pid, name and cgroup may repeat; the others are set at most once.
@@ -28,10 +29,11 @@
 #include <sys/types.h>
 
 #include "targets.h"
+#include "trace_windows.h"
 
 #define CS_CONFIG_MAX_TARGETS 64          /* ports, pids: as CS_MAX_TARGETS */
 #define CS_CONFIG_LINE_MAX 1024
-#define CS_CONFIG_KEYS "port, pid, name, cgroup, netns, metrics, sample-hz, ring-mb, verbose, bpf-stats"
+#define CS_CONFIG_KEYS "port, pid, name, cgroup, netns, metrics, sample-hz, ring-mb, trace, verbose, bpf-stats"
 
 struct cs_daemon_config {
 	uint16_t ports[CS_CONFIG_MAX_TARGETS];
@@ -43,14 +45,15 @@ struct cs_daemon_config {
 	char metrics[256];                 /* ADDR:PORT; "" = off */
 	unsigned int sample_hz;
 	unsigned int ring_mb;
+	struct cs_trace_schedule trace;    /* when the per-request probes are attached */
 	bool verbose;
 	bool bpf_stats;                    /* turn the kernel's BPF run-time counting on (default) */
 	/* Set here (not defaults): a layer overrides only what it sets. */
-	bool has_metrics, has_sample_hz, has_ring_mb, has_verbose, has_bpf_stats;
+	bool has_metrics, has_sample_hz, has_ring_mb, has_trace, has_verbose, has_bpf_stats;
 	bool last_wins;                    /* a setting given again replaces (command lines) */
 };
 
-/* Defaults: no target, metrics off, 10 Hz, 8 MiB, not verbose, BPF run-time counting on. */
+/* Defaults: no target, metrics off, 10 Hz, 8 MiB, traced 1 s in every 10 s, not verbose, BPF run-time counting on. */
 void cs_config_init(struct cs_daemon_config *config);
 
 /*

@@ -23,6 +23,7 @@
 #include "json.h"
 #include "live.h"
 #include "report.h"
+#include "trace_windows.h"
 #include "units.h"
 
 /* The most a client may hold unsent: one whole response and a little more. */
@@ -104,6 +105,9 @@ static void current_meta(const struct cs_ctl_server *server, const struct cs_ctl
 	meta->duration_s = (double)(now_ns() - server->reset_ns) / NS_PER_SEC;
 	meta->events_lost = since_reset(meta->events_lost, server->lost_at_reset);
 	meta->probe_runs_skipped = since_reset(meta->probe_runs_skipped, server->skipped_at_reset);
+	meta->trace.traced_s = cs_trace_meta_traced_s(&meta->trace, now_ns()) - server->traced_s_at_reset;
+	meta->trace.tracing = false; /* traced_s is as of now */
+	meta->trace.requests_cut = since_reset(meta->trace.requests_cut, server->cut_at_reset);
 	/* The kernel's counters are taken at the end of a run: none mid-run. */
 	meta->netstat.valid = false;
 	meta->tail_percentile = view && view->tail_milli_pct ? view->tail_milli_pct / 1000.0 : 0;
@@ -231,6 +235,8 @@ static json_t *status_value(struct cs_ctl_server *server)
 	/* What the daemon costs, over the statistics' span: its programs' list is the snapshot's. */
 	if (status)
 		json_object_set_new(status, "cost", cs_cost_value(engine, &cost, false));
+	if (status)
+		json_object_set_new(status, "tracing", cs_report_tracing_value(engine, &meta));
 	return status;
 }
 
@@ -259,6 +265,8 @@ static void do_reset(struct cs_ctl_server *server, struct cs_ctl_client *c)
 		server->reset_ns = now;
 		server->lost_at_reset = server->meta->events_lost;
 		server->skipped_at_reset = server->meta->probe_runs_skipped;
+		server->traced_s_at_reset = cs_trace_meta_traced_s(&server->meta->trace, now_ns());
+		server->cut_at_reset = server->meta->trace.requests_cut;
 	}
 	pthread_mutex_unlock(server->engine_lock);
 	if (err) {

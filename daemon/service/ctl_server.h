@@ -46,6 +46,8 @@ struct cs_ctl_server {
 	uint64_t start_ns, reset_ns;
 	uint64_t lost_at_reset;
 	uint64_t skipped_at_reset;   /* probe_runs_skipped at the last reset */
+	double traced_s_at_reset;    /* the time traced (trace windows) at the last reset */
+	uint64_t cut_at_reset;       /* requests cut by a window's end at the last reset */
 	struct cs_ctl_client *clients[CS_CTL_MAX_CLIENTS];
 	/* counters, for the log and STATUS */
 	uint64_t connections;

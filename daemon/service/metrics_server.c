@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "trace_windows.h"
+#include "units.h"
 
 #define REQUEST_MAX_BYTES 4096  /* a scrape's request is a few hundred bytes */
 #define REQUEST_TIMEOUT_MS 1000 /* a client that dawdles loses its turn */
@@ -85,7 +87,9 @@ static void serve(struct cs_metrics_server *server, int fd)
 		return;
 	}
 	pthread_mutex_lock(server->engine_lock);
-	cs_metrics_render(out, server->engine, server->meta, server->target, format);
+	struct cs_report_meta meta = *server->meta;
+	cs_trace_meta_advance(&meta, cs_monotonic_ns());
+	cs_metrics_render(out, server->engine, &meta, server->target, format);
 	pthread_mutex_unlock(server->engine_lock);
 	fclose(out);
 	server->scrapes++;

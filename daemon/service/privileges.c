@@ -143,14 +143,14 @@ static int thread_caps(const char *tid, uint64_t *effective, uint64_t *permitted
 	return found == 2 ? 0 : -EINVAL;
 }
 
-int cs_privileges_drop(char *errmsg, size_t errlen)
+int cs_privileges_drop(uint64_t keep, char *errmsg, size_t errlen)
 {
 	struct __user_cap_data_struct caps[2] = {};
 	int err = read_caps(caps);
 	if (err)
 		return cs_fail(errmsg, errlen, "cannot read this process's capabilities: %s", strerror(-err));
 	uint64_t permitted = caps[0].permitted | ((uint64_t)caps[1].permitted << 32);
-	drop_keep = CS_KEPT_CAPS & permitted;
+	drop_keep = keep & permitted;
 
 	/* The other threads first (they are told by a signal, as glibc does for setuid). */
 	struct sigaction action = { .sa_handler = on_drop_signal, .sa_flags = SA_RESTART };

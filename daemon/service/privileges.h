@@ -30,6 +30,8 @@
 
 /* The capabilities kept after the drop, as /proc/PID/status shows them. */
 #define CS_KEPT_CAPS ((1ull << CS_CAP_SYS_PTRACE) | (1ull << CS_CAP_DAC_READ_SEARCH))
+/* ... and, tracing in windows, what attaching the request probes again at each window takes. */
+#define CS_ATTACH_CAPS ((1ull << CS_CAP_BPF) | (1ull << CS_CAP_PERFMON))
 
 /*
  * Has this process what connscoped needs to start? CAP_BPF and CAP_PERFMON
@@ -39,12 +41,12 @@
 int cs_privileges_check(char *errmsg, size_t errlen);
 
 /*
- * In every thread of the process: drop every capability but CS_KEPT_CAPS
+ * In every thread of the process: drop every capability but keep (CS_KEPT_CAPS, with CS_ATTACH_CAPS or not)
  * (from the effective, permitted and bounding sets; inheritable and
  * ambient emptied) and set no_new_privs. Checked afterwards in each
  * thread's /proc status. Returns 0, or -1 with why in errmsg.
  */
-int cs_privileges_drop(char *errmsg, size_t errlen);
+int cs_privileges_drop(uint64_t keep, char *errmsg, size_t errlen);
 
 /* Render a capability set as "CAP_SYS_PTRACE CAP_DAC_READ_SEARCH". */
 void cs_caps_describe(uint64_t caps, char *out, size_t len);

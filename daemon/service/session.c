@@ -118,12 +118,15 @@ static void update_meta(struct session *s, uint64_t start_ns, struct cs_report_m
 {
 	uint64_t counters[CS_CTR_MAX] = {};
 	cs_probes_counters(&s->probes, counters);
-	meta->duration_s = (double)(cs_monotonic_ns() - start_ns) / NS_PER_SEC;
+	uint64_t now = cs_monotonic_ns();
+	meta->duration_s = (double)(now - start_ns) / NS_PER_SEC;
 	meta->events_lost = counters[CS_CTR_LOST];
 	meta->probe_runs_skipped = cs_probes_skipped_runs(&s->probes, NULL);
 	/* A socket's storage not created is an in-kernel table insert that failed too. */
 	meta->table_full = counters[CS_CTR_TABLE_FULL] + counters[CS_CTR_SOCKET_STORAGE];
 	meta->records_read = s->records;
+	cs_trace_windows_meta(&s->windows, now, &meta->trace);
+	meta->trace.requests_cut = counters[CS_CTR_WINDOW_CUT];
 	update_labels(s, meta);
 }
 
@@ -183,6 +186,7 @@ static int first_walk(struct session *s, uint64_t *start_ns)
 	const struct cs_session_options *opts = &s->opts;
 	*start_ns = cs_monotonic_ns();
 	cs_probes_cost_begin(&s->probes, *start_ns);
+	cs_trace_windows_start(&s->windows, &opts->trace, *start_ns);
 	int err = cs_probes_walk_listeners(&s->probes, *start_ns);
 	if (err)
 		return cs_fail(s->errmsg, s->errlen, "cannot walk TCP sockets (iter/tcp): %s", strerror(-err));
@@ -225,6 +229,26 @@ static void sample_when_due(struct session *s, struct loop_clock *clock, uint64_
 	clock->next_sample_ns += clock->sample_every_ns;
 	if (clock->next_sample_ns < now) /* we fell behind: do not burst */
 		clock->next_sample_ns = now + clock->sample_every_ns;
+}
+
+/* Tracing windows: the per-request probes attached at a window's start, detached at its end. */
+static int trace_window_when_due(struct session *s, uint64_t now)
+{
+	enum cs_trace_edge edge = cs_trace_windows_step(&s->windows, now);
+	if (edge == CS_TRACE_KEEP)
+		return 0;
+	if (edge == CS_TRACE_OPEN && cs_probes_open_window(&s->probes, s->windows.number, s->errmsg, s->errlen))
+		return -1;
+	if (edge == CS_TRACE_CLOSE)
+		cs_probes_close_window(&s->probes, s->windows.number);
+	if (s->opts.live_meta) {
+		/* Live readers add the open window's time themselves: exact at each edge. */
+		lock_engine(s);
+		cs_trace_windows_meta(&s->windows, now, &s->opts.live_meta->trace);
+		s->opts.live_meta->duration_s = (double)(now - s->windows.start_ns) / NS_PER_SEC;
+		unlock_engine(s);
+	}
+	return 0;
 }
 
 /*
@@ -307,6 +331,8 @@ static int collect(struct session *s, uint64_t start_ns)
 		if (err < 0 && err != -EINTR)
 			return cs_fail(s->errmsg, s->errlen, "reading the ring buffer failed: %s", strerror(-err));
 		uint64_t now = cs_monotonic_ns();
+		if (trace_window_when_due(s, now))
+			return -1;
 		sample_when_due(s, &clock, now);
 		check_alive_when_due(s, &clock, now);
 		rescan_when_due(s, &clock, now);
@@ -360,11 +386,13 @@ static void report_probe_counts(struct session *s)
 	fprintf(stderr, "connscope: %" PRIu64 " socket walks, %" PRIu64 " listener samples skipped, "
 		"%" PRIu64 " threads untracked, per-packet probe attached %" PRIu64 " time(s)%s, "
 		"%" PRIu64 " records read at the end, %" PRIu64 " probe runs skipped by the kernel, "
-		"%" PRIu64 " closes seen late, wake-up probe %s\n",
+		"%" PRIu64 " closes seen late, wake-up probe %s, %" PRIu64 " tracing window(s), %" PRIu64
+		" request(s) cut by a window's end\n",
 		probes->listener_walks, probes->listener_samples_skipped, probes->threads_untracked,
 		probes->xmit_attaches, probes->xmit_failed ? " (attaching it failed)" : "",
 		probes->records_after_detach, skipped, counters[CS_CTR_CLOSE_LATE],
-		probes->waking_failed ? "failed to attach" : probes->waking_attached ? "attached" : "not needed");
+		probes->waking_failed ? "failed to attach" : probes->waking_attached ? "attached" : "not needed",
+		s->windows.windows, counters[CS_CTR_WINDOW_CUT]);
 }
 
 /* Steps 2 to 5, once the targets are known; the probes are stopped after. */

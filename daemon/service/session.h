@@ -16,6 +16,7 @@
 #include "probes.h"
 #include "run_meta.h"
 #include "targets.h"
+#include "trace_windows.h"
 
 #define CS_MAX_TARGETS 64
 
@@ -28,6 +29,7 @@ struct cs_session_options {
 	char netns[256];                   /* --netns: where --port's listeners are ("": ours) */
 	double duration_s;                 /* 0: until *stop is set */
 	unsigned int sample_hz;            /* listener samples (sock_diag) per second */
+	struct cs_trace_schedule trace;    /* when the per-request probes are attached; zero: always */
 	struct cs_probe_options probe;
 	const volatile sig_atomic_t *stop; /* set by a signal handler */
 	cs_record_fn tee;                  /* optional: also gets every record */
@@ -48,7 +50,7 @@ struct cs_session_options {
 	/*
 	 * Optional, with rescan: called when *rescan is set, with next a copy
 	 * of the options in force. Returns 0 after changing next's targets
-	 * (pids, ports, match) and sample_hz, which then replace the current
+	 * (pids, ports, match), sample_hz and trace, which then replace the current
 	 * ones; -1 to keep them (it says why itself).
 	 */
 	int (*reload)(void *ctx, struct cs_session_options *next);

@@ -34,6 +34,7 @@ struct session {
 	size_t port_count;
 	uint32_t port_opts_netns;          /* where --port's listeners are: --netns, or ours */
 	uint64_t records;
+	struct cs_trace_windows windows;   /* when the per-request probes are attached */
 	/* Room for the lookups, too large for a stack: */
 	struct cs_listen_socket listeners[CS_MAX_LISTENERS];
 	pid_t match_pids[SESSION_MATCH_PIDS];

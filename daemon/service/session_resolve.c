@@ -238,6 +238,8 @@ void cs_session_reload(struct session *s)
 	if (current->reload(current->hooks_ctx, next))
 		return;
 	current->sample_hz = next->sample_hz;
+	current->trace = next->trace;
+	cs_trace_windows_reschedule(&s->windows, &next->trace);
 	if (same_targets(current, next))
 		return;
 	/* Every target process and port is forgotten, then the new ones are looked for. */

@@ -107,6 +107,44 @@ static int handle_record(void *ctx, void *data, size_t len)
 	return probes->on_record(probes->ctx, data, len);
 }
 
+/* The skeleton's slot for prog's link: it frees the links it knows. */
+static struct bpf_link **link_slot(struct cs_probes *probes, const struct bpf_program *prog)
+{
+	for (size_t i = 0; i < (size_t)probes->skel->skeleton->prog_cnt; i++)
+		if (*probes->skel->skeleton->progs[i].prog == prog)
+			return probes->skel->skeleton->progs[i].link;
+	return NULL;
+}
+
+static int attach_one(struct cs_probes *probes, struct bpf_program *prog, char *errmsg, size_t errlen)
+{
+	struct bpf_link *link = bpf_program__attach(prog);
+	if (!link) {
+		int err = -errno;
+		return cs_fail(errmsg, errlen, "cannot attach probe %s (%s): %s; this kernel may lack the hook",
+			       bpf_program__name(prog), bpf_program__section_name(prog),
+			       libbpf_last_line[0] ? libbpf_last_line : strerror(-err));
+	}
+	struct bpf_link **slot = link_slot(probes, prog);
+	if (slot)
+		*slot = link;
+	return 0;
+}
+
+/*
+ * The probes that run for every request, read, send or poll of the
+ * machine (their cost grows with the load): detached between tracing
+ * windows. on_xmit and on_waking, attached on demand, go with them.
+ */
+static bool is_request_probe(const struct cs_probes *probes, const struct bpf_program *prog)
+{
+	const struct connscope_bpf *skel = probes->skel;
+	return prog == skel->progs.on_data_ready || prog == skel->progs.on_recv ||
+	       prog == skel->progs.on_tcp_sendmsg || prog == skel->progs.on_send ||
+	       prog == skel->progs.on_exit_epoll_wait || prog == skel->progs.on_exit_epoll_pwait ||
+	       prog == skel->progs.on_exit_epoll_pwait2;
+}
+
 /* Attach each program by name, so a failure can name its hook. */
 static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 {
@@ -118,18 +156,8 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 		    prog == probes->skel->progs.on_xmit || prog == probes->skel->progs.on_waking ||
 		    !bpf_program__autoload(prog))
 			continue; /* iterators are attached below, two hooks when needed; optional hooks may be off */
-		struct bpf_link *link = bpf_program__attach(prog);
-		if (!link) {
-			int err = -errno;
-			return cs_fail(errmsg, errlen,
-				    "cannot attach probe %s (%s): %s; this kernel may lack the hook",
-				    bpf_program__name(prog), bpf_program__section_name(prog),
-				    libbpf_last_line[0] ? libbpf_last_line : strerror(-err));
-		}
-		/* The skeleton frees links it knows; keep ours in the program's slot. */
-		for (size_t i = 0; i < (size_t)probes->skel->skeleton->prog_cnt; i++)
-			if (*probes->skel->skeleton->progs[i].prog == prog)
-				*probes->skel->skeleton->progs[i].link = link;
+		if (attach_one(probes, prog, errmsg, errlen))
+			return -1;
 	}
 	probes->iter_link = bpf_program__attach_iter(probes->skel->progs.sample_listeners, NULL);
 	if (!probes->iter_link)
@@ -220,7 +248,7 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 static void attach_xmit_when_draining(struct cs_probes *probes)
 {
 	uint64_t now = cs_monotonic_ns();
-	if (probes->detached)
+	if (probes->detached || probes->window_closed)
 		return;
 	if (probes->skel->bss->draining_sockets > 0) {
 		probes->xmit_wanted_ns = now;
@@ -247,7 +275,7 @@ static void attach_xmit_when_draining(struct cs_probes *probes)
 static void attach_waking_when_parked(struct cs_probes *probes)
 {
 	struct bpf_program *prog = probes->skel->progs.on_waking;
-	if (probes->detached || probes->waking_link || probes->waking_failed ||
+	if (probes->detached || probes->window_closed || probes->waking_link || probes->waking_failed ||
 	    (!probes->skel->bss->parked_requests && !probes->waking_at_start) || !bpf_program__autoload(prog))
 		return;
 	probes->waking_link = bpf_program__attach(prog);
@@ -265,6 +293,43 @@ int cs_probes_poll(struct cs_probes *probes, int timeout_ms)
 	/* Records submitted without a wake-up are taken here. */
 	int more = ring_buffer__consume(probes->ring);
 	return more < 0 ? more : n + more;
+}
+
+void cs_probes_close_window(struct cs_probes *probes, uint32_t number)
+{
+	struct bpf_program *prog;
+	if (!probes->skel || probes->detached || probes->window_closed)
+		return;
+	/* Numbered first: no request is emitted while some probes are gone. */
+	probes->skel->data->trace_window = number;
+	bpf_object__for_each_program(prog, probes->skel->obj) {
+		struct bpf_link **slot = link_slot(probes, prog);
+		if (!is_request_probe(probes, prog) || !slot || !*slot)
+			continue;
+		bpf_link__destroy(*slot);
+		*slot = NULL;
+	}
+	bpf_link__destroy(probes->xmit_link);
+	probes->xmit_link = NULL;
+	bpf_link__destroy(probes->waking_link); /* attached again in the next window (parked_requests stays) */
+	probes->waking_link = NULL;
+	probes->window_closed = true;
+}
+
+int cs_probes_open_window(struct cs_probes *probes, uint32_t number, char *errmsg, size_t errlen)
+{
+	struct bpf_program *prog;
+	if (!probes->skel || probes->detached || !probes->window_closed)
+		return 0;
+	probes->window_closed = false;
+	bpf_object__for_each_program(prog, probes->skel->obj) {
+		if (is_request_probe(probes, prog) && bpf_program__autoload(prog) &&
+		    attach_one(probes, prog, errmsg, errlen))
+			return -1;
+	}
+	/* Numbered last: state built while some probes were still missing is dropped. */
+	probes->skel->data->trace_window = number;
+	return 0;
 }
 
 int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX])

@@ -69,6 +69,7 @@ struct cs_probes {
 	bool waking_at_start;                /* bench only: attach it without a parked request */
 	bool waking_failed;                  /* attaching it failed: not tried again */
 	bool detached;                       /* event probes gone: the run is ending */
+	bool window_closed;                  /* between tracing windows: the request probes are detached */
 	uint64_t records_after_detach;       /* read by the last drain */
 	struct cs_u64map thread_baselines;   /* tid -> struct thread_baseline */
 	uint64_t threads_untracked;          /* threads beyond the baseline table */
@@ -173,6 +174,20 @@ int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX]);
  * iterators stay usable for a last sample. Returns the records read here.
  */
 int cs_probes_detach_and_drain(struct cs_probes *probes);
+
+/*
+ * Tracing windows (trace_windows.h): the per-request probes (socket reads
+ * and sends, data ready, epoll exits, and with them the per-packet and
+ * wake-up probes) are detached between windows; the connection lifecycle
+ * probes (accepts, state changes, resets, drops, processes) stay. number
+ * is the window's (the BPF side's trace_window, odd while open), bumped
+ * at each edge, set after the attaches and before the detaches: request
+ * state left from another number is dropped, and none is emitted while
+ * the number is even. Opening returns 0,
+ * or -1 with the hook that failed in errmsg.
+ */
+int cs_probes_open_window(struct cs_probes *probes, uint32_t number, char *errmsg, size_t errlen);
+void cs_probes_close_window(struct cs_probes *probes, uint32_t number);
 
 /* Detach and free everything; safe on a partly started or zeroed struct. */
 void cs_probes_stop(struct cs_probes *probes);

@@ -28,6 +28,22 @@ struct cs_target_labels {
 	char container[80];        /* "docker:ID", "systemd:x.service" (container.h); "" none */
 };
 
+/*
+ * What the per-request probes saw of the run (connscoped traces in windows,
+ * trace_windows.h). Exact always: accepts, drops, resets, closes, listener
+ * samples. Per-request figures come from the traced time only.
+ */
+struct cs_trace_meta {
+	bool sampled;              /* traced in windows; false: all the time */
+	bool tracing;              /* a window was open at as_of_ns */
+	uint64_t as_of_ns;         /* CLOCK_MONOTONIC of traced_s: a live reader adds the open window since */
+	double window_s;           /* each window's length ... */
+	double period_s;           /* ... at the start of every period */
+	double traced_s;           /* time traced (<= the duration) */
+	uint64_t windows;          /* windows opened */
+	uint64_t requests_cut;     /* requests in progress at a window's close: dropped */
+};
+
 struct cs_report_meta {
 	const char *target;        /* e.g. "pid 1234 (csserver)" or "port 8080" */
 	double duration_s;
@@ -42,6 +58,7 @@ struct cs_report_meta {
 	struct cs_netstat_delta netstat;
 	struct cs_run_stamp stamp;  /* when and where the run started */
 	const struct cs_target_labels *labels; /* NULL: not known (a trace file) */
+	struct cs_trace_meta trace; /* zero: traced all the time */
 };
 
 #endif /* CS_RUN_META_H */

@@ -15,7 +15,8 @@ client() { python3 "$(dirname "$0")/ctl_client.py" "$@"; }
 cs_start_server --workers 2 --quiet
 dir=$CS_TMP/run
 sock=$dir/connscoped.sock
-"$CS_DAEMON" --port "$SERVER_PORT" --socket "$sock" 2>"$CS_TMP/daemon.log" &
+# Request counts are compared exactly: traced all the time (test_daemon_sampling.sh covers the default windows).
+"$CS_DAEMON" --port "$SERVER_PORT" --trace always --socket "$sock" 2>"$CS_TMP/daemon.log" &
 daemon=$!; cs_pids+=("$daemon")
 cs_wait_attached "$CS_TMP/daemon.log"
 alive() { kill -0 "$daemon" 2>/dev/null || { cat "$CS_TMP/daemon.log"; fail "connscoped died"; }; }

@@ -14,7 +14,8 @@ prom_port=$(cs_free_port)
 scrape() { curl -sf "http://127.0.0.1:$metrics_port/metrics"; }
 metric() { scrape | awk -v m="$1" 'index($0, m "{") == 1 { s += $NF } END { print s + 0 }'; }
 
-cs_bg "$CS_DAEMON" --port "$port" --metrics "$metrics_port" --socket "$CS_TMP/run/connscoped.sock" \
+# Request counts are compared exactly: traced all the time (test_daemon_sampling.sh covers the default windows).
+cs_bg "$CS_DAEMON" --port "$port" --trace always --metrics "$metrics_port" --socket "$CS_TMP/run/connscoped.sock" \
   2>"$CS_TMP/daemon.log"
 daemon=$BG_PID
 for _ in $(seq 50); do scrape >/dev/null && break; sleep 0.1; done

@@ -10,9 +10,10 @@
 source "$(dirname "$0")/lib.sh"
 
 CS_DAEMON=$CS_BUILD/connscoped
-# The capabilities connscoped(8) documents it keeps: CAP_SYS_PTRACE | CAP_DAC_READ_SEARCH.
+# The capabilities connscoped(8) documents it keeps in its default mode (tracing in
+# windows): CAP_SYS_PTRACE | CAP_DAC_READ_SEARCH | CAP_PERFMON | CAP_BPF.
 KEPT_CAPS=$(sed -n 's/.*CapEff: \([0-9a-f]\{16\}\).*/\1/p' "$(dirname "$0")/../../man/connscoped.8")
-[[ $KEPT_CAPS == 0000000000080004 ]] || fail "connscoped.8 documents CapEff '$KEPT_CAPS', not CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH"
+[[ $KEPT_CAPS == 000000c000080004 ]] || fail "connscoped.8 documents CapEff '$KEPT_CAPS', not CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, CAP_PERFMON and CAP_BPF"
 
 # A copy of csserver under a name no other process has.
 server_name=cstgt$$

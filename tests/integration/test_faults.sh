@@ -110,7 +110,7 @@ metrics_port=$(cs_free_port)
 metric() { # metric NAME: the sum of NAME's samples
   curl -sf "http://127.0.0.1:$metrics_port/metrics" | awk -v n="$1" 'index($0, n"{") == 1 || $1 == n {s += $NF} END {print s + 0}'
 }
-"$CS_DAEMON" --port "$port" --metrics "$metrics_port" --socket "$CS_TMP/ctl1/cs.sock" 2>"$CS_TMP/daemon.err" &
+"$CS_DAEMON" --port "$port" --trace always --metrics "$metrics_port" --socket "$CS_TMP/ctl1/cs.sock" 2>"$CS_TMP/daemon.err" &
 daemon=$!; cs_pids+=("$daemon")
 cs_wait_port "$metrics_port"
 fds_after_first=""

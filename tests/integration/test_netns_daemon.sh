@@ -66,9 +66,10 @@ mport=$(cs_free_port); mport_out=$(cs_free_port)
 port=8080 # in fresh namespaces: free
 ip netns add "$ns_out"
 ip -n "$ns_out" link set lo up
-cs_bg "$CS_DAEMON" --cgroup "$cgroup" --metrics "$mport" --socket "$CS_TMP/run/netns.sock" 2>"$CS_TMP/daemon.log"
+# Request counts are compared exactly: traced all the time (test_daemon_sampling.sh covers the default windows).
+cs_bg "$CS_DAEMON" --cgroup "$cgroup" --trace always --metrics "$mport" --socket "$CS_TMP/run/netns.sock" 2>"$CS_TMP/daemon.log"
 # A second daemon waits for a server on the port in the other namespace.
-cs_bg "$CS_DAEMON" --port "$port" --netns "$ns_out" --metrics "$mport_out" --socket "$CS_TMP/run/out.sock" \
+cs_bg "$CS_DAEMON" --port "$port" --netns "$ns_out" --trace always --metrics "$mport_out" --socket "$CS_TMP/run/out.sock" \
   2>"$CS_TMP/daemon_out.log"
 for m in "$mport" "$mport_out"; do
   for _ in $(seq 100); do scrape "$m" >/dev/null && break; sleep 0.1; done

@@ -27,7 +27,7 @@ servers=() ports=() mports=()
 for i in 0 1; do
   cs_start_server --workers 2
   servers[i]=$SERVER_PID ports[i]=$SERVER_PORT mports[i]=$(cs_free_port)
-  cs_bg "$CS_DAEMON" --port "${ports[i]}" --metrics "${mports[i]}" --socket "$CS_TMP/run$i/connscoped.sock" \
+  cs_bg "$CS_DAEMON" --port "${ports[i]}" --trace always --metrics "${mports[i]}" --socket "$CS_TMP/run$i/connscoped.sock" \
     2>"$CS_TMP/daemon$i.log"
 done
 for i in 0 1; do

@@ -29,7 +29,8 @@ wait_screen() {
 # could take all 16 (on a busy machine one did).
 cs_start_server --accept acceptor --workers 2 --quiet
 sock=$CS_TMP/run/connscoped.sock
-"$CS_DAEMON" --port "$SERVER_PORT" --socket "$sock" 2>"$CS_TMP/daemon.log" &
+# The screen's rates and tail are checked against the load: traced all the time.
+"$CS_DAEMON" --port "$SERVER_PORT" --trace always --socket "$sock" 2>"$CS_TMP/daemon.log" &
 daemon=$!; cs_pids+=("$daemon")
 cs_wait_attached "$CS_TMP/daemon.log"
 # Open loop, 300 requests/s for at most 40 s; 5 % wait 100 ms in the handler (/sleep: off the

@@ -231,3 +231,30 @@ Test(config, only_files_root_alone_may_write_are_trusted)
 	cr_expect_str_eq(cs_config_untrusted(0, S_IFREG | 01666, false, 0), "others may write it");
 	cr_expect_str_eq(cs_config_untrusted(1000, S_IFDIR | 0755, true, 0), "it is owned by another user than root");
 }
+
+/* trace: windows by default, a schedule or always; a bad one names what it expects. */
+Test(config, trace_schedule)
+{
+	struct cs_daemon_config config;
+	cr_assert_eq(parse("port = 80\n", &config), 0, "%s", errmsg);
+	cr_expect_eq(config.trace.window_ns, 1000000000ull, "default window 1 s");
+	cr_expect_eq(config.trace.period_ns, 10000000000ull, "default period 10 s");
+	cr_expect_not(cs_trace_schedule_is_always(&config.trace));
+	cr_assert_eq(parse("port = 80\ntrace = 0.5/30\n", &config), 0, "%s", errmsg);
+	cr_expect_eq(config.trace.window_ns, 500000000ull);
+	cr_expect_eq(config.trace.period_ns, 30000000000ull);
+	cr_expect(config.has_trace);
+	cr_assert_eq(parse("port = 80\ntrace = always\n", &config), 0, "%s", errmsg);
+	cr_expect(cs_trace_schedule_is_always(&config.trace));
+	expect_error("trace = sometimes\n", "test.conf:1: trace expects 'always' or WINDOW/PERIOD");
+	expect_error("trace = 11/10\n", "no longer than its period");
+	expect_error("trace = 1/10\ntrace = 2/10\n", "test.conf:2: trace is set twice");
+
+	/* The command line's schedule replaces the file's. */
+	struct cs_daemon_config over;
+	cs_config_init(&over);
+	cr_assert_eq(cs_config_set(&over, "trace", "always", errmsg, sizeof(errmsg)), 0, "%s", errmsg);
+	cr_assert_eq(parse("port = 80\ntrace = 2/20\n", &config), 0, "%s", errmsg);
+	cs_config_merge(&config, &over);
+	cr_expect(cs_trace_schedule_is_always(&config.trace));
+}

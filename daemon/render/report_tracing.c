@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * What was traced: connscoped traces requests in windows (trace_windows.h)
+ * and counts the connection lifecycle all the time. Every output says
+ * which of its figures are exact and which come from the traced time.
+ */
+#include "report.h"
+
+#include <inttypes.h>
+#include <math.h>
+
+#include "json.h"
+#include "trace_windows.h"
+
+/* Counted all the time by the lifecycle probes, windows or not. */
+static const char *const exact_figures[] = { "accepts", "listen_drops", "resets", "closes", "backlog_samples" };
+/* Seen only inside windows. */
+static const char *const window_figures[] = { "requests", "latency", "causes", "threads" };
+
+void cs_report_tracing_summary(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			       struct cs_traced_summary *summary)
+{
+	uint64_t traced = engine->requests.requests;
+	cs_traced_summarize(&meta->trace, meta->duration_s, traced, traced + engine->requests.partial, summary);
+}
+
+static json_t *names(const char *const *list, size_t count)
+{
+	json_t *array = json_array();
+	for (size_t i = 0; i < count; i++)
+		json_array_append_new(array, json_string(list[i]));
+	return array;
+}
+
+json_t *cs_report_tracing_value(const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	struct cs_traced_summary summary;
+	cs_report_tracing_summary(engine, meta, &summary);
+	json_t *value = json_pack("{s:s,s:o,s:o,s:I,s:I,s:I}", "mode", summary.sampled ? "windows" : "always",
+				  "traced_s", cs_json_3(summary.traced_s), "traced_share", cs_json_3(summary.share),
+				  "requests_traced", (json_int_t)summary.requests_traced, "requests_estimated",
+				  (json_int_t)llround(summary.requests_estimated), "requests_cut",
+				  (json_int_t)meta->trace.requests_cut);
+	if (!value)
+		return NULL;
+	if (summary.sampled) {
+		json_object_set_new(value, "window_s", cs_json_3(meta->trace.window_s));
+		json_object_set_new(value, "period_s", cs_json_3(meta->trace.period_s));
+		json_object_set_new(value, "windows", json_integer((json_int_t)meta->trace.windows));
+	}
+	json_object_set_new(value, "exact", names(exact_figures, sizeof(exact_figures) / sizeof(exact_figures[0])));
+	json_object_set_new(value, "from_windows",
+			    names(summary.sampled ? window_figures : NULL, summary.sampled ? 4 : 0));
+	return value;
+}
+
+void cs_report_tracing_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	struct cs_traced_summary summary;
+	cs_report_tracing_summary(engine, meta, &summary);
+	if (!summary.sampled)
+		return;
+	char schedule[48] = "always since a reload";
+	if (meta->trace.period_s > 0)
+		snprintf(schedule, sizeof(schedule), "%g s windows every %g s", meta->trace.window_s,
+			 meta->trace.period_s);
+	fprintf(out, "traced %.1f s of %.1f s (%.1f %%: %s, %" PRIu64 " window(s)): %" PRIu64
+		" request(s) traced of ~%.0f estimated; exact: accepts, listen drops, resets, closes, backlog samples; "
+		"from the windows: requests, latencies, causes, threads",
+		summary.traced_s, meta->duration_s, 100 * summary.share, schedule, meta->trace.windows,
+		summary.requests_traced, summary.requests_estimated);
+	if (meta->trace.requests_cut)
+		fprintf(out, "; %" PRIu64 " request(s) cut by a window's end", meta->trace.requests_cut);
+	fputc('\n', out);
+}

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Tracing windows (daemon/engine/trace_windows.c): the schedule's syntax,
+ * when windows open and close, the time traced, the estimates; and what
+ * the engine and the reports make of requests a window's edge cut
+ * (synthetic records with explicit times).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "events.h"
+#include "report.h"
+#include "trace_windows.h"
+
+#define PORT 8080
+#define T0 (100 * SEC)
+
+static char errmsg[256];
+
+static struct cs_trace_schedule parsed(const char *text)
+{
+	struct cs_trace_schedule schedule = { 0, 0 };
+	cr_assert_eq(cs_trace_schedule_parse(text, &schedule, errmsg, sizeof(errmsg)), 0, "'%s': %s", text, errmsg);
+	return schedule;
+}
+
+Test(trace_schedule, syntax)
+{
+	struct cs_trace_schedule s = parsed("1/10");
+	cr_expect_eq(s.window_ns, 1 * SEC);
+	cr_expect_eq(s.period_ns, 10 * SEC);
+	s = parsed("0.25/2.5");
+	cr_expect_eq(s.window_ns, 250 * MS);
+	cr_expect_eq(s.period_ns, 2500 * MS);
+	cr_expect(cs_trace_schedule_is_always(&(struct cs_trace_schedule){ 0, 0 }));
+	s = parsed("always");
+	cr_expect(cs_trace_schedule_is_always(&s));
+	s = parsed("5/5"); /* a window as long as its period: always */
+	cr_expect(cs_trace_schedule_is_always(&s));
+	char text[32];
+	s = parsed("1/10");
+	cs_trace_schedule_format(&s, text, sizeof(text));
+	cr_expect_str_eq(text, "1/10");
+	s = parsed("always");
+	cs_trace_schedule_format(&s, text, sizeof(text));
+	cr_expect_str_eq(text, "always");
+
+	const char *bad[] = { "", "1", "/10", "1/", "x/10", "1/10s", "0/10", "-1/10", "0.05/10", "11/10",
+			      "1/3601", "nan/10", "1/inf" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cs_trace_schedule kept = { 7, 7 };
+		errmsg[0] = '\0';
+		cr_expect_eq(cs_trace_schedule_parse(bad[i], &kept, errmsg, sizeof(errmsg)), -1, "'%s' parsed", bad[i]);
+		cr_expect(strstr(errmsg, "expects") != NULL, "'%s': %s", bad[i], errmsg);
+		cr_expect_eq(kept.window_ns, 7, "'%s' changed the schedule", bad[i]);
+	}
+}
+
+Test(trace_windows, edges_and_time_traced)
+{
+	struct cs_trace_schedule s = parsed("1/10");
+	struct cs_trace_windows tw;
+	cs_trace_windows_start(&tw, &s, T0);
+	cr_expect(tw.tracing, "the first window opens at the start");
+	cr_expect_eq(tw.number, 1, "odd, open: as the BPF side's trace_window starts");
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 500 * MS), CS_TRACE_KEEP);
+	cr_expect_eq(cs_trace_windows_traced_ns(&tw, T0 + 500 * MS), 500 * MS, "the open window counts");
+	/* The loop polls every 20 ms: the window closes at the first step past its end. */
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 1020 * MS), CS_TRACE_CLOSE);
+	cr_expect_eq(tw.number, 2, "each edge is numbered: even between windows");
+	cr_expect_eq(cs_trace_windows_traced_ns(&tw, T0 + 5 * SEC), 1020 * MS, "traced until the detach");
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 9990 * MS), CS_TRACE_KEEP);
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 10 * SEC), CS_TRACE_OPEN, "the next period's start");
+	cr_expect_eq(tw.number, 3);
+	cr_expect_eq(tw.windows, 2);
+	cr_expect_eq(cs_trace_windows_traced_ns(&tw, T0 + 10500 * MS), 1520 * MS);
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 11 * SEC), CS_TRACE_CLOSE);
+	cr_expect_eq(cs_trace_windows_traced_ns(&tw, T0 + 12 * SEC), 2020 * MS);
+
+	struct cs_trace_meta meta = {};
+	cs_trace_windows_meta(&tw, T0 + 12 * SEC, &meta);
+	cr_expect(meta.sampled);
+	cr_expect_not(meta.tracing);
+	cr_expect_float_eq(meta.traced_s, 2.02, 1e-9);
+	cr_expect_float_eq(meta.window_s, 1.0, 1e-9);
+	cr_expect_float_eq(meta.period_s, 10.0, 1e-9);
+	cr_expect_eq(meta.windows, 2);
+}
+
+/* A loop that stalled past whole periods opens at once, then keeps to the period grid. */
+Test(trace_windows, stalled_loop)
+{
+	struct cs_trace_schedule s = parsed("1/10");
+	struct cs_trace_windows tw;
+	cs_trace_windows_start(&tw, &s, T0);
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 1 * SEC), CS_TRACE_CLOSE);
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 35 * SEC), CS_TRACE_OPEN);
+	cr_expect_eq(tw.windows, 2, "the periods missed open no window");
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 35500 * MS), CS_TRACE_KEEP, "a whole window, not cut short");
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 36 * SEC), CS_TRACE_CLOSE);
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 39 * SEC), CS_TRACE_KEEP);
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 40 * SEC), CS_TRACE_OPEN);
+}
+
+Test(trace_windows, always_and_reschedule)
+{
+	struct cs_trace_schedule always = parsed("always"), windows = parsed("1/10");
+	struct cs_trace_windows tw;
+	cs_trace_windows_start(&tw, &always, T0);
+	for (uint64_t t = T0; t < T0 + 63 * SEC; t += 700 * MS)
+		cr_assert_eq(cs_trace_windows_step(&tw, t), CS_TRACE_KEEP, "always: no edge at %llu",
+			     (unsigned long long)t);
+	cr_expect_eq(cs_trace_windows_traced_ns(&tw, T0 + 63 * SEC), 63 * SEC);
+	struct cs_trace_meta meta = {};
+	cs_trace_windows_meta(&tw, T0 + 63 * SEC, &meta);
+	cr_expect_not(meta.sampled, "always traced: not sampled");
+
+	/* A reload to windows: the open window ends by the new schedule; the next opens on the grid. */
+	cs_trace_windows_reschedule(&tw, &windows);
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 63 * SEC), CS_TRACE_CLOSE);
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 65 * SEC), CS_TRACE_KEEP);
+	cr_expect_eq(tw.next_open_ns, T0 + 70 * SEC);
+	/* ... and back to always: open at once, and stay. */
+	cs_trace_windows_reschedule(&tw, &always);
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 65 * SEC), CS_TRACE_OPEN);
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + 90 * SEC), CS_TRACE_KEEP);
+	cs_trace_windows_meta(&tw, T0 + 90 * SEC, &meta);
+	cr_expect(meta.sampled, "part of the run was traced in windows");
+	cr_expect_float_eq(meta.traced_s, 88.0, 1e-9);
+}
+
+Test(trace_windows, estimates)
+{
+	cr_expect_float_eq(cs_trace_estimate(100, 1 * SEC, 10 * SEC), 1000.0, 1e-9);
+	cr_expect_float_eq(cs_trace_estimate(100, 0, 10 * SEC), 100.0, 1e-9, "nothing traced: the count");
+	cr_expect_float_eq(cs_trace_estimate(100, 10 * SEC, 10 * SEC), 100.0, 1e-9, "all traced: exact");
+
+	/* A live meta moved on: the open window and the duration grow together. */
+	struct cs_report_meta meta = { .duration_s = 5.0 };
+	meta.trace = (struct cs_trace_meta){ .sampled = true, .tracing = true, .as_of_ns = T0, .traced_s = 1.0 };
+	cs_trace_meta_advance(&meta, T0 + 500 * MS);
+	cr_expect_float_eq(meta.duration_s, 5.5, 1e-9);
+	cr_expect_float_eq(meta.trace.traced_s, 1.5, 1e-9);
+	meta.trace.tracing = false;
+	cs_trace_meta_advance(&meta, T0 + 2 * SEC);
+	cr_expect_float_eq(meta.duration_s, 7.0, 1e-9);
+	cr_expect_float_eq(meta.trace.traced_s, 1.5, 1e-9, "between windows nothing is traced");
+}
+
+/* ---- requests at a window's edges, as the engine gets them ----------------- */
+
+static struct cs_engine *engine;
+
+static void setup(void)
+{
+	engine = cs_engine_new();
+	cr_assert_not_null(engine);
+}
+
+static void teardown(void)
+{
+	cs_engine_free(engine);
+}
+
+TestSuite(window_edges, .init = setup, .fini = teardown);
+
+/* A request of total_ns on sk, begun at t. */
+static void request(uint64_t sk, uint64_t t, uint64_t total_ns, uint32_t index, uint16_t flags)
+{
+	feed_request(engine, (struct request_spec){ .sk = sk, .port = PORT, .start_ns = t,
+						    .first_read_ns = t + total_ns / 4, .first_send_ns = t + total_ns,
+						    .last_send_ns = t + total_ns, .index = index, .flags = flags });
+}
+
+/*
+ * Two windows of 1 s in 10 s. In each, 100 whole requests of 1 ms; at the
+ * second's start, a request read before the window (the BPF side flags it
+ * partial: its wait is unknown). Requests cut by a window's end never reach
+ * the engine (counted by the probes: meta.trace.requests_cut).
+ */
+Test(window_edges, partial_requests_stay_out_of_latencies)
+{
+	uint64_t sk = 0xffff880000002000ull;
+	for (uint32_t i = 0; i < 100; i++)
+		request(sk, T0 + i * 5 * MS, 1 * MS, i, 0);
+	/* Seen mid-way at the window's start: 9 s old by its timestamps, were it taken. */
+	feed_request(engine, (struct request_spec){ .sk = sk, .port = PORT, .start_ns = T0 + 10 * SEC,
+						    .first_read_ns = T0 + 10 * SEC, .first_send_ns = T0 + 10 * SEC + 1 * MS,
+						    .last_send_ns = T0 + 10 * SEC + 1 * MS, .index = 140,
+						    .flags = CS_REQ_PARTIAL });
+	for (uint32_t i = 0; i < 100; i++)
+		request(sk, T0 + 10 * SEC + 2 * MS + i * 5 * MS, 1 * MS, 141 + i, 0);
+
+	const struct cs_request_stats *r = &engine->requests;
+	cr_expect_eq(r->requests, 200);
+	cr_expect_eq(r->partial, 1);
+	cr_expect_leq(r->latency_ns->max, 1100 * US, "the partial request is in no latency");
+
+	struct cs_report_meta meta = { .target = "port 8080", .duration_s = 20.0 };
+	meta.trace = (struct cs_trace_meta){ .sampled = true, .window_s = 1, .period_s = 10, .traced_s = 2.0,
+					     .windows = 2, .requests_cut = 1 };
+	struct cs_traced_summary summary;
+	cs_report_tracing_summary(engine, &meta, &summary);
+	cr_expect(summary.sampled);
+	cr_expect_float_eq(summary.share, 0.1, 1e-9);
+	cr_expect_eq(summary.requests_traced, 200);
+	cr_expect_float_eq(summary.requests_estimated, 2010.0, 1e-6, "requests that ended in windows, scaled");
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	cs_report_text(out, engine, &meta);
+	fclose(out);
+	cr_expect(strstr(text, "traced 2.0 s of 20.0 s (10.0 %: 1 s windows every 10 s, 2 window(s)): 200 request(s) "
+			       "traced of ~2010 estimated") != NULL, "%s", text);
+	cr_expect(strstr(text, "1 request(s) cut by a window's end") != NULL);
+	cr_expect(strstr(text, "requests    200 (100.0/s)") != NULL, "the rate over the time traced: %s", text);
+	free(text);
+
+	json_t *value = cs_report_tracing_value(engine, &meta);
+	cr_assert_not_null(value);
+	cr_expect_str_eq(json_string_value(json_object_get(value, "mode")), "windows");
+	cr_expect_eq(json_integer_value(json_object_get(value, "requests_estimated")), 2010);
+	cr_expect_eq(json_integer_value(json_object_get(value, "requests_cut")), 1);
+	cr_expect_eq(json_array_size(json_object_get(value, "exact")), 5);
+	json_decref(value);
+}
+
+/* Traced all the time: the figures are exact, the text says nothing more. */
+Test(window_edges, always_is_exact)
+{
+	for (uint32_t i = 0; i < 10; i++)
+		request(0xffff880000003000ull, T0 + i * MS, 500 * US, i, 0);
+	struct cs_report_meta meta = { .target = "port 8080", .duration_s = 1.0 };
+	struct cs_traced_summary summary;
+	cs_report_tracing_summary(engine, &meta, &summary);
+	cr_expect_not(summary.sampled);
+	cr_expect_float_eq(summary.share, 1.0, 1e-9);
+	cr_expect_float_eq(summary.requests_estimated, 10.0, 1e-9);
+	json_t *value = cs_report_tracing_value(engine, &meta);
+	cr_expect_str_eq(json_string_value(json_object_get(value, "mode")), "always");
+	cr_expect_eq(json_array_size(json_object_get(value, "from_windows")), 0);
+	json_decref(value);
+}
