@@ -291,12 +291,13 @@ struct {
 } last_poller SEC(".maps");
 
 /*
- * Per epoll instance of a target process (tgid, epfd): the thread that last
- * returned from a ready poll on it, and when its turn began. Threads that take turns on one
- * instance (Jetty's pool) hand the task to whichever thread runs it; a loop
- * that owns its instance (nginx, Netty, csserver --workers) stays its only
- * poller. An LRU: instances are not told apart at a process's exit, and a
- * stale entry names a thread that no longer reads.
+ * Per epoll instance of a target process (tgid, epfd): the thread that
+ * last returned from a ready poll on it, and when its turn began. Threads
+ * that take turns on one instance (Jetty's pool) may run a task another
+ * thread's turn found; a loop that owns its instance (nginx, Netty,
+ * csserver --workers) stays its only poller. An LRU: a process's exit
+ * cannot name its instances, and a stale entry names a thread that no
+ * longer reads.
  */
 struct poll_turn_key {
 	__u32 tgid;
@@ -743,22 +744,6 @@ static __always_inline bool reads_on(const struct sock *sk, const struct poll_th
 	return obs && obs->last_send_sk == (__u64)sk && reader->ready_exit_ns < obs->last_send_ns;
 }
 
-/*
- * Who learned that this request was ready, decided per request (the
- * threads of a pool like Jetty's both poll and serve, in turn): the reader
- * read what it polled (an event loop) when it returned from a ready poll
- * after the bytes came and no other thread took a turn on that epoll
- * instance since (else it ran a task queued by the thread whose turn it
- * was), or when it read on after its own answer. Otherwise,
- * if another thread of the process polled since the bytes came, that
- * thread handed the socket on (a poller and a pool: Tomcat, or Jetty's
- * selector queueing the task while its pool is exhausted); the poller
- * credited is the process's latest: exact with one poller, a guess among
- * several. With no poll since the bytes came (read before any poll saw
- * them), the reader's habit decides: a thread that polls reads its own; one
- * that never does was handed the socket, or reads blocking (thread per
- * connection) when no thread of the process polls.
- */
 /* No other thread returned from a ready poll on the reader's last epoll instance since it did. */
 static __always_inline bool kept_turn(const struct conn_state *conn, const struct poll_thread *reader)
 {
@@ -770,6 +755,22 @@ static __always_inline bool kept_turn(const struct conn_state *conn, const struc
 	return !turn || turn->tid == conn->reader_tid;
 }
 
+/*
+ * Who learned that this request was ready, decided per request (the
+ * threads of a pool like Jetty's both poll and serve, in turn): the reader
+ * read what it polled (an event loop) when it returned from a ready poll
+ * after the bytes came and no other thread took a turn on that epoll
+ * instance since (else it ran a task queued by the thread whose turn it
+ * was), or when it read on after its own answer. Otherwise, if another
+ * thread of the process polled since the bytes came, that thread handed
+ * the socket on (a poller and a pool: Tomcat, or Jetty's
+ * selector queueing the task while its pool is exhausted); the poller
+ * credited is the process's latest: exact with one poller, a guess among
+ * several. With no poll since the bytes came (read before any poll saw
+ * them), the reader's habit decides: a thread that polls reads its own; one
+ * that never does was handed the socket, or reads blocking (thread per
+ * connection) when no thread of the process polls.
+ */
 static __always_inline void note_reader(const struct sock *sk, struct conn_state *conn)
 {
 	struct poll_thread *reader = bpf_map_lookup_elem(&poll_threads, &conn->reader_tid);
@@ -1650,13 +1651,6 @@ int on_exit_accept(struct trace_event_raw_sys_exit *ctx)
 /* ---- the epoll path ------------------------------------------------------ */
 
 /*
- * A poll returned ready events in a target thread. Polls that time out or
- * fail (ret <= 0) are left out first: an idle server's timer wake-ups cost
- * the call and one comparison. A ready poll of a target thread costs three
- * lookups (target, thread, process), updated in place, and a clock read:
- * when it returned decides, per request, who learned it was ready.
- */
-/*
  * The epoll instance a poll waited on: the call's first argument, still in
  * the registers the entry saved (the exit tracepoint carries only the
  * return value). -1 where not known (other architectures): turns are then
@@ -1688,6 +1682,14 @@ static __always_inline void note_turn(__u32 tgid, __u32 tid, __s32 epfd, __u64 n
 	}
 }
 
+/*
+ * A poll returned ready events in a target thread. Polls that time out or
+ * fail (ret <= 0) are left out first: an idle server's timer wake-ups cost
+ * the call and one comparison. A ready poll of a target thread costs four
+ * lookups (target, thread, epoll instance, process), updated in place, a
+ * clock read and a register read: when and on which instance it returned
+ * decides, per request, who learned it was ready.
+ */
 static __always_inline int on_poll_exit(long ret)
 {
 	if (ret <= 0)
