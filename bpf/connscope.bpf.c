@@ -269,7 +269,7 @@ struct poll_thread {
 	__u64 waker_prev_handback_ns; /* that worker's hand-back before: when it became free */
 	__u64 last_handback_ns;       /* as a worker: its latest wake-up of a polling thread */
 	__u32 woken_by;
-	__u32 pad;
+	__s32 ready_epfd; /* the epoll instance of that poll (its fd), -1 where not known */
 };
 
 struct {
@@ -292,6 +292,27 @@ struct {
 	__type(key, __u32);
 	__type(value, struct last_poll);
 } last_poller SEC(".maps");
+
+/*
+ * Per epoll instance of a target process (tgid, epfd): the thread that
+ * last returned from a ready poll on it, and when its turn began. Threads
+ * that take turns on one instance (Jetty's pool) may run a task another
+ * thread's turn found; a loop that owns its instance (nginx, Netty,
+ * csserver --workers) stays its only poller. An LRU: a process's exit
+ * cannot name its instances, and a stale entry names a thread that no
+ * longer reads.
+ */
+struct poll_turn_key {
+	__u32 tgid;
+	__s32 epfd;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct poll_turn_key);
+	__type(value, struct last_poll);
+} poll_turns SEC(".maps");
 
 /*
  * Answers whose last send returned with bytes still held in the send queue
@@ -789,13 +810,26 @@ static __always_inline bool reads_on(const struct sock *sk, const struct poll_th
 	return obs && obs->last_send_sk == (__u64)sk && reader->ready_exit_ns < obs->last_send_ns;
 }
 
+/* No other thread returned from a ready poll on the reader's last epoll instance since it did. */
+static __always_inline bool kept_turn(const struct conn_state *conn, const struct poll_thread *reader)
+{
+	if (reader->ready_epfd < 0)
+		return true;
+	struct poll_turn_key key = { .tgid = conn->tgid, .epfd = reader->ready_epfd };
+	struct last_poll *turn = bpf_map_lookup_elem(&poll_turns, &key);
+
+	return !turn || turn->tid == conn->reader_tid;
+}
+
 /*
  * Who learned that this request was ready, decided per request (the
  * threads of a pool like Jetty's both poll and serve, in turn): the reader
  * read what it polled (an event loop) when it returned from a ready poll
- * after the bytes came, or when it read on after its own answer. Otherwise,
- * if another thread of the process polled since the bytes came, that
- * thread handed the socket on (a poller and a pool: Tomcat, or Jetty's
+ * after the bytes came and no other thread took a turn on that epoll
+ * instance since (else it ran a task queued by the thread whose turn it
+ * was), or when it read on after its own answer. Otherwise, if another
+ * thread of the process polled since the bytes came, that thread handed
+ * the socket on (a poller and a pool: Tomcat, or Jetty's
  * selector queueing the task while its pool is exhausted); the poller
  * credited is the process's latest: exact with one poller, a guess among
  * several. With no poll since the bytes came (read before any poll saw
@@ -807,7 +841,8 @@ static __always_inline void note_reader(const struct sock *sk, struct conn_state
 {
 	struct poll_thread *reader = bpf_map_lookup_elem(&poll_threads, &conn->reader_tid);
 	if (reader && reader->ready_polls &&
-	    (reader->ready_exit_ns >= conn->start_ns || reads_on(sk, reader))) {
+	    ((reader->ready_exit_ns >= conn->start_ns && kept_turn(conn, reader)) ||
+	     reads_on(sk, reader))) {
 		__sync_fetch_and_add(&reader->reads_own, 1);
 		return;
 	}
@@ -1689,11 +1724,44 @@ int on_exit_accept(struct trace_event_raw_sys_exit *ctx)
 /* ---- the epoll path ------------------------------------------------------ */
 
 /*
+ * The epoll instance a poll waited on: the call's first argument, still in
+ * the registers the entry saved (the exit tracepoint carries only the
+ * return value). -1 where not known (other architectures): turns are then
+ * not told apart.
+ */
+static __always_inline __s32 poll_epfd(void)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	return (__s32)BPF_CORE_READ(regs, di);
+#else
+	return -1;
+#endif
+}
+
+/* Written only when the turn passes: a loop alone on its instance leaves the entry untouched. */
+static __always_inline void note_turn(__u32 tgid, __u32 tid, __s32 epfd, __u64 now)
+{
+	if (epfd < 0)
+		return;
+	struct poll_turn_key key = { .tgid = tgid, .epfd = epfd };
+	struct last_poll *turn = bpf_map_lookup_elem(&poll_turns, &key);
+	if (!turn) {
+		struct last_poll fresh = { .tid = tid, .exit_ns = now };
+		bpf_map_update_elem(&poll_turns, &key, &fresh, BPF_NOEXIST);
+	} else if (turn->tid != tid) {
+		turn->tid = tid;
+		turn->exit_ns = now;
+	}
+}
+
+/*
  * A poll returned ready events in a target thread. Polls that time out or
  * fail (ret <= 0) are left out first: an idle server's timer wake-ups cost
- * the call and one comparison. A ready poll of a target thread costs three
- * lookups (target, thread, process), updated in place, and a clock read:
- * when it returned decides, per request, who learned it was ready.
+ * the call and one comparison. A ready poll of a target thread costs four
+ * lookups (target, thread, epoll instance, process), updated in place, a
+ * clock read and a register read: when and on which instance it returned
+ * decides, per request, who learned it was ready.
  */
 static __always_inline int on_poll_exit(long ret)
 {
@@ -1704,15 +1772,18 @@ static __always_inline int on_poll_exit(long ret)
 	if (!is_target_tgid(tgid))
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
+	__s32 epfd = poll_epfd();
 	struct poll_thread *thread = bpf_map_lookup_elem(&poll_threads, &tid);
 	if (!thread) {
-		struct poll_thread fresh = { .ready_polls = 1, .ready_exit_ns = now };
+		struct poll_thread fresh = { .ready_polls = 1, .ready_exit_ns = now, .ready_epfd = epfd };
 		if (bpf_map_update_elem(&poll_threads, &tid, &fresh, BPF_NOEXIST) == -E2BIG)
 			count(CS_CTR_TABLE_FULL);
 	} else {
 		thread->ready_polls++;
 		thread->ready_exit_ns = now;
+		thread->ready_epfd = epfd;
 	}
+	note_turn(tgid, tid, epfd, now);
 	struct last_poll *poller = bpf_map_lookup_elem(&last_poller, &tgid);
 	if (!poller) {
 		struct last_poll fresh = { .tid = tid, .exit_ns = now };
