@@ -48,8 +48,8 @@ enum cs_event_type {
 	CS_EV_THREAD_POLLS = 12,   /* a target thread's epoll totals (user space) */
 	CS_EV_THREAD_NAME = 13,    /* a thread's name inside its runtime (user space: a JVM's) */
 	CS_EV_HANDBACK = 14,       /* a parked request's handler, run by another thread */
-	CS_EV_REQUEST_BYTES = 15, /* the first bytes and TLS records of one of a connection's first exchanges */
-	CS_EV_CLIENT_HELLO = 16,  /* the start of a TLS connection's ClientHello (its ALPN offer) */
+	CS_EV_REQUEST_BYTES = 15,  /* the first bytes and TLS records of one of a connection's first exchanges */
+	CS_EV_CLIENT_HELLO = 16,   /* the start of a TLS connection's ClientHello (its ALPN offer) */
 	CS_EV_PROG_COST = 20,      /* one of connscope's BPF programs: its run time (user space) */
 	CS_EV_SELF_COST = 21,      /* connscope's own CPU time, and whether BPF run time is counted */
 	CS_EV_TYPE_MAX,
