@@ -22,6 +22,9 @@
 # integration: exclusive
 # Runs alone: both p99s are compared with each other and with the client's,
 # which another test's load would move by milliseconds.
+# integration: plain build
+# Once, with the plain build: its comparison needs 34 s of steady load, and
+# the windows' bookkeeping is unit-tested under ASan and valgrind.
 source "$(dirname "$0")/lib.sh"
 
 CS_DAEMON=$CS_BUILD/connscoped
