@@ -317,6 +317,30 @@ XML
   cs_wait_port "$TOMCAT_PORT"
 }
 
+# cs_start_netty LOOPS EXECUTORS: tests/integration/netty/CsNetty.java on
+# Debian's libnetty-java, LOOPS event loops and the handlers on the loops
+# (EXECUTORS 0) or on an executor group of EXECUTORS threads; sets
+# NETTY_PORT and SERVER_PID. The JVM's first requests and connections run
+# cold (class loading, the JIT): hundreds of milliseconds that are no part
+# of what a test measures, so a warm-up load runs first (600 requests/s,
+# 2 % blocking 50 ms, as the tests' own loads).
+cs_start_netty() {
+  local jars=() m cp
+  for m in buffer codec codec-http common handler transport resolver; do
+    [[ -e /usr/share/java/netty-$m.jar ]] || fail "libnetty-java is not installed (scripts/deps.sh)"
+    jars+=("/usr/share/java/netty-$m.jar")
+  done
+  cp=$(IFS=:; echo "${jars[*]}")
+  javac -cp "$cp" -d "$CS_TMP/classes" "$(dirname "$0")/netty/CsNetty.java" || fail "javac CsNetty.java"
+  NETTY_PORT=$(cs_free_port)
+  cs_bg java -cp "$cp:$CS_TMP/classes" CsNetty "$NETTY_PORT" "$1" "$2"
+  SERVER_PID=$BG_PID
+  for _ in $(seq 300); do ss -Htln "sport = :$NETTY_PORT" | grep -q . && break; sleep 0.1; done
+  cs_wait_port "$NETTY_PORT"
+  "$CS_LOAD" --port "$NETTY_PORT" --connections 32 --rate 600 --duration 1.5 --mix /block/50:0.02 --quiet \
+    >/dev/null || fail "warm-up load failed"
+}
+
 # cs_start_jetty "PROPERTY=VALUE..." [JSP_NAME JSP_TEXT]: Debian's Jetty 9
 # in a private base ($JETTY_BASE: modules http, deploy, jsp) on a free port
 # ($JETTY_PORT) with those start properties (jetty.threadPool.maxThreads=N,

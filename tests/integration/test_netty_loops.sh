@@ -15,22 +15,8 @@
 # Runs alone: connscope's p99 is compared with the client's (see scenario 6).
 source "$(dirname "$0")/lib.sh"
 
-jars=()
-for m in buffer codec codec-http common handler transport resolver; do
-  [[ -e /usr/share/java/netty-$m.jar ]] || fail "libnetty-java is not installed (scripts/deps.sh)"
-  jars+=("/usr/share/java/netty-$m.jar")
-done
-cp=$(IFS=:; echo "${jars[*]}")
-javac -cp "$cp" -d "$CS_TMP/classes" "$(dirname "$0")/netty/CsNetty.java" || fail "javac CsNetty.java"
-port=$(cs_free_port)
-cs_bg java -cp "$cp:$CS_TMP/classes" CsNetty "$port" 2 0
-SERVER_PID=$BG_PID
-for _ in $(seq 300); do ss -Htln "sport = :$port" | grep -q . && break; sleep 0.1; done
-cs_wait_port "$port"
-# The JVM's first requests and first connections run cold (class loading,
-# the JIT): hundreds of milliseconds that are no part of what is measured.
-"$CS_LOAD" --port "$port" --connections 32 --rate 600 --duration 1.5 --mix /block/50:0.02 --quiet \
-  >/dev/null || fail "warm-up load failed"
+cs_start_netty 2 0
+port=$NETTY_PORT
 
 cs_profile netty "$CS_LOAD" --busy-poll --port "$port" --connections 32 --rate 600 --duration 3 \
   --mix /block/50:0.02 --json "$CS_TMP/client.json" --quiet
