@@ -180,7 +180,7 @@ static int start_probes(struct session *s)
 	return 0;
 }
 
-/* 3. a first walk of the listeners sets each one's drop baseline; the run starts there. */
+/* 3. a first walk of the listeners and the threads sets their baselines; the run starts there. */
 static int first_walk(struct session *s, uint64_t *start_ns)
 {
 	const struct cs_session_options *opts = &s->opts;
@@ -190,6 +190,12 @@ static int first_walk(struct session *s, uint64_t *start_ns)
 	int err = cs_probes_walk_listeners(&s->probes, *start_ns);
 	if (err)
 		return cs_fail(s->errmsg, s->errlen, "cannot walk TCP sockets (iter/tcp): %s", strerror(-err));
+	/*
+	 * The threads' run-queue baselines too: a thread's waits count from
+	 * the walk that first sees it, and the next is a second away, when a
+	 * load started with the run has waited through its first second.
+	 */
+	cs_probes_sample_threads(&s->probes, *start_ns);
 	if (opts->attached && opts->attached(opts->hooks_ctx, s->errmsg, s->errlen))
 		return -1;
 	if (!opts->quiet)
