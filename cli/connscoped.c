@@ -119,7 +119,6 @@ struct daemon {
 	char label[CS_CGROUP_PATH_LEN + 16]; /* the first target, as the metrics name it */
 	struct cs_metrics_server metrics;
 	struct cs_ctl_server control;
-	bool attach_caps_kept;             /* CAP_BPF and CAP_PERFMON kept: windows can attach again */
 };
 
 /* The session options from a config. */
@@ -177,12 +176,6 @@ static int reload(void *ctx, struct cs_session_options *next)
 	    fresh->verbose != setup->running.verbose || fresh->bpf_stats != setup->running.bpf_stats)
 		fprintf(stderr, "connscoped: reload: metrics, ring-mb, verbose and bpf-stats changes take effect at "
 			"the next start\n");
-	if (!setup->attach_caps_kept && !cs_trace_schedule_is_always(&fresh->trace)) {
-		/* The capabilities to attach again were dropped at the start. */
-		fprintf(stderr, "connscoped: reload: tracing in windows after 'trace = always' takes effect at "
-			"the next start\n");
-		fresh->trace = setup->running.trace;
-	}
 	fresh->ring_mb = setup->running.ring_mb;
 	fresh->verbose = setup->running.verbose;
 	fresh->bpf_stats = setup->running.bpf_stats;
@@ -198,9 +191,13 @@ static int reload(void *ctx, struct cs_session_options *next)
 static int drop_privileges(void *ctx, char *errmsg, size_t errlen)
 {
 	struct daemon *d = ctx;
-	/* Tracing in windows attaches the request probes again at each window's start. */
-	d->attach_caps_kept = !cs_trace_schedule_is_always(&d->running.trace);
-	uint64_t keep = CS_KEPT_CAPS | (d->attach_caps_kept ? CS_ATTACH_CAPS : 0);
+	/*
+	 * Probes are attached while it runs: the request probes at each tracing
+	 * window's start, the per-packet one while an answer drains, the
+	 * wake-up one once a request is parked.
+	 */
+	(void)d;
+	uint64_t keep = CS_KEPT_CAPS | CS_ATTACH_CAPS;
 	if (cs_privileges_drop(keep, errmsg, errlen))
 		return -1;
 	char kept[128];

@@ -336,7 +336,7 @@ struct cs_listener_stats {
 	uint64_t limit_gaps;         /* of which the acceptor came back just after a close */
 	uint64_t limit_gap_ns;
 	uint32_t limit_open_min;     /* open connections when those closes came: the plateau */
-	uint32_t limit_open_max;
+	uint64_t limit_level_ns[CS_OPEN_LEVELS]; /* those waits' time, by that open count */
 	uint64_t limit_freed_by[3];  /* those closes, by enum cs_slot_freer */
 	struct cs_limit_pending limit_pending; /* an accept no close preceded */
 

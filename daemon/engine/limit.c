@@ -59,8 +59,7 @@ static void count_limit_wait(struct cs_listener_stats *listener, uint64_t waited
 	listener->limit_gap_ns += waited_ns;
 	if (!listener->limit_open_min || open_before < listener->limit_open_min)
 		listener->limit_open_min = open_before;
-	if (open_before > listener->limit_open_max)
-		listener->limit_open_max = open_before;
+	listener->limit_level_ns[open_before < CS_OPEN_LEVELS ? open_before : CS_OPEN_LEVELS - 1] += waited_ns;
 	if (kind < 3)
 		listener->limit_freed_by[kind]++;
 }
@@ -162,6 +161,21 @@ void cs_acceptor_time(const struct cs_engine *engine, const struct cs_worker_sta
 /* Accept-queue waits above 1 ms at p99 are visible in client tails. */
 #define LIMIT_WAIT_P99_MIN_NS NS_PER_MS
 
+/*
+ * The limit: the open count at which the acceptor spent the most time
+ * waiting. Not the highest count seen: a server that frees its slot
+ * before it closes the socket (Tomcat) can let two accepts in before
+ * the two closes, and that wait, microseconds long, sees one more open.
+ */
+static uint32_t limit_level(const struct cs_listener_stats *listener)
+{
+	uint32_t best = 0;
+	for (uint32_t level = 1; level < CS_OPEN_LEVELS; level++)
+		if (listener->limit_level_ns[level] > listener->limit_level_ns[best])
+			best = level;
+	return listener->limit_level_ns[best] ? best : 0;
+}
+
 static double fraction(uint64_t part, uint64_t whole)
 {
 	return whole ? (double)part / (double)whole : 0.0;
@@ -171,7 +185,7 @@ void cs_listener_limit(const struct cs_engine *engine, const struct cs_listener_
 		       struct cs_limit_evidence *evidence)
 {
 	*evidence = (struct cs_limit_evidence){ .blocked_share = -1.0 };
-	evidence->open_connections = listener->limit_open_max;
+	evidence->open_connections = limit_level(listener);
 	evidence->open_min = listener->limit_open_min;
 	evidence->waits = listener->limit_gaps;
 	evidence->queued_waits = listener->queued_gaps;

@@ -10,8 +10,8 @@
 source "$(dirname "$0")/lib.sh"
 
 CS_DAEMON=$CS_BUILD/connscoped
-# The capabilities connscoped(8) documents it keeps in its default mode (tracing in
-# windows): CAP_SYS_PTRACE | CAP_DAC_READ_SEARCH | CAP_PERFMON | CAP_BPF.
+# The capabilities connscoped(8) documents it keeps once attached:
+# CAP_SYS_PTRACE | CAP_DAC_READ_SEARCH | CAP_PERFMON | CAP_BPF.
 KEPT_CAPS=$(sed -n 's/.*CapEff: \([0-9a-f]\{16\}\).*/\1/p' "$(dirname "$0")/../../man/connscoped.8")
 [[ $KEPT_CAPS == 000000c000080004 ]] || fail "connscoped.8 documents CapEff '$KEPT_CAPS', not CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, CAP_PERFMON and CAP_BPF"
 

@@ -191,6 +191,28 @@ Test(limit, a_slot_freed_before_its_socket_closes_counts_too)
 	cr_assert(has_finding("connection_limit"));
 }
 
+Test(limit, a_short_wait_with_one_more_open_does_not_move_the_limit)
+{
+	/*
+	 * Two slots freed before their sockets closed let two accepts in:
+	 * LIMIT + 1 open for a moment, and the acceptor's next wait, 1.5 ms,
+	 * ends with a close at that count. The limit is where it waited 6 s.
+	 */
+	scenario_at_limit();
+	uint64_t extra = accept_one(clock_ns + 10 * US, clock_ns + 20 * US, clock_ns + 30 * US);
+	uint64_t previous_return_ns = clock_ns + 30 * US;
+	uint64_t close_ns = previous_return_ns + 1500 * US;
+	close_one(extra, close_ns, 0, CS_CLOSED_BY_SERVER);
+	clock_ns = close_ns + 60 * US;
+	accept_one(previous_return_ns + 10 * US, close_ns + 50 * US, clock_ns);
+	thread_cpu(2 * MS);
+	struct cs_conditions c;
+	cs_compute_conditions(engine, &meta, &c);
+	cr_assert(c.connection_limit.flagged);
+	cr_assert_eq(c.connection_limit.waits, WAITS + 1);
+	cr_assert_eq(c.connection_limit.open_connections, LIMIT);
+}
+
 Test(limit, not_flagged_for_an_acceptor_on_a_cpu)
 {
 	scenario_at_limit();
