@@ -26,18 +26,25 @@ bpf_ids() {
   done | sort -u
 }
 
+# still_there FILE: how many of the objects listed in FILE exist (one
+# listing of each kind, not a bpftool run per object).
+still_there() {
+  local kind
+  for kind in prog map link; do
+    bpftool "$kind" show --json 2>/dev/null | python3 -c '
+import json, sys
+print("\n".join(sys.argv[1] + " " + str(o["id"]) for o in json.load(sys.stdin)))' "$kind"
+  done | sort | comm -12 - <(sort "$1") | wc -l
+}
 # assert_bpf_gone FILE WHAT: none of the objects listed in FILE exists
 # (the kernel frees them after an RCU grace period: wait up to 10 s).
 assert_bpf_gone() {
-  local kind id left
+  local left
   [[ -s $1 ]] || fail "$2: no BPF objects were recorded"
-  for _ in $(seq 100); do
-    left=0
-    while read -r kind id; do
-      bpftool "$kind" show id "$id" >/dev/null 2>&1 && left=$((left + 1))
-    done <"$1"
+  for _ in $(seq 50); do
+    left=$(still_there "$1")
     [[ $left -eq 0 ]] && break
-    sleep 0.1
+    sleep 0.2
   done
   [[ $left -eq 0 ]] || fail "$2: $left of $(wc -l <"$1") BPF objects still exist"
   echo "ok: $2: all $(wc -l <"$1") BPF objects ($(cut -d' ' -f1 "$1" | sort | uniq -c | xargs)) are gone"
@@ -100,6 +107,7 @@ assert_cmp "$rc" == 0 "connscope's exit status after the target died"
 grep -q "the target exited; reporting what was seen" "$CS_TMP/exit.err" || fail "no line saying the target exited"
 assert_cmp "$(json_get "$CS_TMP/exit.json" 'j["requests"]')" '>' 0 "requests in the report after the target died"
 assert_bpf_gone "$CS_TMP/exit.ids" "after the target's death"
+kill "$load_pid" 2>/dev/null || true # its server is gone: nothing more to measure
 wait "$load_pid" 2>/dev/null || true
 
 # ---- 3. connscoped: the target dies and comes back, three times
@@ -175,15 +183,18 @@ for round in 1 2 3; do
   SERVER_PORT=$port load "round$round" -c 4 -n 400
   total=$((total + 400))
   if [[ $round == 1 ]]; then
-    # An answer held back (a client that reads nothing for 4 s): connscoped
-    # attaches its per-packet probe, with the capabilities it kept.
-    timeout 20 python3 - "$port" >"$CS_TMP/stalled.log" 2>&1 <<'PY' &
-import socket, sys, time
+    # An answer held back (a client that reads nothing until told to):
+    # connscoped attaches its per-packet probe, with the capabilities it kept.
+    timeout 20 python3 - "$port" "$CS_TMP/read-now" >"$CS_TMP/stalled.log" 2>&1 <<'PY' &
+import os, socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
 s.sendall(b"GET /bytes/20000000 HTTP/1.1\r\nHost: x\r\n\r\n")
 print("sent", flush=True)
-time.sleep(4)
+for _ in range(300):
+    if os.path.exists(sys.argv[2]):
+        break
+    time.sleep(0.05)
 got = 0
 while got < 20000000:
     chunk = s.recv(1 << 20)
@@ -199,6 +210,7 @@ PY
     done
     xmit_attached "$daemon" || fail "connscoped did not attach its per-packet probe while an answer was held back"
     echo "ok: the per-packet probe attached while an answer was held back"
+    touch "$CS_TMP/read-now"
     wait "$stalled" || { cat "$CS_TMP/stalled.log"; fail "the stalled client failed"; }
     total=$((total + 1))
   fi

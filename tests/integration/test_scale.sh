@@ -6,7 +6,7 @@
 # lost, and none is left open once all closed.
 #
 # The size connscope is meant to hold: 100 000 concurrent connections and
-# 15 s of churn, some 280 000 new connections (about 35 s in all on two
+# 8 s of churn, some 150 000 new connections (about 30 s in all on two
 # CPUs); a quicker look:
 #   CS_SCALE_CONNECTIONS=10000 CS_SCALE_CHURN_S=8 \
 #     bash tests/integration/run.sh build tests/integration/test_scale.sh
@@ -35,7 +35,7 @@ if [[ $CS_SANITIZED == 1 ]]; then
   churn_s=${CS_SCALE_CHURN_S:-8}
 else
   connections=${CS_SCALE_CONNECTIONS:-100000}
-  churn_s=${CS_SCALE_CHURN_S:-15}
+  churn_s=${CS_SCALE_CHURN_S:-8}
 fi
 # connscope's peak resident memory may not pass this (MiB): at 100 000
 # connections and their churn it is about 90 MiB, the 32 MiB ring
