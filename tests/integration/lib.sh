@@ -159,6 +159,14 @@ cs_profile() {
   wait "$cs" || { cat "$CS_TMP/$name.err"; fail "connscope record failed ($name)"; }
   "$CS_BIN" report --json "$trace" >"$CS_TMP/$name.json" || fail "connscope report failed ($name)"
   if [[ -n ${CS_FIXTURES_OUT:-} ]]; then cp "$trace" "$CS_FIXTURES_OUT/$name.cstrace"; fi
+  if [[ -n ${CS_TRACES_OUT:-} ]]; then cs_keep_trace "$trace" "$(basename "$0" .sh).$name"; fi
+}
+
+# cs_keep_trace FILE NAME: kept as NAME.cstrace for the sanitized build's
+# replay (tests/integration/run.sh), whole or not at all: it may be
+# replaying while this test runs.
+cs_keep_trace() {
+  cp "$1" "$CS_TRACES_OUT/$2.partial" && mv "$CS_TRACES_OUT/$2.partial" "$CS_TRACES_OUT/$2.cstrace"
 }
 
 # assert_p99_agrees SERVER_JSON CLIENT_JSON: connscope's server-side p99

@@ -18,8 +18,16 @@
 # other). No test needs the machine quiet: a test whose judgement depends on
 # how busy the machine is measures that itself. Those whose header also says
 #   # integration: plain build
-# (a real server's behaviour, a JVM's: seconds of start-up each) run with
-# the plain build only; every other test runs with each build given.
+# run with the plain build only (a real server's behaviour, a JVM's:
+# seconds of start-up each; or a scenario that times a server alone: the
+# traces it records with the plain build are kept in
+# BUILD/integration/traces/ and replayed by the sanitized build in
+# test_sanitized_replay, a shared test, so the engine, the analysis and
+# the renderers still meet every scenario's records under ASan without a
+# second exclusive run); those whose header says
+#   # integration: sanitized build
+# run with a sanitized build only; every other test runs with each build
+# given.
 #
 # With CS_TEST_TIMES naming a file, each test's "SECONDS NAME [BUILD]" is
 # appended to it (scripts/test-all.sh prints the slowest).
@@ -59,9 +67,10 @@ exclusive_jobs=() shared_jobs=()
 for b in "${builds[@]}"; do
   mkdir -p "$b/integration"
   for t in "${tests[@]}"; do
-    # A real server's behaviour (a JVM's) is checked once, with the plain
-    # build: the sanitized connscope runs the same code on csserver.
+    # A real server's behaviour (a JVM's) and a scenario timed alone are
+    # checked once, with the plain build (see above).
     if [[ -e $b/SANITIZED ]] && grep -q '^# integration: plain build' "$t"; then continue; fi
+    if [[ ! -e $b/SANITIZED ]] && grep -q '^# integration: sanitized build' "$t"; then continue; fi
     case $(group_of "$t") in
       exclusive) exclusive_jobs+=("$b $t") ;;
       *) shared_jobs+=("$b $t") ;;
@@ -83,7 +92,15 @@ start_job() { # start_job "BUILD TEST"
   # A failure's files from an earlier run of this test only: a run of the
   # other group (--only) keeps this one's.
   rm -rf "$b/integration/$(basename "$t" .sh).failed"
-  CS_BUILD=$b timeout 600 bash "$t" >"$log" 2>&1 &
+  # The plain build's recordings, for test_sanitized_replay: this test's
+  # from this run only.
+  local traces=
+  if [[ ! -e $b/SANITIZED ]]; then
+    traces=$b/integration/traces
+    mkdir -p "$traces"
+    rm -f "$traces/$(basename "$t" .sh)".*
+  fi
+  CS_BUILD=$b CS_TRACES_OUT=$traces timeout 600 bash "$t" >"$log" 2>&1 &
   job_of[$!]=$1
   started_at[$!]=$(date +%s)
 }

@@ -9,6 +9,9 @@
 # integration: exclusive
 # Runs alone: connscope's p99 is compared with the client's, and the
 # acceptor's wake-up after a close is timed against its time away.
+# integration: plain build
+# (timed alone once; the sanitized build replays what it recorded:
+# test_sanitized_replay)
 source "$(dirname "$0")/lib.sh"
 
 limit=4

@@ -9,6 +9,9 @@
 # integration: exclusive
 # Runs alone: drops are compared with the machine-wide ListenOverflows
 # counter.
+# integration: plain build
+# (timed alone once; the sanitized build replays scenario 3's overflow
+# recordings in test_sanitized_replay)
 source "$(dirname "$0")/lib.sh"
 
 

@@ -9,6 +9,9 @@
 # its p99 agrees with the clients'.
 # integration: exclusive
 # Runs alone: connscope's p99 is compared with the client's.
+# integration: plain build
+# (timed alone once; the sanitized build replays what it recorded:
+# test_sanitized_replay)
 source "$(dirname "$0")/lib.sh"
 
 cs_start_nginx 300ms 8

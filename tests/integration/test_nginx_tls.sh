@@ -14,6 +14,9 @@
 #    with wrk's.
 # integration: exclusive
 # Runs alone: connscope's p99 is compared with wrk's.
+# integration: plain build
+# (timed alone once; the sanitized build replays what it recorded:
+# test_sanitized_replay)
 source "$(dirname "$0")/lib.sh"
 
 cs_start_nginx 60s 512 ssl

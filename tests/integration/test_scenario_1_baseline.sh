@@ -16,6 +16,9 @@
 # condition only when the kernel's figures cross connscope's thresholds:
 # a thread waiting >= 5 % of the run, or waits adding up to >= 20 % of the
 # tail's time.
+# integration: plain build
+# (timed alone once; the sanitized build replays what it recorded:
+# test_sanitized_replay)
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2

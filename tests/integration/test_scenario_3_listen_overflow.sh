@@ -12,6 +12,9 @@
 # integration: exclusive
 # Runs alone: drops are compared with the machine-wide ListenOverflows
 # counter.
+# integration: plain build
+# (timed alone once; the sanitized build replays what it recorded:
+# test_sanitized_replay)
 source "$(dirname "$0")/lib.sh"
 
 

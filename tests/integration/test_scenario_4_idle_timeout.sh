@@ -9,6 +9,9 @@
 # integration: exclusive
 # Runs alone: connscope's p99 is compared with the client's: another
 # test's load moves the client's own wake-ups by milliseconds.
+# integration: plain build
+# (timed alone once; the sanitized build replays what it recorded:
+# test_sanitized_replay)
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2 --idle-timeout-ms 200

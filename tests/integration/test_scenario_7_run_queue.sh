@@ -9,6 +9,9 @@
 # Runs alone: connscope's p99 is compared with the client's, whose own
 # wake-ups another test's load moves by milliseconds, more than the
 # tolerance.
+# integration: plain build
+# (timed alone once; the sanitized build replays what it recorded:
+# test_sanitized_replay)
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2

@@ -21,6 +21,9 @@
 # (it sets the machine-wide kernel.bpf_stats_enabled to 1 for one run, and
 # asserts its value around every run: another test's run would see it, and
 # a second copy of this test would race for it)
+# integration: plain build
+# (timed alone once; the sanitized build replays what it recorded:
+# test_sanitized_replay)
 source "$(dirname "$0")/lib.sh"
 
 CS_DAEMON=$CS_BUILD/connscoped
@@ -48,6 +51,7 @@ cat "$CS_TMP/record.err"
 [[ $(stats_sysctl) == 0 ]] || fail "kernel.bpf_stats_enabled is $(stats_sysctl) after the run, was 0"
 echo "ok: kernel.bpf_stats_enabled 0 during and after the run"
 
+if [[ -n ${CS_TRACES_OUT:-} ]]; then cs_keep_trace "$trace" test_self_cost.run; fi
 "$CS_BIN" report --json "$trace" >"$CS_TMP/report.json" || fail "report --json failed"
 python3 - "$CS_TMP/report.json" "$CS_TMP/bpftool.json" <<'PY' || fail "the report's BPF cost does not agree with bpftool's"
 import json, sys

@@ -10,6 +10,9 @@
 # bottleneck.
 # integration: exclusive
 # Runs alone: connscope's p99 is compared with the client's (see scenario 6).
+# integration: plain build
+# (timed alone once; the sanitized build replays what it recorded:
+# test_sanitized_replay)
 source "$(dirname "$0")/lib.sh"
 
 cs_start_server --workers 2 --accept pool
