@@ -168,6 +168,7 @@ enum cs_tls_phase {
 enum cs_multiplex_reason {
 	CS_MUX_H2_PREFACE = 1, /* its first bytes were HTTP/2's "PRI * HTTP/2.0" */
 	CS_MUX_OVERLAP,        /* bytes of a request were read after the previous answer began */
+	CS_MUX_ONE_READ,       /* a read held a request and the next one (pipelined, read at once) */
 };
 
 /* One exchange's TLS records, walked (cs_tls_walk). */
@@ -406,6 +407,7 @@ struct cs_request_stats {
 	uint64_t tls_alpn_not_told;   /* ...whose ALPN offer could not be read (hello cut) */
 	uint64_t connections_multiplexed; /* overlapping requests, or HTTP/2's preface */
 	uint64_t multiplexed_h2;      /* of which by the preface */
+	uint64_t multiplexed_one_read; /* ...by a read that held more than one request */
 	uint64_t multiplexed_exchanges;   /* their exchanges from then on: not in any latency */
 	struct cs_exemplar exemplars[CS_EXEMPLARS]; /* min-heap on total_ns */
 	size_t exemplar_count;

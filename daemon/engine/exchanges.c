@@ -8,7 +8,10 @@
  * (struct cs_ev_request_bytes): the exchange's first bytes and, on a
  * connection that began with a TLS record, each record's content type.
  * From those this file tells handshake exchanges (connection set-up) from
- * requests, with no TLS library hook and no decryption.
+ * requests, with no TLS library hook and no decryption. On a plain
+ * connection the probe flags an exchange whose first read held a request
+ * and the start of the next (CS_PEEK_MORE_REQUESTS): pipelined requests
+ * read at once, which no timing shows.
  *
  * The client's records, as real clients send them (OpenSSL's ab, wrk,
  * s_client and Python; JSSE), one line an exchange:
@@ -213,6 +216,8 @@ static void mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *con
 	stats->connections_multiplexed++;
 	if (why == CS_MUX_H2_PREFACE)
 		stats->multiplexed_h2++;
+	else if (why == CS_MUX_ONE_READ)
+		stats->multiplexed_one_read++;
 }
 
 /* What a walk told, counted once per connection: versions, resumption, a lost framing. */
@@ -260,18 +265,22 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, ev->sk);
 	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
 	bool h2 = ev->index == 0 && cs_is_h2_preface(ev->first, first_len);
+	bool more = !h2 && (ev->flags & CS_PEEK_MORE_REQUESTS);
 	/* A socket's first exchange: a new connection, whatever an older one left. */
 	if (u && ev->index == 0)
 		memset(u, 0, sizeof(*u));
-	if (!u && ev->index == 0 && ((ev->flags & CS_PEEK_TLS) || h2))
+	if (!u && ((ev->index == 0 && (ev->flags & CS_PEEK_TLS)) || h2 || more))
 		u = unfollowed_get(engine, ev->sk);
 	if (!u)
 		return 0;
 	u->last_ns = ev->hdr.ts_ns;
-	if (h2 && !u->multiplexed) {
+	if ((h2 || more) && !u->multiplexed) {
 		u->multiplexed = 1;
 		stats->connections_multiplexed++;
-		stats->multiplexed_h2++;
+		if (h2)
+			stats->multiplexed_h2++;
+		else
+			stats->multiplexed_one_read++;
 	}
 	if (ev->index == 0 && (ev->flags & CS_PEEK_TLS)) {
 		u->phase = CS_TLS_HELLO; /* its ClientHello (read after its close, maybe) */
@@ -305,6 +314,9 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 			mark_multiplexed(stats, conn, CS_MUX_H2_PREFACE);
 		}
 	}
+	/* This exchange holds more than one request: it and the later ones are no single request. */
+	if (ev->flags & CS_PEEK_MORE_REQUESTS)
+		mark_multiplexed(stats, conn, CS_MUX_ONE_READ);
 	uint8_t before = conn->tls_phase;
 	struct cs_tls_exchange walk;
 	cs_tls_walk(&conn->tls_phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count,

@@ -325,9 +325,11 @@ static void text_multiplexed(FILE *out, const struct cs_request_stats *r)
 {
 	if (r->connections_multiplexed)
 		fprintf(out, "multiplexed: %" PRIu64 " connection(s) whose requests overlap (%" PRIu64
-			" HTTP/2 by its preface, %" PRIu64 " pipelined or multiplexed by timing): their %" PRIu64
+			" HTTP/2 by its preface, %" PRIu64 " pipelined or multiplexed by timing, %" PRIu64
+			" pipelined and read at once): their %" PRIu64
 			" exchange(s) are in no request latency or phase (their accept wait, set-up and lifetime are)\n",
-			r->connections_multiplexed, r->multiplexed_h2, r->connections_multiplexed - r->multiplexed_h2,
+			r->connections_multiplexed, r->multiplexed_h2,
+			r->connections_multiplexed - r->multiplexed_h2 - r->multiplexed_one_read, r->multiplexed_one_read,
 			r->multiplexed_exchanges);
 	if (r->tls_alpn_h2 || r->tls_alpn_not_told)
 		fprintf(out, "multiplexed over TLS: could not be told for %" PRIu64 " connection(s) that offered HTTP/2 "

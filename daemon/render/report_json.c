@@ -224,10 +224,10 @@ static void add_requests(json_t *report, const struct cs_engine *engine, const s
 	json_object_set_new(report, "connections", json_integer(JI(r->first_on_connection)));
 	json_object_set_new(report, "connections_multiplexed", json_integer(JI(r->connections_multiplexed)));
 	json_object_set_new(report, "multiplexed",
-			    json_pack("{s:I,s:I,s:I,s:I}", "connections", JI(r->connections_multiplexed), "h2_preface",
+			    json_pack("{s:I,s:I,s:I,s:I,s:I}", "connections", JI(r->connections_multiplexed), "h2_preface",
 				      JI(r->multiplexed_h2), "overlap",
-				      JI(r->connections_multiplexed - r->multiplexed_h2), "exchanges",
-				      JI(r->multiplexed_exchanges)));
+				      JI(r->connections_multiplexed - r->multiplexed_h2 - r->multiplexed_one_read),
+				      "one_read", JI(r->multiplexed_one_read), "exchanges", JI(r->multiplexed_exchanges)));
 	json_object_set_new(report, "tls", tls_value(engine));
 	json_object_set_new(report, "latency_us", cs_report_percentiles_us(r->latency_ns));
 	json_object_set_new(report, "latency_buckets_us", buckets_us(r->latency_ns));
