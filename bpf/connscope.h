@@ -248,8 +248,9 @@ struct cs_ev_request_bytes {
  * record's body, from its handshake type on), copied once per connection
  * from the read that brought them: enough for the ALPN list of common
  * clients' hellos (OpenSSL's are ~512 bytes; a resumed session's ticket
- * comes before ALPN and adds a few hundred). A longer hello is cut: what
- * lies beyond cannot be told.
+ * comes before ALPN and adds a few hundred) and, when the hello fits, its
+ * last extension: pre_shared_key, a TLS 1.3 session offered. A longer
+ * hello is cut: what lies beyond cannot be told.
  */
 #define CS_HELLO_LEN 1024
 
