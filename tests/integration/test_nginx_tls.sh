@@ -11,7 +11,8 @@
 # 2. A client resuming its TLS session on every connection after the
 #    first, TLS 1.2 then 1.3: the abbreviated handshakes (1.2) and the
 #    handshakes whose ClientHello offered a session and whose server's
-#    first flight had no certificate (1.3) are counted as resumed.
+#    first flight had no certificate (1.3) are counted as resumed; a 1.3
+#    connection offering another server's session is offered, not resumed.
 # 3. wrk over https with keep-alive: connscope's requests and p99 agree
 #    with wrk's.
 # integration: exclusive
