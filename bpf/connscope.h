@@ -6,9 +6,9 @@
  * Rules: fixed-width fields only, largest first, explicit padding, every
  * record starts with struct cs_event_header, sizes are checked with
  * _Static_assert. A record's size never changes within a wire version; new
- * record types get new type tags and bump CS_WIRE_VERSION. Since versions
- * only add types, a reader takes every version from CS_WIRE_VERSION_MIN up
- * to its own.
+ * record types get new type tags and bump CS_WIRE_VERSION, as do new flag
+ * bits an older reader would misread. Since versions only add, a reader
+ * takes every version from CS_WIRE_VERSION_MIN up to its own.
  *
  * Times are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns()).
  * Socket identities are kernel socket addresses, used only as opaque cookies
