@@ -126,7 +126,7 @@ struct cs_conn {
 	uint8_t bytes_ended;         /* 1: the TLS handshake ended in that exchange */
 	uint8_t tls_phase;           /* enum cs_tls_phase; CS_TLS_NONE: not TLS (or unknown) */
 	uint8_t multiplexed;         /* enum cs_multiplex_reason; 0: not seen */
-	uint8_t psk_offered;         /* its ClientHello offered a TLS 1.3 session (pre_shared_key) */
+	uint8_t hello_psk;           /* its ClientHello's session offer: 1 + enum cs_psk_offer; 0: no hello */
 	uint8_t pad2[2];
 	uint32_t first_flight_bytes; /* bytes the server sent in its first exchange: a TLS
 	                                server's first flight */
@@ -408,8 +408,9 @@ struct cs_request_stats {
 	uint64_t tls_resumed;         /* TLS 1.2 abbreviated handshakes */
 	uint64_t tls13_psk_offered;   /* TLS 1.3 connections whose ClientHello offered a session */
 	uint64_t tls13_psk_resumed;   /* ...whose server's first flight had no room for a certificate */
-	uint64_t tls_psk_not_told;    /* ClientHellos cut before their extensions' end (or of
-	                                 connections not followed): a session offer not told */
+	uint64_t tls_psk_not_told;    /* TLS 1.3 connections whose ClientHello was cut before its
+	                                 extensions' end, and hellos of connections not followed
+	                                 that offered one or were cut: a session offer not told */
 	uint64_t tls_handshake_exchanges; /* exchanges kept out of the requests as set-up */
 	uint64_t tls_control_exchanges;   /* alerts, key updates: neither set-up nor requests */
 	uint64_t tls_lost;            /* connections whose records could not be followed: counted as

@@ -254,10 +254,10 @@ int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello
 	/* A session offer counts when the connection turns out TLS 1.3 (tls13_resumption). */
 	enum cs_psk_offer psk = cs_client_hello_psk(ev->hello, len, ev->record_len);
 	struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
-	if (psk == CS_PSK_NOT_TOLD || (psk == CS_PSK_OFFERED && !conn))
-		stats->tls_psk_not_told++;
-	else if (conn)
-		conn->psk_offered = psk == CS_PSK_OFFERED;
+	if (conn)
+		conn->hello_psk = (uint8_t)(1 + psk);
+	else if (psk != CS_PSK_NONE)
+		stats->tls_psk_not_told++; /* its version will not be told: said at once */
 	return 0;
 }
 
@@ -269,11 +269,13 @@ int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello
  */
 static void tls13_resumption(struct cs_request_stats *stats, const struct cs_conn *conn)
 {
-	if (!conn->psk_offered)
-		return;
-	stats->tls13_psk_offered++;
-	if (conn->first_flight_bytes && conn->first_flight_bytes <= CS_TLS13_RESUMED_FLIGHT_MAX)
-		stats->tls13_psk_resumed++;
+	if (conn->hello_psk == 1 + CS_PSK_NOT_TOLD) {
+		stats->tls_psk_not_told++;
+	} else if (conn->hello_psk == 1 + CS_PSK_OFFERED) {
+		stats->tls13_psk_offered++;
+		if (conn->first_flight_bytes && conn->first_flight_bytes <= CS_TLS13_RESUMED_FLIGHT_MAX)
+			stats->tls13_psk_resumed++;
+	}
 }
 
 static void mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *conn, enum cs_multiplex_reason why)

@@ -155,8 +155,13 @@ static void exchange(uint64_t sk, uint32_t index, uint64_t start_ns, const char 
 						    .last_send_ns = start_ns + 60 * US, .bytes_out = bytes_out });
 }
 
-/* A TLS 1.3 connection: accept, its ClientHello (len bytes copied), the server's first flight, Finished, a request. */
-static void connection(uint64_t at_ns, const uint8_t *hello, size_t hello_len, size_t len, uint32_t flight_bytes)
+/*
+ * A connection: accept, its ClientHello (len bytes copied), the server's
+ * first flight, the client's second flight (TLS 1.3's CCS and Finished, or
+ * 1.2's key exchange, CCS and Finished), a request.
+ */
+static void connection_of(uint64_t at_ns, const uint8_t *hello, size_t hello_len, size_t len, uint32_t flight_bytes,
+			  const char *second_flight)
 {
 	struct cs_ev_accept accept = make_accept((struct accept_spec){ .ts_ns = at_ns, .established_ns = at_ns - 100 * US,
 									.port = PORT, .tgid = 100, .tid = 7 });
@@ -171,8 +176,13 @@ static void connection(uint64_t at_ns, const uint8_t *hello, size_t hello_len, s
 	memcpy(ev.hello, hello, len);
 	FEED_OK(engine, ev);
 	exchange(accept.sk, 0, at_ns + 10 * US, "c", flight_bytes);
-	exchange(accept.sk, 1, at_ns + 1 * MS, "ad", 255); /* CCS, Finished; NewSessionTicket back */
+	exchange(accept.sk, 1, at_ns + 1 * MS, second_flight, 255);
 	exchange(accept.sk, 2, at_ns + 2 * MS, "d", 100);
+}
+
+static void connection(uint64_t at_ns, const uint8_t *hello, size_t hello_len, size_t len, uint32_t flight_bytes)
+{
+	connection_of(at_ns, hello, hello_len, len, flight_bytes, "ad"); /* CCS, Finished; NewSessionTicket back */
 }
 
 Test(tls13_resumption, offered_and_accepted)
@@ -204,4 +214,14 @@ Test(tls13_resumption, cut_hello_is_not_told)
 	cr_assert_eq(r->tls13_psk_offered, 0);
 	cr_assert_eq(r->tls13_psk_resumed, 0);
 	cr_assert_eq(r->tls_psk_not_told, 1);
+}
+
+Test(tls13_resumption, a_tls12_connection_is_no_tls13_offer)
+{
+	/* Its hello cut (a large 1.2 session ticket, say): resumption is told by its own records. */
+	connection_of(T0, hello_psk, sizeof(hello_psk), PSK_EXTENSION_AT, 241, "cac");
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->tls12, 1);
+	cr_assert_eq(r->tls_psk_not_told, 0);
+	cr_assert_eq(r->tls13_psk_offered, 0);
 }
