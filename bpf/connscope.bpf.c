@@ -45,6 +45,7 @@
 #include <bpf/bpf_endian.h>
 #include "connscope.h"
 #include "cs_helpers.bpf.h"
+#include "http_peek.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -166,6 +167,7 @@ enum conn_phase {
 enum peek_conn_state {
 	PEEK_START = 0, /* the connection's first read is still to come */
 	PEEK_TLS,       /* it began with a TLS record header: the framing is followed */
+	PEEK_PLAIN,     /* it began with an HTTP/1.x method: first reads scanned (http_peek.bpf.h) */
 	PEEK_OFF,       /* not TLS, the framing lost, or older than the attach: no more looks */
 };
 
@@ -212,9 +214,9 @@ struct conn_state {
 	__u8 peek_flags; /* enum cs_peek_flags of this exchange */
 	__u8 peek_first_len;
 	__u8 peek_records;
-	__u8 pad;
-	__u32 tls_skip;  /* bytes of the TLS record under way still to be read */
-	__u32 hello_len; /* the ClientHello record's length; 0: its body was copied (or not TLS) */
+	__u8 peek_scanned; /* PEEK_PLAIN: the exchange (requests) whose first read was scanned */
+	__u32 tls_skip;    /* bytes of the TLS record under way still to be read */
+	__u32 hello_len;   /* the ClientHello record's length; 0: its body was copied (or not TLS) */
 	__u8 peek_first[CS_PEEK_FIRST_LEN];
 	__u8 peek_types[CS_PEEK_TLS_RECORDS];
 	__u32 peek_read_us[CS_PEEK_TLS_RECORDS];
@@ -997,17 +999,53 @@ static __always_inline void copy_client_hello(const struct sock *sk, struct conn
 }
 
 /*
+ * Scan an exchange's first read for pipelined requests (http_peek.bpf.h):
+ * the connection's first read decides whether it speaks HTTP/1.x at all.
+ */
+static __always_inline void scan_plain_read(struct conn_state *conn, __u64 buf, __u32 room)
+{
+	conn->peek_scanned = (__u8)conn->requests;
+	switch (http_scan_read(buf, room)) {
+	case HTTP_SCAN_MORE:
+		conn->peek_seen = 1;
+		conn->peek_flags |= CS_PEEK_MORE_REQUESTS;
+		conn->peek_conn = PEEK_PLAIN;
+		return;
+	case HTTP_SCAN_ONE:
+		conn->peek_conn = PEEK_PLAIN;
+		return;
+	case HTTP_SCAN_UNREADABLE:
+		conn->peek_seen = 1;
+		conn->peek_flags |= CS_PEEK_UNREADABLE;
+		conn->peek_conn = PEEK_OFF;
+		return;
+	default:
+		conn->peek_conn = PEEK_OFF;
+	}
+}
+
+/*
  * A read in one of the connection's first exchanges: keep the exchange's
  * first bytes, decide at the connection's first read whether it speaks TLS
  * (a handshake record header: type 22, version 3.1 to 3.4) and follow its
- * records from then on. A few bytes per read, only in the first
- * CS_PEEK_EXCHANGES exchanges: every later read costs nothing here.
+ * records from then on, or HTTP/1.x, whose exchanges' first reads are
+ * scanned for pipelined requests. Only in the first CS_PEEK_EXCHANGES
+ * exchanges: every later read costs nothing here.
  */
 static __always_inline void peek_read(const struct sock *sk, struct conn_state *conn, __u32 len, __u64 now)
 {
 	__u64 room = 0;
-	__u64 buf = read_call_buffer(&room, len);
+	__u64 buf;
 
+	/* A plain connection's later exchanges: their first reads only, a record when something is found. */
+	if (conn->peek_conn == PEEK_PLAIN) {
+		if (conn->peek_scanned == (__u8)conn->requests)
+			return;
+		buf = read_call_buffer(&room, len);
+		scan_plain_read(conn, buf, buf ? (__u32)room : 0);
+		return;
+	}
+	buf = read_call_buffer(&room, len);
 	conn->peek_seen = 1;
 	if (conn->peek_conn == PEEK_TLS)
 		conn->peek_flags |= CS_PEEK_TLS;
@@ -1034,7 +1072,7 @@ static __always_inline void peek_read(const struct sock *sk, struct conn_state *
 			conn->hello_len = (__u32)f[3] << 8 | f[4];
 			copy_client_hello(sk, conn, buf, (__u32)room, true);
 		} else {
-			conn->peek_conn = PEEK_OFF;
+			scan_plain_read(conn, buf, (__u32)room);
 			return;
 		}
 	} else if (conn->peek_conn == PEEK_TLS) {

@@ -6,9 +6,9 @@
  * Rules: fixed-width fields only, largest first, explicit padding, every
  * record starts with struct cs_event_header, sizes are checked with
  * _Static_assert. A record's size never changes within a wire version; new
- * record types get new type tags and bump CS_WIRE_VERSION. Since versions
- * only add types, a reader takes every version from CS_WIRE_VERSION_MIN up
- * to its own.
+ * record types get new type tags and bump CS_WIRE_VERSION, as do new flag
+ * bits an older reader would misread. Since versions only add, a reader
+ * takes every version from CS_WIRE_VERSION_MIN up to its own.
  *
  * Times are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns()).
  * Socket identities are kernel socket addresses, used only as opaque cookies
@@ -26,8 +26,10 @@
 /* 2: CS_EV_THREAD_CPU; 3: CS_EV_THREAD_POLLS and CS_REQ_HANDED_OFF; 4: CS_EV_THREAD_NAME;
  * 5: CS_EV_HANDBACK and CS_REQ_PARKED.
  * 6: CS_EV_PROG_COST and CS_EV_SELF_COST.
- * 7: CS_EV_REQUEST_BYTES, CS_EV_CLIENT_HELLO and CS_REQ_READ_AFTER_SEND. Older traces still read. */
-#define CS_WIRE_VERSION 7
+ * 7: CS_EV_REQUEST_BYTES, CS_EV_CLIENT_HELLO and CS_REQ_READ_AFTER_SEND.
+ * 8: CS_PEEK_MORE_REQUESTS (a new meaning in an existing record: a version 7
+ *    reader would take such an exchange for one request). Older traces still read. */
+#define CS_WIRE_VERSION 8
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -205,6 +207,10 @@ struct cs_ev_request {
  * connection's first bytes were a TLS record header, the content type of
  * each TLS record that began in the exchange (the probe follows the record
  * framing across reads; user space tells handshake from application data).
+ * On a connection that began with an HTTP/1.x request line, the first read
+ * of each of those exchanges is scanned for a second request behind the
+ * first (CS_PEEK_MORE_REQUESTS); such a connection's later exchanges have
+ * a record only when one was found (or the read could not be seen).
  */
 #define CS_PEEK_EXCHANGES 4
 #define CS_PEEK_FIRST_LEN 16
@@ -212,11 +218,14 @@ struct cs_ev_request {
 
 /* cs_ev_request_bytes.flags */
 enum cs_peek_flags {
-	CS_PEEK_UNREADABLE = 1 << 0, /* a read whose buffer could not be seen (io_uring, an
-	                                unknown call, a fault): first[] or records missing */
-	CS_PEEK_TLS = 1 << 1,        /* the connection's first bytes were a TLS record: records followed */
-	CS_PEEK_LOST = 1 << 2,       /* the TLS framing was lost (a header split over reads,
-	                                more records in one read than followed) */
+	CS_PEEK_UNREADABLE = 1 << 0,    /* a read whose buffer could not be seen (io_uring, an
+	                                   unknown call, a fault): first[] or records missing */
+	CS_PEEK_TLS = 1 << 1,           /* the connection's first bytes were a TLS record: records followed */
+	CS_PEEK_LOST = 1 << 2,          /* the TLS framing was lost (a header split over reads,
+	                                   more records in one read than followed) */
+	CS_PEEK_MORE_REQUESTS = 1 << 3, /* the exchange's first read held an HTTP/1.x request
+	                                   without a body and more bytes after its header
+	                                   block: pipelined requests read at once */
 };
 
 struct cs_ev_request_bytes {
@@ -239,8 +248,9 @@ struct cs_ev_request_bytes {
  * record's body, from its handshake type on), copied once per connection
  * from the read that brought them: enough for the ALPN list of common
  * clients' hellos (OpenSSL's are ~512 bytes; a resumed session's ticket
- * comes before ALPN and adds a few hundred). A longer hello is cut: what
- * lies beyond cannot be told.
+ * comes before ALPN and adds a few hundred) and, when the hello fits, its
+ * last extension: pre_shared_key, a TLS 1.3 session offered. A longer
+ * hello is cut: what lies beyond cannot be told.
  */
 #define CS_HELLO_LEN 1024
 

@@ -126,7 +126,10 @@ struct cs_conn {
 	uint8_t bytes_ended;         /* 1: the TLS handshake ended in that exchange */
 	uint8_t tls_phase;           /* enum cs_tls_phase; CS_TLS_NONE: not TLS (or unknown) */
 	uint8_t multiplexed;         /* enum cs_multiplex_reason; 0: not seen */
-	uint8_t pad2[3];
+	uint8_t hello_psk;           /* its ClientHello's session offer: 1 + enum cs_psk_offer; 0: no hello */
+	uint8_t pad2[2];
+	uint32_t first_flight_bytes; /* bytes the server sent in its first exchange: a TLS
+	                                server's first flight */
 	uint32_t bytes_data_us;      /* in that exchange, after the handshake's end: when its first
 	                                application data was read, us after its start; 0: none */
 	uint32_t request_start_us;   /* the same, for the request record being judged */
@@ -168,6 +171,7 @@ enum cs_tls_phase {
 enum cs_multiplex_reason {
 	CS_MUX_H2_PREFACE = 1, /* its first bytes were HTTP/2's "PRI * HTTP/2.0" */
 	CS_MUX_OVERLAP,        /* bytes of a request were read after the previous answer began */
+	CS_MUX_ONE_READ,       /* a read held a request and the next one (pipelined, read at once) */
 };
 
 /* One exchange's TLS records, walked (cs_tls_walk). */
@@ -204,6 +208,24 @@ enum cs_alpn_offer {
  * its type byte; total_len: the whole record's body). Pure.
  */
 enum cs_alpn_offer cs_client_hello_alpn(const uint8_t *hello, size_t len, size_t total_len);
+
+/* Whether a ClientHello offered to resume a TLS 1.3 session (cs_client_hello_psk). */
+enum cs_psk_offer {
+	CS_PSK_NOT_TOLD = 0, /* cut before its extensions ended (pre_shared_key is the last), or malformed */
+	CS_PSK_NONE,         /* no pre_shared_key extension: a full handshake */
+	CS_PSK_OFFERED,      /* a pre_shared_key extension: a session ticket offered */
+};
+
+/* The same walk as cs_client_hello_alpn, for the pre_shared_key extension (41). Pure. */
+enum cs_psk_offer cs_client_hello_psk(const uint8_t *hello, size_t len, size_t total_len);
+
+/*
+ * A TLS 1.3 server's first flight when it resumed a session: ServerHello,
+ * EncryptedExtensions and Finished, about 250 bytes. A full handshake's adds
+ * a Certificate and CertificateVerify: even one Ed25519 certificate makes
+ * it 600 bytes or more (RSA 2048: ~1 500).
+ */
+#define CS_TLS13_RESUMED_FLIGHT_MAX 512
 
 /* first_len bytes begin with HTTP/2's connection preface. */
 bool cs_is_h2_preface(const uint8_t *first, size_t first_len);
@@ -383,7 +405,12 @@ struct cs_request_stats {
 	uint64_t tls_connections;
 	uint64_t tls_handshakes;      /* whose handshake ended before a request */
 	uint64_t tls12, tls13;        /* versions told by the client's second flight */
-	uint64_t tls_resumed;         /* TLS 1.2 abbreviated handshakes (1.3 resumption cannot be told) */
+	uint64_t tls_resumed;         /* TLS 1.2 abbreviated handshakes */
+	uint64_t tls13_psk_offered;   /* TLS 1.3 connections whose ClientHello offered a session */
+	uint64_t tls13_psk_resumed;   /* ...whose server's first flight had no room for a certificate */
+	uint64_t tls_psk_not_told;    /* TLS 1.3 connections whose ClientHello was cut before its
+	                                 extensions' end, and hellos of connections not followed
+	                                 that offered one or were cut: a session offer not told */
 	uint64_t tls_handshake_exchanges; /* exchanges kept out of the requests as set-up */
 	uint64_t tls_control_exchanges;   /* alerts, key updates: neither set-up nor requests */
 	uint64_t tls_lost;            /* connections whose records could not be followed: counted as
@@ -406,6 +433,7 @@ struct cs_request_stats {
 	uint64_t tls_alpn_not_told;   /* ...whose ALPN offer could not be read (hello cut) */
 	uint64_t connections_multiplexed; /* overlapping requests, or HTTP/2's preface */
 	uint64_t multiplexed_h2;      /* of which by the preface */
+	uint64_t multiplexed_one_read; /* ...by a read that held more than one request */
 	uint64_t multiplexed_exchanges;   /* their exchanges from then on: not in any latency */
 	struct cs_exemplar exemplars[CS_EXEMPLARS]; /* min-heap on total_ns */
 	size_t exemplar_count;

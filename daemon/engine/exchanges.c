@@ -8,7 +8,10 @@
  * (struct cs_ev_request_bytes): the exchange's first bytes and, on a
  * connection that began with a TLS record, each record's content type.
  * From those this file tells handshake exchanges (connection set-up) from
- * requests, with no TLS library hook and no decryption.
+ * requests, with no TLS library hook and no decryption. On a plain
+ * connection the probe flags an exchange whose first read held a request
+ * and the start of the next (CS_PEEK_MORE_REQUESTS): pipelined requests
+ * read at once, which no timing shows.
  *
  * The client's records, as real clients send them (OpenSSL's ab, wrk,
  * s_client and Python; JSSE), one line an exchange:
@@ -24,11 +27,12 @@
  *                         that Finished with NewSessionTicket, so the
  *                         request is an exchange of its own, unless it was
  *                         read together with the Finished.
+ * TLS 1.3 resumption looks like a full handshake from the client's
+ * records: it is told from the ClientHello's session offer (pre_shared_key)
+ * and the size of the server's first flight (tls13_resumption).
  * Limits: a 1.3 client that sends a certificate (Certificate,
  * CertificateVerify, Finished as several type 23 records) or 0-RTT early
- * data has its extra records taken for application data; TLS 1.3
- * resumption looks like a full handshake from the client's records (only
- * 1.2's abbreviated handshake is counted as resumed); an exchange that
+ * data has its extra records taken for application data; an exchange that
  * carries both the handshake's end and a request counts as a request that
  * starts when its first record's read returned (record_read_us: a read's
  * time, not the bytes' arrival), and what the server sent before it
@@ -141,6 +145,7 @@ static size_t be(const uint8_t *p, size_t n)
 
 #define HELLO_CLIENT_HELLO 1
 #define EXT_ALPN 16
+#define EXT_PRE_SHARED_KEY 41
 
 /* The ALPN extension's protocol list: does it name "h2"? */
 static enum cs_alpn_offer alpn_list(const uint8_t *p, size_t len)
@@ -159,33 +164,76 @@ static enum cs_alpn_offer alpn_list(const uint8_t *p, size_t len)
 	return CS_ALPN_NO_H2;
 }
 
-enum cs_alpn_offer cs_client_hello_alpn(const uint8_t *hello, size_t len, size_t total_len)
+enum hello_find {
+	HELLO_NOT_TOLD, /* the copy ended first, or malformed */
+	HELLO_ABSENT,   /* every extension walked: not there */
+	HELLO_FOUND,    /* at *body, *body_len bytes (maybe beyond the copy) */
+};
+
+/* Find extension want in a ClientHello (len bytes of it copied, total_len in its record). */
+static enum hello_find hello_extension(const uint8_t *hello, size_t len, size_t total_len, size_t want,
+				       size_t *body, size_t *body_len)
 {
 	/* type(1) length(3) version(2) random(32), then the session id, suites, compression. */
 	size_t at = 38;
 	if (len < at + 1 || hello[0] != HELLO_CLIENT_HELLO)
-		return CS_ALPN_NOT_TOLD;
+		return HELLO_NOT_TOLD;
 	at += 1 + hello[at];
 	if (at + 2 > len)
-		return CS_ALPN_NOT_TOLD;
+		return HELLO_NOT_TOLD;
 	at += 2 + be(hello + at, 2);
 	if (at + 1 > len)
-		return CS_ALPN_NOT_TOLD;
+		return HELLO_NOT_TOLD;
 	at += 1 + hello[at];
 	/* No extensions at all: the hello ends here. */
 	if (at >= total_len)
-		return CS_ALPN_NONE;
+		return HELLO_ABSENT;
 	if (at + 2 > len)
-		return CS_ALPN_NOT_TOLD;
+		return HELLO_NOT_TOLD;
 	size_t end = at + 2 + be(hello + at, 2);
 	for (at += 2; at + 4 <= end && at + 4 <= len;) {
 		size_t type = be(hello + at, 2), n = be(hello + at + 2, 2);
-		if (type == EXT_ALPN)
-			return at + 4 + n <= len ? alpn_list(hello + at + 4, n) : CS_ALPN_NOT_TOLD;
+		if (type == want) {
+			*body = at + 4;
+			*body_len = n;
+			return HELLO_FOUND;
+		}
 		at += 4 + n;
 	}
-	/* Every extension walked without ALPN, or the copy ended first. */
-	return at >= end ? CS_ALPN_NONE : CS_ALPN_NOT_TOLD;
+	/* Every extension walked without it, or the copy ended first. */
+	return at >= end ? HELLO_ABSENT : HELLO_NOT_TOLD;
+}
+
+enum cs_alpn_offer cs_client_hello_alpn(const uint8_t *hello, size_t len, size_t total_len)
+{
+	size_t at = 0, n = 0;
+	switch (hello_extension(hello, len, total_len, EXT_ALPN, &at, &n)) {
+	case HELLO_FOUND:
+		return at + n <= len ? alpn_list(hello + at, n) : CS_ALPN_NOT_TOLD;
+	case HELLO_ABSENT:
+		return CS_ALPN_NONE;
+	default:
+		return CS_ALPN_NOT_TOLD;
+	}
+}
+
+/*
+ * pre_shared_key is the hello's last extension (RFC 8446 4.2.11): behind
+ * ALPN, the key shares and the ticket itself, so a long hello may be cut
+ * before it (CS_HELLO_LEN): then not told. Its presence is the offer; the
+ * client sends it only with a session to resume.
+ */
+enum cs_psk_offer cs_client_hello_psk(const uint8_t *hello, size_t len, size_t total_len)
+{
+	size_t at = 0, n = 0;
+	switch (hello_extension(hello, len, total_len, EXT_PRE_SHARED_KEY, &at, &n)) {
+	case HELLO_FOUND:
+		return CS_PSK_OFFERED;
+	case HELLO_ABSENT:
+		return CS_PSK_NONE;
+	default:
+		return CS_PSK_NOT_TOLD;
+	}
 }
 
 /*
@@ -196,13 +244,38 @@ enum cs_alpn_offer cs_client_hello_alpn(const uint8_t *hello, size_t len, size_t
  */
 int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello *ev)
 {
+	struct cs_request_stats *stats = &engine->requests;
 	size_t len = ev->captured_len < CS_HELLO_LEN ? ev->captured_len : CS_HELLO_LEN;
 	enum cs_alpn_offer offer = cs_client_hello_alpn(ev->hello, len, ev->record_len);
 	if (offer == CS_ALPN_H2)
-		engine->requests.tls_alpn_h2++;
+		stats->tls_alpn_h2++;
 	else if (offer == CS_ALPN_NOT_TOLD)
-		engine->requests.tls_alpn_not_told++;
+		stats->tls_alpn_not_told++;
+	/* A session offer counts when the connection turns out TLS 1.3 (tls13_resumption). */
+	enum cs_psk_offer psk = cs_client_hello_psk(ev->hello, len, ev->record_len);
+	struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
+	if (conn)
+		conn->hello_psk = (uint8_t)(1 + psk);
+	else if (psk != CS_PSK_NONE)
+		stats->tls_psk_not_told++; /* its version will not be told: said at once */
 	return 0;
+}
+
+/*
+ * A TLS 1.3 connection whose ClientHello offered a session: resumed when
+ * the server's first flight (its first exchange's bytes out) had no room
+ * for a certificate. Its ServerHello says so in the clear, but the probes
+ * read no bytes the server sends: its size is what they see.
+ */
+static void tls13_resumption(struct cs_request_stats *stats, const struct cs_conn *conn)
+{
+	if (conn->hello_psk == 1 + CS_PSK_NOT_TOLD) {
+		stats->tls_psk_not_told++;
+	} else if (conn->hello_psk == 1 + CS_PSK_OFFERED) {
+		stats->tls13_psk_offered++;
+		if (conn->first_flight_bytes && conn->first_flight_bytes <= CS_TLS13_RESUMED_FLIGHT_MAX)
+			stats->tls13_psk_resumed++;
+	}
 }
 
 static void mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *conn, enum cs_multiplex_reason why)
@@ -213,6 +286,8 @@ static void mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *con
 	stats->connections_multiplexed++;
 	if (why == CS_MUX_H2_PREFACE)
 		stats->multiplexed_h2++;
+	else if (why == CS_MUX_ONE_READ)
+		stats->multiplexed_one_read++;
 }
 
 /* What a walk told, counted once per connection: versions, resumption, a lost framing. */
@@ -260,18 +335,22 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, ev->sk);
 	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
 	bool h2 = ev->index == 0 && cs_is_h2_preface(ev->first, first_len);
+	bool more = !h2 && (ev->flags & CS_PEEK_MORE_REQUESTS);
 	/* A socket's first exchange: a new connection, whatever an older one left. */
 	if (u && ev->index == 0)
 		memset(u, 0, sizeof(*u));
-	if (!u && ev->index == 0 && ((ev->flags & CS_PEEK_TLS) || h2))
+	if (!u && ((ev->index == 0 && (ev->flags & CS_PEEK_TLS)) || h2 || more))
 		u = unfollowed_get(engine, ev->sk);
 	if (!u)
 		return 0;
 	u->last_ns = ev->hdr.ts_ns;
-	if (h2 && !u->multiplexed) {
+	if ((h2 || more) && !u->multiplexed) {
 		u->multiplexed = 1;
 		stats->connections_multiplexed++;
-		stats->multiplexed_h2++;
+		if (h2)
+			stats->multiplexed_h2++;
+		else
+			stats->multiplexed_one_read++;
 	}
 	if (ev->index == 0 && (ev->flags & CS_PEEK_TLS)) {
 		u->phase = CS_TLS_HELLO; /* its ClientHello (read after its close, maybe) */
@@ -305,6 +384,9 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 			mark_multiplexed(stats, conn, CS_MUX_H2_PREFACE);
 		}
 	}
+	/* This exchange holds more than one request: it and the later ones are no single request. */
+	if (ev->flags & CS_PEEK_MORE_REQUESTS)
+		mark_multiplexed(stats, conn, CS_MUX_ONE_READ);
 	uint8_t before = conn->tls_phase;
 	struct cs_tls_exchange walk;
 	cs_tls_walk(&conn->tls_phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count,
@@ -320,6 +402,8 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 	conn->bytes_data_us = walk.ended && walk.data_record > 0 ? ev->record_read_us[walk.data_record] : 0;
 	conn->bytes_kind = before == CS_TLS_NONE ? CS_EXCHANGE_REQUEST : cs_tls_exchange_kind(&walk, conn->tls_phase);
 	count_walk(stats, &walk, before, conn->tls_phase);
+	if (walk.version == 13)
+		tls13_resumption(stats, conn);
 	return 0;
 }
 
@@ -388,6 +472,7 @@ bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, cons
 	if (conn && req->index == 0) {
 		conn->first_bytes_ns = req->start_ns;
 		conn->handshake_extra_ns = req->handshake_extra_ns;
+		conn->first_flight_bytes = req->bytes_out;
 	}
 	struct cs_unfollowed *u = conn ? NULL : cs_u64map_get(&engine->unfollowed, req->sk);
 	if (u && req->index == 0)

@@ -110,6 +110,11 @@ static void text_tls(FILE *out, const struct cs_request_stats *r)
 	fprintf(out, "\ntls         %" PRIu64 " connection(s) (TLS 1.2: %" PRIu64 ", 1.3: %" PRIu64
 		", 1.2 resumed: %" PRIu64 "); %" PRIu64 " handshake exchange(s) counted as set-up, not requests",
 		r->tls_connections, r->tls12, r->tls13, r->tls_resumed, r->tls_handshake_exchanges);
+	if (r->tls13_psk_offered || r->tls_psk_not_told)
+		fprintf(out, "; 1.3 resumed: %" PRIu64 " of %" PRIu64 " that offered a session (pre_shared_key), told by "
+			"the server's first flight (at most %d bytes: no certificate); %" PRIu64
+			" ClientHello(s) whose offer could not be told",
+			r->tls13_psk_resumed, r->tls13_psk_offered, CS_TLS13_RESUMED_FLIGHT_MAX, r->tls_psk_not_told);
 	if (r->tls_lost)
 		fprintf(out, "; %" PRIu64 " whose records could not be told (their exchanges counted as requests)",
 			r->tls_lost);
@@ -325,9 +330,11 @@ static void text_multiplexed(FILE *out, const struct cs_request_stats *r)
 {
 	if (r->connections_multiplexed)
 		fprintf(out, "multiplexed: %" PRIu64 " connection(s) whose requests overlap (%" PRIu64
-			" HTTP/2 by its preface, %" PRIu64 " pipelined or multiplexed by timing): their %" PRIu64
+			" HTTP/2 by its preface, %" PRIu64 " pipelined or multiplexed by timing, %" PRIu64
+			" pipelined and read at once): their %" PRIu64
 			" exchange(s) are in no request latency or phase (their accept wait, set-up and lifetime are)\n",
-			r->connections_multiplexed, r->multiplexed_h2, r->connections_multiplexed - r->multiplexed_h2,
+			r->connections_multiplexed, r->multiplexed_h2,
+			r->connections_multiplexed - r->multiplexed_h2 - r->multiplexed_one_read, r->multiplexed_one_read,
 			r->multiplexed_exchanges);
 	if (r->tls_alpn_h2 || r->tls_alpn_not_told)
 		fprintf(out, "multiplexed over TLS: could not be told for %" PRIu64 " connection(s) that offered HTTP/2 "

@@ -206,10 +206,12 @@ static json_t *lifecycle(const struct cs_conditions *conditions)
 static json_t *tls_value(const struct cs_engine *engine)
 {
 	const struct cs_request_stats *r = &engine->requests;
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "connections", JI(r->tls_connections),
-			 "alpn_h2", JI(r->tls_alpn_h2), "alpn_not_told", JI(r->tls_alpn_not_told),
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "connections",
+			 JI(r->tls_connections), "alpn_h2", JI(r->tls_alpn_h2), "alpn_not_told", JI(r->tls_alpn_not_told),
 			 "handshakes", JI(r->tls_handshakes), "tls12", JI(r->tls12), "tls13", JI(r->tls13), "resumed",
-			 JI(r->tls_resumed), "handshake_exchanges", JI(r->tls_handshake_exchanges), "control_exchanges",
+			 JI(r->tls_resumed + r->tls13_psk_resumed), "resumed_tls12", JI(r->tls_resumed),
+			 "tls13_psk_offered", JI(r->tls13_psk_offered), "tls13_psk_resumed", JI(r->tls13_psk_resumed),
+			 "psk_not_told", JI(r->tls_psk_not_told), "handshake_exchanges", JI(r->tls_handshake_exchanges), "control_exchanges",
 			 JI(r->tls_control_exchanges), "not_told", JI(r->tls_lost), "bytes_unreadable",
 			 JI(r->bytes_unreadable), "close_notify_resets", JI(engine->lifecycle.tls_close_resets),
 			 "setup_total_us", cs_json_us(r->setup_tls_ns));
@@ -224,10 +226,10 @@ static void add_requests(json_t *report, const struct cs_engine *engine, const s
 	json_object_set_new(report, "connections", json_integer(JI(r->first_on_connection)));
 	json_object_set_new(report, "connections_multiplexed", json_integer(JI(r->connections_multiplexed)));
 	json_object_set_new(report, "multiplexed",
-			    json_pack("{s:I,s:I,s:I,s:I}", "connections", JI(r->connections_multiplexed), "h2_preface",
+			    json_pack("{s:I,s:I,s:I,s:I,s:I}", "connections", JI(r->connections_multiplexed), "h2_preface",
 				      JI(r->multiplexed_h2), "overlap",
-				      JI(r->connections_multiplexed - r->multiplexed_h2), "exchanges",
-				      JI(r->multiplexed_exchanges)));
+				      JI(r->connections_multiplexed - r->multiplexed_h2 - r->multiplexed_one_read),
+				      "one_read", JI(r->multiplexed_one_read), "exchanges", JI(r->multiplexed_exchanges)));
 	json_object_set_new(report, "tls", tls_value(engine));
 	json_object_set_new(report, "latency_us", cs_report_percentiles_us(r->latency_ns));
 	json_object_set_new(report, "latency_buckets_us", buckets_us(r->latency_ns));

@@ -456,32 +456,69 @@ print($wrk_p99 - t($wrk_p99), $wrk_p99 + t($wrk_p99))")
   assert_cmp "$server_p99" '<=' "$high" "p99 agreement: connscope $server_p99 us vs wrk $wrk_p99 us"
 }
 
-# tls_resume_profile NAME PORT: twenty TLS 1.2 connections of two requests
-# each, the last nineteen resuming the first's session, profiled as NAME
-# ($r: its report): connscope counts the abbreviated handshakes the client
-# saw resumed, and the 40 requests.
+# tls_resume_profile NAME PORT [VERSION]: twenty TLS connections (VERSION
+# TLSv1_2, the default, or TLSv1_3) of two requests each, the last nineteen
+# resuming the previous one's session, profiled as NAME ($r: its report):
+# connscope counts the resumed handshakes the client saw resumed (1.2: the
+# abbreviated handshake; 1.3: the ClientHello's pre_shared_key and the
+# server's short first flight), and the 40 requests. With TLS 1.3 the
+# first connection offers a session from another server (a thread of the
+# client): offered, not resumed, a full handshake.
 tls_resume_profile() {
+  local version=${3:-TLSv1_2}
   cat >"$CS_TMP/$1.py" <<'PY'
 import socket, ssl, sys
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+ctx.minimum_version = ctx.maximum_version = getattr(ssl.TLSVersion, sys.argv[2])
 session, resumed = None, 0
+if len(sys.argv) > 3:
+    import threading
+    sctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    sctx.load_cert_chain(sys.argv[3], sys.argv[4])
+    other = socket.create_server(("127.0.0.1", 0))
+    def serve():
+        c, _ = other.accept()
+        with sctx.wrap_socket(c, server_side=True) as t:
+            t.recv(4096)
+            t.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+    thread = threading.Thread(target=serve)
+    thread.start()
+    with ctx.wrap_socket(socket.create_connection(other.getsockname(), timeout=10)) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        assert s.recv(4096).startswith(b"HTTP/1.1 200"), "no answer from the other server"
+        session = s.session
+    thread.join(10)
+    other.close()
 for _ in range(20):
     with ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10), session=session) as s:
         for _ in range(2):
             s.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
             assert s.recv(4096).startswith(b"HTTP/1.1 200"), "no answer"
         resumed += s.session_reused
+        # TLS 1.3: the session tickets came after the handshake, with the answers.
         session = s.session
 print(resumed)
 PY
-  local resumed=$CS_TMP/$1.resumed
-  cs_profile "$1" sh -c "timeout 60 '$CS_PYTHON' '$CS_TMP/$1.py' $2 >'$resumed'"
+  local resumed=$CS_TMP/$1.resumed other=
+  if [[ $version == TLSv1_3 ]]; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -keyout "$CS_TMP/other.key" \
+      -out "$CS_TMP/other.pem" 2>"$CS_TMP/other.log" || { cat "$CS_TMP/other.log"; fail "no certificate for the other server"; }
+    other="'$CS_TMP/other.pem' '$CS_TMP/other.key'"
+  fi
+  cs_profile "$1" sh -c "timeout 60 '$CS_PYTHON' '$CS_TMP/$1.py' $2 $version $other >'$resumed'"
   r=$CS_TMP/$1.json
-  note "resumption: the client resumed $(cat "$resumed") session(s); connscope: tls $(json_get "$r" 'j["tls"]'), $(json_get "$r" 'j["requests"]') requests"
+  note "resumption ($version): the client resumed $(cat "$resumed") session(s); connscope: tls $(json_get "$r" 'j["tls"]'), $(json_get "$r" 'j["requests"]') requests"
   assert_cmp "$(cat "$resumed")" '>=' 1 "sessions the client resumed"
-  assert_cmp "$(json_get "$r" 'j["tls"]["resumed"]')" '==' "$(cat "$resumed")" "resumed TLS 1.2 handshakes vs the client's"
+  assert_cmp "$(json_get "$r" 'j["tls"]["resumed"]')" '==' "$(cat "$resumed")" "resumed handshakes vs the client's ($version)"
+  if [[ $version == TLSv1_3 ]]; then
+    assert_cmp "$(json_get "$r" 'j["tls"]["tls13"]')" '==' 20 "connections told TLS 1.3"
+    assert_cmp "$(json_get "$r" 'j["tls"]["tls13_psk_resumed"]')" '==' "$(cat "$resumed")" "TLS 1.3 resumed (session offered, first flight without a certificate)"
+    assert_cmp "$(json_get "$r" 'j["tls"]["tls13_psk_offered"]')" '==' 20 "TLS 1.3 ClientHellos that offered a session (the first, another server's)"
+    assert_cmp "$(json_get "$r" 'j["tls"]["psk_not_told"]')" '==' 0 "ClientHellos whose offer could not be told"
+  else
+    assert_cmp "$(json_get "$r" 'j["tls"]["resumed_tls12"]')" '==' "$(cat "$resumed")" "resumed TLS 1.2 handshakes"
+  fi
   assert_cmp "$(json_get "$r" 'j["requests"]')" '==' 40 "requests (20 connections, 2 each)"
   assert_cmp "$(json_get "$r" 'j["connections"]')" '==' 20 "connections that carried requests"
 }

@@ -12,6 +12,11 @@
 #    second request arrives while the first (/block/100) is served and is
 #    read after the first answer began. Beside it, a client that waits for
 #    each answer: its requests are requests.
+# 4. A client writes two or three requests at once on each connection: the
+#    server reads them in one call and answers them in one exchange, no
+#    timing shows it. The probe finds the second request behind the first
+#    in the read's buffer. A request with a body, written at once, is not
+#    taken for two.
 source "$(dirname "$0")/lib.sh"
 
 # 1. HTTP/2.
@@ -57,9 +62,20 @@ def answers(s, n):
         chunk = s.recv(65536)
         assert chunk, "closed early"
         data += chunk
-for _ in range(5):
+for i in range(5):
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        if mode == "pipelined":
+        if mode == "burst":
+            # Two or three requests in one write: one segment, one read.
+            k = 2 + i % 2
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * k)
+            answers(s, k)
+        elif mode == "body":
+            # One request whose body looks like a request: not flagged (its
+            # Content-Length says what follows the header block).
+            body = b"GET /x HTTP/1.1\r\n\r\n"
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            answers(s, 1)
+        elif mode == "pipelined":
             # The second request goes out while the first is being served.
             s.sendall(b"GET /block/100 HTTP/1.1\r\nHost: x\r\n\r\n")
             time.sleep(0.02)
@@ -78,10 +94,32 @@ note "connscope: requests $(json_get "$r" 'j["requests"]'), multiplexed $(json_g
 grep -qx done "$CS_TMP/pipelined.out" && grep -qx done "$CS_TMP/serial.out" || fail "a client did not finish"
 assert_cmp "$(json_get "$r" 'j["connections_multiplexed"]')" '==' 5 "multiplexed connections (the 5 pipelining)"
 assert_cmp "$(json_get "$r" 'j["multiplexed"]["overlap"]')" '==' 5 "told by their overlap"
+assert_cmp "$(json_get "$r" 'j["multiplexed"]["one_read"]')" '==' 0 "none read at once (each request its own write)"
 assert_cmp "$(json_get "$r" 'j["requests"]')" '==' 20 "requests: the serial client's 20 (5 connections, 4 each)"
 assert_cmp "$(json_get "$r" 'j["connections"]')" '==' 5 "connections that carried requests (the serial client's)"
 # No /block/100 request in the per-request figures: only the serial client's "/".
 assert_cmp "$(json_get "$r" 'j["latency_us"]["count"]')" '==' 20 "requests in the latency"
 "$CS_BIN" report "$CS_TMP/pipelined.cstrace" | head -n 6 | grep -q '^multiplexed: 5 connection(s) whose requests overlap (0 HTTP/2 by its preface, 5 pipelined' \
   || fail "the report's first lines do not say the connections were pipelined"
+echo "ok: the report's first lines say so"
+
+# 4. Pipelined requests read at once, on csserver's event loop (its pool
+#    closes a connection whose request has a body).
+cs_start_server
+cs_profile burst sh -c "'$CS_PYTHON' '$CS_TMP/pipeline.py' $SERVER_PORT burst >'$CS_TMP/burst.out' &&
+  '$CS_PYTHON' '$CS_TMP/pipeline.py' $SERVER_PORT body >'$CS_TMP/body.out' &&
+  '$CS_PYTHON' '$CS_TMP/pipeline.py' $SERVER_PORT serial >'$CS_TMP/serial.out'"
+r=$CS_TMP/burst.json
+note "connscope: requests $(json_get "$r" 'j["requests"]'), multiplexed $(json_get "$r" 'j["multiplexed"]')"
+grep -qx done "$CS_TMP/burst.out" && grep -qx done "$CS_TMP/body.out" && grep -qx done "$CS_TMP/serial.out" ||
+  fail "a client did not finish"
+assert_cmp "$(json_get "$r" 'j["connections_multiplexed"]')" '==' 5 "multiplexed connections (the 5 writing requests at once)"
+assert_cmp "$(json_get "$r" 'j["multiplexed"]["one_read"]')" '==' 5 "told by a read that held more than one request"
+assert_cmp "$(json_get "$r" 'j["multiplexed"]["exchanges"]')" '>=' 5 "their exchanges: one each at least"
+assert_cmp "$(json_get "$r" 'j["requests"]')" '==' 25 "requests: the 5 with a body and the serial client's 20"
+assert_cmp "$(json_get "$r" 'j["connections"]')" '==' 10 "connections that carried requests (5 with a body, 5 serial)"
+assert_cmp "$(json_get "$r" 'j["latency_us"]["count"]')" '==' 25 "requests in the latency: none of the 12 written at once"
+"$CS_BIN" report "$CS_TMP/burst.cstrace" | head -n 6 | tee "$CS_TMP/burst.head"
+grep -q '^multiplexed: 5 connection(s) whose requests overlap (0 HTTP/2 by its preface, 0 pipelined or multiplexed by timing, 5 pipelined and read at once)' "$CS_TMP/burst.head" \
+  || fail "the report's first lines do not say the requests were pipelined and read at once"
 echo "ok: the report's first lines say so"

@@ -8,8 +8,11 @@
 #    equal ab's, one request a connection, non_persistent flagged with the
 #    TLS handshake in its set-up; the clients' close_notify alerts after
 #    nginx's close are no keep-alive race.
-# 2. A client resuming its TLS 1.2 session on every connection after the
-#    first: the abbreviated handshakes are counted as resumed.
+# 2. A client resuming its TLS session on every connection after the
+#    first, TLS 1.2 then 1.3: the abbreviated handshakes (1.2) and the
+#    handshakes whose ClientHello offered a session and whose server's
+#    first flight had no certificate (1.3) are counted as resumed; a 1.3
+#    connection offering another server's session is offered, not resumed.
 # 3. wrk over https with keep-alive: connscope's requests and p99 agree
 #    with wrk's.
 # integration: exclusive
@@ -29,8 +32,10 @@ tls_ab_profile ab13 TLS1.3 "$url"
 assert_cmp "$(json_get "$r" 'j["tls"]["tls13"]')" '>=' 1000 "connections told TLS 1.3 (TLS1.3)"
 "$CS_BIN" report "$CS_TMP/ab13.cstrace" | sed -n '/^requests/,/^latency/p;/non_persistent/,/->/p'
 
-# 2. A client resuming its TLS 1.2 session.
+# 2. A client resuming its TLS session.
 tls_resume_profile resume "$NGINX_PORT"
+tls_resume_profile resume13 "$NGINX_PORT" TLSv1_3
+"$CS_BIN" report "$CS_TMP/resume13.cstrace" | grep '^tls '
 
 # 3. wrk: 10 keep-alive connections for 3 s.
 wrk_tls_profile wrk "$url"

@@ -6,7 +6,7 @@
  * real clients' records are (OpenSSL, JSSE): TLS 1.2 full and resumed,
  * TLS 1.3 with its Finished read alone or with the request, records
  * followed across exchanges, framing lost, plaintext, HTTP/2's preface,
- * pipelined requests.
+ * pipelined requests (told by their timing, or read at once).
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -287,6 +287,48 @@ Test(exchanges, overlap_marks_the_connection_from_there)
 	cr_assert_eq(r->requests, 1, "only the exchange before the overlap");
 	cr_assert_eq(r->connections_multiplexed, 1);
 	cr_assert_eq(r->multiplexed_h2, 0);
+	cr_assert_eq(r->multiplexed_exchanges, 2);
+}
+
+Test(exchanges, requests_read_at_once_mark_the_connection)
+{
+	/* The probe found a second request behind the first in the first read. */
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, "GET / HTTP/1.1\r\n", NULL, CS_PEEK_MORE_REQUESTS, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, NULL, 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 0, "none of its exchanges is one request");
+	cr_assert_eq(r->connections_multiplexed, 1);
+	cr_assert_eq(r->multiplexed_one_read, 1);
+	cr_assert_eq(r->multiplexed_h2, 0);
+	cr_assert_eq(r->multiplexed_exchanges, 2);
+	cr_assert_eq(r->latency_ns->count, 0);
+}
+
+Test(exchanges, requests_read_at_once_in_a_later_exchange)
+{
+	/* A plain connection's later exchanges have a bytes record only when flagged. */
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, "GET / HTTP/1.1\r\n", NULL, 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, NULL, CS_PEEK_MORE_REQUESTS, 0);
+	/* Read after the answer began too: the connection counts once. */
+	exchange(sk, 2, T0 + 2 * MS, NULL, NULL, 0, CS_REQ_READ_AFTER_SEND);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1, "only the exchange before");
+	cr_assert_eq(r->connections_multiplexed, 1);
+	cr_assert_eq(r->multiplexed_one_read, 1);
+	cr_assert_eq(r->multiplexed_exchanges, 2);
+}
+
+Test(exchanges, unfollowed_requests_read_at_once)
+{
+	uint64_t sk = 0xffff777000000004ull;
+	exchange(sk, 0, T0, "GET / HTTP/1.1\r\n", NULL, CS_PEEK_MORE_REQUESTS, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, NULL, 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 0);
+	cr_assert_eq(r->connections_multiplexed, 1);
+	cr_assert_eq(r->multiplexed_one_read, 1);
 	cr_assert_eq(r->multiplexed_exchanges, 2);
 }
 
