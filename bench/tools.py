@@ -93,7 +93,6 @@ class Connscoped(Tool):
     def start(self):
         self.dir = tempfile.mkdtemp(prefix="connscope-bench-daemon-")
         self.sock = f"{self.dir}/cs.sock"
-        self.err = tempfile.TemporaryFile(mode="w+")
         env = {k: v for k, v in os.environ.items() if k != "CONNSCOPE_BENCH_PROBES"}
         self.proc = self.procs.start([f"{self.build}/connscoped", "--port",
                                       str(self.target.port), "--socket", self.sock],
@@ -102,9 +101,16 @@ class Connscoped(Tool):
             self.procs.stop(self.proc, signal.SIGKILL)
             shutil.rmtree(self.dir, ignore_errors=True)
             raise RuntimeError("connscoped did not start watching")
+        # Until the first window closes, its status has no schedule yet (mode "always",
+        # traced_s the whole uptime): wait for it, so that a run of one period starts
+        # between windows and holds exactly one, as for a daemon left running.
+        end = time.monotonic() + 10
+        self.status0 = self.status()
+        while self.status0.get("tracing", {}).get("mode") != "windows" and time.monotonic() < end:
+            time.sleep(0.1)
+            self.status0 = self.status()
         self.started = time.monotonic()
         self.cpu0_s = proc_cpu_s([self.proc.pid])
-        self.status0 = self.status()
 
     def stop(self):
         cpu_s = proc_cpu_s([self.proc.pid]) - self.cpu0_s
@@ -118,6 +124,8 @@ class Connscoped(Tool):
         self.procs.stop(self.proc, signal.SIGKILL, 5)
         shutil.rmtree(self.dir, ignore_errors=True)
         tr0, tr = self.status0.get("tracing", {}), st.get("tracing", {})
+        if tr0.get("mode") != "windows":
+            tr = {}  # no baseline: no traced share rather than a wrong one
         wall_s = (st.get("uptime_s") or 0) - (self.status0.get("uptime_s") or 0)
         traced_s = (tr.get("traced_s") or 0) - (tr0.get("traced_s") or 0)
         stopped = re.search(r"stopped after ([\d.]+) s: (\d+) requests, (\d+) events, (\d+) lost", err or "")
