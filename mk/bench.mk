@@ -1,7 +1,8 @@
 # Benchmarks: `make bench` measures connscope's overhead, accuracy
 # under load, engine speed and memory at scale, and prints one table. It is
 # not a test and `make test` does not run it. Needs root and an idle
-# machine; takes about 10-15 minutes. See bench/README.md.
+# machine; takes about 80 minutes (the overhead rows: 60-65). See
+# bench/README.md.
 
 BENCH_BUILD := $(BUILD)/bench
 BENCH_TOOLS := $(BENCH_BUILD)/floor $(BENCH_BUILD)/floor.bpf.o $(BENCH_BUILD)/csidle \

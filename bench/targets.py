@@ -1,0 +1,99 @@
+"""The servers measured: Debian's nginx and csserver, one worker each."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from common import free_port, pin, wait_line, wait_port
+
+
+class Nginx:
+    """Debian's nginx, one worker, a small static file, private config."""
+
+    name = "nginx"
+
+    def __init__(self, procs, build=None, pinned=True):
+        self.procs = procs
+        self.dir = tempfile.mkdtemp(prefix="connscope-bench-nginx-")
+        os.chmod(self.dir, 0o755)  # the worker runs as nobody and reads html/
+        self.port = free_port()
+        os.makedirs(f"{self.dir}/html")
+        os.makedirs(f"{self.dir}/logs")
+        os.makedirs(f"{self.dir}/tmp")
+        with open(f"{self.dir}/html/index.html", "w") as f:
+            f.write("<html><body>connscope bench: a small static file.</body></html>\n")
+        conf = f"""
+worker_processes 1;
+daemon off;
+master_process on;
+pid {self.dir}/nginx.pid;
+error_log {self.dir}/logs/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {self.dir}/tmp;
+    proxy_temp_path {self.dir}/tmp;
+    fastcgi_temp_path {self.dir}/tmp;
+    uwsgi_temp_path {self.dir}/tmp;
+    scgi_temp_path {self.dir}/tmp;
+    keepalive_requests 1000000;
+    server {{
+        listen 127.0.0.1:{self.port} backlog=4096;
+        root {self.dir}/html;
+    }}
+}}
+"""
+        with open(f"{self.dir}/nginx.conf", "w") as f:
+            f.write(conf)
+        self.proc = procs.start([*pin("server", pinned), "nginx", "-p", self.dir, "-c",
+                                 f"{self.dir}/nginx.conf"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not wait_port(self.port):
+            raise RuntimeError("nginx did not start: see " + f"{self.dir}/logs/error.log")
+        # The worker is the master's only child: bpftrace filters on it.
+        self.worker = None
+        end = time.monotonic() + 5
+        while not self.worker and time.monotonic() < end:
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                    kids = f.read().split()
+                self.worker = int(kids[0]) if kids else None
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.pid = self.worker
+        self.pids = [self.proc.pid] + ([self.worker] if self.worker else [])
+
+    def close(self):
+        self.procs.stop(self.proc, signal.SIGQUIT)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class CsServer:
+    """The reference server: one epoll worker, like nginx's one worker."""
+
+    name = "csserver"
+
+    def __init__(self, procs, build, extra=(), port=0, pinned=True):
+        self.procs = procs
+        self.proc = procs.start([*pin("server", pinned), f"{build}/csserver", "--port", str(port),
+                                 "--workers", "1", "--backlog", "4096", "--quiet", *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        m = wait_line(self.proc.stdout, r"listening on 127\.0\.0\.1:(\d+) .*pid=(\d+)", 10)
+        if not m:
+            raise RuntimeError("csserver did not start")
+        self.port = int(m.group(1))
+        self.pid = int(m.group(2))
+        self.pids = [self.pid]
+
+    def close(self):
+        self.procs.stop(self.proc, signal.SIGTERM)
+
+
+TARGETS = [Nginx, CsServer]
+
+
+def new_target(target_cls, procs, args, pinned=True):
+    return target_cls(procs, args.build, pinned=pinned)
