@@ -141,9 +141,10 @@ $(BUILD)/csserver: $(SERVER_OBJS)
 	$(msg) LINK $@
 	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ -lm
 
+# csload --tls speaks HTTPS through OpenSSL; nothing else links it.
 $(BUILD)/csload: $(LOADGEN_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ -lm
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ -lssl -lcrypto -lm
 
 # The unit tests need Criterion: the test set.
 $(call obj,$(UNIT_TEST_SRCS)): | $(TEST_DEPS_OK)

@@ -114,16 +114,14 @@ static int open_outputs(const struct csl_config *cfg, struct load *l)
 /* Shared run state and one worker per thread, connections split evenly. */
 static int create_workers(const struct csl_config *cfg, struct load *l)
 {
-	l->run = malloc(sizeof(*l->run));
+	l->run = calloc(1, sizeof(*l->run));
 	l->threads = calloc(cfg->threads, sizeof(*l->threads));
 	if (!l->run || !l->threads || csl_stats_init(&l->total, cfg->npaths) < 0) {
 		fprintf(stderr, "csload: out of memory\n");
 		return -1;
 	}
-	if (csl_run_init(l->run, cfg, l->log_fd) < 0) {
-		fprintf(stderr, "csload: cannot build the request\n");
+	if (csl_run_init(l->run, cfg, l->log_fd) < 0)
 		return -1;
-	}
 	for (unsigned int t = 0; t < cfg->threads; t++) {
 		unsigned int n = cfg->connections / cfg->threads + (t < cfg->connections % cfg->threads);
 		l->threads[t].worker = csl_worker_new(l->run, t, n);
@@ -200,6 +198,11 @@ static int report(const struct csl_config *cfg, struct load *l)
 			err ? strerror(err) : "no connection attempt succeeded");
 		ret = CSL_EXIT_FAIL;
 	}
+	if (cfg->tls && atomic_load(&run->connect_ok) > 0 && atomic_load(&run->tls_ok) == 0) {
+		fprintf(stderr, "csload: no TLS handshake with %s port %u succeeded: %s\n", cfg->host,
+			cfg->port, run->tls_error[0] ? run->tls_error : "none completed");
+		ret = CSL_EXIT_FAIL;
+	}
 	int log_err = atomic_load(&run->log_errno);
 	if (log_err) {
 		fprintf(stderr, "csload: writing the request log failed: %s\n", strerror(log_err));
@@ -216,6 +219,7 @@ static int close_load(const struct csl_config *cfg, struct load *l, int ret)
 			csl_worker_free(l->threads[t].worker);
 		free(l->threads);
 	}
+	csl_run_free(l->run);
 	free(l->run);
 	csl_stats_free(&l->total);
 	if (l->json && l->json != stdout && fclose(l->json) != 0) {

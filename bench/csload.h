@@ -15,6 +15,8 @@
  *                     and the worker's life (csload_worker.h: its state)
  *   csload_slot.c     a connection slot's requests: connect, send, complete
  *   csload_events.c   what the worker's epoll set and timers report
+ *   csload_tls.c      --tls: the OpenSSL context, a slot's handshake, and
+ *                     the reads and writes of every connection, plain or TLS
  *   csload_selftest.c `--self-test`: checks of the pure modules
  *
  * Every time is CLOCK_MONOTONIC nanoseconds, the clock of
@@ -49,6 +51,8 @@ enum {
 enum csl_err {
 	CSL_ERR_CONNECT,         /* connect failed (refused, unreachable, EMFILE...) */
 	CSL_ERR_CONNECT_TIMEOUT, /* connect took longer than --connect-timeout-ms */
+	CSL_ERR_TLS_HANDSHAKE,   /* --tls: handshake failed, or took longer than
+	                          * --connect-timeout-ms */
 	CSL_ERR_TIMEOUT,         /* no complete response within --timeout-ms */
 	CSL_ERR_EOF_BEFORE,      /* request sent, EOF before any response byte */
 	CSL_ERR_EOF_MID,         /* EOF inside a response */
@@ -82,9 +86,11 @@ struct csl_config {
 	bool keepalive;
 	uint64_t seed;
 	unsigned int connect_timeout_ms;
-	unsigned int timeout_ms; /* response timeout, from the moment the request is sent */
-	unsigned int spin_us;    /* busy-wait this long before a scheduled send */
-	bool busy_poll;          /* never sleep: poll sockets, yield the CPU when idle */
+	unsigned int timeout_ms;  /* response timeout, from the moment the request is sent */
+	unsigned int spin_us;     /* busy-wait this long before a scheduled send */
+	bool busy_poll;           /* never sleep: poll sockets, yield the CPU when idle */
+	bool tls;                 /* HTTPS: TLS over each connection (OpenSSL) */
+	unsigned int tls_version; /* --tls-version: 12 or 13; 0: negotiated */
 
 	struct csl_path paths[CSL_MAX_PATHS];
 	unsigned int npaths; /* paths[0] is --path, the rest --mix */

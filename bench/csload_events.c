@@ -17,7 +17,8 @@
 static void on_idle_readable(struct csl_worker *w, struct slot *s)
 {
 	for (;;) {
-		ssize_t n = read(s->fd, w->scratch, sizeof(w->scratch));
+		/* With --tls: a session ticket or a close_notify, read here. */
+		ssize_t n = conn_read(s, w->scratch, sizeof(w->scratch));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -47,13 +48,17 @@ static void on_readable(struct csl_worker *w, struct slot *s)
 			dst = w->scratch;
 			room = sizeof(w->scratch);
 		}
-		ssize_t n = read(s->fd, dst, room);
+		ssize_t n = conn_read(s, dst, room);
 		uint64_t now = csl_now_ns();
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				/* A TLS read can wait for room to write. */
+				if (watch(w, s, s->again_events) < 0)
+					fail_request(w, s, CSL_ERR_OTHER, now);
 				return;
+			}
 			fail_request(w, s, errno == ECONNRESET ? CSL_ERR_RESET : CSL_ERR_OTHER, now);
 			return;
 		}
@@ -109,6 +114,8 @@ static void on_writable(struct csl_worker *w, struct slot *s)
 			return;
 		}
 		connected(w, s, now);
+	} else if (s->phase == PH_HANDSHAKE) {
+		tls_handshake_step(w, s);
 	} else if (s->phase == PH_SENDING) {
 		try_send(w, s);
 	}
@@ -122,13 +129,19 @@ void on_event(struct csl_worker *w, struct slot *s, uint32_t ev)
 		return;
 	switch (s->phase) {
 	case PH_CONNECTING:
-	case PH_SENDING:
 		if (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP))
 			on_writable(w, s);
 		break;
+	case PH_HANDSHAKE:
+	case PH_SENDING:
+		/* Whatever it waits for: room to write, or with --tls, bytes
+		 * to read first (the socket's interest is only that). */
+		on_writable(w, s);
+		break;
 	case PH_WAITING:
-		if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP))
-			on_readable(w, s);
+		/* Bytes, or with --tls room to write (a TLS read that must
+		 * write first; the interest is only what it waits for). */
+		on_readable(w, s);
 		break;
 	case PH_IDLE:
 	case PH_GAP:
@@ -148,6 +161,9 @@ static void on_timer(struct csl_worker *w, struct slot *s, uint64_t now)
 		break;
 	case PH_CONNECTING:
 		connect_failed(w, s, ETIMEDOUT, CSL_ERR_CONNECT_TIMEOUT, now);
+		break;
+	case PH_HANDSHAKE:
+		tls_handshake_failed(w, s, "timed out", now);
 		break;
 	case PH_SENDING:
 	case PH_WAITING:

@@ -47,17 +47,23 @@ int csl_run_init(struct csl_run *run, const struct csl_config *cfg, int log_fd)
 		a = &((const struct sockaddr_in6 *)&cfg->addr)->sin6_addr;
 	else
 		a = &((const struct sockaddr_in *)&cfg->addr)->sin_addr;
-	if (!inet_ntop(cfg->addr.ss_family, a, addr, sizeof(addr)))
+	if (!inet_ntop(cfg->addr.ss_family, a, addr, sizeof(addr))) {
+		perror("csload: inet_ntop");
 		return -1;
+	}
 	snprintf(run->host_header, sizeof(run->host_header),
 		 cfg->addr.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", addr, cfg->port);
 	for (unsigned int i = 0; i < cfg->npaths; i++) {
 		run->request_len[i] = csl_http_request(run->request[i], sizeof(run->request[i]),
 						       cfg->paths[i].path, run->host_header,
 						       cfg->keepalive);
-		if (run->request_len[i] < 0)
+		if (run->request_len[i] < 0) {
+			fprintf(stderr, "csload: cannot build the request\n");
 			return -1;
+		}
 	}
+	if (cfg->tls && !(run->tls_ctx = csl_tls_ctx_new(cfg)))
+		return -1;
 	atomic_init(&run->stop, 0);
 	atomic_init(&run->tickets, 0);
 	atomic_init(&run->connect_ok, 0);
@@ -65,7 +71,18 @@ int csl_run_init(struct csl_run *run, const struct csl_config *cfg, int log_fd)
 	atomic_init(&run->first_connect_errno, 0);
 	atomic_init(&run->emfile_reported, 0);
 	atomic_init(&run->log_errno, 0);
+	atomic_init(&run->tls_ok, 0);
+	atomic_init(&run->tls_fail, 0);
+	atomic_init(&run->tls_error_taken, 0);
 	return 0;
+}
+
+void csl_run_free(struct csl_run *run)
+{
+	if (run && run->tls_ctx) {
+		csl_tls_ctx_free(run->tls_ctx);
+		run->tls_ctx = NULL;
+	}
 }
 
 /* ---- the open loop's schedule */
@@ -263,7 +280,8 @@ static void end_loop(struct csl_worker *w)
 	uint64_t now = csl_now_ns();
 	for (unsigned int i = 0; i < w->nslots; i++) {
 		struct slot *s = &w->slots[i];
-		if (s->phase == PH_CONNECTING || s->phase == PH_SENDING || s->phase == PH_WAITING) {
+		if (s->phase == PH_CONNECTING || s->phase == PH_HANDSHAKE || s->phase == PH_SENDING ||
+		    s->phase == PH_WAITING) {
 			csl_stats_error(&w->stats, s->path, CSL_ERR_UNFINISHED);
 			w->inflight--;
 			s->phase = PH_RETIRED;
@@ -411,6 +429,7 @@ void csl_worker_free(struct csl_worker *w)
 		return;
 	if (w->slots) {
 		for (unsigned int i = 0; i < w->nslots; i++) {
+			tls_close(w, &w->slots[i]);
 			if (w->slots[i].fd >= 0)
 				close(w->slots[i].fd);
 			free(w->slots[i].carry);

@@ -29,8 +29,9 @@ static void report_run(FILE *out, const struct csl_config *cfg, const struct csl
 		fprintf(out, ": open loop at %.6g req/s", cfg->rate);
 	else
 		fprintf(out, ": closed loop");
-	fprintf(out, ", %s, %u connection%s, %u thread%s\n",
-		cfg->keepalive ? "keep-alive" : "no keep-alive", cfg->connections,
+	fprintf(out, ", %s%s, %u connection%s, %u thread%s\n",
+		cfg->keepalive ? "keep-alive" : "no keep-alive", cfg->tls ? ", TLS" : "",
+		cfg->connections,
 		cfg->connections == 1 ? "" : "s", cfg->threads, cfg->threads == 1 ? "" : "s");
 	fprintf(out, "  %" PRIu64 " requests in %.3f s, %.1f req/s\n", st->requests,
 		sum->duration_s, sum->rate_rps);
@@ -82,6 +83,16 @@ static void report_connects_errors(FILE *out, const struct csl_config *cfg,
 	put_us(out, sum->connect_us.max);
 	fprintf(out, "\n    %" PRIu64 " took >= 1 s (SYN retransmits); %" PRIu64 " reconnects; %" PRIu64 " idle connections closed by the server\n",
 		st->connects_over_1s, st->reconnects, st->idle_closes);
+	if (cfg->tls) {
+		fprintf(out, "  TLS handshakes: %" PRIu64 " (1.2: %" PRIu64 ", 1.3: %" PRIu64 "), p50 ",
+			sum->handshake_us.count, st->tls12, st->tls13);
+		put_us(out, sum->handshake_us.p50);
+		fprintf(out, ", p99 ");
+		put_us(out, sum->handshake_us.p99);
+		fprintf(out, ", max ");
+		put_us(out, sum->handshake_us.max);
+		fprintf(out, "; failed: %" PRIu64 "\n", st->errors[CSL_ERR_TLS_HANDSHAKE]);
+	}
 
 	fprintf(out, "  Errors: ");
 	bool any = false;
@@ -138,6 +149,21 @@ static void put_span_json(FILE *out, const char *name, const struct csl_span_us 
 		name, span->p50, span->p90, span->p99, span->p999, span->max);
 }
 
+/* --tls: the version asked for, and the handshakes that completed (the
+ * failed ones are errors: tls_handshake_errors). */
+static void put_tls_json(FILE *out, const struct csl_config *cfg, const struct csl_stats *st,
+			 const struct csl_summary *sum)
+{
+	fprintf(out, ",\n \"tls_version\": \"%s\"",
+		cfg->tls_version == 12   ? "1.2"
+		: cfg->tls_version == 13 ? "1.3"
+					 : "negotiated");
+	fprintf(out, ",\n \"tls_handshakes\": {\"count\": %" PRIu64 ", \"tls12\": %" PRIu64 ", \"tls13\": %" PRIu64 ", \"p50_us\": %.3f, \"p99_us\": %.3f, \"max_us\": %.3f}",
+		sum->handshake_us.count, st->tls12, st->tls13, sum->handshake_us.p50,
+		sum->handshake_us.p99, sum->handshake_us.max);
+	fprintf(out, ",\n \"tls_close_notify\": %" PRIu64, st->tls_close_notify);
+}
+
 void csl_report_json(FILE *out, const struct csl_config *cfg, const struct csl_stats *st)
 {
 	struct csl_summary sum;
@@ -145,9 +171,9 @@ void csl_report_json(FILE *out, const struct csl_config *cfg, const struct csl_s
 
 	fprintf(out, "{\"target\": \"");
 	fprintf(out, target_fmt(cfg), cfg->host, cfg->port);
-	fprintf(out, "\", \"mode\": \"%s\", \"keepalive\": %s, \"connections\": %u, \"threads\": %u",
+	fprintf(out, "\", \"mode\": \"%s\", \"keepalive\": %s, \"tls\": %s, \"connections\": %u, \"threads\": %u",
 		cfg->rate > 0 ? "open" : "closed", cfg->keepalive ? "true" : "false",
-		cfg->connections, cfg->threads);
+		cfg->tls ? "true" : "false", cfg->connections, cfg->threads);
 	if (cfg->rate > 0)
 		fprintf(out, ", \"rate_target\": %.6f", cfg->rate);
 	fprintf(out, ",\n \"requests\": %" PRIu64 ", \"attempts\": %" PRIu64 ", \"duration_s\": %.6f, \"rate_rps\": %.3f",
@@ -169,6 +195,8 @@ void csl_report_json(FILE *out, const struct csl_config *cfg, const struct csl_s
 		sum.connect_us.p50, sum.connect_us.p99, sum.connect_us.max, sum.connect_us.count);
 	fprintf(out, ",\n \"send_lag_us\": {\"p50\": %.3f, \"p99\": %.3f, \"max\": %.3f}",
 		sum.send_lag_us.p50, sum.send_lag_us.p99, sum.send_lag_us.max);
+	if (cfg->tls)
+		put_tls_json(out, cfg, st, &sum);
 	put_span_json(out, "service_us", &sum.service_us);
 	put_span_json(out, "from_send_us", &sum.from_send_us);
 	if (sum.from_send_running_count)

@@ -260,6 +260,14 @@ static void test_options(FILE *out)
 	CHECK(csl_opts_parse(5, n_only, &cfg, null, null) == CSL_OPTS_RUN &&
 		      cfg.time_limit_s == CSL_HARD_CAP_S && cfg.duration_s == 0,
 	      "--requests alone is still cut at the hard cap");
+	char *tls[] = { "csload", "-p", "1", "--tls", NULL };
+	CHECK(csl_opts_parse(4, tls, &cfg, null, null) == CSL_OPTS_RUN && cfg.tls &&
+		      cfg.tls_version == 0,
+	      "--tls negotiates its version");
+	char *tls13[] = { "csload", "-p", "1", "--tls-version", "1.3", NULL };
+	CHECK(csl_opts_parse(5, tls13, &cfg, null, null) == CSL_OPTS_RUN && cfg.tls &&
+		      cfg.tls_version == 13,
+	      "--tls-version 1.3 implies --tls");
 	char *bad[][8] = {
 		{ "csload", "-p", "1", "-H", "10.1.2.3", NULL },
 		{ "csload", "-p", "0", NULL },
@@ -270,6 +278,7 @@ static void test_options(FILE *out)
 		{ "csload", "-p", "1", "-d", "-1", NULL },
 		{ "csload", "-p", "1", "--bogus", NULL },
 		{ "csload", "-p", "1", "stray", NULL },
+		{ "csload", "-p", "1", "--tls-version", "1.1", NULL },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int argc = 0;
@@ -333,6 +342,8 @@ static void test_stats(FILE *out)
 	csl_stats_error(&a, 1, CSL_ERR_EOF_BEFORE);
 	csl_stats_connect(&b, 1500000000ull);
 	csl_stats_connect(&b, 50000);
+	csl_stats_handshake(&a, 1000000, 2);
+	csl_stats_handshake(&b, 2000000, 3);
 	csl_stats_span(&a, 1000, 2000000000ull + 1000);
 	csl_stats_merge(&a, &b);
 	struct csl_summary s;
@@ -353,6 +364,9 @@ static void test_stats(FILE *out)
 	      s.from_send_us.p99, s.service_us.p99);
 	CHECK(a.path_errors[1] == 1 && a.path_errors[0] == 0, "stats: errors per path");
 	CHECK(a.connects == 2 && a.connects_over_1s == 1, "stats: slow connects");
+	CHECK(a.tls12 == 1 && a.tls13 == 1 && s.handshake_us.count == 2 &&
+		      s.handshake_us.max == 2000,
+	      "stats: TLS handshakes by version, their times");
 	CHECK(s.duration_s == 2.0 && s.rate_rps == 500.0, "stats: rate %.3f", s.rate_rps);
 	csl_stats_free(&a);
 	csl_stats_free(&b);

@@ -52,7 +52,7 @@ static void log_request(struct csl_worker *w, const struct slot *s, uint64_t don
 		w->loglen += (size_t)n;
 }
 
-static int watch(struct csl_worker *w, struct slot *s, uint32_t events)
+int watch(struct csl_worker *w, struct slot *s, uint32_t events)
 {
 	if (s->events == events)
 		return 0;
@@ -66,6 +66,7 @@ static int watch(struct csl_worker *w, struct slot *s, uint32_t events)
 
 void close_conn(struct csl_worker *w, struct slot *s)
 {
+	tls_close(w, s);
 	if (s->fd >= 0) {
 		/* close() also drops the epoll registration: the fd is not shared. */
 		close(s->fd);
@@ -157,7 +158,7 @@ void try_send(struct csl_worker *w, struct slot *s)
 	size_t len = (size_t)w->run->request_len[s->path];
 
 	while (s->written < len) {
-		ssize_t n = send(s->fd, req + s->written, len - s->written, MSG_NOSIGNAL);
+		ssize_t n = conn_write(s, req + s->written, len - s->written);
 		if (n > 0) {
 			s->written += (size_t)n;
 			continue;
@@ -165,7 +166,7 @@ void try_send(struct csl_worker *w, struct slot *s)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			if (watch(w, s, EPOLLOUT) < 0)
+			if (watch(w, s, s->again_events) < 0)
 				fail_request(w, s, CSL_ERR_OTHER, csl_now_ns());
 			return;
 		}
@@ -173,6 +174,8 @@ void try_send(struct csl_worker *w, struct slot *s)
 			     csl_now_ns());
 		return;
 	}
+	/* Sent: the request's last byte is the kernel's (with --tls, its last
+	 * record: encrypting it was the client's time, no server's). */
 	s->sent_ns = csl_now_ns();
 	s->sent_run_delay_ns = thread_run_delay_ns(w);
 	csl_stats_sent(&w->stats, s->sent_ns - s->intended_ns);
@@ -199,6 +202,10 @@ void connected(struct csl_worker *w, struct slot *s, uint64_t now)
 		s->local_port = ntohs(local.ss_family == AF_INET6 // NOLINT(clang-analyzer-core.CallAndMessage)
 					      ? ((struct sockaddr_in6 *)&local)->sin6_port
 					      : ((struct sockaddr_in *)&local)->sin_port);
+	if (w->cfg->tls) {
+		tls_start(w, s, now);
+		return;
+	}
 	s->phase = PH_SENDING;
 	try_send(w, s);
 }

@@ -7,6 +7,7 @@
 static const char *const err_names[CSL_ERR__COUNT] = {
 	[CSL_ERR_CONNECT] = "connect_errors",
 	[CSL_ERR_CONNECT_TIMEOUT] = "connect_timeouts",
+	[CSL_ERR_TLS_HANDSHAKE] = "tls_handshake_errors",
 	[CSL_ERR_TIMEOUT] = "timeouts",
 	[CSL_ERR_EOF_BEFORE] = "eof_before_response",
 	[CSL_ERR_EOF_MID] = "eof_mid_response",
@@ -41,8 +42,9 @@ int csl_stats_init(struct csl_stats *st, unsigned int npaths)
 	st->service = hist_new();
 	st->from_send = hist_new();
 	st->from_send_running = hist_new();
+	st->handshake = hist_new();
 	bool ok = st->latency && st->connect && st->send_lag && st->service && st->from_send &&
-		  st->from_send_running;
+		  st->from_send_running && st->handshake;
 	for (unsigned int i = 0; i < npaths; i++) {
 		st->path_latency[i] = hist_new();
 		ok = ok && st->path_latency[i];
@@ -62,6 +64,7 @@ void csl_stats_free(struct csl_stats *st)
 	free(st->service);
 	free(st->from_send);
 	free(st->from_send_running);
+	free(st->handshake);
 	for (unsigned int i = 0; i < CSL_MAX_PATHS; i++)
 		free(st->path_latency[i]);
 	memset(st, 0, sizeof(*st));
@@ -75,6 +78,7 @@ void csl_stats_merge(struct csl_stats *into, const struct csl_stats *from)
 	cs_hist_merge(into->service, from->service);
 	cs_hist_merge(into->from_send, from->from_send);
 	cs_hist_merge(into->from_send_running, from->from_send_running);
+	cs_hist_merge(into->handshake, from->handshake);
 	for (unsigned int i = 0; i < into->npaths && i < from->npaths; i++) {
 		cs_hist_merge(into->path_latency[i], from->path_latency[i]);
 		into->path_requests[i] += from->path_requests[i];
@@ -87,6 +91,9 @@ void csl_stats_merge(struct csl_stats *into, const struct csl_stats *from)
 	into->connects += from->connects;
 	into->connects_over_1s += from->connects_over_1s;
 	into->reconnects += from->reconnects;
+	into->tls12 += from->tls12;
+	into->tls13 += from->tls13;
+	into->tls_close_notify += from->tls_close_notify;
 	into->idle_closes += from->idle_closes;
 	into->unexpected_bytes += from->unexpected_bytes;
 	into->unsent += from->unsent;
@@ -126,6 +133,15 @@ void csl_stats_connect(struct csl_stats *st, uint64_t connect_ns)
 	cs_hist_record(st->connect, connect_ns);
 	if (connect_ns >= CSL_SLOW_CONNECT_NS)
 		st->connects_over_1s++;
+}
+
+void csl_stats_handshake(struct csl_stats *st, uint64_t handshake_ns, unsigned int minor)
+{
+	cs_hist_record(st->handshake, handshake_ns);
+	if (minor == 2)
+		st->tls12++;
+	else if (minor == 3)
+		st->tls13++;
 }
 
 void csl_stats_sent(struct csl_stats *st, uint64_t lag_ns)
@@ -196,6 +212,11 @@ void csl_stats_summarize(const struct csl_stats *st, struct csl_summary *out)
 	out->send_lag_us.p50 = us(cs_hist_percentile(st->send_lag, 50));
 	out->send_lag_us.p99 = us(cs_hist_percentile(st->send_lag, 99));
 	out->send_lag_us.max = us(st->send_lag->max);
+
+	out->handshake_us.p50 = us(cs_hist_percentile(st->handshake, 50));
+	out->handshake_us.p99 = us(cs_hist_percentile(st->handshake, 99));
+	out->handshake_us.max = us(st->handshake->max);
+	out->handshake_us.count = st->handshake->count;
 
 	summarize_span(st->service, &out->service_us);
 	summarize_span(st->from_send, &out->from_send_us);

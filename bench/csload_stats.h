@@ -24,6 +24,8 @@ struct csl_stats {
 	                                             request's last byte written */
 	struct cs_hist *from_send_running; /* the same, less the client thread's own
 	                                             waits for a CPU meanwhile (--busy-poll) */
+	struct cs_hist *handshake;         /* --tls: completed handshakes, ns from
+	                                             the TCP connect's end */
 	struct cs_hist *path_latency[CSL_MAX_PATHS];
 	uint64_t path_requests[CSL_MAX_PATHS]; /* completed responses per path */
 	uint64_t path_errors[CSL_MAX_PATHS];   /* failed requests per path */
@@ -34,6 +36,8 @@ struct csl_stats {
 	uint64_t connects; /* successful connects */
 	uint64_t connects_over_1s;
 	uint64_t reconnects;        /* keep-alive: connects after the slot's first */
+	uint64_t tls12, tls13;      /* --tls: handshakes completed at each version */
+	uint64_t tls_close_notify;  /* --tls: closes with the client's close_notify */
 	uint64_t idle_closes;       /* the server closed an idle keep-alive connection */
 	uint64_t unexpected_bytes;  /* bytes after a complete response */
 	uint64_t unsent;            /* open loop: due before the end but never sent */
@@ -57,6 +61,10 @@ struct csl_summary {
 	struct {
 		double p50, p99, max;
 	} send_lag_us;
+	struct {
+		double p50, p99, max;
+		uint64_t count;
+	} handshake_us;
 	struct csl_span_us {
 		double p50, p90, p99, p999, max;
 	} service_us, from_send_us, from_send_running_us;
@@ -91,6 +99,8 @@ void csl_stats_from_send_running(struct csl_stats *st, uint64_t ns);
 /* A request to path failed (every kind but non_2xx, which completes). */
 void csl_stats_error(struct csl_stats *st, unsigned int path, enum csl_err kind);
 void csl_stats_connect(struct csl_stats *st, uint64_t connect_ns);
+/* --tls: a handshake completed in handshake_ns at TLS 1.`minor` (2 or 3). */
+void csl_stats_handshake(struct csl_stats *st, uint64_t handshake_ns, unsigned int minor);
 /* The request was written lag_ns after its intended time: client-side
  * delay (timer wake-up, a busy connection, the connect), not the server's. */
 void csl_stats_sent(struct csl_stats *st, uint64_t lag_ns);

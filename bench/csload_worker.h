@@ -9,8 +9,12 @@
  * A slot is one client connection (or, with --no-keepalive, the place of
  * one: a new connection per request). A request's life:
  *
- *   due (intended_ns) -> [connect] -> send -> read until the response is
- *   complete -> record latency = done - intended.
+ *   due (intended_ns) -> [connect [-> TLS handshake]] -> send -> read until
+ *   the response is complete -> record latency = done - intended.
+ *
+ * With --tls every read and write of a connection goes through its SSL
+ * (csload_tls.c: conn_read(), conn_write()), and the response parser is
+ * fed the decrypted bytes.
  *
  * Closed loop: a slot issues its next request when the previous one is done
  * (+ --gap-ms). Open loop: requests fall due on a fixed schedule and each is
@@ -27,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "csload_http.h"
 #include "csload_net.h"
@@ -41,13 +46,20 @@ enum phase {
 	PH_IDLE,       /* no request; connected or not. Open loop: in the idle queue */
 	PH_GAP,        /* closed loop: waiting --gap-ms before the next request */
 	PH_CONNECTING, /* request due, non-blocking connect in progress */
+	PH_HANDSHAKE,  /* --tls: connected, TLS handshake in progress */
 	PH_SENDING,    /* connected, request partly written */
 	PH_WAITING,    /* request sent, reading the response */
 	PH_RETIRED,    /* closed loop: no more requests for this slot */
 };
 
+struct ssl_st; /* OpenSSL's SSL */
+
 struct slot {
-	int fd; /* -1 when not connected */
+	int fd;                /* -1 when not connected */
+	struct ssl_st *ssl;    /* --tls: the connection's TLS, NULL without one */
+	bool tls_fatal;        /* a fatal TLS error: no close_notify at the close */
+	uint32_t again_events; /* what the last conn_read/conn_write that could
+				* not go on waits for: EPOLLIN or EPOLLOUT */
 	unsigned int id;
 	enum phase phase;
 	uint32_t events;     /* registered epoll interest, 0 if none */
@@ -59,6 +71,7 @@ struct slot {
 	uint64_t intended_ns;
 	uint64_t began_ns; /* the client actually started on the request */
 	uint64_t connect_start_ns;
+	uint64_t handshake_start_ns; /* --tls: the TCP connect's end */
 	uint64_t sent_ns;
 	uint64_t sent_run_delay_ns; /* the thread's run_delay then (busy-poll) */
 	struct csl_http_resp resp;
@@ -122,6 +135,8 @@ void retire(struct csl_worker *w, struct slot *s);
 void idle_push(struct csl_worker *w, struct slot *s);
 struct slot *idle_pop(struct csl_worker *w);
 void close_conn(struct csl_worker *w, struct slot *s);
+/* Sets the slot's epoll interest (EPOLLIN, EPOLLOUT). 0 or -errno. */
+int watch(struct csl_worker *w, struct slot *s, uint32_t events);
 /* The request failed: counted, the connection dropped. Never retried. */
 void fail_request(struct csl_worker *w, struct slot *s, enum csl_err kind, uint64_t now);
 void connect_failed(struct csl_worker *w, struct slot *s, int err, enum csl_err kind,
@@ -130,6 +145,29 @@ void connected(struct csl_worker *w, struct slot *s, uint64_t now);
 void try_send(struct csl_worker *w, struct slot *s);
 /* The response is whole; extra: bytes after it that no request asked for. */
 void complete_response(struct csl_worker *w, struct slot *s, uint64_t now, size_t extra);
+
+/* ---- csload_tls.c: a connection's bytes, plain or TLS */
+
+/*
+ * read() and send() on the slot's connection, through its SSL with --tls:
+ * bytes (> 0), 0 at the end of the stream (the peer's close_notify or
+ * FIN), or -1 with errno: EAGAIN when it must wait (s->again_events says
+ * for what), ECONNRESET or EPIPE, EPROTO for a TLS error.
+ */
+ssize_t conn_read(struct slot *s, void *buf, size_t len);
+ssize_t conn_write(struct slot *s, const void *buf, size_t len);
+/* --tls: the TCP connect is done at `now`; starts the slot's handshake,
+ * then its request once the handshake is done. */
+void tls_start(struct csl_worker *w, struct slot *s, uint64_t now);
+/* PH_HANDSHAKE: the socket is ready, the handshake goes on. */
+void tls_handshake_step(struct csl_worker *w, struct slot *s);
+/* The handshake failed (why: OpenSSL's reason, or "timed out"): counted
+ * as a tls_handshake_errors request error; when no handshake ever
+ * completed and every connection has tried, the run stops. */
+void tls_handshake_failed(struct csl_worker *w, struct slot *s, const char *why, uint64_t now);
+/* Sends close_notify (counted) unless a TLS error was fatal or the
+ * handshake unfinished, and frees the SSL. */
+void tls_close(struct csl_worker *w, struct slot *s);
 
 /* ---- csload_events.c: what epoll and the timers report */
 
