@@ -408,6 +408,47 @@ tls_ab_profile() {
   assert_cmp "$(json_get "$r" 'j["tls"]["alpn_h2"] + j["tls"]["alpn_not_told"]')" '==' 0 "ALPN h2 offers, or not read ($2)"
 }
 
+# csload_tls_profile NAME PORT: csload --tls --busy-poll, 10 keep-alive
+# connections for 3 s (at most 20 000 requests), each pausing 2 ms after an
+# answer as wrk_tls_profile's wrk does, profiled as NAME ($r: its report;
+# csload's in $CS_TMP/NAME-client.json). connscope counts csload's
+# requests, and at most those csload gave up on at the end (unanswered in
+# time) and its closing alerts: csload closes each connection with a
+# close_notify, and a server that answers it with its own (JSSE does,
+# nginx does not) makes an exchange connscope takes for a request (after
+# the handshake a TLS 1.3 alert is, from outside, an application-data
+# record like a request's). One TLS handshake a connection, as many as
+# csload made. connscope's p99 lies
+# between csload's two (assert_p99_agrees), both bounds asserted: from the
+# request's last record written, less the client thread's own waits for a
+# CPU (busy-polling, it reads each answer as soon as it is there and
+# decrypted), and from the connect (a connection's first request: its TCP
+# connect and TLS handshake, which connscope counts in it too).
+csload_tls_profile() {
+  local client=$CS_TMP/$1-client.json requests unfinished alerts
+  cs_profile "$1" "$CS_LOAD" --tls --busy-poll --port "$2" --connections 10 --gap-ms 2 \
+    --duration 3 --requests 20000 --json "$client" --quiet
+  r=$CS_TMP/$1.json
+  requests=$(json_get "$client" 'j["requests"]')
+  unfinished=$(json_get "$client" 'j["errors"]["unfinished"]')
+  alerts=$(json_get "$client" 'j["tls_close_notify"]')
+  note "csload: $requests requests, p99 from the send $(json_get "$client" 'j["from_send_us"]["p99"]') us, less its CPU waits $(json_get "$client" 'j["from_send_running_us"]["p99"]') us, from the connect $(json_get "$client" 'j["service_us"]["p99"]') us; handshakes $(json_get "$client" 'j["tls_handshakes"]'), close_notify $(json_get "$client" 'j["tls_close_notify"]')"
+  note "connscope: $(json_get "$r" 'j["requests"]') requests, p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, tls $(json_get "$r" 'j["tls"]')"
+  assert_cmp "$(json_get "$client" 'j["errors"]["total"] - j["errors"]["unfinished"]')" '==' 0 \
+    "csload's failed requests (TLS handshakes included)"
+  assert_cmp "$(json_get "$client" 'j["tls_handshakes"]["count"]')" '==' "$(json_get "$client" 'j["connect_us"]["count"]')" \
+    "csload's TLS handshakes, one per connection"
+  assert_cmp "$(json_get "$r" 'j["requests"]')" '>=' "$requests" "connscope's requests vs csload's"
+  assert_cmp "$(json_get "$r" 'j["requests"]')" '<=' "$((requests + unfinished + alerts))" \
+    "connscope's requests vs csload's, those it stopped waiting for and its $alerts close_notify alerts"
+  assert_cmp "$(json_get "$r" 'j["tls"]["handshakes"]')" '==' "$(json_get "$r" 'j["connections"]')" \
+    "TLS handshakes (one per connection)"
+  assert_cmp "$(json_get "$r" 'j["tls"]["handshakes"]')" '==' "$(json_get "$client" 'j["tls_handshakes"]["count"]')" \
+    "connscope's TLS handshakes vs csload's"
+  assert_cmp "$(json_get "$r" 'j["tls"]["not_told"]')" '==' 0 "TLS connections whose records were lost (csload)"
+  assert_p99_agrees "$r" "$client"
+}
+
 # wrk_tls_profile NAME URL: wrk over https, 10 keep-alive connections for
 # 3 s, each pausing 2 ms after an answer, profiled as NAME ($r: its
 # report): connscope's requests and p99 agree with wrk's, one handshake a

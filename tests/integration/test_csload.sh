@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # csload, the load generator that is the ground truth of connscope's tests.
 # Checks it against servers whose behaviour is known: nginx (counts in its
-# access log) and a small python server (fixed delays, drops, resets, idle
+# access log, over plain HTTP and HTTPS) and a small python server (fixed delays, drops, resets, idle
 # closes), plus a listener whose accept queue stays full (SYN retransmits).
 source "$(dirname "$0")/lib.sh"
 CS_LOAD=$CS_BUILD/csload # the client under test, sanitized or not
@@ -125,11 +125,15 @@ cs_bg python3 "$CS_TMP/server.py" "$PY_PORT" "$PY_LOG"
 cs_wait_port "$PY_PORT"
 
 # nginx with a private config: one worker, keep-alive timeout 1 s, an access
-# log line per request with nginx's connection serial number.
+# log line per request with nginx's connection serial number; the same over
+# TLS 1.2 and 1.3 on a second port, with a certificate made here.
 NG_PORT=$(cs_free_port)
+NG_TLS_PORT=$(cs_free_port)
 NG=$CS_TMP/nginx
 NG_LOG=$NG/access.log
 mkdir -p "$NG/tmp"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+  -keyout "$NG/key.pem" -out "$NG/cert.pem" 2>"$NG/openssl.log" || { cat "$NG/openssl.log"; fail "openssl could not make a certificate"; }
 listen6=""
 grep -q '^00000000000000000000000000000001' /proc/net/if_inet6 2>/dev/null && listen6="listen [::1]:$NG_PORT;"
 cat >"$NG/nginx.conf" <<EOF
@@ -151,11 +155,18 @@ http {
     access_log $NG_LOG cs;
     location / { return 200 "ok\n"; }
   }
+  server {
+    listen 127.0.0.1:$NG_TLS_PORT ssl;
+    ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate $NG/cert.pem; ssl_certificate_key $NG/key.pem;
+    access_log $NG_LOG cs;
+    location / { return 200 "ok\n"; }
+  }
 }
 EOF
 : >"$NG_LOG"
 cs_bg nginx -c "$NG/nginx.conf" -e "$NG/error.log"
 cs_wait_port "$NG_PORT"
+cs_wait_port "$NG_TLS_PORT"
 
 # ---- 2. counts agree with the server
 
@@ -229,6 +240,38 @@ if [[ -n $listen6 ]]; then
   load v6 -H ::1 -p "$NG_PORT" -n 50 -c 2
   assert_cmp "$(j v6 "j['requests']")" == 50 "responses over ::1"
 fi
+
+step "--tls: keep-alive at TLS 1.3, a connection per request at TLS 1.2, as nginx logged them"
+before=$(lines "$NG_LOG")
+load tls13 -p "$NG_TLS_PORT" --tls-version 1.3 -n 1000 -c 4 -t 2
+assert_cmp "$(j tls13 "j['requests']")" == 1000 "responses over TLS 1.3"
+assert_cmp "$(j tls13 "j['errors']['total']")" == 0 "errors"
+[[ $(j tls13 "j['tls']") == True ]] || fail "the JSON does not say tls"
+assert_cmp "$(j tls13 "j['tls_handshakes']['tls13']")" == 4 "TLS 1.3 handshakes, one per connection"
+assert_cmp "$(j tls13 "j['tls_handshakes']['count']")" == 4 "handshakes"
+assert_cmp "$(j tls13 "j['tls_close_notify']")" == 4 "connections closed with a close_notify at the end"
+assert_cmp "$(($(lines "$NG_LOG") - before))" == 1000 "nginx access log lines"
+assert_cmp "$(since "$NG_LOG" "$before" | awk '{print $1}' | sort -u | wc -l)" == 4 "nginx connections"
+before=$(lines "$NG_LOG")
+load tls12 -p "$NG_TLS_PORT" --tls-version 1.2 --no-keepalive -n 200 -c 4
+assert_cmp "$(j tls12 "j['requests']")" == 200 "responses over TLS 1.2, no keep-alive"
+assert_cmp "$(j tls12 "j['errors']['total']")" == 0 "errors"
+assert_cmp "$(j tls12 "j['tls_handshakes']['tls12']")" == 200 "TLS 1.2 handshakes, one per request"
+assert_cmp "$(since "$NG_LOG" "$before" | awk '{print $1}' | sort -u | wc -l)" == 200 "nginx connections"
+assert_cmp "$(since "$NG_LOG" "$before" | awk '$2 != 1' | wc -l)" == 0 "nginx requests after the first on a connection"
+# The handshake is the client's and the server's before the request: in the
+# time from the connect, not in the time from the send.
+assert_cmp "$(j tls12 "j['service_us']['p50']")" '>' \
+  "$(j tls12 "j['from_send_us']['p50'] + j['tls_handshakes']['p50_us'] / 2")" \
+  "median from the connect above the median from the send by the handshake"
+load tlsneg -p "$NG_TLS_PORT" --tls -n 20 -c 1
+assert_cmp "$(j tlsneg "j['tls_handshakes']['tls13']")" == 1 "--tls alone negotiates TLS 1.3 with nginx"
+# A plain HTTP server answers the ClientHello with an HTTP error: every
+# handshake fails, counted, and the run gives up with the reason.
+expect_rc 1 -p "$NG_PORT" --tls -n 10 -c 2 -q --json "$CS_TMP/tlsplain.json"
+grep -q 'no TLS handshake' "$CS_TMP/rc.err" || fail "no message for a server without TLS: $(cat "$CS_TMP/rc.err")"
+assert_cmp "$(j tlsplain "j['errors']['tls_handshake_errors']")" '>=' 2 "failed handshakes counted"
+assert_cmp "$(j tlsplain "j['requests']")" == 0 "responses from a server without TLS"
 
 step "file descriptors: 300 connections under a soft limit of 64"
 (ulimit -Sn 64 && load fds -p "$NG_PORT" -c 300 -t 2 -d 0.5)
