@@ -73,6 +73,7 @@ struct csl_config {
 	/* target: numeric loopback address, checked by csl_target_parse() */
 	char host[64];
 	uint16_t port;
+	unsigned int tls_version; /* --tls-version: 12 or 13; 0: negotiated */
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
 
@@ -84,13 +85,12 @@ struct csl_config {
 	double rate;         /* 0: closed loop; else requests/s over all connections */
 	double gap_ms;       /* closed loop: idle time between requests on a connection */
 	bool keepalive;
+	bool tls; /* HTTPS: TLS over each connection (OpenSSL) */
 	uint64_t seed;
 	unsigned int connect_timeout_ms;
-	unsigned int timeout_ms;  /* response timeout, from the moment the request is sent */
-	unsigned int spin_us;     /* busy-wait this long before a scheduled send */
-	bool busy_poll;           /* never sleep: poll sockets, yield the CPU when idle */
-	bool tls;                 /* HTTPS: TLS over each connection (OpenSSL) */
-	unsigned int tls_version; /* --tls-version: 12 or 13; 0: negotiated */
+	unsigned int timeout_ms; /* response timeout, from the moment the request is sent */
+	unsigned int spin_us;    /* busy-wait this long before a scheduled send */
+	bool busy_poll;          /* never sleep: poll sockets, yield the CPU when idle */
 
 	struct csl_path paths[CSL_MAX_PATHS];
 	unsigned int npaths; /* paths[0] is --path, the rest --mix */
