@@ -914,6 +914,7 @@ static __always_inline __u64 read_call_buffer(__u64 *room, __u64 len)
 #define TLS_CT_FIRST 20 /* change_cipher_spec */
 #define TLS_CT_LAST 24  /* heartbeat */
 #define TLS_CT_HANDSHAKE 22
+#define TLS_CT_APPLICATION_DATA 23
 #define PEEK_RECORDS_PER_READ 6
 
 /* A TLS record header: a known content type, major version 3. */
@@ -996,6 +997,43 @@ static __always_inline void copy_client_hello(const struct sock *sk, struct conn
 		submit_event(ev);
 	}
 	conn->hello_len = 0;
+}
+
+/*
+ * Past its first exchanges a TLS connection's reads are not looked at, but
+ * for one kind: an exchange of a few dozen bytes in all may be an alert,
+ * the client's close_notify, which a server may answer with its own (JSSE
+ * does): bytes in, then bytes out, and no request. Its size is the first
+ * read and what the socket still holds (OpenSSL reads a record's 5-byte
+ * header alone); if small, the first record's header is kept when it is
+ * an alert's: type 21 (TLS 1.2), or type 23 of 19 bytes (TLS 1.3: an
+ * alert's 2 bytes and its content type under a 16-byte AEAD tag; no
+ * request is 3 bytes). The engine then counts the exchange as TLS
+ * control, not as a request. Any other exchange leaves no record here.
+ */
+#define TLS_SMALL_EXCHANGE 96 /* above an alert under any TLS 1.2 cipher suite's overhead (CBC with SHA-384: 85) */
+#define TLS_CT_ALERT 21
+#define TLS13_ALERT_RECORD_LEN 19
+
+static __always_inline void peek_tls_alert(const struct sock *sk, struct conn_state *conn, __u32 len)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+	__u64 room = 0, buf;
+	__u8 h[TLS_HEADER_LEN];
+
+	if (!tp || len + (__u32)(tp->rcv_nxt - tp->copied_seq) > TLS_SMALL_EXCHANGE || len < TLS_HEADER_LEN)
+		return;
+	buf = read_call_buffer(&room, len);
+	if (!buf || room < TLS_HEADER_LEN || bpf_probe_read_user(h, sizeof(h), (void *)buf) || h[1] != 3)
+		return;
+	if (h[0] != TLS_CT_ALERT && !(h[0] == TLS_CT_APPLICATION_DATA && ((__u32)h[3] << 8 | h[4]) == TLS13_ALERT_RECORD_LEN))
+		return;
+	__builtin_memcpy(conn->peek_first, h, sizeof(h));
+	conn->peek_first_len = sizeof(h);
+	conn->peek_types[0] = h[0];
+	conn->peek_records = 1;
+	conn->peek_flags |= CS_PEEK_TLS;
+	conn->peek_seen = 1;
 }
 
 /*
@@ -1140,6 +1178,8 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 		conn->peek_conn = PEEK_OFF; /* mid-stream: no first bytes, no framing */
 	if (conn->peek_conn != PEEK_OFF && conn->requests <= CS_PEEK_EXCHANGES)
 		peek_read(sk, conn, (__u32)ret, now);
+	else if (conn->peek_conn == PEEK_TLS && conn->phase == PHASE_WAITING && ret <= TLS_SMALL_EXCHANGE)
+		peek_tls_alert(sk, conn, (__u32)ret);
 	if (conn->phase == PHASE_SENDING)
 		conn->flags |= CS_REQ_READ_AFTER_SEND;
 	if (conn->phase != PHASE_WAITING)

@@ -192,6 +192,9 @@ struct cs_tls_exchange {
 void cs_tls_walk(uint8_t *phase, const uint8_t *types, size_t kept, size_t count, bool lost,
 		 struct cs_tls_exchange *out);
 
+/* The exchange's one record is a TLS 1.3 alert (19 bytes of type 23, after the handshake). */
+bool cs_is_tls13_alert(const struct cs_ev_request_bytes *ev, size_t first_len);
+
 /* The kind of exchange a walk makes. */
 enum cs_exchange_kind cs_tls_exchange_kind(const struct cs_tls_exchange *walk, uint8_t phase);
 

@@ -48,6 +48,7 @@
 #include "tables.h"
 
 #define TLS_CHANGE_CIPHER_SPEC 20
+#define TLS_ALERT 21
 #define TLS_HANDSHAKE 22
 #define TLS_APPLICATION_DATA 23
 
@@ -125,6 +126,22 @@ enum cs_exchange_kind cs_tls_exchange_kind(const struct cs_tls_exchange *walk, u
 	if (walk->handshake)
 		return CS_EXCHANGE_TLS_HANDSHAKE;
 	return CS_EXCHANGE_TLS_CONTROL;
+}
+
+/*
+ * After the handshake a TLS 1.3 alert is, from outside, an application-data
+ * record like a request's; but one of 19 bytes holds 3 bytes under a
+ * 16-byte AEAD tag (AES-GCM, ChaCha20-Poly1305): an alert's 2 and its
+ * content type. No request is that short. (A TLS 1.2 alert shows its own
+ * type, 21, and the walk makes it control already.)
+ */
+#define TLS_RECORD_HEADER_LEN 5
+#define TLS13_ALERT_RECORD_LEN 19
+
+bool cs_is_tls13_alert(const struct cs_ev_request_bytes *ev, size_t first_len)
+{
+	return ev->record_count == 1 && first_len >= TLS_RECORD_HEADER_LEN && ev->first[0] == TLS_APPLICATION_DATA &&
+	       ev->first[1] == 3 && ((unsigned int)ev->first[3] << 8 | ev->first[4]) == TLS13_ALERT_RECORD_LEN;
 }
 
 bool cs_is_h2_preface(const uint8_t *first, size_t first_len)
@@ -317,6 +334,17 @@ static struct cs_unfollowed *unfollowed_get(struct cs_engine *engine, uint64_t s
 	return u;
 }
 
+/* The kind of a TLS exchange: its walk's, but an alert after the handshake is control. */
+static enum cs_exchange_kind exchange_kind_of(const struct cs_ev_request_bytes *ev, const struct cs_tls_exchange *walk,
+					      uint8_t before, uint8_t after)
+{
+	enum cs_exchange_kind kind = cs_tls_exchange_kind(walk, after);
+	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
+	if (kind == CS_EXCHANGE_REQUEST && before == CS_TLS_DONE && cs_is_tls13_alert(ev, first_len))
+		return CS_EXCHANGE_TLS_CONTROL;
+	return kind;
+}
+
 /*
  * Bytes of a connection the engine does not follow (its accept came
  * before the attach, or was not seen) or follows no more (closed, and its
@@ -336,6 +364,15 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
 	bool h2 = ev->index == 0 && cs_is_h2_preface(ev->first, first_len);
 	bool more = !h2 && (ev->flags & CS_PEEK_MORE_REQUESTS);
+	/*
+	 * A TLS connection's last exchange, closed by the client first: its
+	 * close_notify, which the server answered after the close record.
+	 */
+	if (!u && ev->index > 0 && (ev->flags & CS_PEEK_TLS) && ev->record_count == 1 &&
+	    (ev->record_types[0] == TLS_ALERT || cs_is_tls13_alert(ev, first_len))) {
+		stats->orphan_kind = CS_EXCHANGE_TLS_CONTROL;
+		return 0;
+	}
 	/* A socket's first exchange: a new connection, whatever an older one left. */
 	if (u && ev->index == 0)
 		memset(u, 0, sizeof(*u));
@@ -361,7 +398,7 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	cs_tls_walk(&u->phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count, (ev->flags & CS_PEEK_LOST) != 0,
 		    &walk);
 	if (before != CS_TLS_NONE)
-		stats->orphan_kind = (uint8_t)cs_tls_exchange_kind(&walk, u->phase);
+		stats->orphan_kind = (uint8_t)exchange_kind_of(ev, &walk, before, u->phase);
 	stats->orphan_ended = walk.ended;
 	count_walk(stats, &walk, before, u->phase);
 	return 0;
@@ -400,7 +437,7 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 	 * began when its first record was read, not with the exchange.
 	 */
 	conn->bytes_data_us = walk.ended && walk.data_record > 0 ? ev->record_read_us[walk.data_record] : 0;
-	conn->bytes_kind = before == CS_TLS_NONE ? CS_EXCHANGE_REQUEST : cs_tls_exchange_kind(&walk, conn->tls_phase);
+	conn->bytes_kind = before == CS_TLS_NONE ? CS_EXCHANGE_REQUEST : exchange_kind_of(ev, &walk, before, conn->tls_phase);
 	count_walk(stats, &walk, before, conn->tls_phase);
 	if (walk.version == 13)
 		tls13_resumption(stats, conn);

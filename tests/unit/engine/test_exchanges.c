@@ -149,8 +149,8 @@ static uint64_t accept_at(uint64_t ts_ns)
 /* When the read of each record of the next exchange returned, us after its start (0: all at once). */
 static uint32_t next_read_us[CS_PEEK_TLS_RECORDS];
 
-static void exchange(uint64_t sk, uint32_t index, uint64_t start_ns, const char *first, const char *types,
-		     uint8_t flags, uint16_t request_flags)
+static void exchange_of(uint64_t sk, uint32_t index, uint64_t start_ns, const uint8_t *first, size_t first_len,
+			const char *types, uint8_t flags, uint16_t request_flags)
 {
 	struct cs_ev_request_bytes bytes;
 	memset(&bytes, 0, sizeof(bytes));
@@ -159,10 +159,9 @@ static void exchange(uint64_t sk, uint32_t index, uint64_t start_ns, const char 
 	bytes.index = index;
 	bytes.listener_port = PORT;
 	bytes.flags = flags | (types ? CS_PEEK_TLS : 0);
-	if (first) {
-		bytes.first_len = (uint8_t)strnlen(first, CS_PEEK_FIRST_LEN);
+	bytes.first_len = (uint8_t)(first_len < CS_PEEK_FIRST_LEN ? first_len : CS_PEEK_FIRST_LEN);
+	if (first)
 		memcpy(bytes.first, first, bytes.first_len);
-	}
 	for (size_t i = 0; types && types[i]; i++) {
 		if (i < CS_PEEK_TLS_RECORDS) {
 			bytes.record_types[i] = (uint8_t)(20 + types[i] - 'a');
@@ -176,6 +175,13 @@ static void exchange(uint64_t sk, uint32_t index, uint64_t start_ns, const char 
 						    .first_read_ns = start_ns + 10 * US,
 						    .first_send_ns = start_ns + 50 * US,
 						    .last_send_ns = start_ns + 60 * US, .flags = request_flags });
+}
+
+static void exchange(uint64_t sk, uint32_t index, uint64_t start_ns, const char *first, const char *types,
+		     uint8_t flags, uint16_t request_flags)
+{
+	exchange_of(sk, index, start_ns, (const uint8_t *)first, first ? strnlen(first, CS_PEEK_FIRST_LEN) : 0, types,
+		    flags, request_flags);
 }
 
 Test(exchanges, tls12_handshake_is_set_up_not_requests)
@@ -493,4 +499,75 @@ Test(exchanges, request_sharing_the_handshakes_end_starts_at_its_read)
 	cr_assert_eq(r->setup_tls_ns, 3 * MS - 10 * US);
 	/* The request: from its read (T0 + 3 ms) to its last send (T0 + 1.06 ms, before): nothing but set-up. */
 	cr_assert_eq(r->latency_ns->max, r->setup_ns);
+}
+
+/*
+ * A client's close_notify that the server answers (JSSE does): bytes in,
+ * bytes out, and no request. In TLS 1.3 it is a type 23 record of 19
+ * bytes; a request's record is longer. In TLS 1.2 it shows type 21.
+ */
+Test(exchanges, tls13_close_notify_answered_is_control_not_a_request)
+{
+	static const uint8_t alert13[] = { 0x17, 0x03, 0x03, 0x00, 0x13 };
+	static const uint8_t request13[] = { 0x17, 0x03, 0x03, 0x00, 0x3e };
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
+	exchange_of(sk, 2, T0 + 2 * MS, request13, sizeof(request13), "d", 0, 0);
+	exchange_of(sk, 3, T0 + 3 * MS, alert13, sizeof(alert13), "d", 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1);
+	cr_assert_eq(r->tls_control_exchanges, 1);
+}
+
+Test(exchanges, tls12_close_notify_answered_is_control_not_a_request)
+{
+	static const uint8_t alert12[] = { 0x15, 0x03, 0x03, 0x00, 0x1a };
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 - 50 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "cac", 0, 0);
+	exchange(sk, 2, T0 + 3 * MS, NULL, "d", 0, 0);
+	exchange_of(sk, 3, T0 + 5 * MS, alert12, sizeof(alert12), "b", 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1);
+	cr_assert_eq(r->tls_control_exchanges, 1);
+}
+
+Test(exchanges, unfollowed_tls13_close_notify_answered_is_control)
+{
+	static const uint8_t alert13[] = { 0x17, 0x03, 0x03, 0x00, 0x13 };
+	/* No accept record: an accept call begun before the attach. */
+	uint64_t sk = 0xffff777000000002ull;
+	exchange(sk, 0, T0, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
+	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
+	exchange_of(sk, 6, T0 + 9 * MS, alert13, sizeof(alert13), "d", 0, 0);
+	cr_assert_eq(engine->requests.requests, 1);
+	cr_assert_eq(engine->requests.tls_control_exchanges, 1);
+}
+
+/* The client closed first: the server answers its close_notify after the close record. */
+Test(exchanges, close_notify_answered_after_the_close_is_control)
+{
+	static const uint8_t alert13[] = { 0x17, 0x03, 0x03, 0x00, 0x13 };
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
+	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
+	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 4 * MS, .established_ns = T0 - 100 * US,
+						     .last_activity_ns = T0 + 3 * MS, .requests = 4, .port = PORT,
+						     .closed_by = CS_CLOSED_BY_CLIENT });
+	exchange_of(sk, 3, T0 + 3 * MS, alert13, sizeof(alert13), "d", 0, 0);
+	cr_assert_eq(engine->requests.requests, 1);
+	cr_assert_eq(engine->requests.tls_control_exchanges, 1);
+}
+
+Test(exchanges, a_19_byte_record_of_a_plain_connection_is_a_request)
+{
+	static const uint8_t bytes[] = { 0x17, 0x03, 0x03, 0x00, 0x13 };
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, "GET / HTTP/1.1\r\n", NULL, 0, 0);
+	exchange_of(sk, 1, T0 + 1 * MS, bytes, sizeof(bytes), NULL, 0, 0);
+	cr_assert_eq(engine->requests.requests, 2);
+	cr_assert_eq(engine->requests.tls_control_exchanges, 0);
 }
