@@ -214,9 +214,10 @@ struct conn_state {
 	__u8 peek_flags; /* enum cs_peek_flags of this exchange */
 	__u8 peek_first_len;
 	__u8 peek_records;
-	__u8 peek_scanned; /* PEEK_PLAIN: the exchange (requests) whose first read was scanned */
-	__u32 tls_skip;    /* bytes of the TLS record under way still to be read */
-	__u32 hello_len;   /* the ClientHello record's length; 0: its body was copied (or not TLS) */
+	__u8 peek_scanned;     /* PEEK_PLAIN: the exchange (requests) whose first read was scanned */
+	__u8 tls_records_seen; /* a TLS record header was followed: the next is not the ClientHello */
+	__u32 tls_skip;        /* bytes of the TLS record under way still to be read */
+	__u32 hello_len;       /* the ClientHello record's length; 0: its body was copied (or not TLS) */
 	__u8 peek_first[CS_PEEK_FIRST_LEN];
 	__u8 peek_types[CS_PEEK_TLS_RECORDS];
 	__u32 peek_read_us[CS_PEEK_TLS_RECORDS];
@@ -947,13 +948,17 @@ static __always_inline void follow_tls_records(struct conn_state *conn, __u64 bu
 		    !tls_header(h))
 			goto lost;
 		__u8 r = conn->peek_records;
+		__u32 record_len = (__u32)h[3] << 8 | h[4];
+		if (h[0] == TLS_CT_HANDSHAKE && record_len > CS_PEEK_BIG_HANDSHAKE_LEN && conn->tls_records_seen)
+			conn->peek_flags |= CS_PEEK_BIG_HANDSHAKE;
+		conn->tls_records_seen = 1;
 		if (r < CS_PEEK_TLS_RECORDS) {
 			conn->peek_types[r & (CS_PEEK_TLS_RECORDS - 1)] = h[0];
 			conn->peek_read_us[r & (CS_PEEK_TLS_RECORDS - 1)] = read_us;
 		}
 		if (r < 255)
 			conn->peek_records = r + 1;
-		at += TLS_HEADER_LEN + ((__u32)h[3] << 8 | h[4]);
+		at += TLS_HEADER_LEN + record_len;
 	}
 	if (at >= len) {
 		conn->tls_skip = at - len;

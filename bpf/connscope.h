@@ -226,7 +226,13 @@ enum cs_peek_flags {
 	CS_PEEK_MORE_REQUESTS = 1 << 3, /* the exchange's first read held an HTTP/1.x request
 	                                   without a body and more bytes after its header
 	                                   block: pipelined requests read at once */
+	CS_PEEK_BIG_HANDSHAKE = 1 << 4, /* a TLS handshake record of more than
+	                                   CS_PEEK_BIG_HANDSHAKE_LEN bytes, not the connection's
+	                                   first record: a second ClientHello (the server asked
+	                                   for another with a HelloRetryRequest) or an RSA key
+	                                   exchange, never a Finished */
 };
+#define CS_PEEK_BIG_HANDSHAKE_LEN 128
 
 struct cs_ev_request_bytes {
 	struct cs_event_header hdr;

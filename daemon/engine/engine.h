@@ -414,6 +414,7 @@ struct cs_request_stats {
 	uint64_t tls_psk_not_told;    /* TLS 1.3 connections whose ClientHello was cut before its
 	                                 extensions' end, and hellos of connections not followed
 	                                 that offered one or were cut: a session offer not told */
+	uint64_t tls13_hello_retries; /* second ClientHellos: the server asked for one (HelloRetryRequest) */
 	uint64_t tls_handshake_exchanges; /* exchanges kept out of the requests as set-up */
 	uint64_t tls_control_exchanges;   /* alerts, key updates: neither set-up nor requests */
 	uint64_t tls_lost;            /* connections whose records could not be followed: counted as

@@ -27,6 +27,9 @@
  *                         that Finished with NewSessionTicket, so the
  *                         request is an exchange of its own, unless it was
  *                         read together with the Finished.
+ *   TLS 1.3 after a HelloRetryRequest: 22 | [20] 22 (the second
+ *                         ClientHello, a big handshake record:
+ *                         CS_PEEK_BIG_HANDSHAKE) | 23 (Finished) | 23...
  * TLS 1.3 resumption looks like a full handshake from the client's
  * records: it is told from the ClientHello's session offer (pre_shared_key)
  * and the size of the server's first flight (tls13_resumption).
@@ -51,6 +54,36 @@
 #define TLS_ALERT 21
 #define TLS_HANDSHAKE 22
 #define TLS_APPLICATION_DATA 23
+
+/*
+ * A second ClientHello: the server answered the first with a
+ * HelloRetryRequest (TLS 1.3). After its first ClientHello the client
+ * sends one big handshake record, maybe after a ChangeCipherSpec
+ * (middlebox compatibility). A TLS 1.2 abbreviated handshake's [20 22]
+ * ends with a Finished, never that big (CS_PEEK_BIG_HANDSHAKE_LEN); a full
+ * one's RSA key exchange is big, but its ChangeCipherSpec and Finished
+ * follow it in the same flight.
+ */
+static bool second_client_hello(uint8_t phase, const struct cs_ev_request_bytes *ev)
+{
+	const uint8_t *type = ev->record_types;
+	if (phase != CS_TLS_CLIENT_FLIGHT || !(ev->flags & CS_PEEK_BIG_HANDSHAKE))
+		return false;
+	return (ev->record_count == 1 && type[0] == TLS_HANDSHAKE) ||
+	       (ev->record_count == 2 && type[0] == TLS_CHANGE_CIPHER_SPEC && type[1] == TLS_HANDSHAKE);
+}
+
+/* Walk an exchange's records (cs_tls_walk); a second ClientHello starts the client's flights again. */
+static void walk_exchange(struct cs_request_stats *stats, uint8_t *phase, const struct cs_ev_request_bytes *ev,
+			  struct cs_tls_exchange *walk)
+{
+	if (second_client_hello(*phase, ev)) {
+		*phase = CS_TLS_HELLO;
+		stats->tls13_hello_retries++;
+	}
+	cs_tls_walk(phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count, (ev->flags & CS_PEEK_LOST) != 0,
+		    walk);
+}
 
 /* One record of the client's, in phase. */
 static void walk_one(uint8_t *phase, uint8_t type, struct cs_tls_exchange *out)
@@ -395,8 +428,7 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	}
 	uint8_t before = u->phase;
 	struct cs_tls_exchange walk;
-	cs_tls_walk(&u->phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count, (ev->flags & CS_PEEK_LOST) != 0,
-		    &walk);
+	walk_exchange(stats, &u->phase, ev, &walk);
 	if (before != CS_TLS_NONE)
 		stats->orphan_kind = (uint8_t)exchange_kind_of(ev, &walk, before, u->phase);
 	stats->orphan_ended = walk.ended;
@@ -426,8 +458,7 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 		mark_multiplexed(stats, conn, CS_MUX_ONE_READ);
 	uint8_t before = conn->tls_phase;
 	struct cs_tls_exchange walk;
-	cs_tls_walk(&conn->tls_phase, ev->record_types, CS_PEEK_TLS_RECORDS, ev->record_count,
-		    (ev->flags & CS_PEEK_LOST) != 0, &walk);
+	walk_exchange(stats, &conn->tls_phase, ev, &walk);
 	conn->bytes_index = ev->index;
 	conn->bytes_valid = 1;
 	conn->bytes_ended = walk.ended;

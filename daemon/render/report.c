@@ -115,6 +115,8 @@ static void text_tls(FILE *out, const struct cs_request_stats *r)
 			"the server's first flight (at most %d bytes: no certificate); %" PRIu64
 			" ClientHello(s) whose offer could not be told",
 			r->tls13_psk_resumed, r->tls13_psk_offered, CS_TLS13_RESUMED_FLIGHT_MAX, r->tls_psk_not_told);
+	if (r->tls13_hello_retries)
+		fprintf(out, "; %" PRIu64 " second ClientHello(s) after the server's HelloRetryRequest", r->tls13_hello_retries);
 	if (r->tls_lost)
 		fprintf(out, "; %" PRIu64 " whose records could not be told (their exchanges counted as requests)",
 			r->tls_lost);

@@ -206,12 +206,12 @@ static json_t *lifecycle(const struct cs_conditions *conditions)
 static json_t *tls_value(const struct cs_engine *engine)
 {
 	const struct cs_request_stats *r = &engine->requests;
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "connections",
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "connections",
 			 JI(r->tls_connections), "alpn_h2", JI(r->tls_alpn_h2), "alpn_not_told", JI(r->tls_alpn_not_told),
 			 "handshakes", JI(r->tls_handshakes), "tls12", JI(r->tls12), "tls13", JI(r->tls13), "resumed",
 			 JI(r->tls_resumed + r->tls13_psk_resumed), "resumed_tls12", JI(r->tls_resumed),
 			 "tls13_psk_offered", JI(r->tls13_psk_offered), "tls13_psk_resumed", JI(r->tls13_psk_resumed),
-			 "psk_not_told", JI(r->tls_psk_not_told), "handshake_exchanges", JI(r->tls_handshake_exchanges), "control_exchanges",
+			 "psk_not_told", JI(r->tls_psk_not_told), "hello_retries", JI(r->tls13_hello_retries), "handshake_exchanges", JI(r->tls_handshake_exchanges), "control_exchanges",
 			 JI(r->tls_control_exchanges), "not_told", JI(r->tls_lost), "bytes_unreadable",
 			 JI(r->bytes_unreadable), "close_notify_resets", JI(engine->lifecycle.tls_close_resets),
 			 "setup_total_us", cs_json_us(r->setup_tls_ns));

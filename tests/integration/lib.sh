@@ -257,7 +257,7 @@ cs_start_nginx() {
     openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
       -keyout "$NGINX_DIR/key.pem" -out "$NGINX_DIR/cert.pem" 2>"$NGINX_DIR/openssl.log" \
       || { cat "$NGINX_DIR/openssl.log"; fail "openssl could not make a certificate"; }
-    tls="ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate $NGINX_DIR/cert.pem; ssl_certificate_key $NGINX_DIR/key.pem;"
+    tls="ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate $NGINX_DIR/cert.pem; ssl_certificate_key $NGINX_DIR/key.pem; ${NGINX_TLS_EXTRA:-}"
   fi
   cat >"$NGINX_DIR/nginx.conf" <<NGINX
 daemon off;

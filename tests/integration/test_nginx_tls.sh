@@ -20,6 +20,10 @@
 # 4. wrk over https with keep-alive, as users run it: connscope's requests
 #    equal wrk's, and its p99 is at most wrk's (wrk's own event-loop and
 #    CPU waits are in its p99 and nothing takes them out: no lower bound).
+# 5. TLS 1.3 with a HelloRetryRequest: nginx offers P-256 only, and ab's
+#    ClientHello carries an X25519 key share, so nginx asks for another
+#    ClientHello on every connection: that second hello is set-up too, and
+#    the handshake is told TLS 1.3, not a TLS 1.2 resumption.
 # integration: exclusive
 # Runs alone: connscope's p99 is compared with its clients'.
 # integration: plain build
@@ -45,3 +49,17 @@ tls_resume_profile resume13 "$NGINX_PORT" TLSv1_3
 # 3. csload, then 4. wrk: 10 keep-alive connections for 3 s each.
 csload_tls_profile csload "$NGINX_PORT"
 wrk_tls_profile wrk "$url"
+
+# 5. A HelloRetryRequest on every connection.
+kill "$NGINX_MASTER" && wait "$NGINX_MASTER" 2>/dev/null
+NGINX_TLS_EXTRA="ssl_ecdh_curve prime256v1;" cs_start_nginx 60s 512 ssl
+url=https://127.0.0.1:$NGINX_PORT/
+tls_ab_profile hrr TLS1.3 "$url"
+assert_cmp "$(json_get "$r" 'j["tls"]["tls13"]')" '>=' 1000 "connections told TLS 1.3 after a HelloRetryRequest"
+assert_cmp "$(json_get "$r" 'j["tls"]["tls12"] + j["tls"]["resumed"]')" '==' 0 "connections told TLS 1.2 or resumed"
+# One a connection: every handshake that ended had one (and a connection
+# cut before its request may have had one too).
+assert_cmp "$(json_get "$r" 'j["tls"]["hello_retries"]')" '>=' "$(json_get "$r" 'j["tls"]["handshakes"]')" \
+  "second ClientHellos vs handshakes"
+assert_cmp "$(json_get "$r" 'j["tls"]["hello_retries"]')" '<=' "$(json_get "$r" 'j["tls"]["connections"]')" \
+  "second ClientHellos vs TLS connections"

@@ -571,3 +571,37 @@ Test(exchanges, a_19_byte_record_of_a_plain_connection_is_a_request)
 	cr_assert_eq(engine->requests.requests, 2);
 	cr_assert_eq(engine->requests.tls_control_exchanges, 0);
 }
+
+/*
+ * TLS 1.3 with a HelloRetryRequest: the client's second ClientHello (a big
+ * handshake record, after a ChangeCipherSpec) is set-up, its Finished
+ * next, then the request; not a TLS 1.2 abbreviated handshake.
+ */
+Test(exchanges, hello_retry_second_client_hello_is_set_up)
+{
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "ac", CS_PEEK_BIG_HANDSHAKE, 0);
+	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
+	exchange(sk, 3, T0 + 3 * MS, NULL, "d", 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1);
+	cr_assert_eq(r->tls13, 1);
+	cr_assert_eq(r->tls12, 0);
+	cr_assert_eq(r->tls_resumed, 0);
+	cr_assert_eq(r->tls13_hello_retries, 1);
+	cr_assert_eq(r->tls_handshake_exchanges, 3);
+}
+
+/* A TLS 1.2 RSA key exchange is big too, but its flight goes on with a ChangeCipherSpec and a Finished. */
+Test(exchanges, tls12_rsa_key_exchange_is_no_hello_retry)
+{
+	uint64_t sk = accept_at(T0);
+	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+	exchange(sk, 1, T0 + 1 * MS, NULL, "cac", CS_PEEK_BIG_HANDSHAKE, 0);
+	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1);
+	cr_assert_eq(r->tls12, 1);
+	cr_assert_eq(r->tls13_hello_retries, 0);
+}
