@@ -1728,6 +1728,48 @@ static __always_inline int on_accept_enter(int listen_fd)
 	return 0;
 }
 
+/*
+ * An accept() whose call began before the attach (a blocking acceptor,
+ * Tomcat's or Jetty's, waits in one): no entry was seen, but the
+ * connection it returns is the server's all the same, and one of its open
+ * connections. Recorded with its wait for the call unknown (enter_ns 0)
+ * and its listener unknown; a target's accept on another listener is
+ * looked at here too, and left.
+ */
+static __always_inline int accept_begun_before(__u64 pid_tgid, long ret)
+{
+	if (ret < 0 || !is_target_tgid(cs_tgid_of(pid_tgid)))
+		return 0;
+	struct sock *child = tcp_sock_of_fd((int)ret);
+	if (!child)
+		return 0;
+	__u16 port = child->__sk_common.skc_num;
+	if (!is_target_sk_port(child, port))
+		return 0;
+	struct cs_ev_accept *ev = reserve_event(sizeof(*ev), CS_EV_ACCEPT);
+	if (!ev)
+		return 0;
+	__u64 key = (__u64)child;
+	__u64 *established = bpf_map_lookup_elem(&established_ns, &key);
+	/* Every field after the header (cs_event_reserve wrote it): no call, no listener known. */
+	__builtin_memset((char *)ev + sizeof(ev->hdr), 0, sizeof(*ev) - sizeof(ev->hdr));
+	ev->ret = (__s32)ret;
+	ev->tgid = cs_tgid_of(pid_tgid);
+	ev->tid = cs_tid_of(pid_tgid);
+	ev->listener_port = port;
+	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+	ev->sk = key;
+	read_tuple(child, &ev->tuple);
+	if (established) {
+		ev->established_ns = *established;
+		bpf_map_delete_elem(&established_ns, &key);
+	} else {
+		count(CS_CTR_ACCEPT_UNMATCHED);
+	}
+	submit_event(ev);
+	return 0;
+}
+
 static __always_inline int on_accept_exit(long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -1738,7 +1780,7 @@ static __always_inline int on_accept_exit(long ret)
 	/* Only threads whose accept() entry was a target's listener are here. */
 	call = bpf_task_storage_get(&accept_calls, bpf_get_current_task_btf(), 0, 0);
 	if (!call || !call->enter_ns)
-		return 0;
+		return accept_begun_before(pid_tgid, ret);
 	const struct sock *listener = kernel_ptr(struct sock, call->listener_sk);
 
 	ev = reserve_event(sizeof(*ev), CS_EV_ACCEPT);

@@ -41,23 +41,32 @@ static int on_accept(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	struct cs_listener_stats *listener = cs_get_listener(engine, ev->listener_port);
 	if (!listener)
 		return -ENOMEM;
+	/*
+	 * enter_ns 0: a call begun before the attach (a blocking acceptor
+	 * waits in one). Its connection counts; its listener socket, the
+	 * queue it saw and the time the call took are not known.
+	 */
+	bool call_seen = ev->enter_ns != 0;
 	struct cs_worker_stats *worker = cs_get_worker(listener, ev->tid, ev->tgid, ev->comm);
 	struct cs_listener_socket *socket =
-		cs_get_socket(listener, ev->listener_sk, ev->listener_drops);
+		call_seen ? cs_get_socket(listener, ev->listener_sk, ev->listener_drops) : NULL;
 	/* Every accepting thread is a thread of the report, even one that never reads. */
 	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, ev->comm);
-	if (!worker || !socket || !thread)
+	if (!worker || (call_seen && !socket) || !thread)
 		return -ENOMEM;
-	socket->drops_last = ev->listener_drops;
-	socket->backlog_limit = ev->backlog_limit;
-	socket->backlog_last = ev->backlog;
-	listener->backlog_limit = ev->backlog_limit;
-
-	cs_limit_on_accept(listener, worker->last_call_ns, ev);
-	if (ev->hdr.ts_ns >= ev->enter_ns)
-		worker->in_accept_ns += ev->hdr.ts_ns - ev->enter_ns;
-	if (!worker->first_call_ns || ev->enter_ns < worker->first_call_ns)
-		worker->first_call_ns = ev->enter_ns;
+	if (call_seen) {
+		socket->drops_last = ev->listener_drops;
+		socket->backlog_limit = ev->backlog_limit;
+		socket->backlog_last = ev->backlog;
+		listener->backlog_limit = ev->backlog_limit;
+		cs_limit_on_accept(listener, worker->last_call_ns, ev);
+		if (ev->hdr.ts_ns >= ev->enter_ns)
+			worker->in_accept_ns += ev->hdr.ts_ns - ev->enter_ns;
+		if (!worker->first_call_ns || ev->enter_ns < worker->first_call_ns)
+			worker->first_call_ns = ev->enter_ns;
+	} else if (!worker->first_call_ns) {
+		worker->first_call_ns = ev->hdr.ts_ns; /* its time from this return on */
+	}
 	if (ev->hdr.ts_ns > worker->last_call_ns)
 		worker->last_call_ns = ev->hdr.ts_ns;
 	if (ev->ret < 0) {

@@ -16,7 +16,14 @@ limit=4
 cs_start_tomcat "maxConnections=\"$limit\" keepAliveTimeout=\"300\" maxThreads=\"4\" acceptCount=\"100\""
 port=$TOMCAT_PORT
 curl -sf --max-time 10 "http://127.0.0.1:$port/" >/dev/null || fail "tomcat does not answer"
-sleep 0.5 # the warm-up's connection closes on Tomcat's idle timeout
+# The warm-up's connection holds one of Tomcat's slots until Tomcat closes
+# its side (it counts its latch down just before), and connscope, attached
+# after, would not count it open: wait until no server-side socket on the
+# port is ESTABLISHED or CLOSE-WAIT (on a busy machine that takes Tomcat's
+# poller more than the half second a sleep gave it).
+warm_up_open() { ss -Htn state established state close-wait "( sport = :$port )"; }
+for _ in $(seq 200); do [[ -z $(warm_up_open) ]] && break; sleep 0.05; done
+[[ -z $(warm_up_open) ]] || fail "Tomcat kept the warm-up connection open for 10 s: $(warm_up_open)"
 
 cs_profile tomcat "$CS_LOAD" --busy-poll --port "$port" --connections 12 --gap-ms 400 --duration 5 \
   --json "$CS_TMP/client.json" --quiet

@@ -60,6 +60,22 @@ static uint64_t accept_one(uint64_t established_ns, uint64_t enter_ns, uint64_t 
 	return ev.sk;
 }
 
+/* The same, from a call begun before the attach: its entry, listener and queue not seen. */
+static uint64_t accept_begun_before(uint64_t established_ns, uint64_t ts_ns)
+{
+	uint64_t sk = ++next_sk;
+	struct cs_ev_accept ev = make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100,
+								      .tid = ACCEPTOR_TID, .ts_ns = ts_ns,
+								      .established_ns = established_ns,
+								      .comm = "acceptor" },
+					  sk, 0x0a000002, (uint16_t)(40000 + sk % 1000));
+	ev.enter_ns = 0;
+	ev.listener_sk = 0;
+	ev.backlog = ev.backlog_limit = ev.listener_drops = 0;
+	FEED_OK(engine, ev);
+	return ev.sk;
+}
+
 static void close_one(uint64_t sk, uint64_t ts_ns, uint64_t idle_ns, uint8_t closed_by)
 {
 	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = ts_ns, .established_ns = ts_ns - SEC,
@@ -83,11 +99,12 @@ static void thread_cpu(uint64_t cpu_ns)
  * one (after 300 ms), its acceptor comes back 50 us later and takes a
  * connection that waited since 10 ms after the previous accept.
  */
-static void scenario_at_limit(void)
+static void scenario_at_limit_from(bool first_call_unseen)
 {
 	for (int i = 0; i < LIMIT; i++) {
 		clock_ns += MS;
-		open_sks[i] = accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
+		open_sks[i] = i == 0 && first_call_unseen ? accept_begun_before(clock_ns - 20 * US, clock_ns)
+							  : accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
 	}
 	for (int w = 0; w < WAITS; w++) {
 		uint64_t previous_return_ns = clock_ns;
@@ -97,6 +114,11 @@ static void scenario_at_limit(void)
 		clock_ns = close_ns + 60 * US;
 		open_sks[LIMIT - 1] = accept_one(previous_return_ns + 10 * MS, close_ns + 50 * US, clock_ns);
 	}
+}
+
+static void scenario_at_limit(void)
+{
+	scenario_at_limit_from(false);
 }
 
 /*
@@ -276,4 +298,24 @@ Test(limit, open_connections_are_counted_down_by_closes_and_forgotten_connection
 	for (int i = 0; i < 200; i++) /* enough records to let the sweep run */
 		feed_sample(engine, (struct sample_spec){ .port = PORT, .backlog_limit = 128, .ts_ns = clock_ns += MS });
 	cr_assert_eq(l->open_conns, 0);
+}
+
+/*
+ * A blocking acceptor waits in accept() when connscope attaches: the
+ * connection that call returns is one of the open ones all the same, and
+ * what the call did not show (its listener, the queue) stays unknown.
+ */
+Test(limit, an_accept_call_begun_before_the_attach_counts_its_connection)
+{
+	scenario_at_limit_from(true);
+	thread_cpu(2 * MS);
+	struct cs_conditions c;
+	cs_compute_conditions(engine, &meta, &c);
+	cr_assert(c.connection_limit.flagged);
+	cr_assert_eq(c.connection_limit.open_connections, LIMIT);
+	cr_assert_eq(c.connection_limit.waits, WAITS);
+	const struct cs_listener_stats *listener = &engine->listeners[0];
+	cr_assert_eq(listener->accepts, LIMIT + WAITS);
+	cr_assert_eq(listener->socket_count, 1);
+	cr_assert_eq(listener->backlog_limit, 128);
 }
