@@ -24,7 +24,14 @@
 #define IDLE_SPREAD_PERCENTILE 2.0
 /* CPU saturation: a thread runnable-but-waiting this share of the run... */
 #define RUNQ_SHARE_MIN 0.05
-/* ...or run_queue this large a share of the tail. */
+/*
+ * ...or run_queue this large a share of the tail, backed by the threads'
+ * own waits: in all, at least that share of the tail's time. A request
+ * counts every wait of the thread that served it, so a few short waits
+ * that land on tail requests (several at once behind one wait) can make a
+ * fifth of a short tail while the threads waited a quarter of a percent
+ * of the run: the tail says run_queue then, and the CPU is not saturated.
+ */
 #define RUNQ_TAIL_SHARE_MIN 0.2
 /* Pool saturation: requests waiting for a pool thread this large a share of the tail. */
 #define POOL_TAIL_SHARE_MIN 0.2
@@ -246,8 +253,10 @@ static void cpu_saturation(const struct cs_engine *engine, const struct cs_repor
 	for (int i = 0; i < CS_CAUSE_COUNT; i++)
 		if (tail->causes[i].cause == CS_CAUSE_RUN_QUEUE)
 			runq_tail_share = tail->causes[i].share;
+	bool waits_back_the_tail = (double)scan.total >= RUNQ_TAIL_SHARE_MIN * (double)tail->total_ns;
 	c->flagged = c->top_runq_share >= RUNQ_SHARE_MIN ||
-		     (engine->requests.requests >= REQUESTS_MIN && runq_tail_share >= RUNQ_TAIL_SHARE_MIN);
+		     (engine->requests.requests >= REQUESTS_MIN && runq_tail_share >= RUNQ_TAIL_SHARE_MIN &&
+		      waits_back_the_tail);
 }
 
 /* The lifecycle's figures: who closed, TIME_WAIT, resets, lifetimes. */

@@ -655,8 +655,23 @@ Test(conditions, run_queue_a_fifth_of_the_tail_is_saturation)
 	/* 95 fast requests; 5 slow ones: handler 5 ms + 2 ms runnable (29 %). */
 	requests(95, (struct phases){ .handler = 100 * US });
 	requests(5, (struct phases){ .handler = 5 * MS, .runq = 2 * MS });
+	/* The threads' own waits: the 10 ms the tail's requests waited. */
+	FEED_OK(engine, make_thread_sample(T0, 31, "worker-31", 10 * MS, 2 * MS, 5));
 	struct cs_conditions c = conditions();
 	cr_assert(c.cpu_saturation.flagged);
+}
+
+/*
+ * The same tail, but the threads waited 2 ms in all: one short wait that
+ * held several tail requests at once, each counting it. The tail says
+ * run_queue; the CPU was not saturated.
+ */
+Test(conditions, run_queue_in_the_tail_without_the_threads_waits_is_no_saturation)
+{
+	requests(95, (struct phases){ .handler = 100 * US });
+	requests(5, (struct phases){ .handler = 5 * MS, .runq = 2 * MS });
+	FEED_OK(engine, make_thread_sample(T0, 31, "worker-31", 2 * MS, 2 * MS, 1));
+	cr_assert_not(conditions().cpu_saturation.flagged);
 }
 
 Test(conditions, run_queue_a_tenth_of_the_tail_is_no_saturation)
@@ -678,6 +693,7 @@ Test(conditions, run_queue_share_is_read_from_the_reported_tail)
 	requests(80, (struct phases){ .handler = 100 * US });
 	requests(15, (struct phases){ .runq = 1 * MS });
 	requests(5, (struct phases){ .handler = 10 * MS });
+	FEED_OK(engine, make_thread_sample(T0, 31, "worker-31", 15 * MS, 1 * MS, 15));
 	meta.tail_percentile = 90.0;
 	struct cs_tail tail;
 	cs_compute_tail(engine, meta.tail_percentile, &tail);
