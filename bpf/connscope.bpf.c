@@ -1728,6 +1728,22 @@ static __always_inline int on_accept_enter(int listen_fd)
 	return 0;
 }
 
+/* The accepted connection in its record: its socket, tuple, and when its handshake ended. */
+static __always_inline void note_accepted(struct cs_ev_accept *ev, struct sock *child)
+{
+	__u64 key = (__u64)child;
+	__u64 *established = bpf_map_lookup_elem(&established_ns, &key);
+
+	ev->sk = key;
+	read_tuple(child, &ev->tuple);
+	if (established) {
+		ev->established_ns = *established;
+		bpf_map_delete_elem(&established_ns, &key);
+	} else {
+		count(CS_CTR_ACCEPT_UNMATCHED);
+	}
+}
+
 /*
  * An accept() whose call began before the attach (a blocking acceptor,
  * Tomcat's or Jetty's, waits in one): no entry was seen, but the
@@ -1749,8 +1765,6 @@ static __always_inline int accept_begun_before(__u64 pid_tgid, long ret)
 	struct cs_ev_accept *ev = reserve_event(sizeof(*ev), CS_EV_ACCEPT);
 	if (!ev)
 		return 0;
-	__u64 key = (__u64)child;
-	__u64 *established = bpf_map_lookup_elem(&established_ns, &key);
 	/* Every field after the header (cs_event_reserve wrote it): no call, no listener known. */
 	__builtin_memset((char *)ev + sizeof(ev->hdr), 0, sizeof(*ev) - sizeof(ev->hdr));
 	ev->ret = (__s32)ret;
@@ -1758,14 +1772,7 @@ static __always_inline int accept_begun_before(__u64 pid_tgid, long ret)
 	ev->tid = cs_tid_of(pid_tgid);
 	ev->listener_port = port;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
-	ev->sk = key;
-	read_tuple(child, &ev->tuple);
-	if (established) {
-		ev->established_ns = *established;
-		bpf_map_delete_elem(&established_ns, &key);
-	} else {
-		count(CS_CTR_ACCEPT_UNMATCHED);
-	}
+	note_accepted(ev, child);
 	submit_event(ev);
 	return 0;
 }
@@ -1803,18 +1810,8 @@ static __always_inline int on_accept_exit(long ret)
 
 	if (ret >= 0) {
 		struct sock *child = tcp_sock_of_fd((int)ret);
-		if (child) {
-			__u64 key = (__u64)child;
-			__u64 *established = bpf_map_lookup_elem(&established_ns, &key);
-			ev->sk = key;
-			read_tuple(child, &ev->tuple);
-			if (established) {
-				ev->established_ns = *established;
-				bpf_map_delete_elem(&established_ns, &key);
-			} else {
-				count(CS_CTR_ACCEPT_UNMATCHED);
-			}
-		}
+		if (child)
+			note_accepted(ev, child);
 	}
 	submit_event(ev);
 out:
