@@ -198,6 +198,7 @@ struct conn_state {
 	__u32 reader_tid;
 	__u32 sender_tid;
 	__u32 last_reader_tid; /* kept across requests: who will likely read the next */
+	__u32 last_worker_tid; /* kept across requests: the worker that answered its last parked one */
 	__u32 requests;        /* requests started on this connection */
 	__u32 send_eagain;
 	__u32 window; /* the tracing window (trace_window) its request state belongs to */
@@ -272,7 +273,8 @@ struct poll_thread {
 	__u64 waker_prev_handback_ns; /* that worker's hand-back before: when it became free */
 	__u64 last_handback_ns;       /* as a worker: its latest wake-up of a polling thread */
 	__u32 woken_by;
-	__s32 ready_epfd; /* the epoll instance of that poll (its fd), -1 where not known */
+	__s32 ready_epfd;    /* the epoll instance of that poll (its fd), -1 where not known */
+	__u32 woken_claimed; /* a parked answer took woken_ns as its hand-back */
 };
 
 struct {
@@ -710,11 +712,15 @@ static __always_inline void start_request(struct conn_state *conn, __u64 now)
 /*
  * The reader answers, but polled since its first read: the request was
  * parked in user space (a loop that gave it to an executor went back to
- * epoll_wait). A worker of the process that woke the reader since the read
- * handed the answer back then (on_waking): it ran the handler from its
- * previous hand-back (when it became free) or the read, whichever is later.
- * The latest wake-up is exact while the loop sleeps between answers; answers
- * that came back while it ran take that wake-up's times.
+ * epoll_wait). A worker that hands an answer back wakes the loop only if it
+ * sleeps (on_waking), so a wake-up is the hand-back of the first answer the
+ * loop writes after it: that request's worker ran it from its previous
+ * hand-back (when it became free) or the read, whichever is later. Answers
+ * that came back while the loop ran were handed back at a time not seen,
+ * after their worker's latest wake-up and before the send: their worker ran
+ * them from then (or the read) to the send. Taking the wake-up's times for
+ * them would give the requests queued behind a long handler that handler's
+ * run as their own.
  */
 static __always_inline void note_parked(struct conn_state *conn, __u32 tid, __u64 now)
 {
@@ -726,14 +732,27 @@ static __always_inline void note_parked(struct conn_state *conn, __u32 tid, __u6
 	if (!parked_requests)
 		__sync_fetch_and_add(&parked_requests, 1);
 	__u64 woken_ns = loop->woken_ns;
-	if (woken_ns <= conn->first_read_ns || woken_ns > now)
+	if (woken_ns > conn->first_read_ns && woken_ns <= now && !loop->woken_claimed) {
+		loop->woken_claimed = 1;
+		__u64 became_free_ns = loop->waker_prev_handback_ns;
+		conn->handler_end_ns = woken_ns;
+		conn->handler_start_ns = became_free_ns > conn->first_read_ns && became_free_ns < woken_ns
+						 ? became_free_ns
+						 : conn->first_read_ns;
+		conn->worker_tid = conn->last_worker_tid = loop->woken_by;
 		return;
-	__u64 became_free_ns = loop->waker_prev_handback_ns;
-	conn->handler_end_ns = woken_ns;
-	conn->handler_start_ns = became_free_ns > conn->first_read_ns && became_free_ns < woken_ns
+	}
+	/* Channels stay with one executor (Netty): this connection's last worker, else the loop's. */
+	__u32 worker_tid = conn->last_worker_tid ? conn->last_worker_tid : loop->woken_by;
+	struct poll_thread *worker = worker_tid ? bpf_map_lookup_elem(&poll_threads, &worker_tid) : NULL;
+	if (!worker)
+		return;
+	__u64 became_free_ns = worker->last_handback_ns;
+	conn->handler_end_ns = now;
+	conn->handler_start_ns = became_free_ns > conn->first_read_ns && became_free_ns < now
 					 ? became_free_ns
 					 : conn->first_read_ns;
-	conn->worker_tid = loop->woken_by;
+	conn->worker_tid = worker_tid;
 }
 
 /*
@@ -1974,6 +1993,7 @@ int BPF_PROG(on_waking, struct task_struct *p)
 	}
 	loop->woken_ns = now;
 	loop->woken_by = waker;
+	loop->woken_claimed = 0;
 	return 0;
 }
 
