@@ -796,12 +796,23 @@ static __always_inline void note_answer_in_flight(const struct sock *sk, struct 
 		mark_first_send(conn, conn->reader_tid, now, false);
 }
 
+/* Nothing read from it and nothing sent on it: every byte it received is still queued. */
+static __always_inline bool is_fresh_connection(const struct sock *sk)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+
+	return tp && tp->bytes_sent == 0 && tp->rcv_nxt - tp->copied_seq == (__u32)tp->bytes_received;
+}
+
 /*
- * A connection older than the attach, seen for the first time (no
- * storage): followed from here as partial if it is on a target port.
- * NULL if it is not ours (or the storage is full: counted).
+ * A connection seen for the first time without storage: older than the
+ * attach, or one whose ESTABLISHED the state probe never saw (rare; its
+ * accept then counts as partial). Followed from here if it is on a target
+ * port: as partial, but for a connection whose first bytes are arriving
+ * now (fresh: none read and nothing sent yet), whose request is seen
+ * whole. NULL if it is not ours (or the storage is full: counted).
  */
-static __always_inline struct conn_state *adopt_older_connection(const struct sock *sk)
+static __always_inline struct conn_state *adopt_connection(const struct sock *sk, bool arriving)
 {
 	struct conn_state *conn;
 
@@ -814,7 +825,7 @@ static __always_inline struct conn_state *adopt_older_connection(const struct so
 		count(CS_CTR_SOCKET_STORAGE);
 		return NULL;
 	}
-	conn->partial = 1;
+	conn->partial = !(arriving && is_fresh_connection(sk));
 	conn->port = sk->__sk_common.skc_num;
 	conn->window = trace_window;
 	return conn;
@@ -1153,7 +1164,7 @@ int BPF_PROG(on_data_ready, const struct sock *sk)
 	__u64 now;
 
 	if (!conn) {
-		conn = adopt_older_connection(sk);
+		conn = adopt_connection(sk, true);
 		if (!conn)
 			return 0;
 	}
@@ -1184,7 +1195,7 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	 * still in the accept queue at the attach, say). Adopted as partial.
 	 */
 	if (!conn) {
-		conn = adopt_older_connection(sk);
+		conn = adopt_connection(sk, false);
 		if (!conn)
 			return 0;
 	}
@@ -1378,7 +1389,7 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	read_tuple(sk, &ev->tuple);
 	ev->requests = conn->requests;
 	ev->listener_port = conn->port;
-	ev->partial = conn->partial;
+	ev->partial = conn->partial || !conn->established_ns; /* its start not seen */
 	ev->pad = 0;
 	if (new_state == TCP_FIN_WAIT1) {
 		ev->closed_by = CS_CLOSED_BY_SERVER;

@@ -7,6 +7,9 @@
 #      server holds its accepts) and are accepted after it: partial accepts,
 #      no accept-queue wait made up for them or their first requests.
 #   C: 10 connections made after the attach: followed whole.
+#   D: 10 connections accepted before the attach that had sent nothing:
+#      their requests after it are whole (followed from their first byte),
+#      their closes partial (their start was not seen).
 source "$(dirname "$0")/lib.sh"
 
 # A threaded HTTP/1.1 keep-alive server whose accept loop runs only while
@@ -92,9 +95,15 @@ client() { # client COMMAND...: one command, wait for its "done"
   [[ $reply == done ]] || fail "the client answered '$reply' to '$*'"
 }
 
-note "before the attach: A accepted and used, B queued with its requests"
+note "before the attach: A accepted and used, D accepted and silent, B queued with its requests"
 client open A 10
 client get A
+client open D 10
+# D accepted (the queue empty) before the gate goes: B alone must wait in it.
+for _ in $(seq 100); do
+  [[ $(ss -Htln "sport = :$port" | awk '{print $2}') -eq 0 ]] && break
+  sleep 0.05
+done
 rm "$gate"
 sleep 0.2 # the accept loop has seen the gate go
 client open B 10
@@ -114,9 +123,11 @@ client get B
 client open C 10
 client get C
 client get C
+client get D
 client close A
 client close B
 client close C
+client close D
 sleep 0.5
 kill -INT "$cs"
 rc=0; wait "$cs" || rc=$?
@@ -132,10 +143,10 @@ assert_cmp "$(json_get "$r" 'j["listeners"][0]["accept_wait_us"]["count"]')" == 
 # older than the attach): B's first too, whose bytes came before the attach
 # (the probes adopt a connection they never saw queued when it is accepted).
 assert_cmp "$(json_get "$r" 'j["events"]["partial_requests"]')" == 30 "partial requests (A's one, B's two)"
-assert_cmp "$(json_get "$r" 'j["events"]["partial_closes"]')" == 20 "partial closes (A and B)"
-# C's 20 requests are whole; A's and B's never are.
-assert_cmp "$(json_get "$r" 'j["requests"]')" == 20 "whole requests (C)"
-assert_cmp "$(json_get "$r" 'j["requests"] + j["events"]["partial_requests"]')" == 50 "requests seen in all"
+assert_cmp "$(json_get "$r" 'j["events"]["partial_closes"]')" == 30 "partial closes (A, B and D)"
+# C's 20 requests and D's 10 are whole; A's and B's never are.
+assert_cmp "$(json_get "$r" 'j["requests"]')" == 30 "whole requests (C and D)"
+assert_cmp "$(json_get "$r" 'j["requests"] + j["events"]["partial_requests"]')" == 60 "requests seen in all"
 # Nothing made up: C's accept-queue waits (their first requests came after
 # the accept) are the only ones, and the largest is under the run's span.
 assert_cmp "$(json_get "$r" 'sum(t["accept_queue_us"] for t in j["threads"])')" '<=' \
