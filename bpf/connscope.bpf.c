@@ -709,6 +709,17 @@ static __always_inline void start_request(struct conn_state *conn, __u64 now)
 	conn->last_activity_ns = now;
 }
 
+/* A parked request's worker ran it from when it became free (or the read, if later) to end_ns. */
+static __always_inline void handed_back(struct conn_state *conn, __u32 worker_tid, __u64 became_free_ns,
+					__u64 end_ns)
+{
+	conn->handler_end_ns = end_ns;
+	conn->handler_start_ns = became_free_ns > conn->first_read_ns && became_free_ns < end_ns
+					 ? became_free_ns
+					 : conn->first_read_ns;
+	conn->worker_tid = worker_tid;
+}
+
 /*
  * The reader answers, but polled since its first read: the request was
  * parked in user space (a loop that gave it to an executor went back to
@@ -734,12 +745,8 @@ static __always_inline void note_parked(struct conn_state *conn, __u32 tid, __u6
 	__u64 woken_ns = loop->woken_ns;
 	if (woken_ns > conn->first_read_ns && woken_ns <= now && !loop->woken_claimed) {
 		loop->woken_claimed = 1;
-		__u64 became_free_ns = loop->waker_prev_handback_ns;
-		conn->handler_end_ns = woken_ns;
-		conn->handler_start_ns = became_free_ns > conn->first_read_ns && became_free_ns < woken_ns
-						 ? became_free_ns
-						 : conn->first_read_ns;
-		conn->worker_tid = conn->last_worker_tid = loop->woken_by;
+		conn->last_worker_tid = loop->woken_by;
+		handed_back(conn, loop->woken_by, loop->waker_prev_handback_ns, woken_ns);
 		return;
 	}
 	/* Channels stay with one executor (Netty): this connection's last worker, else the loop's. */
@@ -747,12 +754,7 @@ static __always_inline void note_parked(struct conn_state *conn, __u32 tid, __u6
 	struct poll_thread *worker = worker_tid ? bpf_map_lookup_elem(&poll_threads, &worker_tid) : NULL;
 	if (!worker)
 		return;
-	__u64 became_free_ns = worker->last_handback_ns;
-	conn->handler_end_ns = now;
-	conn->handler_start_ns = became_free_ns > conn->first_read_ns && became_free_ns < now
-					 ? became_free_ns
-					 : conn->first_read_ns;
-	conn->worker_tid = worker_tid;
+	handed_back(conn, worker_tid, worker->last_handback_ns, now);
 }
 
 /*
