@@ -4,7 +4,7 @@ import os
 import time
 
 from bpfinfo import prog_stats, set_bpf_stats
-from common import can_pin, cpu_busy_s, log, ours_cpu_s, wait_for_quiet_cpu
+from common import can_pin, cpu_busy_s, log, ours_cpu_s, tasks_cpu_ns, wait_for_quiet_cpu
 from loads import LOADS, run_wrk
 from targets import TARGETS, CsServer, new_target
 from tools import (DAEMON_PERIOD_S, FLOOR_TOOLS, PROBE_GROUP_TOOLS, TOOLS, Connscope,
@@ -30,7 +30,10 @@ def ab_rounds(args, procs, target, run_load, tools, pairs, pinned=True, seconds_
                 runs[tool_cls.name].append({"rps": None, "p99_us": None, "tool": {}, "round": r})
                 continue
             time.sleep(0.3)
+            load_t0, server0_ns = time.monotonic(), tasks_cpu_ns(target.pids)
             res = run_load(target.port, args, pinned, seconds_s)
+            res["server_cpu_ns_per_req"] = server_cpu_per_request(
+                tasks_cpu_ns(target.pids) - server0_ns, res["rps"], time.monotonic() - load_t0)
             res["tool"] = tool.stop()
             res["round"] = r
             others_s = (cpu_busy_s() - busy0_s) - (ours_cpu_s(target.pids) - ours0_s)
@@ -41,6 +44,13 @@ def ab_rounds(args, procs, target, run_load, tools, pairs, pinned=True, seconds_
                 f"{res['others_cpu']:4.0%}" + (f", traced {share:.1%}" if share is not None else "")
                 + f" {res['errors']}")
     return runs
+
+
+def server_cpu_per_request(cpu_ns, rps, load_s):
+    """The server's CPU time per request (churn: per connection) over one load run.
+    Requests: the load's rate times the run's wall time (its start and stop included,
+    a few ms in 10 s)."""
+    return cpu_ns / (rps * load_s) if rps and load_s > 0 else None
 
 
 def ratios(runs, name, base="none"):

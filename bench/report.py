@@ -63,6 +63,35 @@ def overhead_table(results, w):
           "   hand-offs or parked requests).\n")
 
 
+def server_cpu_table(results, w):
+    """The server's own CPU per request, per tool: where the ratios swing by more than a
+    tool costs, this tells 1 % apart (BPF programs on the server's system calls run in
+    its threads; those in softirq on another task's time are not in it)."""
+    rows = results["overhead"]
+    tools = [t for t in ("none", "connscope", "connscoped", "floor", "bpftrace")
+             if any(t in r["runs"] for r in rows)]
+    if not any(x.get("server_cpu_ns_per_req") for r in rows for x in r["runs"].get("none", [])):
+        return
+    w("\n   The server's CPU (user + system, all its threads) per request, in us (median of the rounds\n"
+      "   [min-max]; churn: per connection); +x: the tool's median over the bare median:\n")
+    w(f"   {KEY_HEAD} " + " ".join(f"{('bare' if t == 'none' else t):28}" for t in tools) + "\n")
+    for r in rows:
+        per_tool = {t: [x.get("server_cpu_ns_per_req") for x in r["runs"].get(t, [])] for t in tools}
+        bare = median(per_tool["none"])
+        cells = []
+        for t in tools:
+            xs = [x for x in per_tool[t] if x]
+            m = median(xs)
+            if m is None:
+                cells.append(f"{'-':28}")
+                continue
+            cell = f"{m / 1e3:.2f} [{min(xs) / 1e3:.2f}-{max(xs) / 1e3:.2f}]"
+            if t != "none" and bare:
+                cell += f" {m / bare - 1:+.1%}"
+            cells.append(f"{cell:28}")
+        w(f"   {row_key(r)} " + " ".join(cells) + "\n")
+
+
 def accuracy(results, w):
     w("\n2. Accuracy under load (the connscope runs above; medians, lost summed over runs)\n")
     w(f"{KEY_HEAD} {'req/s':>8} {'records':>9} {'lost':>6} {'table_full':>10} "
@@ -169,6 +198,7 @@ def report(results, out):
     header(results, w)
     if "overhead" in results:
         overhead_table(results, w)
+        server_cpu_table(results, w)
         accuracy(results, w)
         costs(results, w)
     floor_and_engine(results, w)

@@ -65,7 +65,7 @@ static int record_into(struct run_args *args, struct cs_trace_writer *writer, st
 		/* The recording's own cost, as 'connscope report FILE' shows it from the file. */
 		struct cs_cost cost;
 		char line[256];
-		cs_cost_of(engine, &cost);
+		cs_cost_of(engine, &result.meta, &cost);
 		cs_cost_line(line, sizeof(line), &cost);
 		fprintf(stderr, "connscope: cost: %s\n", line);
 	}

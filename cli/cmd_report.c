@@ -103,7 +103,7 @@ static int report_intervals(const char *path, const struct report_args *args)
 		       replay.engine->requests.requests, replay.meta.duration_s, replay.meta.events_lost);
 		struct cs_cost cost;
 		char line[256];
-		cs_cost_of(replay.engine, &cost);
+		cs_cost_of(replay.engine, &replay.meta, &cost);
 		cs_cost_line(line, sizeof(line), &cost);
 		printf("cost: %s\n", line);
 		cs_replay_free(&replay);

@@ -15,7 +15,7 @@ void cs_analyze(const struct cs_engine *engine, const struct cs_report_meta *met
 	analysis->finding_count = cs_diagnose_tail(engine, meta, &analysis->tail, analysis->findings, CS_FINDINGS_MAX);
 	cs_conditions_from(engine, meta, &analysis->tail, analysis->findings, analysis->finding_count,
 			   &analysis->conditions);
-	cs_cost_of(engine, &analysis->cost);
+	cs_cost_of(engine, meta, &analysis->cost);
 }
 
 size_t cs_diagnose(const struct cs_engine *engine, const struct cs_report_meta *meta,

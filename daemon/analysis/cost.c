@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "trace_windows.h"
+
 /* Requests of every kind cost probe runs, partial and unanswered ones too. */
 static uint64_t requests_seen(const struct cs_engine *engine)
 {
@@ -17,16 +19,29 @@ static uint64_t connections_accepted(const struct cs_engine *engine)
 	return accepts;
 }
 
-static double per(uint64_t ns, uint64_t count)
+static double per(uint64_t ns, double count)
 {
-	return count ? (double)ns / (double)count : -1.0;
+	return count > 0 ? (double)ns / count : -1.0;
 }
 
-void cs_cost_of(const struct cs_engine *engine, struct cs_cost *cost)
+/* Every request the run served: those seen, or, traced in windows, scaled up from them. */
+static void requests_served(const struct cs_report_meta *meta, struct cs_cost *cost)
+{
+	cost->requests_served = (double)cost->requests;
+	if (!meta || !meta->trace.sampled)
+		return;
+	struct cs_traced_summary summary;
+	cs_traced_summarize(&meta->trace, meta->duration_s, cost->requests, cost->requests, &summary);
+	cost->requests_served = summary.requests_estimated;
+	cost->requests_estimated = summary.sampled;
+}
+
+void cs_cost_of(const struct cs_engine *engine, const struct cs_report_meta *meta, struct cs_cost *cost)
 {
 	const struct cs_cost_stats *sums = &engine->cost;
 	memset(cost, 0, sizeof(*cost));
 	cost->requests = requests_seen(engine);
+	requests_served(meta, cost);
 	cost->connections = connections_accepted(engine);
 	cost->bpf_ns_per_request = -1.0;
 	cost->bpf_ns_per_connection = -1.0;
@@ -46,8 +61,8 @@ void cs_cost_of(const struct cs_engine *engine, struct cs_cost *cost)
 		return;
 	cost->bpf_run_ns = sums->bpf_run_ns;
 	cost->bpf_runs = sums->bpf_runs;
-	cost->bpf_ns_per_request = per(sums->bpf_run_ns, cost->requests);
-	cost->bpf_ns_per_connection = per(sums->bpf_run_ns, cost->connections);
+	cost->bpf_ns_per_request = per(sums->bpf_run_ns, cost->requests_served);
+	cost->bpf_ns_per_connection = per(sums->bpf_run_ns, (double)cost->connections);
 }
 
 const char *cs_cost_unmeasured_reason(const struct cs_cost *cost)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "run_meta.h"
 
 struct cs_cost {
 	bool recorded;                 /* false: no cost readings (a trace from before them) */
@@ -19,6 +20,9 @@ struct cs_cost {
 	uint32_t bpf_stats;            /* enum cs_bpf_stats (0: not recorded) */
 	int32_t bpf_stats_error;       /* CS_BPF_STATS_FAILED: the errno */
 	uint64_t requests;             /* request records the run saw, partial ones too */
+	double requests_served;        /* the per-request figure's divisor: requests, or (traced in
+					* windows) every request the run served, estimated from them */
+	bool requests_estimated;       /* requests_served is that estimate */
 	uint64_t connections;          /* connections accepted */
 	uint64_t bpf_run_ns;           /* every program's run time */
 	uint64_t bpf_runs;
@@ -29,7 +33,13 @@ struct cs_cost {
 	double cpu_share;              /* cpu_ns / wall_ns: share of one CPU; < 0: not recorded */
 };
 
-void cs_cost_of(const struct cs_engine *engine, struct cs_cost *cost);
+/*
+ * meta: the run's; NULL, or not traced in windows: every request was seen.
+ * Traced in windows, the lifecycle programs run all the time and the
+ * request programs, for others' sockets too, in the windows: the cost is
+ * shared over every request the run served, not over the traced ones.
+ */
+void cs_cost_of(const struct cs_engine *engine, const struct cs_report_meta *meta, struct cs_cost *cost);
 
 /* Why the BPF run time was not measured: "turned off (--no-bpf-stats)", ... */
 const char *cs_cost_unmeasured_reason(const struct cs_cost *cost);

@@ -42,8 +42,9 @@ void cs_cost_line(char *buf, size_t len, const struct cs_cost *cost)
 	char request[32], connection[32];
 	cs_cost_format_ns(request, sizeof(request), cost->bpf_ns_per_request);
 	cs_cost_format_ns(connection, sizeof(connection), cost->bpf_ns_per_connection);
-	snprintf(buf, len, "BPF %s per request, %s per connection (%.3f s in %" PRIu64 " runs); %s", request,
-		 connection, (double)cost->bpf_run_ns / NS_PER_SEC, cost->bpf_runs, cpu);
+	snprintf(buf, len, "BPF %s per request%s, %s per connection (%.3f s in %" PRIu64 " runs); %s", request,
+		 cost->requests_estimated ? " served (estimated from the windows)" : "", connection,
+		 (double)cost->bpf_run_ns / NS_PER_SEC, cost->bpf_runs, cpu);
 }
 
 /* A figure, or null when it is not known. */
@@ -81,6 +82,9 @@ json_t *cs_cost_value(const struct cs_engine *engine, const struct cs_cost *cost
 		cost->recorded ? cs_json_fixed((double)cost->cpu_ns / NS_PER_SEC, 3) : json_null(), "wall_s",
 		cost->recorded ? cs_json_fixed((double)cost->wall_ns / NS_PER_SEC, 3) : json_null(), "cpu_share",
 		cost->recorded ? known(cost->cpu_share, 5) : json_null());
+	/* Traced in windows: the per-request figure's requests are every one served, estimated. */
+	json_object_set_new(value, "requests_served", cs_json_fixed(cost->requests_served, 0));
+	json_object_set_new(value, "requests_estimated", json_boolean(cost->requests_estimated));
 	if (!measured)
 		json_object_set_new(value, "note", cs_json_text(cs_cost_unmeasured_reason(cost)));
 	if (cost->bpf_stats == CS_BPF_STATS_FAILED && cost->bpf_stats_error > 0)

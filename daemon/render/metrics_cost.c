@@ -40,7 +40,7 @@ void cs_mx_render_cost(const struct cs_mx_out *w)
 	if (cost->bpf_measured) {
 		render_programs(w);
 		cs_mx_header(w, "connscope_bpf_seconds_per_request", "gauge",
-			     "connscope's BPF run time per request seen, over the statistics' span.");
+			     "connscope's BPF run time per request served (traced in windows: estimated from them), over the statistics' span.");
 		cs_mx_sample_double(w, "connscope_bpf_seconds_per_request", NULL,
 				    cost->bpf_ns_per_request >= 0 ? cost->bpf_ns_per_request / 1e9 : 0);
 		cs_mx_header(w, "connscope_bpf_seconds_per_connection", "gauge",

@@ -221,7 +221,7 @@ static json_t *status_value(struct cs_ctl_server *server)
 	for (size_t i = 0; i < engine->listener_count; i++)
 		json_array_append_new(ports, json_integer(engine->listeners[i].port));
 	struct cs_cost cost;
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, &meta, &cost);
 	json_t *status = json_pack("{s:i,s:i,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I}}", "daemon_pid",
 			 (int)getpid(), "protocol", CS_CTL_VERSION, "target", cs_json_text(server->target),
 			 "uptime_s", cs_json_3((double)(now - server->start_ns) / 1e9), "since_reset_s",

@@ -153,6 +153,20 @@ assert_cmp "$share" '<=' 0.2 "traced share"
 traced=$(json_get "$CS_TMP/sampled.json" 'j["tracing"]["requests_traced"]')
 assert_cmp "$traced" '==' "$(json_get "$CS_TMP/sampled.json" 'j["requests"]')" "requests_traced is the report's requests"
 assert_cmp "$traced" '<' "$(python3 -c "print($client_requests * 0.5)")" "the sampled daemon traced a share of the requests"
+# What each costs per request: the sampled daemon's request probes ran a
+# tenth of the time, and its BPF time is shared over every request served
+# (estimated as tracing does), not over the tenth it traced.
+note "cost: sampled $(json_get "$CS_TMP/sampled.json" 'j["cost"]'), always $(json_get "$CS_TMP/always.json" 'j["cost"]')"
+[[ $(json_get "$CS_TMP/sampled.json" 'j["cost"]["requests_estimated"]') == True ]] || fail "sampled: cost requests not estimated"
+# (the same estimate; the cost counts every request record, unanswered ones too)
+assert_cmp "$(json_get "$CS_TMP/sampled.json" 'abs(j["cost"]["requests_served"] / j["tracing"]["requests_estimated"] - 1)')" '<=' 0.02 \
+  "sampled: cost's requests served vs tracing's estimate"
+assert_cmp "$(json_get "$CS_TMP/sampled.json" 'j["cost"]["requests_served"]')" '>=' "$(python3 -c "print($client_requests * 0.5)")" \
+  "sampled: cost's requests served, estimated (client sent $client_requests)"
+[[ $(json_get "$CS_TMP/always.json" 'j["cost"]["requests_estimated"]') == False ]] || fail "always: cost requests estimated"
+cost_s=$(json_get "$CS_TMP/sampled.json" 'j["cost"]["bpf_ns_per_request"]')
+cost_a=$(json_get "$CS_TMP/always.json" 'j["cost"]["bpf_ns_per_request"]')
+assert_cmp "$cost_s" '<' "$(python3 -c "print(0.5 * $cost_a)")" "BPF ns per request: sampled below half of full tracing's ($cost_a)"
 [[ $(json_get "$CS_TMP/always.json" 'j["tracing"]["mode"]') == always ]] || fail "--trace always: mode not always"
 assert_cmp "$(json_get "$CS_TMP/always.json" 'j["tracing"]["traced_share"]')" '==' 1 "--trace always: traced share"
 "$CS_BIN" status --socket "$sampled_sock" >"$CS_TMP/status.txt" || fail "status failed"

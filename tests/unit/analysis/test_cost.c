@@ -49,7 +49,7 @@ Test(cost, a_run_without_readings_was_not_recorded)
 	struct cs_engine *engine = cs_engine_new();
 	serve(engine, 2, 10);
 	struct cs_cost cost;
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	cr_assert(!cost.recorded && !cost.bpf_measured);
 	cr_assert_eq(cost.requests, 10);
 	cr_assert_eq(cost.connections, 2);
@@ -72,7 +72,7 @@ Test(cost, readings_add_up_and_are_shared_over_requests_and_connections)
 	feed_self(engine, 2 * MS, 2 * MS, 1 * SEC, CS_BPF_STATS_ENABLED);
 
 	struct cs_cost cost;
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	cr_assert(cost.recorded && cost.bpf_measured);
 	cr_assert_eq(cost.bpf_stats, CS_BPF_STATS_ENABLED);
 	cr_assert_eq(cost.bpf_run_ns, 8000);
@@ -94,13 +94,40 @@ Test(cost, readings_add_up_and_are_shared_over_requests_and_connections)
 	cs_engine_free(engine);
 }
 
+/*
+ * Traced 1 s in every 10: the lifecycle programs ran all the time, the
+ * request programs in the window; the 40 requests seen stand for 400 served.
+ */
+Test(cost, traced_in_windows_the_cost_is_shared_over_every_request_served)
+{
+	struct cs_engine *engine = cs_engine_new();
+	serve(engine, 4, 40);
+	feed_prog(engine, 11, "on_recv", 6000, 30);
+	feed_self(engine, MS, MS, 10 * SEC, CS_BPF_STATS_ENABLED);
+	struct cs_report_meta meta = { .duration_s = 10.0,
+				       .trace = { .sampled = true, .window_s = 1, .period_s = 10, .traced_s = 1.0, .windows = 1 } };
+	struct cs_cost cost;
+	cs_cost_of(engine, &meta, &cost);
+	cr_assert(cost.requests_estimated);
+	cr_assert_eq(cost.requests, 40);
+	cr_assert_float_eq(cost.requests_served, 400.0, 1e-9);
+	cr_assert_float_eq(cost.bpf_ns_per_request, 6000.0 / 400, 1e-9);
+	cr_assert_float_eq(cost.bpf_ns_per_connection, 6000.0 / 4, 1e-9);
+	/* Traced all the time, or no meta: the requests seen are every one. */
+	meta.trace = (struct cs_trace_meta){ 0 };
+	cs_cost_of(engine, &meta, &cost);
+	cr_assert(!cost.requests_estimated);
+	cr_assert_float_eq(cost.bpf_ns_per_request, 6000.0 / 40, 1e-9);
+	cs_engine_free(engine);
+}
+
 Test(cost, no_request_or_connection_leaves_that_figure_unknown)
 {
 	struct cs_engine *engine = cs_engine_new();
 	feed_prog(engine, 11, "sample_threads", 500, 5);
 	feed_self(engine, MS, 0, SEC, CS_BPF_STATS_ALREADY_ON);
 	struct cs_cost cost;
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	cr_assert(cost.recorded && cost.bpf_measured);
 	cr_assert_eq(cost.bpf_run_ns, 500);
 	cr_assert_lt(cost.bpf_ns_per_request, 0);
@@ -115,7 +142,7 @@ Test(cost, statistics_off_leave_the_bpf_cost_unmeasured_not_zero)
 	serve(engine, 1, 5);
 	feed_self(engine, MS, MS, SEC, CS_BPF_STATS_OFF);
 	struct cs_cost cost;
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	cr_assert(cost.recorded && !cost.bpf_measured);
 	cr_assert_lt(cost.bpf_ns_per_request, 0);
 	cr_assert_float_eq(cost.cpu_share, 0.002, 1e-12);
@@ -127,7 +154,7 @@ Test(cost, statistics_off_leave_the_bpf_cost_unmeasured_not_zero)
 	struct cs_ev_self_cost refused = make_self_cost(2 * SEC, MS, 0, SEC, CS_BPF_STATS_FAILED);
 	refused.error = 1;
 	FEED_OK(engine, refused);
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	cr_assert(!cost.bpf_measured);
 	cr_assert_eq(cost.bpf_stats_error, 1);
 	cr_assert_not_null(strstr(cs_cost_unmeasured_reason(&cost), "refused"));
@@ -143,7 +170,7 @@ Test(cost, a_reading_with_the_statistics_off_spoils_the_sum)
 	feed_self(engine, MS, 0, SEC, CS_BPF_STATS_ALREADY_ON);
 	feed_self(engine, MS, 0, SEC, CS_BPF_STATS_OFF);
 	struct cs_cost cost;
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	cr_assert(cost.recorded && !cost.bpf_measured);
 	cr_assert_eq(cost.bpf_run_ns, 0);
 	cr_assert_lt(cost.bpf_ns_per_request, 0);
@@ -180,12 +207,12 @@ Test(cost, a_reset_starts_the_sums_over)
 	feed_self(engine, MS, 0, SEC, CS_BPF_STATS_ENABLED);
 	cr_assert_eq(cs_engine_reset(engine), 0);
 	struct cs_cost cost;
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	cr_assert(!cost.recorded);
 	cr_assert_eq(engine->cost.program_count, 0);
 	feed_prog(engine, 11, "on_recv", 300, 3);
 	feed_self(engine, MS, 0, SEC, CS_BPF_STATS_ENABLED);
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	cr_assert_eq(cost.bpf_run_ns, 300);
 	cs_engine_free(engine);
 }

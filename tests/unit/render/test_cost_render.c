@@ -60,7 +60,7 @@ Test(cost_render, the_line_gives_bpf_per_request_and_connection_and_the_cpu_shar
 {
 	struct cs_engine *engine = measured_run(CS_BPF_STATS_ENABLED);
 	struct cs_cost cost;
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	char line[256];
 	cs_cost_line(line, sizeof(line), &cost);
 	cr_assert_str_eq(line, "BPF 200 ns per request, 2000 ns per connection (0.000 s in 40 runs); "
@@ -89,7 +89,7 @@ Test(cost_render, not_recorded_and_not_measured_say_so)
 {
 	struct cs_engine *engine = cs_engine_new();
 	struct cs_cost cost;
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	char line[256];
 	cs_cost_line(line, sizeof(line), &cost);
 	cr_assert_str_eq(line, "not recorded (a trace from a connscope that did not record it)");
@@ -99,7 +99,7 @@ Test(cost_render, not_recorded_and_not_measured_say_so)
 	cs_engine_free(engine);
 
 	engine = measured_run(CS_BPF_STATS_OFF);
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	cs_cost_line(line, sizeof(line), &cost);
 	cr_assert_str_eq(line, "BPF not measured (BPF run-time statistics turned off with --no-bpf-stats); "
 			       "connscope 0.20% of one CPU");
@@ -143,7 +143,7 @@ Test(cost_render, json_figures_are_null_when_not_measured)
 {
 	struct cs_engine *engine = measured_run(CS_BPF_STATS_FAILED);
 	struct cs_cost cost;
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	json_t *value = cs_cost_value(engine, &cost, true);
 	cr_assert(json_is_true(json_object_get(value, "recorded")));
 	cr_assert(json_is_false(json_object_get(value, "bpf_measured")));
@@ -157,7 +157,7 @@ Test(cost_render, json_figures_are_null_when_not_measured)
 	json_decref(value);
 	/* With the kernel's errno: named in the line and the JSON. */
 	engine->cost.bpf_stats_error = EPERM;
-	cs_cost_of(engine, &cost);
+	cs_cost_of(engine, NULL, &cost);
 	char line[256];
 	cs_cost_line(line, sizeof(line), &cost);
 	cr_assert_not_null(strstr(line, "refused to turn BPF run-time statistics on: Operation not permitted"), "%s",
