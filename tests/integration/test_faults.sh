@@ -235,8 +235,10 @@ PY
   fd_kinds "$daemon" >"$CS_TMP/fds.$round"
 done
 # A leak per restart grows the count at each one: two after the first
-# round. One more fd, once, is a lazily made resource (logged below).
-diff "$CS_TMP/fds.1" "$CS_TMP/fds.3" | sed -n 's/^[<>]/== fds (round 1 < > round 3):/p'
+# round. One more fd, once, is a lazily made resource (logged below; the
+# kinds count the on-demand links too, which come and go, and diff's
+# status 1 for files that differ must not end the test under pipefail).
+{ diff "$CS_TMP/fds.1" "$CS_TMP/fds.3" || true; } | sed -n 's/^[<>]/== fds (round 1 < > round 3):/p'
 assert_cmp "$fds" '<' "$((fds_after_first + 2))" "connscoped's fds after three restarts (vs after the first)"
 # Nothing drains with no target: the per-packet probe goes a second after
 # the last answer went out.
