@@ -10,8 +10,8 @@
 # Why three hogs per core: at equal priority a thread gets at least its
 # fair share of its core, and the scheduler may let a thread that mostly
 # sleeps run its whole 1 ms at once; with one hog per core the tail's waits
-# were then shorter than its handlers (a run with p99 1.2 ms, handler the
-# top cause). With three, a request's share of its core is a quarter once
+# can then be shorter than its handlers, and handler the top cause, rightly.
+# With three, a request's share of its core is a quarter once
 # its credit is spent, so its waits are a multiple of its 1 ms and the tail
 # is theirs on any scheduler. At 150 requests/s the workers are busy a
 # third of their share, so requests seldom queue behind each other
