@@ -18,7 +18,8 @@
 # The shared tests are made to pass beside another test, a far heavier
 # neighbour than idle-policy work.)
 #
-# Then the slowest five integration tests, and the verdict.
+# Then the slowest five integration tests, the five that took the most
+# CPU, and the verdict.
 #
 # A failed step does not stop the next ones (one run shows every failure);
 # the last line names the failed steps, and the exit status is theirs.
@@ -69,8 +70,11 @@ step test-valgrind "${make[@]}" test-valgrind
 step asan-reports "${make[@]}" asan-reports
 
 took=$(( $(date +%s) - start_all ))
-echo "slowest tests:"
-sort -rn "$CS_TEST_TIMES" | head -n 5 | awk '{ printf "  %5s s  %s %s\n", $1, $2, $3 }'
+echo "slowest tests (wall, CPU):"
+sort -rn "$CS_TEST_TIMES" | head -n 5 | awk '{ printf "  %5s s %7s s CPU  %s %s\n", $1, $2, $3, $4 }'
+echo "most CPU (wall, CPU):"
+sort -k2,2rn "$CS_TEST_TIMES" | head -n 5 | awk '{ printf "  %5s s %7s s CPU  %s %s\n", $1, $2, $3, $4 }'
+awk '{ cpu += $2 } END { printf "integration tests: %.0f s of CPU in all\n", cpu }' "$CS_TEST_TIMES"
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "make test: FAILED: ${failed[*]} ($took s)"
   exit 1

@@ -29,8 +29,13 @@
 # run with a sanitized build only; every other test runs with each build
 # given.
 #
-# With CS_TEST_TIMES naming a file, each test's "SECONDS NAME [BUILD]" is
-# appended to it (scripts/test-all.sh prints the slowest).
+# With CS_TEST_TIMES naming a file, each test's "SECONDS CPU_SECONDS NAME
+# [BUILD]" is appended to it (scripts/test-all.sh prints the slowest, and
+# those that took the most CPU: the shared tests and the linters beside
+# them keep both CPUs busy, so a shared test's CPU is what it costs the
+# run). CPU_SECONDS is user + system time of the test's processes that
+# were waited for (bash's `times`): its servers and clients, not the
+# kernel's work in interrupts, nor a process left behind.
 #
 # A test's output goes to BUILD/integration/TEST.log; a failed test's files
 # (reports, client logs) are kept in BUILD/integration/TEST.failed/.
@@ -100,9 +105,24 @@ start_job() { # start_job "BUILD TEST"
     mkdir -p "$traces"
     rm -f "$traces/$(basename "$t" .sh)".*
   fi
-  CS_BUILD=$b CS_TRACES_OUT=$traces timeout 600 bash "$t" >"$log" 2>&1 &
+  local cpu_file=$b/integration/$(basename "$t" .sh).cpu
+  (
+    CS_BUILD=$b CS_TRACES_OUT=$traces timeout 600 bash "$t" >"$log" 2>&1
+    status=$?
+    times >"$cpu_file"
+    exit $status
+  ) &
   job_of[$!]=$1
   started_at[$!]=$(date +%s)
+}
+
+# children_cpu_s FILE: user + system seconds of the children's line of
+# bash's `times` ("0m1.250s 0m0.375s", the second of its two lines).
+children_cpu_s() {
+  awk 'NR == 2 {
+    for (i = 1; i <= 2; i++) { split($i, ms, "m"); sub("s", "", ms[2]); total += ms[1] * 60 + ms[2] }
+    printf "%.1f\n", total
+  }' "$1" 2>/dev/null || echo "?"
 }
 
 finish_job() { # finish_job PID STATUS
@@ -110,8 +130,9 @@ finish_job() { # finish_job PID STATUS
   local name; name=$(basename "$t" .sh)
   if [[ $2 -eq 0 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); verdict=FAIL; fi
   local took=$(( $(date +%s) - started_at[$1] ))
-  printf '%-4s %-40s %4ss\n' "$verdict" "$name$(label "$b")" "$took"
-  [[ -n ${CS_TEST_TIMES:-} ]] && echo "$took $name [$(basename "$b")]" >>"$CS_TEST_TIMES"
+  local cpu_s; cpu_s=$(children_cpu_s "$b/integration/$name.cpu")
+  printf '%-4s %-40s %4ss %6s s CPU\n' "$verdict" "$name$(label "$b")" "$took" "$cpu_s"
+  [[ -n ${CS_TEST_TIMES:-} ]] && echo "$took $cpu_s $name [$(basename "$b")]" >>"$CS_TEST_TIMES"
   [[ $verdict == FAIL ]] && sed 's/^/    | /' "$b/integration/$name.log" | tail -n 40
   unset "job_of[$1]" "started_at[$1]"
 }

@@ -34,7 +34,7 @@ if then else elif fi for while until do done case esac in function select time
 return exit break continue local declare typeset readonly export unset shift set
 source . eval exec trap wait read cd pwd pushd popd alias type command builtin
 let printf echo test [ [[ ]] ]] { } ! : true false getopts hash ulimit umask
-mapfile readarray jobs disown fg bg kill shopt caller compgen complete
+mapfile readarray jobs disown fg bg kill shopt caller compgen complete times
 """.split())
 
 # Words after which the next word is a command (their options skipped).
