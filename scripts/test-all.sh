@@ -2,7 +2,8 @@
 # `make test` after the builds: every check, arranged to fit 15 minutes on
 # two CPUs. usage: test-all.sh (from the top of the tree)
 #
-#   1. the unit tests
+#   1. the unit tests (in one process: make unit-test-inproc) and the
+#      fixtures' reports
 #   2. the integration tests (tests/integration/run.sh), plain and built
 #      with ASan + UBSan: the exclusive ones alone, the others
 #      two at a time (they wait far more than they compute)
@@ -10,7 +11,7 @@
 #      the shared integration tests, at the idle scheduling policy (they
 #      take only CPU time nobody else wants, and a waking test thread
 #      preempts them at once); then the unit tests under ASan + UBSan and
-#      every unit test under valgrind
+#      under valgrind, side by side
 #   4. the sanitizer reports of every sanitized step
 #
 # (Nothing runs beside the exclusive tests: even idle-policy work moves
@@ -46,7 +47,7 @@ step() { # step NAME COMMAND...
 CS_TEST_TIMES=$(mktemp /tmp/connscope-test-times.XXXXXX)
 export CS_TEST_TIMES
 trap 'rm -f "$CS_TEST_TIMES"' EXIT
-step unit-test "${make[@]}" unit-test
+step unit-test "${make[@]}" unit-test-inproc
 step integration-exclusive "${make[@]}" integration-both ONLY=exclusive
 # Linters and short fuzzing, at the idle policy beside the shared tests;
 # their output is printed when the shared tests are done.
@@ -65,8 +66,8 @@ wait "$beside_pid"
 for name in lint fuzz-short; do cat "$beside/$name.log"; done
 read -r -a beside_failed <"$beside/failed"
 failed+=("${beside_failed[@]}")
-step asan-unit-test "${makej[@]}" test-asan-unit
-step test-valgrind "${make[@]}" test-valgrind
+# Each one process on one CPU: side by side.
+step sanitized-unit-tests "${makej[@]}" --output-sync=target test-asan-unit test-valgrind
 step asan-reports "${make[@]}" asan-reports
 
 took=$(( $(date +%s) - start_all ))

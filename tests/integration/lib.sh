@@ -51,6 +51,7 @@ cs_cleanup() {
       find "$CS_TMP" -maxdepth 1 -type f -size -64M -exec cp {} "$kept"/ \; &&
       echo "kept: $kept" >&2
   fi
+  if [[ -n ${CS_NETNS:-} ]]; then ip netns del "$CS_NETNS" 2>/dev/null || true; fi
   rm -rf "$CS_TMP"
 }
 trap cs_cleanup EXIT
@@ -77,7 +78,7 @@ cs_free_port() {
 # Wait until something listens on 127.0.0.1:$1 (at most 5 s).
 cs_wait_port() {
   for _ in $(seq 100); do
-    ss -Htln "sport = :$1" | grep -q . && return 0
+    cs_netns_exec ss -Htln "sport = :$1" | grep -q . && return 0
     sleep 0.05
   done
   fail "nothing listens on port $1 after 5 s"
@@ -87,7 +88,8 @@ cs_wait_port() {
 # Sets SERVER_PID and SERVER_PORT.
 cs_start_server() {
   SERVER_PORT=$(cs_free_port)
-  ${CS_SERVER_WRAP:-} "$CS_SERVER" --port "$SERVER_PORT" "$@" >"$CS_TMP/server.$SERVER_PORT.log" 2>&1 &
+  # (ip netns exec execs the server after setns: $! is the server's pid)
+  ${CS_NETNS:+ip netns exec "$CS_NETNS"} ${CS_SERVER_WRAP:-} "$CS_SERVER" --port "$SERVER_PORT" "$@" >"$CS_TMP/server.$SERVER_PORT.log" 2>&1 &
   SERVER_PID=$!
   cs_pids+=("$SERVER_PID")
   cs_wait_port "$SERVER_PORT"
@@ -110,18 +112,46 @@ cs_bg() {
 
 # jq-free JSON reading: python3 is on every Debian image we use.
 # json_get FILE EXPR: prints the value of the Python expression EXPR over `j`.
-# netstat_counter NAME: the machine-wide TcpExt counter NAME (e.g.
-# ListenOverflows) from /proc/net/netstat.
+# netstat_counter NAME: the TcpExt counter NAME (e.g. ListenOverflows) of
+# the test's network namespace (the machine's, unless cs_private_netns).
 netstat_counter() {
-  awk -v name="$1" '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) col[$i] = i; h = 1 } else print $col[name] }' /proc/net/netstat
+  cs_netns_exec cat /proc/net/netstat |
+    awk -v name="$1" '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) col[$i] = i; h = 1 } else print $col[name] }'
+}
+
+# cs_private_netns: the rest of the test runs its servers (cs_start_server)
+# and the commands given to cs_netns_exec in a network namespace of its
+# own, with its own loopback and its own kernel counters: a test that
+# compares with the kernel's counters then shares the machine with other
+# tests. Deleted at the test's end.
+cs_private_netns() {
+  CS_NETNS=cs-itest-$$
+  ip netns add "$CS_NETNS" || fail "cannot make network namespace $CS_NETNS"
+  ip -n "$CS_NETNS" link set lo up || fail "cannot bring up lo in $CS_NETNS"
+}
+
+# cs_netns_exec CMD...: CMD in the test's namespace (cs_private_netns), or
+# here when it has none.
+cs_netns_exec() {
+  if [[ -n ${CS_NETNS:-} ]]; then ip netns exec "$CS_NETNS" "$@"; else "$@"; fi
 }
 
 json_get() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 
 # assert_cmp A OP B [what]: numeric comparison with floats, OP one of < <= > >= ==.
+# (awk, not python3: a test makes hundreds of these, and python3's start
+# costs 20-30 ms of CPU each; a value that is not a number fails.)
 assert_cmp() {
-  python3 -c 'import sys; a=float(sys.argv[1]); b=float(sys.argv[3]); sys.exit(0 if eval("a "+sys.argv[2]+" b") else 1)' "$1" "$2" "$3" \
-    || fail "${4:-check}: expected $1 $2 $3"
+  awk -v a="$1" -v op="$2" -v b="$3" 'BEGIN {
+    number = "^[ \t]*[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?[ \t]*$"
+    if (a !~ number || b !~ number) { print "assert_cmp: not a number: \"" a "\" or \"" b "\"" > "/dev/stderr"; exit 2 }
+    a += 0; b += 0
+    if (op == "<") ok = a < b; else if (op == "<=") ok = a <= b
+    else if (op == ">") ok = a > b; else if (op == ">=") ok = a >= b
+    else if (op == "==") ok = a == b; else if (op == "!=") ok = a != b
+    else { print "assert_cmp: unknown operator " op > "/dev/stderr"; exit 2 }
+    exit !ok
+  }' || fail "${4:-check}: expected $1 $2 $3"
   echo "ok: ${4:-check}: $1 $2 $3"
 }
 
