@@ -12,6 +12,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <linux/capability.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,24 @@ static int ensure_tracefs(char *errmsg, size_t errlen)
 		    "'mount -t tracefs nodev /sys/kernel/tracing' as root", strerror(errno));
 }
 
+/*
+ * Does this kernel have the trace event GROUP/NAME? tracefs lists every one
+ * (the preflight made sure it is mounted): a stat, where
+ * libbpf_find_vmlinux_btf_id() would parse the kernel's whole BTF (some
+ * 5 MB, a tenth of a second) for one name, and the load parses it again.
+ */
+static bool has_trace_event(const char *group, const char *name)
+{
+	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char path[256];
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		snprintf(path, sizeof(path), "%s/events/%s/%s", roots[i], group, name);
+		if (!access(path, F_OK))
+			return true;
+	}
+	return false;
+}
+
 static int check_kernel(char *errmsg, size_t errlen)
 {
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
@@ -114,6 +133,41 @@ static struct bpf_link **link_slot(struct cs_probes *probes, const struct bpf_pr
 		if (*probes->skel->skeleton->progs[i].prog == prog)
 			return probes->skel->skeleton->progs[i].link;
 	return NULL;
+}
+
+static void *destroy_link(void *slot)
+{
+	bpf_link__destroy(*(struct bpf_link **)slot);
+	return NULL;
+}
+
+/*
+ * Destroys the links in SLOTS (empty ones skipped) and empties them, side
+ * by side. A classic tracepoint's link (a perf event: the syscall hooks)
+ * waits in the kernel for RCU grace periods as it goes, some 70 ms here:
+ * one after the other, seven of them held every stop for half a second.
+ * One thread each, they wait for the same grace periods.
+ */
+#define MAX_LINKS_AT_ONCE 64
+static void destroy_links(struct bpf_link **slots[], size_t count)
+{
+	pthread_t threads[MAX_LINKS_AT_ONCE];
+	bool started[MAX_LINKS_AT_ONCE] = { false };
+
+	if (count > MAX_LINKS_AT_ONCE)
+		count = MAX_LINKS_AT_ONCE; /* the callers' arrays hold no more */
+	for (size_t i = 0; i < count; i++) {
+		if (!*slots[i])
+			continue;
+		started[i] = pthread_create(&threads[i], NULL, destroy_link, slots[i]) == 0;
+		if (!started[i]) /* no thread: one after the other */
+			destroy_link(slots[i]);
+	}
+	for (size_t i = 0; i < count; i++) {
+		if (started[i])
+			pthread_join(threads[i], NULL);
+		*slots[i] = NULL;
+	}
 }
 
 static int attach_one(struct cs_probes *probes, struct bpf_program *prog, char *errmsg, size_t errlen)
@@ -216,7 +270,7 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 	probes->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
 	probes->skel->rodata->trace_handshakes = opts->trace_handshakes;
 	/* Optional hooks: leave out what this kernel does not have. */
-	if (libbpf_find_vmlinux_btf_id("tcp_sendmsg_locked", BPF_TRACE_RAW_TP) < 0)
+	if (!has_trace_event("tcp", "tcp_sendmsg_locked"))
 		bpf_program__set_autoload(probes->skel->progs.on_tcp_sendmsg, false);
 	bench_probe_choice(probes);
 	if (bpf_map__set_max_entries(probes->skel->maps.events, opts->ring_bytes))
@@ -300,19 +354,18 @@ void cs_probes_close_window(struct cs_probes *probes, uint32_t number)
 	struct bpf_program *prog;
 	if (!probes->skel || probes->detached || probes->window_closed)
 		return;
+	struct bpf_link **slots[MAX_LINKS_AT_ONCE];
+	size_t count = 0;
 	/* Numbered first: no request is emitted while some probes are gone. */
 	probes->skel->data->trace_window = number;
 	bpf_object__for_each_program(prog, probes->skel->obj) {
 		struct bpf_link **slot = link_slot(probes, prog);
-		if (!is_request_probe(probes, prog) || !slot || !*slot)
-			continue;
-		bpf_link__destroy(*slot);
-		*slot = NULL;
+		if (is_request_probe(probes, prog) && slot && count < MAX_LINKS_AT_ONCE - 2)
+			slots[count++] = slot;
 	}
-	bpf_link__destroy(probes->xmit_link);
-	probes->xmit_link = NULL;
-	bpf_link__destroy(probes->waking_link); /* attached again in the next window (parked_requests stays) */
-	probes->waking_link = NULL;
+	slots[count++] = &probes->xmit_link;
+	slots[count++] = &probes->waking_link; /* attached again in the next window (parked_requests stays) */
+	destroy_links(slots, count);
 	probes->window_closed = true;
 }
 
@@ -383,11 +436,13 @@ int cs_probes_detach_and_drain(struct cs_probes *probes)
 	if (!probes->skel || !probes->ring)
 		return 0;
 	/* The skeleton holds every event probe's link (attach_all puts them there). */
-	connscope_bpf__detach(probes->skel);
-	bpf_link__destroy(probes->xmit_link);
-	probes->xmit_link = NULL;
-	bpf_link__destroy(probes->waking_link);
-	probes->waking_link = NULL;
+	struct bpf_link **slots[MAX_LINKS_AT_ONCE];
+	size_t count = 0;
+	for (int i = 0; i < probes->skel->skeleton->prog_cnt && count < MAX_LINKS_AT_ONCE - 2; i++)
+		slots[count++] = probes->skel->skeleton->progs[i].link;
+	slots[count++] = &probes->xmit_link;
+	slots[count++] = &probes->waking_link;
+	destroy_links(slots, count);
 	probes->detached = true;
 	/*
 	 * A program that was running at the detach may still be writing its
