@@ -16,10 +16,10 @@ bench: $(BUILD)/.deps-bench-ok bench-tools
 	$(Q)python3 bench/run.py --build $(BUILD) $(BENCH_ARGS)
 
 # ---- the floor: an empty program on each of connscope's hooks
-$(BENCH_BUILD)/floor_hooks.inc: bpf/connscope.bpf.c bench/floor_hooks.sh
+$(BENCH_BUILD)/floor_hooks.inc: bpf/connscope.bpf.c $(wildcard bpf/*.bpf.h) bench/floor_hooks.sh
 	$(msg) GEN $@
 	$(Q)mkdir -p $(@D)
-	$(Q)bash bench/floor_hooks.sh $< > $@
+	$(Q)bash bench/floor_hooks.sh bpf/connscope.bpf.c $(wildcard bpf/*.bpf.h) > $@
 
 # Same flags as the probes' object (see the Makefile's BPF rules).
 $(BENCH_BUILD)/floor.bpf.o: bench/bpf/floor.bpf.c $(BENCH_BUILD)/floor_hooks.inc $(BUILD)/vmlinux.h

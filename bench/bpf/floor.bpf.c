@@ -5,8 +5,9 @@
  * costs (trampolines, the syscall tracepoint slow path) from what the
  * probes' own work costs. No maps, no ring buffer, no reads.
  *
- * floor_hooks.inc is generated from bpf/connscope.bpf.c's SEC() names by
- * bench/floor_hooks.sh, so the floor follows the probes as they change.
+ * floor_hooks.inc is generated from the SEC() names of bpf/connscope.bpf.c
+ * and its parts (bpf/PART.bpf.h) by bench/floor_hooks.sh, so the floor
+ * follows the probes as they change.
  * Built with the probes' clang flags (mk/bench.mk); loaded by bench/floor.c.
  */
 #include "vmlinux.h"

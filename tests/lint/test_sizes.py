@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Files and functions a reader can hold: no .c file over MAX_FILE_LINES
-lines and no function over MAX_FUNCTION_LINES lines, in the given folders.
+lines and no function over MAX_FUNCTION_LINES lines (in .c and .h files:
+the BPF object's parts are headers), in the given folders.
 
 A function runs from the line of its name to its closing brace at column 0
 (the tree's style: `name(args)` then `{` and `}` alone at column 0). Data
@@ -49,12 +50,12 @@ def main():
         top = top.removeprefix("functions:")
         for root, _, files in os.walk(top):
             for file in sorted(files):
-                if not file.endswith(".c"):
+                if not file.endswith((".c", ".h")):
                     continue
                 path = os.path.join(root, file)
                 with open(path, errors="replace") as source:
                     count = source.read().count("\n")
-                if whole_files and count > MAX_FILE_LINES:
+                if whole_files and file.endswith(".c") and count > MAX_FILE_LINES:
                     problems.append((count, f"{path}: {count} lines (at most {MAX_FILE_LINES})"))
                 for name, start, length in functions(path):
                     if length > MAX_FUNCTION_LINES:

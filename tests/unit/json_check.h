@@ -147,6 +147,33 @@ static inline bool json_parse_number(struct json_parser *jp, double *value)
 	return true;
 }
 
+/* An object member's name and its ':', the name new among OBJECT's. */
+static inline char *json_parse_member_name(struct json_parser *jp, const struct json *object)
+{
+	skip_ws(jp);
+	if (*jp->p != '"') {
+		jp->error = "expected a member name";
+		return NULL;
+	}
+	char *key = json_parse_string(jp);
+	if (!key)
+		return NULL;
+	for (const struct json *m = object->child; m; m = m->next)
+		if (!strcmp(m->key, key)) {
+			jp->error = "duplicate member name";
+			free(key);
+			return NULL;
+		}
+	skip_ws(jp);
+	if (*jp->p != ':') {
+		jp->error = "expected ':'";
+		free(key);
+		return NULL;
+	}
+	jp->p++;
+	return key;
+}
+
 static inline struct json *json_parse_value(struct json_parser *jp, int depth)
 {
 	skip_ws(jp);
@@ -168,28 +195,8 @@ static inline struct json *json_parse_value(struct json_parser *jp, int depth)
 		}
 		for (;;) {
 			char *key = NULL;
-			if (node->type == J_OBJECT) {
-				skip_ws(jp);
-				if (*jp->p != '"') {
-					jp->error = "expected a member name";
-					goto fail;
-				}
-				if (!(key = json_parse_string(jp)))
-					goto fail;
-				for (struct json *m = node->child; m; m = m->next)
-					if (!strcmp(m->key, key)) {
-						jp->error = "duplicate member name";
-						free(key);
-						goto fail;
-					}
-				skip_ws(jp);
-				if (*jp->p != ':') {
-					jp->error = "expected ':'";
-					free(key);
-					goto fail;
-				}
-				jp->p++;
-			}
+			if (node->type == J_OBJECT && !(key = json_parse_member_name(jp, node)))
+				goto fail;
 			struct json *item = json_parse_value(jp, depth + 1);
 			if (!item) {
 				free(key);

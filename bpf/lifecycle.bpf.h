@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Resets, handshakes and state changes of the connections.
+ *
+ * A part of connscope.bpf.c, which includes it after its maps and helpers
+ * and after the parts this one uses.
+ */
+
+/* ---- resets ---------------------------------------------------------------- */
+
+static __always_inline void emit_reset(const struct sock *sk, struct cs_tuple *tuple, __u32 reason,
+				       __u8 direction, __u16 flags)
+{
+	struct cs_ev_reset *ev = reserve_event(sizeof(*ev), CS_EV_RESET);
+
+	if (!ev)
+		return;
+	ev->sk = (__u64)sk;
+	__builtin_memcpy(&ev->tuple, tuple, sizeof(ev->tuple));
+	ev->reason = reason;
+	ev->direction = direction;
+	ev->state = sk ? BPF_CORE_READ(sk, __sk_common.skc_state) : 0;
+	ev->flags = flags;
+	submit_event(ev);
+}
+
+/*
+ * Ports of a reset. The socket's own port cannot be trusted: a reset often
+ * follows the move to CLOSE, which clears it (inet_put_port). The segment
+ * that provoked the reset, or our storage, still knows.
+ */
+SEC("tp_btf/tcp_send_reset")
+int BPF_PROG(on_send_reset, const struct sock *sk, const struct sk_buff *skb, int reason)
+{
+	struct cs_tuple tuple = {};
+	struct conn_state *conn = NULL;
+	__u16 flags = 0;
+
+	if (sk && BPF_CORE_READ(sk, __sk_common.skc_state) != TCP_TIME_WAIT) {
+		/* A full socket (timewait ones have no storage). */
+		conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
+		if (conn && conn->unread_at_close)
+			flags |= CS_RESET_UNREAD_REQUEST;
+	}
+	if (skb) {
+		struct tcphdr th;
+		if (!cs_skb_tcphdr(skb, &th))
+			return 0;
+		tuple.local_port = bpf_ntohs(th.dest);
+		tuple.remote_port = bpf_ntohs(th.source);
+	} else if (conn) {
+		tuple.local_port = conn->port;
+	} else if (sk) {
+		tuple.local_port = BPF_CORE_READ(sk, __sk_common.skc_num);
+	}
+	if (sk ? !is_target_sk_port(sk, tuple.local_port)
+	       : !skb || !is_target_skb_port(skb, tuple.local_port))
+		return 0;
+	if (sk) {
+		/* Addresses survive the close; take them, keep the ports. */
+		__u16 local_port = tuple.local_port, remote_port = tuple.remote_port;
+		read_tuple(sk, &tuple);
+		tuple.local_port = local_port;
+		if (remote_port)
+			tuple.remote_port = remote_port;
+	}
+	emit_reset(sk, &tuple, (__u32)reason, CS_RESET_SENT, flags);
+	return 0;
+}
+
+/*
+ * A third ACK dropped because the accept queue was full (the SYN itself was
+ * let in). Most frees carry other reasons: compare that first.
+ */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(on_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
+{
+	if (reason != bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_TCP_LISTEN_OVERFLOW))
+		return 0;
+	struct tcphdr th;
+	if (!cs_skb_tcphdr(skb, &th))
+		return 0;
+	__u16 port = bpf_ntohs(th.dest);
+	if (!is_target_skb_port(skb, port))
+		return 0;
+	struct cs_ev_ack_overflow *ev = reserve_event(sizeof(*ev), CS_EV_ACK_OVERFLOW);
+	if (!ev)
+		return 0;
+	__builtin_memset(&ev->tuple, 0, sizeof(ev->tuple));
+	ev->tuple.local_port = port;
+	ev->tuple.remote_port = bpf_ntohs(th.source);
+	submit_event(ev);
+	return 0;
+}
+
+SEC("tp_btf/tcp_receive_reset")
+int BPF_PROG(on_receive_reset, struct sock *sk)
+{
+	struct cs_tuple tuple = {};
+
+	/* Before the reset is processed: the socket still has its port. */
+	if (!sk || !is_target_sk_port(sk, sk->__sk_common.skc_num))
+		return 0;
+	read_tuple(sk, &tuple);
+	emit_reset(sk, &tuple, 0, CS_RESET_RECEIVED, 0);
+	return 0;
+}
+
+/* ---- the connection enters the accept queue; client handshakes ---------- */
+
+/* The last of an IPv6 address's four 32-bit words. */
+#define IN6_LAST_WORD 3
+
+/* The low 32 bits of an address as the key uses it (IPv4: the address). */
+static __always_inline __u32 addr_low32(const struct sock *sk, bool remote)
+{
+	if (BPF_CORE_READ(sk, __sk_common.skc_family) == AF_INET6)
+		return remote ? BPF_CORE_READ(sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32[IN6_LAST_WORD])
+			      : BPF_CORE_READ(sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[IN6_LAST_WORD]);
+	return remote ? BPF_CORE_READ(sk, __sk_common.skc_daddr)
+		      : BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+}
+
+/* The client's side of a handshake ended: leave it for the server's side. */
+static __always_inline void on_client_handshake_end(const struct sock *sk, bool established)
+{
+	struct client_handshake *hs;
+
+	hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, 0);
+	if (!hs)
+		return;
+	if (established) {
+		struct handshake_key key = {
+			.client_addr = addr_low32(sk, false),
+			.client_port = sk->__sk_common.skc_num,
+			.server_port = bpf_ntohs(sk->__sk_common.skc_dport),
+		};
+		struct handshake_done done = {
+			.syn_sent_ns = hs->syn_sent_ns,
+			.last_syn_ns = hs->last_syn_ns,
+			.client_established_ns = bpf_ktime_get_ns(),
+			.syn_retransmits = hs->syn_retransmits,
+			.tgid = hs->tgid,
+		};
+		if (bpf_map_update_elem(&handshakes_done, &key, &done, BPF_ANY))
+			count(CS_CTR_TABLE_FULL);
+	} else if (hs->syn_retransmits > 0) {
+		/* It gave up: no server side will ever come. */
+		struct cs_ev_handshake *ev = reserve_event(sizeof(*ev), CS_EV_HANDSHAKE);
+		if (ev) {
+			ev->sk = (__u64)sk;
+			ev->syn_sent_ns = hs->syn_sent_ns;
+			ev->last_syn_ns = hs->last_syn_ns;
+			ev->client_established_ns = 0;
+			ev->extra_ns = 0;
+			__builtin_memset(&ev->tuple, 0, sizeof(ev->tuple));
+			ev->tuple.local_port = bpf_ntohs(sk->__sk_common.skc_dport);
+			ev->syn_retransmits = hs->syn_retransmits;
+			ev->tgid = hs->tgid;
+			ev->established = 0;
+			ev->pad = 0;
+			submit_event(ev);
+		}
+	}
+	bpf_sk_storage_delete(&client_handshakes, (void *)sk);
+}
+
+/* A slow handshake is worth a record of its own (the listener's evidence). */
+#define SLOW_HANDSHAKE_NS (100 * 1000 * 1000)
+
+/*
+ * The server's side of a connection became ESTABLISHED: if a local client
+ * made it, its extra connect delay is what the server's queue cost it.
+ */
+static __always_inline void join_client_handshake(const struct sock *sk, struct conn_state *conn,
+						  __u64 now)
+{
+	struct handshake_key key = {
+		.client_addr = addr_low32(sk, true),
+		.client_port = bpf_ntohs(sk->__sk_common.skc_dport),
+		.server_port = sk->__sk_common.skc_num,
+	};
+	struct handshake_done *done = bpf_map_lookup_elem(&handshakes_done, &key);
+	if (!done)
+		return;
+	/* One round trip is the normal cost: SYN-ACK seen -> our ESTABLISHED. */
+	__u64 round_trip = done->client_established_ns - done->last_syn_ns;
+	__u64 total = now > done->syn_sent_ns ? now - done->syn_sent_ns : 0;
+	__u64 extra = total > round_trip ? total - round_trip : 0;
+	conn->handshake_extra_ns = extra;
+	if (done->syn_retransmits > 0 || extra >= SLOW_HANDSHAKE_NS) {
+		struct cs_ev_handshake *ev = reserve_event(sizeof(*ev), CS_EV_HANDSHAKE);
+		if (ev) {
+			ev->sk = (__u64)sk;
+			ev->syn_sent_ns = done->syn_sent_ns;
+			ev->last_syn_ns = done->last_syn_ns;
+			ev->client_established_ns = done->client_established_ns;
+			ev->extra_ns = extra;
+			read_tuple(sk, &ev->tuple);
+			ev->syn_retransmits = done->syn_retransmits;
+			ev->tgid = done->tgid;
+			ev->established = 1;
+			ev->pad = 0;
+			submit_event(ev);
+		}
+	}
+	bpf_map_delete_elem(&handshakes_done, &key);
+}
+
+/* Server side: the third ACK moved the child into the accept queue. */
+static __always_inline int on_server_established(const struct sock *sk)
+{
+	__u16 port = sk->__sk_common.skc_num;
+	if (!is_target_sk_port(sk, port))
+		return 0;
+	__u64 key = (__u64)sk, now = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&established_ns, &key, &now, BPF_ANY))
+		count(CS_CTR_TABLE_FULL);
+	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0,
+						     BPF_SK_STORAGE_GET_F_CREATE);
+	if (!conn) {
+		count(CS_CTR_SOCKET_STORAGE);
+		return 0;
+	}
+	conn->established_ns = now;
+	conn->last_activity_ns = now;
+	conn->port = port;
+	conn->window = trace_window;
+	if (trace_handshakes)
+		join_client_handshake(sk, conn, now);
+	return 0;
+}
+
+/*
+ * The kernel does not re-enter a program on a CPU where it is running:
+ * a softirq's state change that lands while this probe runs in a task
+ * is skipped (counted in the program's recursion_misses). A connection
+ * whose exit from ESTABLISHED was skipped is closed here, at its next
+ * state change (from old_state, one of the closing states), rather than
+ * lost with its request.
+ */
+static __always_inline int on_closing_state_change(const struct sock *sk, int old_state)
+{
+	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
+	if (!conn)
+		return 0;
+	bool server_first = old_state != TCP_CLOSE_WAIT && old_state != TCP_LAST_ACK;
+	if (!conn->closed) {
+		count(CS_CTR_CLOSE_LATE);
+		on_leave_established(sk, server_first ? TCP_FIN_WAIT1 : TCP_CLOSE_WAIT, true);
+	}
+	/* The server closed its half after the client's: whatever it answered is done. */
+	if (!server_first)
+		finish_request(sk, conn, bpf_ktime_get_ns());
+	return 0;
+}
+
+/* Client side: connect() to a target port sends its first SYN. */
+static __always_inline int on_client_syn_sent(const struct sock *sk)
+{
+	__u16 port = bpf_ntohs(sk->__sk_common.skc_dport);
+	/*
+	 * Followed always: a connect whose third ACK is dropped on a full
+	 * queue retransmits no SYN, and the first of them come before any
+	 * drop could turn following on (test_listen_overflow missed 14 of
+	 * 15 such clients with following gated on drops). A client is
+	 * followed in the server's namespace only: one connecting from
+	 * another namespace (a veth pair) is not.
+	 */
+	if (!is_target_sk_port(sk, port))
+		return 0;
+	struct client_handshake *hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0,
+							 BPF_SK_STORAGE_GET_F_CREATE);
+	if (!hs) {
+		count(CS_CTR_TABLE_FULL);
+		return 0;
+	}
+	hs->syn_sent_ns = bpf_ktime_get_ns();
+	hs->last_syn_ns = hs->syn_sent_ns;
+	hs->syn_retransmits = 0;
+	hs->tgid = cs_tgid_of(bpf_get_current_pid_tgid());
+	return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int new_state)
+{
+	if (old_state == TCP_SYN_RECV && new_state == TCP_ESTABLISHED)
+		return on_server_established(sk);
+	if (old_state == TCP_ESTABLISHED)
+		return on_leave_established(sk, new_state, false);
+	if (old_state == TCP_FIN_WAIT1 || old_state == TCP_FIN_WAIT2 || old_state == TCP_CLOSING ||
+	    old_state == TCP_CLOSE_WAIT || old_state == TCP_LAST_ACK)
+		return on_closing_state_change(sk, old_state);
+	if (!trace_handshakes)
+		return 0;
+	if (old_state == TCP_CLOSE && new_state == TCP_SYN_SENT)
+		return on_client_syn_sent(sk);
+	if (old_state == TCP_SYN_SENT)
+		on_client_handshake_end(sk, new_state == TCP_ESTABLISHED);
+	return 0;
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(on_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb, int err)
+{
+	struct client_handshake *hs;
+
+	if (!trace_handshakes || !sk || sk->__sk_common.skc_state != TCP_SYN_SENT)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, 0);
+	if (!hs) {
+		/* A SYN to a target port retransmitted, its connect made before the attach. */
+		if (!is_target_sk_port(sk, bpf_ntohs(sk->__sk_common.skc_dport)))
+			return 0;
+		hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (!hs) {
+			count(CS_CTR_TABLE_FULL);
+			return 0;
+		}
+		/*
+		 * Its first SYN went out before we attached: TCP noted when, in
+		 * retrans_stamp (ms of the same clock, 32 bits; us if the route
+		 * asks for microsecond timestamps).
+		 */
+		const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+		__u32 stamp = BPF_CORE_READ(tp, retrans_stamp);
+		__u64 unit_ns = BPF_CORE_READ_BITFIELD_PROBED(tp, tcp_usec_ts) ? NSEC_PER_USEC
+									       : NSEC_PER_MSEC;
+		__u32 ago = (__u32)(now / unit_ns) - stamp;
+		hs->syn_sent_ns = now - (__u64)ago * unit_ns;
+		hs->syn_retransmits = BPF_CORE_READ(&tp->inet_conn, icsk_retransmits);
+		hs->tgid = 0; /* unknown: a timer retransmits, in no process of its own */
+	}
+	hs->syn_retransmits++;
+	hs->last_syn_ns = now;
+	return 0;
+}

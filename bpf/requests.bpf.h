@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The request state each socket keeps, emitted as one record per request.
+ *
+ * A part of connscope.bpf.c, which includes it after its maps and helpers
+ * and after the parts this one uses.
+ */
+
+/* ---- requests ------------------------------------------------------------ */
+
+/* The current thread's run-queue time so far (kernel-kept, ns). */
+static __always_inline __u64 current_run_delay(void)
+{
+	return bpf_get_current_task_btf()->sched_info.run_delay;
+}
+
+static __always_inline __u64 at_most(__u64 value, __u64 limit)
+{
+	return value < limit ? value : limit;
+}
+
+/*
+ * Run-queue time of the current thread within [from_ns, now]: what its
+ * counter grew by since a probe last ran in it, capped at the window (a
+ * wait between that look and from_ns would otherwise count; a thread that
+ * slept in epoll_wait since its last send had none). Notes this look.
+ */
+static __always_inline __u64 runq_since(__u64 from_ns, __u64 now, __u64 run_delay)
+{
+	struct thread_obs *obs = bpf_task_storage_get(&thread_obs, bpf_get_current_task_btf(), 0,
+						      BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u64 waited = 0;
+
+	if (!obs) {
+		count(CS_CTR_TABLE_FULL);
+		return 0;
+	}
+	if (obs->seen_ns && from_ns && now > from_ns)
+		waited = at_most(run_delay - obs->run_delay_ns, now - from_ns);
+	obs->seen_ns = now;
+	obs->run_delay_ns = run_delay;
+	return waited;
+}
+
+/* A parked request's hand-back, just before its request record (see cs_ev_handback). */
+static __always_inline void emit_handback(const struct sock *sk, const struct conn_state *conn, __u64 now)
+{
+	struct cs_ev_handback *ev = reserve_event_at(sizeof(*ev), CS_EV_HANDBACK, now);
+
+	if (!ev)
+		return;
+	ev->sk = (__u64)sk;
+	ev->start_ns = conn->start_ns;
+	ev->handler_start_ns = conn->handler_start_ns;
+	ev->handler_end_ns = conn->handler_end_ns;
+	ev->worker_tid = conn->worker_tid;
+	ev->tgid = conn->tgid;
+	submit_event(ev);
+}
+
+/*
+ * What the server read in this exchange, just before its request record
+ * (same CPU, same program: the reader sees it first).
+ */
+static __always_inline void emit_request_bytes(const struct sock *sk, struct conn_state *conn, __u64 now)
+{
+	struct cs_ev_request_bytes *bytes = reserve_event_at(sizeof(*bytes), CS_EV_REQUEST_BYTES, now);
+
+	if (bytes) {
+		bytes->sk = (__u64)sk;
+		bytes->index = conn->requests ? conn->requests - 1 : 0;
+		bytes->listener_port = conn->port;
+		bytes->first_len = conn->peek_first_len;
+		bytes->record_count = conn->peek_records;
+		__builtin_memcpy(bytes->first, conn->peek_first, sizeof(bytes->first));
+		__builtin_memcpy(bytes->record_types, conn->peek_types, sizeof(bytes->record_types));
+		__builtin_memcpy(bytes->record_read_us, conn->peek_read_us, sizeof(bytes->record_read_us));
+		bytes->flags = conn->peek_flags;
+		__builtin_memset(bytes->pad, 0, sizeof(bytes->pad));
+		submit_event(bytes);
+	}
+	conn->peek_seen = conn->peek_flags = conn->peek_first_len = conn->peek_records = 0;
+	__builtin_memset(conn->peek_first, 0, sizeof(conn->peek_first));
+	__builtin_memset(conn->peek_types, 0, sizeof(conn->peek_types));
+	__builtin_memset(conn->peek_read_us, 0, sizeof(conn->peek_read_us));
+}
+
+static __always_inline void reset_request(struct conn_state *conn)
+{
+	conn->phase = PHASE_IDLE;
+	conn->start_ns = conn->first_read_ns = conn->first_send_ns = 0;
+	conn->last_send_ns = conn->drain_end_ns = 0;
+	conn->pickup_runq_ns = conn->handler_runq_ns = conn->drain_runq_ns = 0;
+	conn->start_run_delay_ns = conn->read_run_delay_ns = conn->send_run_delay_ns = 0;
+	conn->bytes_in = conn->bytes_out = conn->send_eagain = 0;
+	conn->reader_tid = conn->sender_tid = conn->worker_tid = 0;
+	conn->handler_start_ns = conn->handler_end_ns = 0;
+	conn->flags = 0;
+}
+
+/* A request cut by a window's edge: no record (its timeline has holes), counted. */
+static __always_inline void drop_cut_request(const struct sock *sk, struct conn_state *conn)
+{
+	__u64 key = (__u64)sk;
+	if ((conn->flags & CS_REQ_HELD_BACK) && !bpf_map_delete_elem(&draining, &key))
+		__sync_fetch_and_add(&draining_sockets, -1);
+	count(CS_CTR_WINDOW_CUT);
+	reset_request(conn);
+	/* Its bytes' record goes with it. */
+	conn->peek_seen = conn->peek_flags = conn->peek_first_len = conn->peek_records = 0;
+	conn->window = trace_window;
+}
+
+/*
+ * The request probes see this connection in the current window: state
+ * from an earlier one is dropped. read_now: bytes the probe's own read
+ * took. If the server read bytes before them, requests went by unseen, so
+ * the next one is not the connection's first.
+ */
+static __always_inline void enter_window(const struct sock *sk, struct conn_state *conn, __u32 read_now)
+{
+	if (conn->window == trace_window)
+		return;
+	if (conn->phase != PHASE_IDLE)
+		drop_cut_request(sk, conn);
+	conn->window = trace_window;
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+	if (!tp || tp->bytes_received <= (__u64)(tp->rcv_nxt - tp->copied_seq) + read_now)
+		return;
+	if (!conn->requests)
+		conn->first_unseen = 1;
+	/* Reads went by unseen: no first bytes to look at, a TLS framing lost. */
+	if (conn->peek_conn == PEEK_TLS) {
+		conn->peek_seen = 1;
+		conn->peek_flags = CS_PEEK_TLS | CS_PEEK_LOST;
+	}
+	conn->peek_conn = PEEK_OFF;
+}
+
+/* Emit the request in progress on conn and reset it. */
+static __always_inline void finish_request(const struct sock *sk, struct conn_state *conn, __u64 now)
+{
+	struct cs_ev_request *ev;
+
+	if (conn->phase == PHASE_IDLE)
+		return;
+	if (conn->window != trace_window || !(trace_window & 1)) {
+		drop_cut_request(sk, conn);
+		return;
+	}
+	if (conn->flags & CS_REQ_HELD_BACK) {
+		__u64 key = (__u64)sk;
+		struct drain_state *drain = bpf_map_lookup_elem(&draining, &key);
+		if (drain) {
+			/* Still not out at the next request or the close: out by now. */
+			conn->drain_end_ns = drain->drained_ns ? drain->drained_ns : now;
+			if (!bpf_map_delete_elem(&draining, &key))
+				__sync_fetch_and_add(&draining_sockets, -1);
+		}
+	}
+	if (conn->handler_end_ns)
+		emit_handback(sk, conn, now);
+	if (conn->peek_seen)
+		emit_request_bytes(sk, conn, now);
+	ev = reserve_event_at(sizeof(*ev), CS_EV_REQUEST, now);
+	if (ev) {
+		__u64 drain_end = conn->drain_end_ns ? conn->drain_end_ns : conn->last_send_ns;
+		ev->sk = (__u64)sk;
+		ev->start_ns = conn->start_ns;
+		ev->first_read_ns = conn->first_read_ns;
+		ev->first_send_ns = conn->first_send_ns;
+		ev->last_send_ns = conn->last_send_ns;
+		ev->drain_end_ns = drain_end;
+		ev->pickup_runq_ns = conn->pickup_runq_ns;
+		ev->handler_runq_ns = conn->handler_runq_ns;
+		ev->drain_runq_ns = conn->drain_runq_ns;
+		ev->handshake_extra_ns = conn->requests == 1 && !conn->first_unseen ? conn->handshake_extra_ns : 0;
+		ev->bytes_in = conn->bytes_in;
+		ev->bytes_out = conn->bytes_out;
+		ev->tgid = conn->tgid;
+		ev->reader_tid = conn->reader_tid;
+		ev->sender_tid = conn->sender_tid;
+		ev->index = (conn->requests ? conn->requests - 1 : 0) + conn->first_unseen;
+		ev->send_eagain = conn->send_eagain;
+		ev->listener_port = conn->port;
+		__u16 flags = conn->flags;
+		if (conn->partial)
+			flags |= CS_REQ_PARTIAL;
+		if (conn->phase == PHASE_WAITING) {
+			flags |= CS_REQ_UNREAD | CS_REQ_NO_RESPONSE;
+			conn->unread_at_close = 1;
+		} else if (conn->phase == PHASE_HANDLING)
+			flags |= CS_REQ_NO_RESPONSE;
+		ev->flags = flags;
+		submit_event(ev);
+	}
+	reset_request(conn);
+}
+
+/*
+ * The run-queue counter, now, of the thread that read this connection's
+ * last request: the thread that will most likely read this one. With it,
+ * the first read can tell how long that thread was runnable but not
+ * running while these bytes waited. 0 when unknown.
+ *
+ * The task is remembered by address and read with probe reads, which never
+ * fault: if it exited and its memory was reused, its pid no longer matches
+ * and the value is ignored. (bpf_task_from_pid() is the safe lookup, but
+ * its pid hash walk and reference count cost ~200 ns per request here.)
+ */
+static __always_inline __u64 reader_run_delay(const struct conn_state *conn)
+{
+	const struct task_struct *reader = (const struct task_struct *)conn->last_reader_task;
+
+	if (!reader || (__u32)BPF_CORE_READ(reader, pid) != conn->last_reader_tid)
+		return 0;
+	return BPF_CORE_READ(reader, sched_info.run_delay);
+}
+
+static __always_inline void start_request(struct conn_state *conn, __u64 now)
+{
+	conn->phase = PHASE_WAITING;
+	conn->start_ns = now;
+	conn->requests++;
+	conn->last_activity_ns = now;
+}
+
+/* A parked request's worker ran it from when it became free (or the read, if later) to end_ns. */
+static __always_inline void handed_back(struct conn_state *conn, __u32 worker_tid, __u64 became_free_ns,
+					__u64 end_ns)
+{
+	conn->handler_end_ns = end_ns;
+	conn->handler_start_ns = became_free_ns > conn->first_read_ns && became_free_ns < end_ns
+					 ? became_free_ns
+					 : conn->first_read_ns;
+	conn->worker_tid = worker_tid;
+}
+
+/*
+ * The reader answers, but polled since its first read: the request was
+ * parked in user space (a loop that gave it to an executor went back to
+ * epoll_wait). A worker that hands an answer back wakes the loop only if it
+ * sleeps (on_waking), so a wake-up is the hand-back of the first answer the
+ * loop writes after it: that request's worker ran it from its previous
+ * hand-back (when it became free) or the read, whichever is later. Answers
+ * that came back while the loop ran were handed back at a time not seen,
+ * after their worker's latest wake-up and before the send: their worker ran
+ * them from then (or the read) to the send. Taking the wake-up's times for
+ * them would give the requests queued behind a long handler that handler's
+ * run as their own.
+ */
+static __always_inline void note_parked(struct conn_state *conn, __u32 tid, __u64 now)
+{
+	struct poll_thread *loop = bpf_map_lookup_elem(&poll_threads, &tid);
+
+	if (!loop || loop->ready_exit_ns <= conn->first_read_ns)
+		return;
+	conn->flags |= CS_REQ_PARKED;
+	if (!parked_requests)
+		__sync_fetch_and_add(&parked_requests, 1);
+	__u64 woken_ns = loop->woken_ns;
+	if (woken_ns > conn->first_read_ns && woken_ns <= now && !loop->woken_claimed) {
+		loop->woken_claimed = 1;
+		conn->last_worker_tid = loop->woken_by;
+		handed_back(conn, loop->woken_by, loop->waker_prev_handback_ns, woken_ns);
+		return;
+	}
+	/* Channels stay with one executor (Netty): this connection's last worker, else the loop's. */
+	__u32 worker_tid = conn->last_worker_tid ? conn->last_worker_tid : loop->woken_by;
+	struct poll_thread *worker = worker_tid ? bpf_map_lookup_elem(&poll_threads, &worker_tid) : NULL;
+	if (!worker)
+		return;
+	handed_back(conn, worker_tid, worker->last_handback_ns, now);
+}
+
+/*
+ * The serving thread began to answer. in_thread: we run in that thread
+ * (the send probes) and can read its run-queue counter; otherwise (the
+ * answer seen from the client's side) its handler wait stays unknown: 0.
+ */
+static __always_inline void mark_first_send(struct conn_state *conn, __u32 tid, __u64 now,
+					    bool in_thread)
+{
+	conn->phase = PHASE_SENDING;
+	conn->first_send_ns = now;
+	conn->last_send_ns = now;
+	conn->sender_tid = tid;
+	if (!in_thread)
+		return;
+	if (tid == conn->reader_tid)
+		note_parked(conn, tid, now);
+	__u64 run_delay = current_run_delay();
+	conn->send_run_delay_ns = run_delay;
+	if (tid == conn->reader_tid && conn->read_run_delay_ns) /* exact: both looks in this thread */
+		conn->handler_runq_ns = at_most(run_delay - conn->read_run_delay_ns,
+						now - conn->first_read_ns);
+	else
+		conn->handler_runq_ns = runq_since(conn->first_read_ns, now, run_delay);
+}
+
+/*
+ * The send tracepoints fire after the data is on its way: on loopback the
+ * client may already have read the answer, replied or closed before we see
+ * the send. If the socket's write_seq moved since the first read, the
+ * server has answered: count the answer as begun now.
+ */
+static __always_inline void note_answer_in_flight(const struct sock *sk, struct conn_state *conn,
+						  __u64 now)
+{
+	if (conn->phase != PHASE_HANDLING)
+		return;
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+	if (tp && tp->write_seq != conn->write_seq_at_read)
+		mark_first_send(conn, conn->reader_tid, now, false);
+}
+
+/* Nothing read from it and nothing sent on it: every byte it received is still queued. */
+static __always_inline bool is_fresh_connection(const struct sock *sk)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+
+	return tp && tp->bytes_sent == 0 && tp->rcv_nxt - tp->copied_seq == (__u32)tp->bytes_received;
+}
+
+/*
+ * A connection seen for the first time without storage: older than the
+ * attach, or one whose ESTABLISHED the state probe never saw (rare; its
+ * accept then counts as partial). Followed from here if it is on a target
+ * port: as partial, but for a connection whose first bytes are arriving
+ * now (fresh: none read and nothing sent yet), whose request is seen
+ * whole. NULL if it is not ours (or the storage is full: counted).
+ */
+static __always_inline struct conn_state *adopt_connection(const struct sock *sk, bool arriving)
+{
+	struct conn_state *conn;
+
+	if (sk->__sk_common.skc_state != TCP_ESTABLISHED ||
+	    sk->__sk_common.skc_family == AF_UNIX ||
+	    !is_target_sk_port(sk, sk->__sk_common.skc_num))
+		return NULL;
+	conn = bpf_sk_storage_get(&conns, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!conn) {
+		count(CS_CTR_SOCKET_STORAGE);
+		return NULL;
+	}
+	conn->partial = !(arriving && is_fresh_connection(sk));
+	conn->port = sk->__sk_common.skc_num;
+	conn->window = trace_window;
+	return conn;
+}
+
+/*
+ * The reader sent this connection's previous answer and has neither sent
+ * elsewhere nor polled since: it read on without a poll (an event loop
+ * that tries the next request right after answering).
+ */
+static __always_inline bool reads_on(const struct sock *sk, const struct poll_thread *reader)
+{
+	struct thread_obs *obs = bpf_task_storage_get(&thread_obs, bpf_get_current_task_btf(), 0, 0);
+
+	return obs && obs->last_send_sk == (__u64)sk && reader->ready_exit_ns < obs->last_send_ns;
+}
+
+/* No other thread returned from a ready poll on the reader's last epoll instance since it did. */
+static __always_inline bool kept_turn(const struct conn_state *conn, const struct poll_thread *reader)
+{
+	if (reader->ready_epfd < 0)
+		return true;
+	struct poll_turn_key key = { .tgid = conn->tgid, .epfd = reader->ready_epfd };
+	struct last_poll *turn = bpf_map_lookup_elem(&poll_turns, &key);
+
+	return !turn || turn->tid == conn->reader_tid;
+}
+
+/*
+ * Who learned that this request was ready, decided per request (the
+ * threads of a pool like Jetty's both poll and serve, in turn): the reader
+ * read what it polled (an event loop) when it returned from a ready poll
+ * after the bytes came and no other thread took a turn on that epoll
+ * instance since (else it ran a task queued by the thread whose turn it
+ * was), or when it read on after its own answer. Otherwise, if another
+ * thread of the process polled since the bytes came, that thread handed
+ * the socket on (a poller and a pool: Tomcat, or Jetty's
+ * selector queueing the task while its pool is exhausted); the poller
+ * credited is the process's latest: exact with one poller, a guess among
+ * several. With no poll since the bytes came (read before any poll saw
+ * them), the reader's habit decides: a thread that polls reads its own; one
+ * that never does was handed the socket, or reads blocking (thread per
+ * connection) when no thread of the process polls.
+ */
+static __always_inline void note_reader(const struct sock *sk, struct conn_state *conn)
+{
+	struct poll_thread *reader = bpf_map_lookup_elem(&poll_threads, &conn->reader_tid);
+	if (reader && reader->ready_polls &&
+	    ((reader->ready_exit_ns >= conn->start_ns && kept_turn(conn, reader)) ||
+	     reads_on(sk, reader))) {
+		__sync_fetch_and_add(&reader->reads_own, 1);
+		return;
+	}
+	struct last_poll *last = bpf_map_lookup_elem(&last_poller, &conn->tgid);
+	bool polled_since = last && last->tid != conn->reader_tid && last->exit_ns >= conn->start_ns;
+	if (reader && reader->ready_polls && !polled_since) {
+		__sync_fetch_and_add(&reader->reads_own, 1);
+		return;
+	}
+	if (last) {
+		__u32 poller_tid = last->tid;
+		struct poll_thread *poller = bpf_map_lookup_elem(&poll_threads, &poller_tid);
+		if (poller)
+			__sync_fetch_and_add(&poller->handed_out, 1);
+		conn->flags |= CS_REQ_HANDED_OFF;
+	}
+	if (reader) {
+		__sync_fetch_and_add(last ? &reader->reads_handed : &reader->reads_blocking, 1);
+		return;
+	}
+	struct poll_thread fresh = { .reads_handed = last != NULL, .reads_blocking = last == NULL };
+	if (bpf_map_update_elem(&poll_threads, &conn->reader_tid, &fresh, BPF_NOEXIST) == -E2BIG)
+		count(CS_CTR_TABLE_FULL);
+}
