@@ -34,7 +34,7 @@ DAEMON_SRCS := $(wildcard $(addsuffix /*.c,$(addprefix daemon/,$(DAEMON_ROOMS)))
 # Everything else in daemon/ (the pure engine, reports, /proc parsing) is
 # shared by the tools and the unit tests.
 LOADER_SRCS := daemon/source/probes.c daemon/service/session.c daemon/service/metrics_server.c \
-               daemon/service/ctl_server.c daemon/service/ctl_loop.c daemon/service/ctl_socket.c
+               daemon/service/ctl_server.c daemon/service/ctl_loop.c
 # connscope flamegraph: its stack probes (BPF, connscope only) and the
 # symboliser (reads /proc and ELF files with libelf; unit-tested).
 FLAME_LOADER_SRCS := daemon/flame/stacks.c

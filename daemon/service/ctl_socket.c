@@ -44,15 +44,24 @@ int cs_ctl_socket_open(struct cs_ctl_socket *sock, const char *path, char *errms
 			       sizeof(addr.sun_path) - 1);
 	strcpy(addr.sun_path, path);
 
-	/* The directory: made 0700 when missing; never a symlink. */
+	/*
+	 * The directory: made 0700 when missing; never a symlink. Two daemons
+	 * starting at once may both find it missing: the one whose mkdir comes
+	 * second finds it made, and checks it as any directory already there.
+	 */
 	char dir_buf[sizeof(addr.sun_path)];
 	strcpy(dir_buf, path);
 	const char *dir = dirname(dir_buf);
 	struct stat st;
+	bool made = false;
 	if (lstat(dir, &st) != 0) {
-		if (errno != ENOENT || mkdir(dir, 0700) != 0)
+		if (errno == ENOENT && mkdir(dir, 0700) == 0)
+			made = true;
+		else if (errno != EEXIST || lstat(dir, &st) != 0)
 			return cs_fail(errmsg, errlen, "cannot create the socket's directory %s: %s", dir,
 				       strerror(errno));
+	}
+	if (made) {
 		sock_log("created %s (mode 0700)", dir);
 	} else if (!S_ISDIR(st.st_mode)) {
 		return cs_fail(errmsg, errlen, "%s is not a directory%s: the control socket goes there", dir,
