@@ -17,8 +17,7 @@ static void racer(const char *dir, int n, int gate)
 {
 	char byte, path[108], errmsg[256];
 	struct cs_ctl_socket sock = { .fd = -1 };
-	snprintf(path, sizeof(path), "%s/sock-%d", dir, n);
-	if (read(gate, &byte, 1) != 0)
+	if (snprintf(path, sizeof(path), "%s/sock-%d", dir, n) >= (int)sizeof(path) || read(gate, &byte, 1) != 0)
 		_exit(2);
 	int rc = cs_ctl_socket_open(&sock, path, errmsg, sizeof(errmsg));
 	if (rc)
@@ -38,8 +37,8 @@ Test(ctl_socket, daemons_starting_at_once_share_a_missing_directory)
 	char base[] = "/tmp/cs-ctl-socket-XXXXXX";
 	cr_assert_not_null(mkdtemp(base));
 	for (int round = 0; round < ROUNDS; round++) {
-		char dir[96];
-		snprintf(dir, sizeof(dir), "%s/run-%d", base, round);
+		char dir[64];
+		cr_assert_lt(snprintf(dir, sizeof(dir), "%s/run-%d", base, round), (int)sizeof(dir));
 		int gate[2];
 		cr_assert_eq(pipe(gate), 0);
 		pid_t pids[RACERS];
