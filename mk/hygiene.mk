@@ -16,7 +16,7 @@
 # $(DAEMON_SRCS), $(DAEMON_ROOMS), $(DAEMON_INCLUDES), $(Q) and $(msg) are
 # the Makefile's.
 
-.PHONY: fuzz fuzz-short fuzz-build test-asan test-asan-unit test-asan-integration asan-reports \
+.PHONY: fuzz fuzz-short fuzz-build test-asan test-unit-sanitized test-asan-unit asan-unit-run test-asan-integration asan-reports \
 	asan-reports-clean \
 	integration-both asan-build test-valgrind \
 	lint lint-commands lint-includes lint-tidy lint-tidy-bpf lint-cppcheck lint-format test-hygiene \
@@ -163,7 +163,16 @@ test-asan:
 asan-reports-clean:
 	$(Q)rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS)
 
+# The unit tests under ASan and under valgrind, side by side with make -j
+# (one process each), on the builds as they are: make test runs this beside
+# the integration tests that use build-asan/, which must not be rebuilt
+# under them (make test builds everything first).
+test-unit-sanitized: asan-unit-run test-valgrind
+
 test-asan-unit: asan-build
+	$(Q)$(MAKE) --no-print-directory asan-unit-run
+
+asan-unit-run:
 	$(Q)mkdir -p $(ASAN_LOGS)
 	$(Q)echo "  ASAN      unit tests"
 	$(Q)$(ASAN_ENV) $(ASAN_BUILD)/unit-tests-inproc

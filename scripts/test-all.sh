@@ -7,11 +7,11 @@
 #   2. the integration tests (tests/integration/run.sh), plain and built
 #      with ASan + UBSan: the exclusive ones alone, the others
 #      two at a time (they wait far more than they compute)
-#   3. the steps that time nothing: linters and short fuzzing run beside
+#   3. the steps that time nothing: the unit tests under ASan + UBSan and
+#      under valgrind (side by side), linters and short fuzzing run beside
 #      the shared integration tests, at the idle scheduling policy (they
 #      take only CPU time nobody else wants, and a waking test thread
-#      preempts them at once); then the unit tests under ASan + UBSan and
-#      under valgrind, side by side
+#      preempts them at once)
 #   4. the sanitizer reports of every sanitized step
 #
 # (Nothing runs beside the exclusive tests: even idle-policy work moves
@@ -49,25 +49,25 @@ export CS_TEST_TIMES
 trap 'rm -f "$CS_TEST_TIMES"' EXIT
 step unit-test "${make[@]}" unit-test-inproc
 step integration-exclusive "${make[@]}" integration-both ONLY=exclusive
-# Linters and short fuzzing, at the idle policy beside the shared tests;
-# their output is printed when the shared tests are done.
+# The sanitized unit tests, linters and short fuzzing, at the idle policy
+# beside the shared tests (which keep both CPUs busy: what runs here adds
+# its CPU time to the group, not its wall time); their output is printed
+# when the shared tests are done.
 beside=$(mktemp -d /tmp/connscope-beside.XXXXXX)
 trap 'rm -f "$CS_TEST_TIMES"; rm -rf "$beside"' EXIT
 (
   failed=() # this subshell's own: the parent adds them
-  for name in lint fuzz-short; do
-    step "$name" chrt --idle 0 "${makej[@]}" "$name" >"$beside/$name.log" 2>&1
+  for name in test-unit-sanitized lint fuzz-short; do
+    step "$name" chrt --idle 0 "${makej[@]}" --output-sync=target "$name" >"$beside/$name.log" 2>&1
     echo "${failed[*]}" >"$beside/failed"
   done
 ) &
 beside_pid=$!
 step integration-shared "${make[@]}" integration-both ONLY=shared
 wait "$beside_pid"
-for name in lint fuzz-short; do cat "$beside/$name.log"; done
+for name in test-unit-sanitized lint fuzz-short; do cat "$beside/$name.log"; done
 read -r -a beside_failed <"$beside/failed"
 failed+=("${beside_failed[@]}")
-# Each one process on one CPU: side by side.
-step sanitized-unit-tests "${makej[@]}" --output-sync=target test-asan-unit test-valgrind
 step asan-reports "${make[@]}" asan-reports
 
 took=$(( $(date +%s) - start_all ))

@@ -10,7 +10,7 @@
 #include "ctl_socket.h"
 
 #define RACERS 4
-#define ROUNDS 25
+#define ROUNDS 10
 
 /* Opens DIR/sock-N once the gate opens (the parent closes the pipe). */
 static void racer(const char *dir, int n, int gate)
