@@ -52,6 +52,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by user space between open and load. */
 const volatile __u64 wakeup_bytes = 256 * 1024; /* wake the consumer past this much queued data */
 const volatile bool trace_handshakes = true;
+/* For the tests: as if the kernel skipped every run at a client's ESTABLISHED (see on_tcp_retransmit). */
+const volatile bool skip_client_established = false;
 
 /* Target processes (tgid). Filled by user space; forks of targets added here. */
 struct {
@@ -78,13 +80,14 @@ struct {
  * namespace's inode number, as /proc/PID/ns/net shows it). Port 8080 of one
  * container is not port 8080 of the next: a socket event is ours only when
  * both match. Looked up only after the port bitmap said yes. Only user
- * space writes it.
+ * space adds and removes entries; the probes keep each one's listeners and
+ * queue pressure in it (struct cs_endpoint_state).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u64); /* netns inode << CS_ENDPOINT_PORT_BITS | port */
-	__type(value, __u8);
+	__type(value, struct cs_endpoint_state);
 } target_endpoints SEC(".maps");
 
 /*
@@ -357,6 +360,9 @@ __u64 parked_requests = 0;
  */
 __u32 trace_window = 1;
 
+/* Numbers the listener walks (set by user space before each): see cs_endpoint_state. */
+__u32 listener_walk = 0;
+
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -407,17 +413,26 @@ static __always_inline bool is_target_port(__u16 port)
 	return cs_is_target_port(&target_ports, port);
 }
 
-/* The port test first (a few instructions), then the socket's namespace. */
+/* The port test first (a few instructions), then the socket's namespace: its entry, or NULL. */
+static __always_inline struct cs_endpoint_state *target_endpoint_of_sk(const struct sock *sk, __u16 port)
+{
+	return is_target_port(port) ? cs_target_endpoint(&target_endpoints, cs_sk_netns(sk), port) : NULL;
+}
+
 static __always_inline bool is_target_sk_port(const struct sock *sk, __u16 port)
 {
-	return is_target_port(port) && cs_is_target_endpoint(&target_endpoints, cs_sk_netns(sk), port);
+	return target_endpoint_of_sk(sk, port) != NULL;
 }
 
 /* The same for a packet. */
+static __always_inline struct cs_endpoint_state *target_endpoint_of_skb(const struct sk_buff *skb, __u16 port)
+{
+	return is_target_port(port) ? cs_target_endpoint(&target_endpoints, cs_skb_netns(skb), port) : NULL;
+}
+
 static __always_inline bool is_target_skb_port(const struct sk_buff *skb, __u16 port)
 {
-	return is_target_port(port) &&
-	       cs_is_target_endpoint(&target_endpoints, cs_skb_netns(skb), port);
+	return target_endpoint_of_skb(skb, port) != NULL;
 }
 
 /*

@@ -434,6 +434,26 @@ struct cs_ev_self_cost {
 /* Target ports are a bitmap of 64-bit words (map target_ports). */
 #define CS_PORT_WORDS (65536 / 64)
 
+/* The listening sockets of one endpoint the gate below looks at; more: no gate. */
+#define CS_ENDPOINT_LISTENERS 8
+
+/*
+ * A target endpoint's entry (map target_endpoints; user space creates it
+ * zeroed). Following a local client's handshake costs two socket-storage
+ * and hash updates a connection; it can only find a delay while the
+ * endpoint's accept queue is filling, so the probes follow one only then:
+ * a listener at least half full at the client's SYN, or a drop or a SYN
+ * retransmit to the endpoint in the last CS_PRESSURE_HOLD_NS.
+ */
+struct cs_endpoint_state {
+	__u64 listener_sk[CS_ENDPOINT_LISTENERS]; /* its listeners, as the latest walk found them */
+	__u64 pressure_until_ns;                  /* a drop or SYN retransmit was seen: follow every handshake until then */
+	__u32 walk;                               /* the walk (listener_walk) that filled listener_sk */
+	__u32 listeners;                          /* listeners that walk found; 0: not walked yet (follow every one) */
+};
+
+#define CS_PRESSURE_HOLD_NS (3ull * 1000 * 1000 * 1000) /* past a SYN's second retransmit */
+
 /*
  * What the iter/task walk writes per target thread (read by user space,
  * which turns it into CS_EV_THREAD_SAMPLE records; not a ring record). The
@@ -458,12 +478,13 @@ struct cs_thread_sched_sample {
 
 /* Index of the per-CPU counters the probes keep beside the ring buffer. */
 enum cs_counter {
-	CS_CTR_LOST = 0,         /* records that could not be reserved */
-	CS_CTR_ACCEPT_UNMATCHED, /* accepts of sockets never seen established */
-	CS_CTR_TABLE_FULL,       /* in-kernel tables full: entries not stored */
-	CS_CTR_SOCKET_STORAGE,   /* socket storage could not be created (reported in table_full) */
-	CS_CTR_CLOSE_LATE,       /* closes seen at a later state change: the exit's probe run was skipped */
-	CS_CTR_WINDOW_CUT,       /* requests in progress when a tracing window closed: dropped */
+	CS_CTR_LOST = 0,            /* records that could not be reserved */
+	CS_CTR_ACCEPT_UNMATCHED,    /* accepts of sockets never seen established */
+	CS_CTR_TABLE_FULL,          /* in-kernel tables full: entries not stored */
+	CS_CTR_SOCKET_STORAGE,      /* socket storage could not be created (reported in table_full) */
+	CS_CTR_CLOSE_LATE,          /* closes seen at a later state change: the exit's probe run was skipped */
+	CS_CTR_WINDOW_CUT,          /* requests in progress when a tracing window closed: dropped */
+	CS_CTR_HANDSHAKES_FOLLOWED, /* local clients' handshakes followed (cs_endpoint_state) */
 	CS_CTR_MAX,
 };
 
@@ -543,6 +564,7 @@ _Static_assert(sizeof(struct cs_event_header) == 16, "wire: header size");
 _Static_assert(sizeof(struct cs_tuple) == 40, "wire: tuple size");
 _Static_assert(sizeof(struct cs_ev_accept) == 136, "wire: accept size");
 _Static_assert(sizeof(struct cs_ev_listener_sample) == 56, "wire: listener size");
+_Static_assert(sizeof(struct cs_endpoint_state) == 8 * CS_ENDPOINT_LISTENERS + 16, "map: endpoint size");
 _Static_assert(sizeof(struct cs_ev_handshake) == 112, "wire: handshake size");
 _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
 _Static_assert(sizeof(struct cs_ev_request) == 128, "wire: request size");

@@ -123,12 +123,12 @@ static __always_inline bool cs_is_target_port(void *ports, __u16 port)
 /* An endpoint's key: the namespace's inode number above the 16-bit port. */
 #define CS_ENDPOINT_PORT_BITS 16
 
-/* Is port, in the network namespace numbered netns_ino, in endpoints? */
-static __always_inline bool cs_is_target_endpoint(void *endpoints, __u32 netns_ino, __u16 port)
+/* Port in the network namespace numbered netns_ino: its entry in endpoints, or NULL. */
+static __always_inline void *cs_target_endpoint(void *endpoints, __u32 netns_ino, __u16 port)
 {
 	__u64 key = (__u64)netns_ino << CS_ENDPOINT_PORT_BITS | port;
 
-	return bpf_map_lookup_elem(endpoints, &key) != NULL;
+	return bpf_map_lookup_elem(endpoints, &key);
 }
 
 /* The inode number of a socket's network namespace. */

@@ -6,6 +6,38 @@
  * and after the parts this one uses.
  */
 
+/* ---- accept-queue pressure: when local handshakes are worth following --- */
+
+/* A drop or a lost SYN at ep: its next handshakes may wait too. */
+static __always_inline void note_queue_pressure(struct cs_endpoint_state *ep, __u64 now)
+{
+	ep->pressure_until_ns = now + CS_PRESSURE_HOLD_NS;
+}
+
+/*
+ * May a local client's handshake to ep, its SYN leaving now, be delayed?
+ * Only if the accept queue drops its SYN or its last ACK: on loopback
+ * both arrive within the connect() that sent the SYN, so a listener
+ * less than half full now has room for them (two CPUs, two handshakes at
+ * once). Not walked yet, or too many listeners to look at: follow.
+ */
+static __always_inline bool handshake_may_wait(const struct cs_endpoint_state *ep, __u64 now)
+{
+	__u32 listeners = ep->listeners;
+
+	if (now < ep->pressure_until_ns || listeners == 0 || listeners > CS_ENDPOINT_LISTENERS)
+		return true;
+	for (__u32 i = 0; i < CS_ENDPOINT_LISTENERS; i++) {
+		if (i >= listeners)
+			break;
+		/* Fault-safe loads: a listener closed since the walk reads as garbage or 0 (followed). */
+		const struct sock *listener = kernel_ptr(struct sock, ep->listener_sk[i]);
+		if (2 * listener->sk_ack_backlog >= listener->sk_max_ack_backlog)
+			return true;
+	}
+	return false;
+}
+
 /* ---- resets ---------------------------------------------------------------- */
 
 static __always_inline void emit_reset(const struct sock *sk, struct cs_tuple *tuple, __u32 reason,
@@ -81,9 +113,12 @@ int BPF_PROG(on_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_re
 	if (!cs_skb_tcphdr(skb, &th))
 		return 0;
 	__u16 port = bpf_ntohs(th.dest);
-	if (!is_target_skb_port(skb, port))
+	struct cs_endpoint_state *ep = target_endpoint_of_skb(skb, port);
+	if (!ep)
 		return 0;
-	struct cs_ev_ack_overflow *ev = reserve_event(sizeof(*ev), CS_EV_ACK_OVERFLOW);
+	__u64 now = bpf_ktime_get_ns();
+	note_queue_pressure(ep, now);
+	struct cs_ev_ack_overflow *ev = reserve_event_at(sizeof(*ev), CS_EV_ACK_OVERFLOW, now);
 	if (!ev)
 		return 0;
 	__builtin_memset(&ev->tuple, 0, sizeof(ev->tuple));
@@ -121,6 +156,33 @@ static __always_inline __u32 addr_low32(const struct sock *sk, bool remote)
 		      : BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
 }
 
+/* A client socket's connection, keyed as the server's side will look it up. */
+static __always_inline struct handshake_key client_handshake_key(const struct sock *sk)
+{
+	struct handshake_key key = {
+		.client_addr = addr_low32(sk, false),
+		.client_port = sk->__sk_common.skc_num,
+		.server_port = bpf_ntohs(sk->__sk_common.skc_dport),
+	};
+	return key;
+}
+
+/* Leave a followed handshake for the server's side; client_established_ns 0: its end unseen. */
+static __always_inline void leave_client_handshake(const struct sock *sk, const struct client_handshake *hs,
+						   __u64 client_established_ns)
+{
+	struct handshake_key key = client_handshake_key(sk);
+	struct handshake_done done = {
+		.syn_sent_ns = hs->syn_sent_ns,
+		.last_syn_ns = hs->last_syn_ns,
+		.client_established_ns = client_established_ns,
+		.syn_retransmits = hs->syn_retransmits,
+		.tgid = hs->tgid,
+	};
+	if (bpf_map_update_elem(&handshakes_done, &key, &done, BPF_ANY))
+		count(CS_CTR_TABLE_FULL);
+}
+
 /* The client's side of a handshake ended: leave it for the server's side. */
 static __always_inline void on_client_handshake_end(const struct sock *sk, bool established)
 {
@@ -130,21 +192,11 @@ static __always_inline void on_client_handshake_end(const struct sock *sk, bool 
 	if (!hs)
 		return;
 	if (established) {
-		struct handshake_key key = {
-			.client_addr = addr_low32(sk, false),
-			.client_port = sk->__sk_common.skc_num,
-			.server_port = bpf_ntohs(sk->__sk_common.skc_dport),
-		};
-		struct handshake_done done = {
-			.syn_sent_ns = hs->syn_sent_ns,
-			.last_syn_ns = hs->last_syn_ns,
-			.client_established_ns = bpf_ktime_get_ns(),
-			.syn_retransmits = hs->syn_retransmits,
-			.tgid = hs->tgid,
-		};
-		if (bpf_map_update_elem(&handshakes_done, &key, &done, BPF_ANY))
-			count(CS_CTR_TABLE_FULL);
+		leave_client_handshake(sk, hs, bpf_ktime_get_ns());
 	} else if (hs->syn_retransmits > 0) {
+		/* Left at its retransmits (on_tcp_retransmit): no server side will take it. */
+		struct handshake_key key = client_handshake_key(sk);
+		bpf_map_delete_elem(&handshakes_done, &key);
 		/* It gave up: no server side will ever come. */
 		struct cs_ev_handshake *ev = reserve_event(sizeof(*ev), CS_EV_HANDSHAKE);
 		if (ev) {
@@ -183,8 +235,10 @@ static __always_inline void join_client_handshake(const struct sock *sk, struct 
 	struct handshake_done *done = bpf_map_lookup_elem(&handshakes_done, &key);
 	if (!done)
 		return;
-	/* One round trip is the normal cost: SYN-ACK seen -> our ESTABLISHED. */
-	__u64 round_trip = done->client_established_ns - done->last_syn_ns;
+	/* One round trip is the normal cost: SYN-ACK seen -> our ESTABLISHED (0 where unseen). */
+	__u64 round_trip = done->client_established_ns > done->last_syn_ns
+				   ? done->client_established_ns - done->last_syn_ns
+				   : 0;
 	__u64 total = now > done->syn_sent_ns ? now - done->syn_sent_ns : 0;
 	__u64 extra = total > round_trip ? total - round_trip : 0;
 	conn->handshake_extra_ns = extra;
@@ -260,14 +314,19 @@ static __always_inline int on_client_syn_sent(const struct sock *sk)
 {
 	__u16 port = bpf_ntohs(sk->__sk_common.skc_dport);
 	/*
-	 * Followed always: a connect whose third ACK is dropped on a full
-	 * queue retransmits no SYN, and the first of them come before any
-	 * drop could turn following on (test_listen_overflow missed 14 of
-	 * 15 such clients with following gated on drops). A client is
-	 * followed in the server's namespace only: one connecting from
-	 * another namespace (a veth pair) is not.
+	 * Followed while the queue is filling (handshake_may_wait), not only
+	 * after a drop: a connect whose third ACK is dropped on a full queue
+	 * retransmits no SYN, and the first of them come before any drop
+	 * (gated on drops alone, 14 of 15 such clients went unseen). A SYN
+	 * retransmitted unfollowed is followed from there (on_tcp_retransmit).
+	 * A client is followed in the server's namespace only: one connecting
+	 * from another namespace (a veth pair) is not.
 	 */
-	if (!is_target_sk_port(sk, port))
+	struct cs_endpoint_state *ep = target_endpoint_of_sk(sk, port);
+	if (!ep)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	if (!handshake_may_wait(ep, now))
 		return 0;
 	struct client_handshake *hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0,
 							 BPF_SK_STORAGE_GET_F_CREATE);
@@ -275,7 +334,8 @@ static __always_inline int on_client_syn_sent(const struct sock *sk)
 		count(CS_CTR_TABLE_FULL);
 		return 0;
 	}
-	hs->syn_sent_ns = bpf_ktime_get_ns();
+	count(CS_CTR_HANDSHAKES_FOLLOWED);
+	hs->syn_sent_ns = now;
 	hs->last_syn_ns = hs->syn_sent_ns;
 	hs->syn_retransmits = 0;
 	hs->tgid = cs_tgid_of(bpf_get_current_pid_tgid());
@@ -296,8 +356,54 @@ int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int
 		return 0;
 	if (old_state == TCP_CLOSE && new_state == TCP_SYN_SENT)
 		return on_client_syn_sent(sk);
-	if (old_state == TCP_SYN_SENT)
+	if (old_state == TCP_SYN_SENT && !(skip_client_established && new_state == TCP_ESTABLISHED))
 		on_client_handshake_end(sk, new_state == TCP_ESTABLISHED);
+	return 0;
+}
+
+/*
+ * A SYN to a target port retransmitted whose connect was not followed
+ * (made before the attach, or while the queue had room): followed from
+ * here. Its first SYN went out unseen: TCP noted when, in retrans_stamp
+ * (ms of the same clock, 32 bits; us if the route asks for microsecond
+ * timestamps).
+ */
+static __always_inline struct client_handshake *follow_from_retransmit(const struct sock *sk, __u64 now)
+{
+	struct client_handshake *hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0,
+							 BPF_SK_STORAGE_GET_F_CREATE);
+	if (!hs) {
+		count(CS_CTR_TABLE_FULL);
+		return NULL;
+	}
+	count(CS_CTR_HANDSHAKES_FOLLOWED);
+	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	__u32 stamp = BPF_CORE_READ(tp, retrans_stamp);
+	__u64 unit_ns = BPF_CORE_READ_BITFIELD_PROBED(tp, tcp_usec_ts) ? NSEC_PER_USEC : NSEC_PER_MSEC;
+	__u32 ago = (__u32)(now / unit_ns) - stamp;
+	hs->syn_sent_ns = now - (__u64)ago * unit_ns;
+	hs->syn_retransmits = BPF_CORE_READ(&tp->inet_conn, icsk_retransmits);
+	hs->tgid = 0; /* unknown: a timer retransmits, in no process of its own */
+	return hs;
+}
+
+/*
+ * A followed client retransmits data with its handshake's end never seen:
+ * the kernel skipped that run of on_tcp_state (a softirq's, while the
+ * probe ran in a task on the same CPU: one such moment can take a whole
+ * burst of handshakes). Left now, its end's time unknown, unless a SYN
+ * retransmit left it already. A last ACK dropped on a full queue is
+ * followed by such retransmits, until the server lets the connection in.
+ */
+static __always_inline int finish_unseen_handshake(const struct sock *sk)
+{
+	struct client_handshake *hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, 0);
+
+	if (!hs)
+		return 0;
+	if (!hs->syn_retransmits)
+		leave_client_handshake(sk, hs, 0);
+	bpf_sk_storage_delete(&client_handshakes, (void *)sk);
 	return 0;
 }
 
@@ -306,34 +412,28 @@ int BPF_PROG(on_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb
 {
 	struct client_handshake *hs;
 
-	if (!trace_handshakes || !sk || sk->__sk_common.skc_state != TCP_SYN_SENT)
+	if (!trace_handshakes || !sk)
+		return 0;
+	if (sk->__sk_common.skc_state == TCP_ESTABLISHED)
+		return finish_unseen_handshake(sk);
+	if (sk->__sk_common.skc_state != TCP_SYN_SENT)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
+	struct cs_endpoint_state *ep = target_endpoint_of_sk(sk, bpf_ntohs(sk->__sk_common.skc_dport));
+	if (ep)
+		note_queue_pressure(ep, now); /* a SYN was lost: follow the next clients' */
 	hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, 0);
-	if (!hs) {
-		/* A SYN to a target port retransmitted, its connect made before the attach. */
-		if (!is_target_sk_port(sk, bpf_ntohs(sk->__sk_common.skc_dport)))
-			return 0;
-		hs = bpf_sk_storage_get(&client_handshakes, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-		if (!hs) {
-			count(CS_CTR_TABLE_FULL);
-			return 0;
-		}
-		/*
-		 * Its first SYN went out before we attached: TCP noted when, in
-		 * retrans_stamp (ms of the same clock, 32 bits; us if the route
-		 * asks for microsecond timestamps).
-		 */
-		const struct tcp_sock *tp = (const struct tcp_sock *)sk;
-		__u32 stamp = BPF_CORE_READ(tp, retrans_stamp);
-		__u64 unit_ns = BPF_CORE_READ_BITFIELD_PROBED(tp, tcp_usec_ts) ? NSEC_PER_USEC
-									       : NSEC_PER_MSEC;
-		__u32 ago = (__u32)(now / unit_ns) - stamp;
-		hs->syn_sent_ns = now - (__u64)ago * unit_ns;
-		hs->syn_retransmits = BPF_CORE_READ(&tp->inet_conn, icsk_retransmits);
-		hs->tgid = 0; /* unknown: a timer retransmits, in no process of its own */
-	}
+	if (!hs && ep)
+		hs = follow_from_retransmit(sk, now);
+	if (!hs)
+		return 0;
 	hs->syn_retransmits++;
 	hs->last_syn_ns = now;
+	/*
+	 * Left for the server's side at each retransmit, not only at the
+	 * client's ESTABLISHED, whose run the kernel may skip: a connect that
+	 * waited seconds for its SYNs is then still joined.
+	 */
+	leave_client_handshake(sk, hs, 0);
 	return 0;
 }

@@ -14,11 +14,25 @@
  * samples of backlog, limit and drops come from sock_diag.
  */
 
+/* The listening sockets whose queues handshake_may_wait() looks at: this walk's. */
+static __always_inline void note_listener(struct cs_endpoint_state *ep, const struct sock *sk)
+{
+	if (ep->walk != listener_walk) { /* its first listener in this walk */
+		ep->walk = listener_walk;
+		ep->listeners = 0;
+	}
+	__u32 seen = ep->listeners;
+	if (seen < CS_ENDPOINT_LISTENERS)
+		ep->listener_sk[seen] = (__u64)sk;
+	ep->listeners = seen + 1;
+}
+
 SEC("iter/tcp")
 int sample_listeners(struct bpf_iter__tcp *ctx)
 {
 	struct sock_common *skc = ctx->sk_common;
 	struct cs_ev_listener_sample sample = {};
+	struct cs_endpoint_state *ep;
 	struct tcp_sock *tp;
 	struct sock *sk;
 
@@ -27,9 +41,13 @@ int sample_listeners(struct bpf_iter__tcp *ctx)
 	if (!is_target_port(skc->skc_num))
 		return 0;
 	tp = bpf_skc_to_tcp_sock(skc);
-	if (!tp || !is_target_sk_port((struct sock *)tp, skc->skc_num))
+	if (!tp)
 		return 0;
 	sk = (struct sock *)tp;
+	ep = target_endpoint_of_sk(sk, skc->skc_num);
+	if (!ep)
+		return 0;
+	note_listener(ep, sk);
 
 	cs_event_header(&sample.hdr, bpf_ktime_get_ns(), CS_EV_LISTENER_SAMPLE, sizeof(sample));
 	sample.sk = (__u64)sk;

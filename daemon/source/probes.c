@@ -225,6 +225,19 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 }
 
 /*
+ * For the tests only: CONNSCOPE_SKIP_RUNS=client-established drops every
+ * run of the state probe at a local client's ESTABLISHED, as the kernel
+ * does to a softirq's run while the probe runs in a task on that CPU:
+ * what the probes recover from it is then tested every time, not by luck.
+ */
+static void test_skip_choice(struct cs_probes *probes)
+{
+	const char *choice = getenv("CONNSCOPE_SKIP_RUNS");
+	if (choice && strstr(choice, "client-established"))
+		probes->skel->rodata->skip_client_established = true;
+}
+
+/*
  * For bench/run.py only, which measures what a group of probes costs:
  * CONNSCOPE_BENCH_PROBES=no-epoll leaves out the epoll path and the
  * wake-up probe that needs it (thread roles, hand-offs and parked requests
@@ -273,6 +286,7 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 	if (!has_trace_event("tcp", "tcp_sendmsg_locked"))
 		bpf_program__set_autoload(probes->skel->progs.on_tcp_sendmsg, false);
 	bench_probe_choice(probes);
+	test_skip_choice(probes);
 	if (bpf_map__set_max_entries(probes->skel->maps.events, opts->ring_bytes))
 		return cs_fail(errmsg, errlen, "ring buffer size %u is not a power of two", opts->ring_bytes);
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "connscope.skel.h"
 #include "netns.h"
 #include "procfs.h"
 #include "u64map.h"
@@ -138,6 +139,8 @@ int cs_probes_walk_listeners(struct cs_probes *probes, uint64_t now_ns)
 	int err = 0;
 	probes->listener_walks++;
 	probes->last_walk_ns = now_ns;
+	/* The probes keep each endpoint's listeners from this walk on (cs_endpoint_state). */
+	probes->skel->bss->listener_walk = (uint32_t)probes->listener_walks;
 	/*
 	 * An iter/tcp walk visits the namespace its reader is in when it
 	 * starts. One we may no longer enter (connscoped, once it dropped

@@ -60,15 +60,15 @@ int cs_probes_remove_port(struct cs_probes *probes, uint16_t port)
 int cs_probes_add_endpoint(struct cs_probes *probes, uint32_t netns_ino, uint16_t port)
 {
 	uint64_t key = cs_endpoint_key(netns_ino, port);
-	uint8_t one = 1;
+	struct cs_endpoint_state fresh = { .listeners = 0 }; /* no walk yet: handshakes followed */
 	for (size_t i = 0; i < probes->endpoint_count; i++)
 		if (probes->endpoints[i] == key)
 			return 0;
 	if (probes->endpoint_count >= CS_MAX_ENDPOINTS)
 		return -ENOSPC;
 	/* The endpoint before the port bit: the probes look at the bit first. */
-	int err = bpf_map__update_elem(probes->skel->maps.target_endpoints, &key, sizeof(key), &one,
-				       sizeof(one), BPF_ANY);
+	int err = bpf_map__update_elem(probes->skel->maps.target_endpoints, &key, sizeof(key), &fresh,
+				       sizeof(fresh), BPF_ANY);
 	if (err)
 		return err;
 	probes->endpoints[probes->endpoint_count++] = key;
