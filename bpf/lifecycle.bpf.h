@@ -194,10 +194,9 @@ static __always_inline void on_client_handshake_end(const struct sock *sk, bool 
 	if (established) {
 		leave_client_handshake(sk, hs, bpf_ktime_get_ns());
 	} else if (hs->syn_retransmits > 0) {
-		/* Left at its retransmits (on_tcp_retransmit): no server side will take it. */
+		/* It gave up: no server side will ever come to take what its retransmits left. */
 		struct handshake_key key = client_handshake_key(sk);
 		bpf_map_delete_elem(&handshakes_done, &key);
-		/* It gave up: no server side will ever come. */
 		struct cs_ev_handshake *ev = reserve_event(sizeof(*ev), CS_EV_HANDSHAKE);
 		if (ev) {
 			ev->sk = (__u64)sk;
