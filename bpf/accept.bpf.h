@@ -34,13 +34,14 @@ static __always_inline int on_accept_enter(int listen_fd)
 static __always_inline void note_accepted(struct cs_ev_accept *ev, struct sock *child)
 {
 	__u64 key = (__u64)child;
-	__u64 *established = bpf_map_lookup_elem(&established_ns, &key);
+	struct queued_conn *queued = bpf_map_lookup_elem(&established_ns, &key);
 
 	ev->sk = key;
 	read_tuple(child, &ev->tuple);
-	if (established) {
-		ev->established_ns = *established;
-		bpf_map_delete_elem(&established_ns, &key);
+	if (queued) {
+		ev->established_ns = queued->established_ns;
+		if (!queued->unfollowed)
+			bpf_map_delete_elem(&established_ns, &key);
 	} else {
 		count(CS_CTR_ACCEPT_UNMATCHED);
 	}

@@ -92,13 +92,21 @@ struct {
 
 /*
  * When each not-yet-accepted connection became ESTABLISHED, by socket.
- * Accept removes the entry; LRU drops connections reset while queued.
+ * Accept removes the entry, but for an unfollowed one (established between
+ * tracing windows: no socket storage), which stays until the request
+ * probes adopt the connection or it closes; LRU drops connections reset
+ * while queued.
  */
+struct queued_conn {
+	__u64 established_ns;
+	__u64 unfollowed; /* 1: no storage made for it; its entry outlives the accept */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u64);
-	__type(value, __u64);
+	__type(value, struct queued_conn);
 } established_ns SEC(".maps");
 
 /*

@@ -305,8 +305,21 @@ struct cs_ev_conn_close {
 	__u32 tgid;             /* the closing process, when the server closed */
 	__u16 listener_port;
 	__u8 closed_by; /* enum cs_closer */
-	__u8 partial;   /* 1: connection older than the attach */
-	__u32 pad;
+	__u8 partial;   /* 1: its start not seen (older than the attach) */
+	__u32 flags;    /* enum cs_close_flags */
+};
+
+/* cs_ev_conn_close.flags */
+enum cs_close_flags {
+	/*
+	 * No request state was kept for it (established between tracing
+	 * windows, or before the attach, and never seen by the request
+	 * probes): requests is 0, not counted, and last_activity_ns comes
+	 * from TCP's own stamps of the last data in and out, in jiffies
+	 * (0: unknown).
+	 */
+	CS_CLOSE_UNFOLLOWED = 1,
+	CS_CLOSE_RECEIVED_DATA = 2, /* ...and the server had received bytes on it */
 };
 
 enum cs_reset_direction {

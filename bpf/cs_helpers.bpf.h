@@ -37,6 +37,7 @@
 
 #define NSEC_PER_USEC 1000ull
 #define NSEC_PER_MSEC 1000000ull
+#define NSEC_PER_SEC 1000000000ull
 
 /* bpf_get_current_pid_tgid(): the process (tgid) above, the thread below. */
 static __always_inline __u32 cs_tgid_of(__u64 pid_tgid)

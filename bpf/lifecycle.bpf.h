@@ -221,7 +221,8 @@ static __always_inline void on_client_handshake_end(const struct sock *sk, bool 
 
 /*
  * The server's side of a connection became ESTABLISHED: if a local client
- * made it, its extra connect delay is what the server's queue cost it.
+ * made it, its extra connect delay is what the server's queue cost it
+ * (kept in conn for its first request; conn NULL: between windows).
  */
 static __always_inline void join_client_handshake(const struct sock *sk, struct conn_state *conn,
 						  __u64 now)
@@ -240,7 +241,8 @@ static __always_inline void join_client_handshake(const struct sock *sk, struct 
 				   : 0;
 	__u64 total = now > done->syn_sent_ns ? now - done->syn_sent_ns : 0;
 	__u64 extra = total > round_trip ? total - round_trip : 0;
-	conn->handshake_extra_ns = extra;
+	if (conn)
+		conn->handshake_extra_ns = extra;
 	if (done->syn_retransmits > 0 || extra >= SLOW_HANDSHAKE_NS) {
 		struct cs_ev_handshake *ev = reserve_event(sizeof(*ev), CS_EV_HANDSHAKE);
 		if (ev) {
@@ -267,8 +269,21 @@ static __always_inline int on_server_established(const struct sock *sk)
 	if (!is_target_sk_port(sk, port))
 		return 0;
 	__u64 key = (__u64)sk, now = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&established_ns, &key, &now, BPF_ANY))
+	/*
+	 * Between tracing windows, no request state (its storage is most of
+	 * what a new connection costs the probes): its accept record still
+	 * has its queue wait, a slow handshake its record, and its entry
+	 * here stays for the request probes to adopt it whole in a window
+	 * (adopt_connection) or for its close (close_unfollowed).
+	 */
+	struct queued_conn queued = { .established_ns = now, .unfollowed = !(trace_window & 1) };
+	if (bpf_map_update_elem(&established_ns, &key, &queued, BPF_ANY))
 		count(CS_CTR_TABLE_FULL);
+	if (queued.unfollowed) {
+		if (trace_handshakes)
+			join_client_handshake(sk, NULL, now);
+		return 0;
+	}
 	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0,
 						     BPF_SK_STORAGE_GET_F_CREATE);
 	if (!conn) {

@@ -323,7 +323,8 @@ static __always_inline bool is_fresh_connection(const struct sock *sk)
 }
 
 /*
- * A connection seen for the first time without storage: older than the
+ * A connection seen for the first time without storage: one established
+ * between tracing windows (whole: its start is known), older than the
  * attach, or one whose ESTABLISHED the state probe never saw (rare; its
  * accept then counts as partial). Followed from here if it is on a target
  * port: as partial, but for a connection whose first bytes are arriving
@@ -343,9 +344,19 @@ static __always_inline struct conn_state *adopt_connection(const struct sock *sk
 		count(CS_CTR_SOCKET_STORAGE);
 		return NULL;
 	}
-	conn->partial = !(arriving && is_fresh_connection(sk));
 	conn->port = sk->__sk_common.skc_num;
 	conn->window = trace_window;
+	__u64 key = (__u64)sk;
+	struct queued_conn *queued = bpf_map_lookup_elem(&established_ns, &key);
+	if (queued && queued->unfollowed) {
+		/* Established between windows, its start known: whole, as if followed from there. */
+		conn->established_ns = queued->established_ns;
+		conn->last_activity_ns = queued->established_ns;
+		conn->window = trace_window - 1; /* enter_window: were requests missed? */
+		bpf_map_delete_elem(&established_ns, &key);
+		return conn;
+	}
+	conn->partial = !(arriving && is_fresh_connection(sk));
 	return conn;
 }
 

@@ -207,6 +207,77 @@ int BPF_PROG(on_xmit, const struct sk_buff *skb, const struct net_device *dev)
 	return 0;
 }
 
+/* The kernel's tick rate: TCP stamps its last data in and out in jiffies. 0: unknown. */
+extern int CONFIG_HZ __kconfig __weak;
+
+/*
+ * When TCP last saw data go in or out of tp, as a time of bpf_ktime_get_ns:
+ * the later of its two stamps, which are in jiffies. Taken as late as it
+ * can have been (one tick later than its jiffy says), so that a close
+ * right after an answer never looks like an idle gap. 0: the tick rate is
+ * unknown.
+ */
+static __always_inline __u64 last_data_ns(const struct tcp_sock *tp, __u64 now)
+{
+	__u32 sent = tp->lsndtime, received = tp->inet_conn.icsk_ack.lrcvtime;
+	__u32 last = (__s32)(received - sent) > 0 ? received : sent;
+	__u32 ticks_ago = (__u32)bpf_jiffies64() - last;
+
+	if (CONFIG_HZ <= 0)
+		return 0;
+	__u64 ago_ns = ticks_ago > 1 ? (__u64)(ticks_ago - 1) * (NSEC_PER_SEC / (__u64)CONFIG_HZ) : 0;
+	return now > ago_ns ? now - ago_ns : 1;
+}
+
+/*
+ * A target's connection without request state leaves ESTABLISHED: one
+ * established between tracing windows (where none is made) or before the
+ * attach, never seen by the request probes since. Closes are counted all
+ * the time, so it is recorded too, from what TCP keeps: who closed, when
+ * data last went in or out, and whether the server received any.
+ */
+static __always_inline int close_unfollowed(const struct sock *sk, int new_state)
+{
+	__u16 port = sk->__sk_common.skc_num;
+
+	if (!is_target_sk_port(sk, port))
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	struct cs_ev_conn_close *ev = reserve_event_at(sizeof(*ev), CS_EV_CONN_CLOSE, now);
+	if (!ev)
+		return 0;
+	__u64 key = (__u64)sk;
+	struct queued_conn *queued = bpf_map_lookup_elem(&established_ns, &key);
+	ev->sk = key;
+	ev->established_ns = 0;
+	ev->partial = 1; /* older than the attach, or its entry lost (LRU) */
+	if (queued && queued->unfollowed) {
+		ev->established_ns = queued->established_ns;
+		ev->partial = 0;
+		bpf_map_delete_elem(&established_ns, &key);
+	}
+	ev->last_activity_ns = 0;
+	ev->flags = CS_CLOSE_UNFOLLOWED;
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+	if (tp) {
+		ev->last_activity_ns = last_data_ns(tp, now);
+		if (tp->bytes_received)
+			ev->flags |= CS_CLOSE_RECEIVED_DATA;
+	}
+	read_tuple(sk, &ev->tuple);
+	ev->requests = 0;
+	ev->listener_port = port;
+	ev->tgid = 0;
+	if (new_state == TCP_FIN_WAIT1) {
+		ev->closed_by = CS_CLOSED_BY_SERVER;
+		ev->tgid = cs_tgid_of(bpf_get_current_pid_tgid());
+	} else {
+		ev->closed_by = new_state == TCP_CLOSE_WAIT ? CS_CLOSED_BY_CLIENT : CS_CLOSED_BY_ABORT;
+	}
+	submit_event(ev);
+	return 0;
+}
+
 /*
  * The connection leaves ESTABLISHED: close its request and say who closed.
  * late: seen only at a later state change (the kernel skipped our run at
@@ -219,7 +290,9 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	struct cs_ev_conn_close *ev;
 	__u64 now;
 
-	if (!conn || conn->closed)
+	if (!conn)
+		return late ? 0 : close_unfollowed(sk, new_state);
+	if (conn->closed)
 		return 0;
 	now = bpf_ktime_get_ns();
 	note_answer_in_flight(sk, conn, now);
@@ -241,7 +314,7 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	ev->requests = conn->requests;
 	ev->listener_port = conn->port;
 	ev->partial = conn->partial || !conn->established_ns; /* its start not seen */
-	ev->pad = 0;
+	ev->flags = 0;
 	if (new_state == TCP_FIN_WAIT1) {
 		ev->closed_by = CS_CLOSED_BY_SERVER;
 		ev->tgid = late ? conn->tgid : cs_tgid_of(bpf_get_current_pid_tgid());

@@ -458,7 +458,9 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 		}
 		life->server_close_count[second % 64]++;
 		uint64_t gap_ns = span(ev->last_activity_ns, ev->hdr.ts_ns);
-		if (ev->requests > 0 && gap_ns >= IDLE_CLOSE_MIN_NS) {
+		/* An unfollowed connection's requests were not counted: that it received data tells. */
+		bool had_requests = ev->requests > 0 || (ev->flags & CS_CLOSE_RECEIVED_DATA);
+		if (had_requests && ev->last_activity_ns && gap_ns >= IDLE_CLOSE_MIN_NS) {
 			life->server_idle_closes++;
 			freer = CS_FREED_BY_IDLE_CLOSE;
 			cs_hist_record(life->idle_gap_ns, gap_ns);

@@ -3,7 +3,9 @@
 # request probes detached in between. Two daemons watch the same steady
 # load at once, one in the default mode and one with --trace always:
 #   (a) the sampled daemon's accepts and closes are exact against the
-#       client's connections (the lifecycle probes stay attached);
+#       client's connections (the lifecycle probes stay attached), and so
+#       are its idle closes of connections made between windows, which it
+#       keeps no request state for (TCP's own stamps tell their idle time);
 #   (b) its p99 and top tail cause share are within 10 % of the full
 #       tracing daemon's on the same requests;
 #   (c) bpftool link show lists its request probes (sk_data_ready,
@@ -30,8 +32,10 @@ source "$(dirname "$0")/lib.sh"
 CS_DAEMON=$CS_BUILD/connscoped
 CONNECTIONS=16
 LOAD_S=34 # three windows of the load: some 1500 requests traced, 15 in the tail
+IDLE_CONNECTIONS=6
+IDLE_TIMEOUT_MS=1500 # the load's connections are never idle that long
 
-cs_start_server --workers 2 --accept reuseport
+cs_start_server --workers 2 --accept reuseport --idle-timeout-ms "$IDLE_TIMEOUT_MS"
 sampled_sock=$CS_TMP/run/sampled.sock
 always_sock=$CS_TMP/run/always.sock
 sampled_mport=$(cs_free_port)
@@ -89,6 +93,43 @@ note "between windows: $(sort "$CS_TMP/links.detached" | tr '\n' ' ')"
 for tp in inet_sock_set_state kfree_skb tcp_send_reset tcp_receive_reset; do
   grep -qx "tp:$tp" "$CS_TMP/links.detached" || fail "$tp detached between windows"
 done
+scrape() { curl -sf "http://127.0.0.1:$1/metrics"; }
+metric() { scrape "$1" | awk -v m="$2" 'index($0, m "{") == 1 { s += $NF } END { print s + 0 }'; }
+closed_by() { scrape "$1" | awk -v b="by=\"$2\"" 'index($0, "connscope_connections_closed_total{") == 1 && index($0, b) { s += $NF } END { print s + 0 }'; }
+closes_seen() { # closes_seen N: until both daemons have read N closes from their rings (at most 30 s)
+  for _ in $(seq 300); do
+    [[ $(metric "$sampled_mport" connscope_connections_closed_total) -ge $1 &&
+       $(metric "$always_mport" connscope_connections_closed_total) -ge $1 ]] && return 0
+    sleep 0.1
+  done
+}
+# (a) Right after the first window: connections made between two windows,
+# one request each, then left idle until the server closes them (2 s of
+# the 9 s before the next window). The sampled daemon keeps no request
+# state for them, and counts their closes and idle closes all the same.
+windows_before=$("$CS_BIN" status --json --socket "$sampled_sock" | json_get /dev/stdin 'j["tracing"]["windows"]')
+idle_closed=$(timeout 20 python3 - "$SERVER_PORT" "$IDLE_CONNECTIONS" <<'PY'
+import socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+conns = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(n)]
+for c in conns:
+    c.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+closed = 0
+for c in conns:
+    data = b""
+    while True:  # the answer, then the server's close after its idle timeout
+        chunk = c.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    closed += data.startswith(b"HTTP/1.1 200")
+    c.close()
+print(closed)
+PY
+) || fail "the idle clients failed"
+windows_after=$("$CS_BIN" status --json --socket "$sampled_sock" | json_get /dev/stdin 'j["tracing"]["windows"]')
+assert_cmp "$idle_closed" '==' "$IDLE_CONNECTIONS" "connections answered, then closed by the server when idle"
+assert_cmp "$windows_after" '==' "$windows_before" "the idle connections were made and closed between two windows: windows opened"
 "$CS_LOAD" --port "$SERVER_PORT" --connections "$CONNECTIONS" --rate 500 --duration "$LOAD_S" \
   --mix /sleep/20:0.03 --json "$CS_TMP/client.json" --quiet &
 load=$!
@@ -104,20 +145,9 @@ wait "$load" || fail "the load failed"
 connections=$(json_get "$CS_TMP/client.json" 'j["connections"]')
 client_requests=$(json_get "$CS_TMP/client.json" 'j["requests"]')
 [[ $(json_get "$CS_TMP/client.json" 'j["errors"]["total"]') == 0 ]] || fail "the client saw errors"
-# csload closes its connections at its end; the daemons see the closes.
-kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
 
-scrape() { curl -sf "http://127.0.0.1:$1/metrics"; }
-metric() { scrape "$1" | awk -v m="$2" 'index($0, m "{") == 1 { s += $NF } END { print s + 0 }'; }
-# (a) exact counters: wait for the ring to be read (at most 30 s), then compare.
-for _ in $(seq 300); do
-  [[ $(metric "$sampled_mport" connscope_connections_closed_total) -ge $connections ]] && break
-  sleep 0.1
-done
-for mport in "$sampled_mport" "$always_mport"; do
-  assert_cmp "$(metric "$mport" connscope_accepts_total)" '==' "$connections" "accepts on :$mport (client's connections)"
-  assert_cmp "$(metric "$mport" connscope_connections_closed_total)" '==' "$connections" "closes on :$mport (client's connections)"
-done
+# csload closes its connections at its end; the daemons see the closes.
+closes_seen $((connections + IDLE_CONNECTIONS))
 
 # (b) the same requests seen by both: p99 and the tail's top cause.
 "$CS_BIN" snapshot --json --socket "$sampled_sock" >"$CS_TMP/sampled.json" || fail "snapshot (sampled) failed"
@@ -188,6 +218,18 @@ promtool check metrics <"$CS_TMP/metrics.txt" || fail "promtool rejects the metr
 ratio=$(metric "$sampled_mport" connscope_traced_ratio)
 assert_cmp "$ratio" '<=' 0.2 "connscope_traced_ratio"
 echo "ok: status, snapshots, top and /metrics say what was traced"
+
+kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
+total=$((connections + IDLE_CONNECTIONS))
+closes_seen "$total"
+for mport in "$sampled_mport" "$always_mport"; do
+  assert_cmp "$(metric "$mport" connscope_accepts_total)" '==' "$total" "accepts on :$mport (client's connections)"
+  assert_cmp "$(metric "$mport" connscope_connections_closed_total)" '==' "$total" "closes on :$mport (client's connections)"
+  assert_cmp "$(closed_by "$mport" server)" '==' "$IDLE_CONNECTIONS" "closed by the server on :$mport (the idle ones)"
+  assert_cmp "$(closed_by "$mport" client)" '==' "$connections" "closed by the client on :$mport (csload's)"
+  assert_cmp "$(metric "$mport" connscope_idle_closes_total)" '==' "$IDLE_CONNECTIONS" "idle closes on :$mport"
+done
+echo "ok: accepts, closes by side and idle closes exact, between windows too"
 
 for d in "$sampled" "$always"; do
   kill -TERM "$d"

@@ -306,6 +306,7 @@ struct close_spec {
 	uint16_t port;
 	uint8_t closed_by;         /* enum cs_closer */
 	uint8_t partial;
+	uint32_t flags;            /* enum cs_close_flags */
 };
 
 static inline struct cs_ev_conn_close make_conn_close(struct close_spec s)
@@ -323,6 +324,7 @@ static inline struct cs_ev_conn_close make_conn_close(struct close_spec s)
 	ev.listener_port = s.port;
 	ev.closed_by = s.closed_by;
 	ev.partial = s.partial;
+	ev.flags = s.flags;
 	return ev;
 }
 

@@ -114,6 +114,42 @@ Test(partial, close_without_an_open)
 	cr_expect_eq(engine->lifecycle.lifetime_ns->count, 1);
 }
 
+/*
+ * Closes of connections the probes kept no state for (established between
+ * tracing windows): counted by side; an idle close told by TCP's own stamps
+ * of its last data, when it received any.
+ */
+Test(partial, unfollowed_closes)
+{
+	const uint32_t unfollowed = CS_CLOSE_UNFOLLOWED, received = CS_CLOSE_UNFOLLOWED | CS_CLOSE_RECEIVED_DATA;
+	/* Answered, then idle for 2 s until the server closed it: an idle close. */
+	feed_conn_close(engine, (struct close_spec){ .sk = 0xffff880000005000ull, .port = PORT, .ts_ns = 10 * SEC,
+						     .last_activity_ns = 8 * SEC, .closed_by = CS_CLOSED_BY_SERVER,
+						     .partial = 1, .flags = received });
+	/* Closed by the server right after its answer: not idle. */
+	feed_conn_close(engine, (struct close_spec){ .sk = 0xffff880000005040ull, .port = PORT, .ts_ns = 11 * SEC,
+						     .last_activity_ns = 11 * SEC, .closed_by = CS_CLOSED_BY_SERVER,
+						     .partial = 1, .flags = received });
+	/* Nothing ever came in: a server that drops silent connections is no idle timeout of requests. */
+	feed_conn_close(engine, (struct close_spec){ .sk = 0xffff880000005080ull, .port = PORT, .ts_ns = 12 * SEC,
+						     .last_activity_ns = 2 * SEC, .closed_by = CS_CLOSED_BY_SERVER,
+						     .partial = 1, .flags = unfollowed });
+	/* The tick rate unknown (last activity 0): not told idle. */
+	feed_conn_close(engine, (struct close_spec){ .sk = 0xffff8800000050c0ull, .port = PORT, .ts_ns = 13 * SEC,
+						     .closed_by = CS_CLOSED_BY_SERVER, .partial = 1, .flags = received });
+	feed_conn_close(engine, (struct close_spec){ .sk = 0xffff880000005100ull, .port = PORT, .ts_ns = 14 * SEC,
+						     .last_activity_ns = 13 * SEC, .closed_by = CS_CLOSED_BY_CLIENT,
+						     .partial = 1, .flags = received });
+	cr_expect_eq(engine->lifecycle.closed_by[CS_CLOSED_BY_SERVER], 4);
+	cr_expect_eq(engine->lifecycle.closed_by[CS_CLOSED_BY_CLIENT], 1);
+	cr_expect_eq(engine->lifecycle.closed_partial, 5);
+	cr_expect_eq(engine->lifecycle.server_idle_closes, 1);
+	cr_expect_eq(engine->lifecycle.idle_gap_ns->count, 1);
+	cr_expect_eq(engine->lifecycle.idle_gap_ns->max >= 2 * SEC, true);
+	cr_expect_eq(engine->lifecycle.lifetime_ns->count, 0, "no lifetime without a start");
+	cr_expect_eq(engine->conns.count, 0);
+}
+
 Test(partial, partial_and_whole_connections_together)
 {
 	for (uint64_t i = 0; i < 10; i++)
