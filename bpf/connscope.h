@@ -28,8 +28,10 @@
  * 6: CS_EV_PROG_COST and CS_EV_SELF_COST.
  * 7: CS_EV_REQUEST_BYTES, CS_EV_CLIENT_HELLO and CS_REQ_READ_AFTER_SEND.
  * 8: CS_PEEK_MORE_REQUESTS (a new meaning in an existing record: a version 7
- *    reader would take such an exchange for one request). Older traces still read. */
-#define CS_WIRE_VERSION 8
+ *    reader would take such an exchange for one request).
+ * 9: cs_ev_conn_close.closer_runq_ns, at the end: the one record that grew
+ *    (CS_EV_CONN_CLOSE_V8_SIZE); older ones read with it 0. Older traces still read. */
+#define CS_WIRE_VERSION 9
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -307,7 +309,17 @@ struct cs_ev_conn_close {
 	__u8 closed_by; /* enum cs_closer */
 	__u8 partial;   /* 1: its start not seen (older than the attach) */
 	__u32 flags;    /* enum cs_close_flags */
+	/*
+	 * A server close: of the time since last_activity_ns, how long the
+	 * closing thread waited to run (runnable, not running). A close the
+	 * machine delayed is not one the server waited for. 0 when unknown:
+	 * the thread not seen by a probe since that activity, or the close
+	 * within CS_CLOSE_RUNQ_FROM_NS of it (too soon to be an idle close).
+	 */
+	__u64 closer_runq_ns;
 };
+#define CS_CLOSE_RUNQ_FROM_NS 1000000ull
+#define CS_EV_CONN_CLOSE_V8_SIZE 96 /* before closer_runq_ns */
 
 /* cs_ev_conn_close.flags */
 enum cs_close_flags {
@@ -583,7 +595,8 @@ _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
 _Static_assert(sizeof(struct cs_ev_request) == 128, "wire: request size");
 _Static_assert(sizeof(struct cs_ev_request_bytes) == 96, "wire: request bytes size");
 _Static_assert(sizeof(struct cs_ev_client_hello) == 32 + CS_HELLO_LEN, "wire: client hello size");
-_Static_assert(sizeof(struct cs_ev_conn_close) == 96, "wire: conn close size");
+_Static_assert(sizeof(struct cs_ev_conn_close) == 104, "wire: conn close size");
+_Static_assert(__builtin_offsetof(struct cs_ev_conn_close, closer_runq_ns) == CS_EV_CONN_CLOSE_V8_SIZE, "wire: v8 close");
 _Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");
 _Static_assert(sizeof(struct cs_ev_thread_sample) == 64, "wire: thread sample size");
 _Static_assert(sizeof(struct cs_ev_ack_overflow) == 56, "wire: ack overflow size");

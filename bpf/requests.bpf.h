@@ -42,6 +42,25 @@ static __always_inline __u64 runq_since(__u64 from_ns, __u64 now, __u64 run_dela
 	return waited;
 }
 
+/*
+ * Of the time between a connection's last activity and the current thread
+ * closing it, how long that thread waited to run. Exact when a probe looked
+ * at the thread since the activity (the worker that sent the answer); 0
+ * when none did, since its waits then cannot be placed in that span, or
+ * when the close came too soon to need it. Reads, never creates, storage:
+ * a thread without it was never seen.
+ */
+static __always_inline __u64 closer_runq(__u64 last_activity_ns, __u64 now)
+{
+	if (!last_activity_ns || now < last_activity_ns + CS_CLOSE_RUNQ_FROM_NS)
+		return 0;
+	struct thread_obs *obs = bpf_task_storage_get(&thread_obs, bpf_get_current_task_btf(), 0, 0);
+
+	if (!obs || obs->seen_ns < last_activity_ns || obs->seen_ns > now)
+		return 0;
+	return at_most(current_run_delay() - obs->run_delay_ns, now - obs->seen_ns);
+}
+
 /* A parked request's hand-back, just before its request record (see cs_ev_handback). */
 static __always_inline void emit_handback(const struct sock *sk, const struct conn_state *conn, __u64 now)
 {

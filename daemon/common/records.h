@@ -15,4 +15,10 @@
 /* Expected size of a record type, 0 if unknown. */
 size_t cs_record_size(uint16_t type);
 
+/*
+ * Its size in a stream of an older wire version (a recorded trace). A
+ * record that grew only grew at its end: read at this size, the rest is 0.
+ */
+size_t cs_record_size_in(uint16_t type, uint32_t wire_version);
+
 #endif /* CS_RECORDS_H */

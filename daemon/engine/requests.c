@@ -13,8 +13,13 @@
 #include "tables.h"
 #include "units.h"
 
-/* A server close this long after the last bytes is an idle close. */
+/*
+ * A server close this long after the last bytes is an idle close, less
+ * the closing thread's run-queue wait meanwhile: a close the machine
+ * delayed came right after the answer, not after waiting for a request.
+ */
 #define IDLE_CLOSE_MIN_NS (5 * NS_PER_MS)
+_Static_assert(IDLE_CLOSE_MIN_NS >= CS_CLOSE_RUNQ_FROM_NS, "closer_runq_ns is kept for every close that may be idle");
 /* A new connection from the same client this soon after an idle close is a reconnect. */
 #define RECONNECT_WINDOW_NS NS_PER_SEC
 /* Resets the kernel sends when data reaches a connection the server closed. */
@@ -460,7 +465,8 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 		uint64_t gap_ns = span(ev->last_activity_ns, ev->hdr.ts_ns);
 		/* An unfollowed connection's requests were not counted: that it received data tells. */
 		bool had_requests = ev->requests > 0 || (ev->flags & CS_CLOSE_RECEIVED_DATA);
-		if (had_requests && ev->last_activity_ns && gap_ns >= IDLE_CLOSE_MIN_NS) {
+		uint64_t waited_ns = gap_ns - (ev->closer_runq_ns < gap_ns ? ev->closer_runq_ns : gap_ns);
+		if (had_requests && ev->last_activity_ns && waited_ns >= IDLE_CLOSE_MIN_NS) {
 			life->server_idle_closes++;
 			freer = CS_FREED_BY_IDLE_CLOSE;
 			cs_hist_record(life->idle_gap_ns, gap_ns);

@@ -171,6 +171,39 @@ static void apply_summary(struct cs_trace_info *info, const struct cs_trace_summ
 	info->meta.netstat.syncookies_sent = summary->syncookies_sent;
 }
 
+/* A record's size as the file's wire version wrote it; 0 if unknown. */
+static size_t stored_size(uint16_t type, uint32_t wire_version)
+{
+	switch (type) {
+	case CS_TRACE_SUMMARY_TYPE:
+		return sizeof(struct cs_trace_summary);
+	case CS_TRACE_RUN_TYPE:
+		return sizeof(struct cs_trace_run);
+	case CS_TRACE_LABELS_TYPE:
+		return sizeof(struct cs_trace_labels);
+	default:
+		return cs_record_size_in(type, wire_version);
+	}
+}
+
+/*
+ * A record of an older wire version that has grown since, in the record
+ * buffer (MAX_RECORD_BYTES): its new fields zeroed and its header saying
+ * the current size, which the engine expects. Returns that size.
+ */
+static size_t grown_to_current(unsigned char *record, size_t stored)
+{
+	struct cs_event_header hdr;
+	memcpy(&hdr, record, sizeof(hdr));
+	size_t current = cs_record_size(hdr.type);
+	if (current <= stored)
+		return stored;
+	memset(record + stored, 0, current - stored);
+	hdr.size = (__u16)current;
+	memcpy(record, &hdr, sizeof(hdr));
+	return current;
+}
+
 int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs_trace_info *info,
 		  char *errmsg, size_t errlen)
 {
@@ -183,7 +216,7 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 		return corrupt(errmsg, errlen, "not a connscope trace (bad magic)");
 	if (got < sizeof(header))
 		return corrupt(errmsg, errlen, "truncated header (%zu of %zu bytes)", got, sizeof(header));
-	/* Wire versions only add record types: older ones read as they were. */
+	/* Wire versions only add record types and grow records at their end: older ones still read. */
 	if (header.file_version < CS_TRACE_VERSION_MIN || header.file_version > CS_TRACE_VERSION ||
 	    header.wire_version < CS_WIRE_VERSION_MIN ||
 	    header.wire_version > CS_WIRE_VERSION)
@@ -208,10 +241,7 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 			return corrupt(errmsg, errlen, "data after the summary at offset %" PRIu64, offset);
 		if (got < sizeof(hdr))
 			return truncated(errmsg, errlen, "truncated record header at offset %" PRIu64, offset);
-		size_t expected = hdr.type == CS_TRACE_SUMMARY_TYPE ? sizeof(struct cs_trace_summary)
-				  : hdr.type == CS_TRACE_RUN_TYPE   ? sizeof(struct cs_trace_run)
-				  : hdr.type == CS_TRACE_LABELS_TYPE ? sizeof(struct cs_trace_labels)
-								    : cs_record_size(hdr.type);
+		size_t expected = stored_size(hdr.type, header.wire_version);
 		if (!expected)
 			return corrupt(errmsg, errlen, "unknown record type %u at offset %" PRIu64, hdr.type, offset);
 		if (hdr.size != expected)
@@ -235,7 +265,7 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 			apply_labels(info, &labels);
 		} else {
 			info->records++;
-			int err = on_record(ctx, record, expected);
+			int err = on_record(ctx, record, grown_to_current(record, expected));
 			if (err)
 				return err;
 		}

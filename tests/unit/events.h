@@ -307,6 +307,7 @@ struct close_spec {
 	uint8_t closed_by;         /* enum cs_closer */
 	uint8_t partial;
 	uint32_t flags;            /* enum cs_close_flags */
+	uint64_t closer_runq_ns;
 };
 
 static inline struct cs_ev_conn_close make_conn_close(struct close_spec s)
@@ -325,6 +326,7 @@ static inline struct cs_ev_conn_close make_conn_close(struct close_spec s)
 	ev.closed_by = s.closed_by;
 	ev.partial = s.partial;
 	ev.flags = s.flags;
+	ev.closer_runq_ns = s.closer_runq_ns;
 	return ev;
 }
 
