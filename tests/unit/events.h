@@ -27,6 +27,23 @@
 #define MS (1000ull * US)
 #define SEC (1000ull * MS)
 
+/*
+ * At a test file's top level: `engine`, a fresh engine for each test of
+ * the suites that take setup and teardown (TestSuite(name, .init = setup,
+ * .fini = teardown)).
+ */
+#define CS_ENGINE_FIXTURE                                 \
+	static struct cs_engine *engine;                  \
+	static void setup(void)                           \
+	{                                                 \
+		engine = cs_engine_new();                 \
+		cr_assert_not_null(engine);               \
+	}                                                 \
+	static void teardown(void)                        \
+	{                                                 \
+		cs_engine_free(engine);                   \
+	}
+
 /* The listening socket cookie a test uses unless it names one. */
 static inline uint64_t default_listener_sk(uint16_t port)
 {

@@ -17,18 +17,7 @@
 #define T0 (100 * SEC)
 #define SK(n) (0xffff888500000000ull + (n))
 
-static struct cs_engine *engine;
-
-static void setup(void)
-{
-	engine = cs_engine_new();
-	cr_assert_not_null(engine);
-}
-
-static void teardown(void)
-{
-	cs_engine_free(engine);
-}
+CS_ENGINE_FIXTURE
 
 TestSuite(handoffs, .init = setup, .fini = teardown);
 

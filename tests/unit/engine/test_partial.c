@@ -19,18 +19,7 @@
 
 #define PORT 8080
 
-static struct cs_engine *engine;
-
-static void setup(void)
-{
-	engine = cs_engine_new();
-	cr_assert_not_null(engine);
-}
-
-static void teardown(void)
-{
-	cs_engine_free(engine);
-}
+CS_ENGINE_FIXTURE
 
 TestSuite(partial, .init = setup, .fini = teardown);
 TestSuite(forget, .init = setup, .fini = teardown);

@@ -18,18 +18,7 @@
 #define CLIENT 0x0a000002u /* 10.0.0.2 */
 #define SK(n) (0xffff888100000000ull + (n))
 
-static struct cs_engine *engine;
-
-static void setup(void)
-{
-	engine = cs_engine_new();
-	cr_assert_not_null(engine);
-}
-
-static void teardown(void)
-{
-	cs_engine_free(engine);
-}
+CS_ENGINE_FIXTURE
 
 TestSuite(split, .init = setup, .fini = teardown);
 TestSuite(join, .init = setup, .fini = teardown);

@@ -119,18 +119,7 @@ Test(tls13_hello, cut_before_the_last_extension_is_not_told)
 
 /* ---- the engine ------------------------------------------------------------ */
 
-static struct cs_engine *engine;
-
-static void setup(void)
-{
-	engine = cs_engine_new();
-	cr_assert_not_null(engine);
-}
-
-static void teardown(void)
-{
-	cs_engine_free(engine);
-}
+CS_ENGINE_FIXTURE
 
 TestSuite(tls13_hello);
 TestSuite(tls13_resumption, .init = setup, .fini = teardown);

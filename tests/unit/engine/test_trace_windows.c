@@ -152,18 +152,7 @@ Test(trace_windows, estimates)
 
 /* ---- requests at a window's edges, as the engine gets them ----------------- */
 
-static struct cs_engine *engine;
-
-static void setup(void)
-{
-	engine = cs_engine_new();
-	cr_assert_not_null(engine);
-}
-
-static void teardown(void)
-{
-	cs_engine_free(engine);
-}
+CS_ENGINE_FIXTURE
 
 TestSuite(window_edges, .init = setup, .fini = teardown);
 
