@@ -229,6 +229,8 @@ enum cs_psk_offer cs_client_hello_psk(const uint8_t *hello, size_t len, size_t t
  * it 600 bytes or more (RSA 2048: ~1 500).
  */
 #define CS_TLS13_RESUMED_FLIGHT_MAX 512
+/* Exchanges of closed connections interleaved from several CPUs, told apart at once. */
+#define CS_ORPHAN_SLOTS 16
 
 /* first_len bytes begin with HTTP/2's connection preface. */
 bool cs_is_h2_preface(const uint8_t *first, size_t first_len);
@@ -426,11 +428,17 @@ struct cs_request_stats {
 	uint32_t last_index;
 	bool last_was_request;
 	struct cs_request_setup last_setup;
-	/* The last such record, for its request record next (exchanges.c). */
-	uint64_t orphan_sk;
-	uint32_t orphan_index;
-	uint8_t orphan_kind;
-	uint8_t orphan_ended;         /* its TLS handshake ended in that exchange */
+	/*
+	 * Such records awaiting their request records (exchanges.c): each
+	 * comes just before its own, but records from several CPUs interleave.
+	 */
+	struct cs_orphan_exchange {
+		uint64_t sk; /* 0: a free slot */
+		uint32_t index;
+		uint8_t kind;  /* enum cs_exchange_kind */
+		uint8_t ended; /* its TLS handshake ended in that exchange */
+	} orphans[CS_ORPHAN_SLOTS];
+	uint32_t orphan_next; /* the slot to reuse when none is free */
 	uint64_t unfollowed_full;     /* connections not followed whose exchanges could not be
 	                                 remembered (table full): counted as requests */
 	uint64_t tls_alpn_h2;         /* TLS connections whose ClientHello offered HTTP/2 */

@@ -378,6 +378,19 @@ static enum cs_exchange_kind exchange_kind_of(const struct cs_ev_request_bytes *
 	return kind;
 }
 
+/* Where a bytes record of a connection not followed waits: its socket's slot, a free one, or the oldest. */
+static struct cs_orphan_exchange *orphan_slot(struct cs_request_stats *stats, uint64_t sk)
+{
+	struct cs_orphan_exchange *free_slot = NULL;
+	for (size_t i = 0; i < CS_ORPHAN_SLOTS; i++) {
+		if (stats->orphans[i].sk == sk)
+			return &stats->orphans[i];
+		if (!free_slot && !stats->orphans[i].sk)
+			free_slot = &stats->orphans[i];
+	}
+	return free_slot ? free_slot : &stats->orphans[stats->orphan_next++ % CS_ORPHAN_SLOTS];
+}
+
 /*
  * Bytes of a connection the engine does not follow (its accept came
  * before the attach, or was not seen) or follows no more (closed, and its
@@ -389,10 +402,11 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 {
 	struct cs_request_stats *stats = &engine->requests;
 	stats->bytes_unmatched++;
-	stats->orphan_sk = ev->sk;
-	stats->orphan_index = ev->index;
-	stats->orphan_kind = CS_EXCHANGE_REQUEST;
-	stats->orphan_ended = 0;
+	struct cs_orphan_exchange *orphan = orphan_slot(stats, ev->sk);
+	orphan->sk = ev->sk;
+	orphan->index = ev->index;
+	orphan->kind = CS_EXCHANGE_REQUEST;
+	orphan->ended = 0;
 	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, ev->sk);
 	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
 	bool h2 = ev->index == 0 && cs_is_h2_preface(ev->first, first_len);
@@ -403,7 +417,7 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	 */
 	if (!u && ev->index > 0 && (ev->flags & CS_PEEK_TLS) && ev->record_count == 1 &&
 	    (ev->record_types[0] == TLS_ALERT || cs_is_tls13_alert(ev, first_len))) {
-		stats->orphan_kind = CS_EXCHANGE_TLS_CONTROL;
+		orphan->kind = CS_EXCHANGE_TLS_CONTROL;
 		return 0;
 	}
 	/* A socket's first exchange: a new connection, whatever an older one left. */
@@ -430,8 +444,8 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	struct cs_tls_exchange walk;
 	walk_exchange(stats, &u->phase, ev, &walk);
 	if (before != CS_TLS_NONE)
-		stats->orphan_kind = (uint8_t)exchange_kind_of(ev, &walk, before, u->phase);
-	stats->orphan_ended = walk.ended;
+		orphan->kind = (uint8_t)exchange_kind_of(ev, &walk, before, u->phase);
+	orphan->ended = walk.ended;
 	count_walk(stats, &walk, before, u->phase);
 	return 0;
 }
@@ -479,10 +493,20 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 static enum cs_exchange_kind unfollowed_kind(struct cs_engine *engine, const struct cs_ev_request *req)
 {
 	struct cs_request_stats *stats = &engine->requests;
-	bool orphan = stats->orphan_sk && stats->orphan_sk == req->sk && stats->orphan_index == req->index;
-	enum cs_exchange_kind kind = orphan ? (enum cs_exchange_kind)stats->orphan_kind : CS_EXCHANGE_REQUEST;
-	bool ended = orphan && stats->orphan_ended;
-	stats->orphan_sk = 0;
+	enum cs_exchange_kind kind = CS_EXCHANGE_REQUEST;
+	bool ended = false;
+	for (size_t i = 0; i < CS_ORPHAN_SLOTS; i++) {
+		struct cs_orphan_exchange *orphan = &stats->orphans[i];
+		if (orphan->sk != req->sk)
+			continue;
+		/* The socket's request record ends what waited for it, matched or not. */
+		if (orphan->index == req->index) {
+			kind = (enum cs_exchange_kind)orphan->kind;
+			ended = orphan->ended != 0;
+		}
+		orphan->sk = 0;
+		break;
+	}
 	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, req->sk);
 	if (kind == CS_EXCHANGE_REQUEST && !ended && (req->flags & CS_REQ_READ_AFTER_SEND) &&
 	    !(req->flags & CS_REQ_PARTIAL)) {

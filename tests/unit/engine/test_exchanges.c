@@ -138,8 +138,9 @@ static uint64_t accept_at(uint64_t ts_ns)
 /* When the read of each record of the next exchange returned, us after its start (0: all at once). */
 static uint32_t next_read_us[CS_PEEK_TLS_RECORDS];
 
-static void exchange_of(uint64_t sk, uint32_t index, uint64_t start_ns, const uint8_t *first, size_t first_len,
-			const char *types, uint8_t flags, uint16_t request_flags)
+/* The bytes record of an exchange; types: its TLS records' content types, 'a' for 20 and on. */
+static struct cs_ev_request_bytes bytes_of(uint64_t sk, uint32_t index, uint64_t start_ns, const uint8_t *first,
+					   size_t first_len, const char *types, uint8_t flags)
 {
 	struct cs_ev_request_bytes bytes;
 	memset(&bytes, 0, sizeof(bytes));
@@ -159,11 +160,22 @@ static void exchange_of(uint64_t sk, uint32_t index, uint64_t start_ns, const ui
 		bytes.record_count++;
 	}
 	memset(next_read_us, 0, sizeof(next_read_us));
-	FEED_OK(engine, bytes);
+	return bytes;
+}
+
+static void request_of(uint64_t sk, uint32_t index, uint64_t start_ns, uint16_t request_flags)
+{
 	feed_request(engine, (struct request_spec){ .sk = sk, .index = index, .port = PORT, .start_ns = start_ns,
 						    .first_read_ns = start_ns + 10 * US,
 						    .first_send_ns = start_ns + 50 * US,
 						    .last_send_ns = start_ns + 60 * US, .flags = request_flags });
+}
+
+static void exchange_of(uint64_t sk, uint32_t index, uint64_t start_ns, const uint8_t *first, size_t first_len,
+			const char *types, uint8_t flags, uint16_t request_flags)
+{
+	FEED_OK(engine, bytes_of(sk, index, start_ns, first, first_len, types, flags));
+	request_of(sk, index, start_ns, request_flags);
 }
 
 static void exchange(uint64_t sk, uint32_t index, uint64_t start_ns, const char *first, const char *types,
@@ -549,6 +561,35 @@ Test(exchanges, close_notify_answered_after_the_close_is_control)
 	exchange_of(sk, 3, T0 + 3 * MS, alert13, sizeof(alert13), "d", 0, 0);
 	cr_assert_eq(engine->requests.requests, 1);
 	cr_assert_eq(engine->requests.tls_control_exchanges, 1);
+}
+
+/*
+ * Two connections closed by their clients, whose servers answer the
+ * close_notify alerts on two CPUs: each bytes record comes before its own
+ * request record, but the two pairs interleave.
+ */
+Test(exchanges, close_notifies_after_two_closes_interleaved_are_control)
+{
+	static const uint8_t alert13[] = { 0x17, 0x03, 0x03, 0x00, 0x13 };
+	uint64_t sks[2];
+	for (int c = 0; c < 2; c++) {
+		uint64_t sk = sks[c] = accept_at(T0 + (uint64_t)c * MS);
+		exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
+		exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
+		exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
+		feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 4 * MS, .established_ns = T0,
+							     .last_activity_ns = T0 + 3 * MS, .requests = 4, .port = PORT,
+							     .closed_by = CS_CLOSED_BY_CLIENT });
+	}
+	FEED_OK(engine, bytes_of(sks[0], 3, T0 + 5 * MS, alert13, sizeof(alert13), "d", 0));
+	FEED_OK(engine, bytes_of(sks[1], 3, T0 + 5 * MS, alert13, sizeof(alert13), "d", 0));
+	request_of(sks[0], 3, T0 + 5 * MS, 0);
+	request_of(sks[1], 3, T0 + 5 * MS, 0);
+	cr_assert_eq(engine->requests.requests, 2);
+	cr_assert_eq(engine->requests.tls_control_exchanges, 2);
+	/* A later request record of a socket without its bytes record is a request, as before. */
+	request_of(sks[0], 4, T0 + 6 * MS, 0);
+	cr_assert_eq(engine->requests.requests, 3);
 }
 
 Test(exchanges, a_19_byte_record_of_a_plain_connection_is_a_request)
