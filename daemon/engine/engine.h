@@ -302,12 +302,27 @@ struct cs_listener_socket {
 /* Open-connection counts whose time is kept apart; more share the last. */
 #define CS_OPEN_LEVELS 64
 
-/* An accept of a queued connection with no close in the acceptor's time away (limit.c). */
+/*
+ * Accepts and closes not yet matched with each other (limit.c): a server
+ * may free a slot before it closes the socket, and free several at once,
+ * so an accept's close may come before it or just after it.
+ */
+#define CS_LIMIT_UNMATCHED 8
+
+/* An accept of a connection that queued while the acceptor was away. */
 struct cs_limit_pending {
-	uint64_t enter_ns;           /* the accept() call began; 0: none pending */
+	uint64_t enter_ns;           /* the accept() call began */
 	uint64_t accept_ns;          /* it returned */
 	uint64_t away_ns;            /* the acceptor's time away before it */
 	uint64_t waited_ns;          /* the connection's wait with the acceptor away */
+	uint32_t open_before;        /* open when it came back, less the closes still due */
+};
+
+/* A close since the acceptor's last return that no accept has claimed. */
+struct cs_limit_close {
+	uint64_t ts_ns;
+	uint32_t open_before;        /* open_conns just before it */
+	uint8_t kind;                /* enum cs_slot_freer */
 };
 
 /* Everything known about one listening port. */
@@ -355,9 +370,8 @@ struct cs_listener_stats {
 	uint32_t open_max;
 	uint64_t open_changed_ns;    /* when open_conns last changed */
 	uint64_t open_level_ns[CS_OPEN_LEVELS]; /* time with that many open (the last: or more) */
-	uint64_t first_close_ns;     /* first close since the last accept returned; 0: none */
-	uint32_t open_before_close;  /* open_conns just before that close */
-	uint8_t first_close_kind;    /* enum cs_slot_freer */
+	struct cs_limit_close limit_closes[CS_LIMIT_UNMATCHED]; /* since the last return, oldest first */
+	uint32_t limit_close_count;
 	uint64_t queued_gaps;        /* accepts of a connection queued before the call began */
 	uint64_t queued_gap_ns;      /* how long those waited with the acceptor out of accept() */
 	uint64_t limit_gaps;         /* of which the acceptor came back just after a close */
@@ -365,7 +379,8 @@ struct cs_listener_stats {
 	uint32_t limit_open_min;     /* open connections when those closes came: the plateau */
 	uint64_t limit_level_ns[CS_OPEN_LEVELS]; /* those waits' time, by that open count */
 	uint64_t limit_freed_by[3];  /* those closes, by enum cs_slot_freer */
-	struct cs_limit_pending limit_pending; /* an accept no close preceded */
+	struct cs_limit_pending limit_pending[CS_LIMIT_UNMATCHED]; /* oldest first */
+	uint32_t limit_pending_count;
 
 	struct cs_listener_socket *sockets;
 	size_t socket_count, socket_cap;

@@ -7,8 +7,9 @@
  * right after that close. A slow acceptor also leaves connections queued,
  * but it comes back on its own schedule, whatever closes. So each accept
  * of a connection that queued while the acceptor was away is classified by
- * when the acceptor came back: soon after the first close since its last
- * accept (a limit), or not.
+ * when the acceptor came back: around a close (a limit), or not. Around,
+ * because a server may free a slot before it closes its socket: the close
+ * can come just after the accept it allowed.
  */
 #include "engine.h"
 #include "engine_internal.h"
@@ -64,60 +65,132 @@ static void count_limit_wait(struct cs_listener_stats *listener, uint64_t waited
 		listener->limit_freed_by[kind]++;
 }
 
+/* Soon enough after the acceptor came back at enter_ns, or before it, to have freed its slot. */
+static bool within_came_back(uint64_t close_ns, uint64_t enter_ns, uint64_t away_ns)
+{
+	uint64_t apart_ns = close_ns > enter_ns ? close_ns - enter_ns : enter_ns - close_ns;
+	return apart_ns * CAME_BACK_DIVISOR <= away_ns;
+}
+
+/*
+ * A close that may have ended a pending accept's wait: the oldest one it
+ * can still have freed. A pending accept whose time for that has passed
+ * is dropped: the closes come in time order.
+ */
+static bool claim_pending(struct cs_listener_stats *listener, uint64_t now_ns, uint64_t accepted_ns,
+			  uint8_t kind)
+{
+	bool claimed = false;
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < listener->limit_pending_count; i++) {
+		const struct cs_limit_pending *pending = &listener->limit_pending[i];
+		bool passed = now_ns >= pending->enter_ns && !within_came_back(now_ns, pending->enter_ns,
+										  pending->away_ns);
+		/* The connection just accepted, served and closed at once, freed nothing for it. */
+		if (!claimed && !passed && now_ns >= pending->enter_ns && accepted_ns < pending->accept_ns) {
+			count_limit_wait(listener, pending->waited_ns, pending->open_before, kind);
+			claimed = true;
+			continue;
+		}
+		if (!passed)
+			listener->limit_pending[kept++] = *pending;
+	}
+	listener->limit_pending_count = kept;
+	return claimed;
+}
+
 void cs_limit_on_close(struct cs_listener_stats *listener, uint64_t now_ns, uint64_t accepted_ns,
 		       enum cs_slot_freer kind)
 {
 	/*
 	 * A server may free the slot before it closes the socket (Tomcat
-	 * counts its latch down, then closes): the acceptor is back in
-	 * accept() a few microseconds before the close. So a close soon after
-	 * an accept that no close preceded ends that wait too, if it closes
-	 * a connection accepted before it (the connection just accepted,
-	 * served and closed at once, freed nothing for it).
+	 * counts its latch down, then closes), several at once: the acceptor
+	 * is back in accept() before the close, once for each. Otherwise the
+	 * close waits for the acceptor's next return; the latest few are kept.
 	 */
-	struct cs_limit_pending *pending = &listener->limit_pending;
-	if (pending->enter_ns && accepted_ns < pending->accept_ns && now_ns >= pending->enter_ns &&
-	    (now_ns - pending->enter_ns) * CAME_BACK_DIVISOR <= pending->away_ns) {
-		/* Counted open: the connection just accepted too. */
-		uint32_t open_before = listener->open_conns > 1 ? listener->open_conns - 1 : 0;
-		count_limit_wait(listener, pending->waited_ns, open_before, (uint8_t)kind);
-		pending->enter_ns = 0;
-	} else if (!listener->first_close_ns) {
-		listener->first_close_ns = now_ns;
-		listener->open_before_close = listener->open_conns;
-		listener->first_close_kind = (uint8_t)kind;
+	if (!claim_pending(listener, now_ns, accepted_ns, (uint8_t)kind)) {
+		if (listener->limit_close_count == CS_LIMIT_UNMATCHED) {
+			memmove(listener->limit_closes, listener->limit_closes + 1,
+				(CS_LIMIT_UNMATCHED - 1) * sizeof(listener->limit_closes[0]));
+			listener->limit_close_count--;
+		}
+		listener->limit_closes[listener->limit_close_count++] = (struct cs_limit_close){
+			.ts_ns = now_ns, .open_before = listener->open_conns, .kind = (uint8_t)kind,
+		};
 	}
 	cs_limit_on_forget(listener, now_ns);
+}
+
+/* The earliest close since the acceptor's last return that came soon before this one. */
+static const struct cs_limit_close *close_before(const struct cs_listener_stats *listener, uint64_t enter_ns,
+						 uint64_t away_ns)
+{
+	for (uint32_t i = 0; i < listener->limit_close_count; i++) {
+		const struct cs_limit_close *close = &listener->limit_closes[i];
+		if (close->ts_ns <= enter_ns && within_came_back(close->ts_ns, enter_ns, away_ns))
+			return close;
+	}
+	return NULL;
+}
+
+static void add_pending(struct cs_listener_stats *listener, struct cs_limit_pending pending)
+{
+	if (listener->limit_pending_count == CS_LIMIT_UNMATCHED) {
+		memmove(listener->limit_pending, listener->limit_pending + 1,
+			(CS_LIMIT_UNMATCHED - 1) * sizeof(listener->limit_pending[0]));
+		listener->limit_pending_count--;
+	}
+	listener->limit_pending[listener->limit_pending_count++] = pending;
+}
+
+/*
+ * An accept of a connection queued before the call began, which waited
+ * with the acceptor away: how long it waited, and how long the acceptor
+ * was away. Every such wait counts in the share's whole.
+ */
+static bool queued_wait(struct cs_listener_stats *listener, uint64_t previous_return_ns,
+			const struct cs_ev_accept *ev, uint64_t *waited_ns, uint64_t *away_ns)
+{
+	if (ev->ret < 0 || !ev->established_ns || !previous_return_ns)
+		return false;
+	uint64_t queued_from = ev->established_ns > previous_return_ns ? ev->established_ns : previous_return_ns;
+	if (ev->enter_ns <= queued_from || ev->enter_ns <= previous_return_ns)
+		return false;
+	*waited_ns = ev->enter_ns - queued_from;
+	*away_ns = ev->enter_ns - previous_return_ns;
+	listener->queued_gaps++;
+	listener->queued_gap_ns += *waited_ns;
+	return true;
 }
 
 void cs_limit_on_accept(struct cs_listener_stats *listener, uint64_t previous_return_ns,
 			const struct cs_ev_accept *ev)
 {
-	uint64_t first_close_ns = listener->first_close_ns;
-	listener->first_close_ns = 0; /* the acceptor is back: a new time away starts */
-	listener->limit_pending.enter_ns = 0;
-	if (ev->ret < 0 || !ev->established_ns || !previous_return_ns)
+	uint64_t waited_ns = 0, away_ns = 0;
+	bool queued = queued_wait(listener, previous_return_ns, ev, &waited_ns, &away_ns);
+	/*
+	 * A connection that came in the acceptor's return window may be what
+	 * it came back for (an event loop woken by the listener): only one
+	 * that waited through that window, there to take and not taken, says
+	 * the acceptor was held back until a close.
+	 */
+	bool held_back = queued && waited_ns * CAME_BACK_DIVISOR >= away_ns;
+	const struct cs_limit_close *close = held_back ? close_before(listener, ev->enter_ns, away_ns) : NULL;
+	if (close)
+		count_limit_wait(listener, waited_ns, close->open_before, close->kind);
+	listener->limit_close_count = 0; /* the acceptor is back: a new time away starts */
+	if (!held_back || close)
 		return;
-	/* Queued before the call began: it waited with the acceptor away. */
-	uint64_t queued_from = ev->established_ns > previous_return_ns ? ev->established_ns : previous_return_ns;
-	if (ev->enter_ns <= queued_from || ev->enter_ns <= previous_return_ns)
-		return;
-	uint64_t waited_ns = ev->enter_ns - queued_from;
-	listener->queued_gaps++;
-	listener->queued_gap_ns += waited_ns;
-
-	uint64_t away_ns = ev->enter_ns - previous_return_ns;
-	if (!first_close_ns) {
-		/* No close yet: one may follow at once (see cs_limit_on_close). */
-		listener->limit_pending = (struct cs_limit_pending){
-			.enter_ns = ev->enter_ns, .accept_ns = ev->hdr.ts_ns,
-			.away_ns = away_ns, .waited_ns = waited_ns,
-		};
-		return;
-	}
-	if (first_close_ns > ev->enter_ns || (ev->enter_ns - first_close_ns) * CAME_BACK_DIVISOR > away_ns)
-		return;
-	count_limit_wait(listener, waited_ns, listener->open_before_close, listener->first_close_kind);
+	/*
+	 * No close came soon before it: one may follow at once. Each accept
+	 * still pending holds a slot freed whose close is still due, counted
+	 * open all the same.
+	 */
+	uint32_t due = listener->limit_pending_count;
+	add_pending(listener, (struct cs_limit_pending){
+		.enter_ns = ev->enter_ns, .accept_ns = ev->hdr.ts_ns, .away_ns = away_ns,
+		.waited_ns = waited_ns, .open_before = listener->open_conns > due ? listener->open_conns - due : 0,
+	});
 }
 
 void cs_acceptor_time(const struct cs_engine *engine, const struct cs_worker_stats *worker,

@@ -213,6 +213,74 @@ Test(limit, a_slot_freed_before_its_socket_closes_counts_too)
 	cr_assert(has_finding("connection_limit"));
 }
 
+/*
+ * Tomcat's poller frees the slots of the idle connections it times out
+ * (once a second), then closes them; with a CPU taken by others, its
+ * acceptor takes two queued connections before either close lands, and
+ * the second close comes after the acceptor's return is long past: it
+ * belongs to that sweep, not to the next wait.
+ */
+Test(limit, slots_freed_in_a_batch_before_their_closes_count_each_wait_once)
+{
+	for (int i = 0; i < LIMIT; i++) {
+		clock_ns += MS;
+		open_sks[i] = accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
+	}
+	for (int w = 0; w < WAITS; w++) {
+		uint64_t previous_return_ns = clock_ns;
+		uint64_t sweep_ns = previous_return_ns + SEC;
+		uint64_t first = accept_one(previous_return_ns + 10 * MS, sweep_ns, sweep_ns + 10 * US);
+		uint64_t second = accept_one(sweep_ns - 5 * MS, sweep_ns + 400 * US, sweep_ns + 410 * US);
+		close_one(open_sks[0], sweep_ns + 700 * US, SEC, CS_CLOSED_BY_SERVER);
+		close_one(open_sks[1], sweep_ns + 900 * US, SEC, CS_CLOSED_BY_SERVER);
+		memmove(open_sks, open_sks + 2, (LIMIT - 2) * sizeof(open_sks[0]));
+		open_sks[LIMIT - 2] = first;
+		open_sks[LIMIT - 1] = second;
+		clock_ns = sweep_ns + 410 * US;
+	}
+	thread_cpu(MS);
+	struct cs_conditions c;
+	cs_compute_conditions(engine, &meta, &c);
+	cr_assert(c.connection_limit.flagged);
+	/* The first accept of each sweep waited the second; the second, back to back, 390 us
+	 * (and the first connections but the very first, 10 us each). */
+	cr_assert_eq(c.connection_limit.waits, WAITS);
+	cr_assert_eq(c.connection_limit.queued_waits, 2 * WAITS + LIMIT - 1, "%u", (unsigned)c.connection_limit.queued_waits);
+	cr_assert_gt(c.connection_limit.wait_share, 0.99);
+	cr_assert_eq(c.connection_limit.open_connections, LIMIT);
+	cr_assert_eq(c.connection_limit.freed_by_idle_close, WAITS);
+	cr_assert(has_finding("connection_limit"));
+	cr_assert_not(has_finding("accept_thread_bottleneck"));
+}
+
+/*
+ * An event loop that accepts and serves: woken by each new connection
+ * (there 80 us before it comes), and closing an older one 220 us later.
+ * The acceptor came for the connection, not after the close.
+ */
+Test(limit, an_acceptor_woken_by_the_connection_is_not_held_back_by_the_close_after)
+{
+	for (int i = 0; i < LIMIT; i++) {
+		clock_ns += MS;
+		open_sks[i] = accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
+	}
+	for (int w = 0; w < WAITS; w++) {
+		uint64_t enter_ns = clock_ns + 200 * MS;
+		uint64_t sk = accept_one(enter_ns - 80 * US, enter_ns, enter_ns + 10 * US);
+		close_one(open_sks[0], enter_ns + 220 * US, 200 * MS, CS_CLOSED_BY_SERVER);
+		memmove(open_sks, open_sks + 1, (LIMIT - 1) * sizeof(open_sks[0]));
+		open_sks[LIMIT - 1] = sk;
+		clock_ns = enter_ns + 230 * US;
+	}
+	thread_cpu(MS);
+	struct cs_conditions c;
+	cs_compute_conditions(engine, &meta, &c);
+	cr_assert_not(c.connection_limit.flagged);
+	cr_assert_eq(c.connection_limit.waits, 0);
+	cr_assert_eq(c.connection_limit.queued_waits, WAITS + LIMIT - 1);
+	cr_assert_not(has_finding("connection_limit"));
+}
+
 Test(limit, a_short_wait_with_one_more_open_does_not_move_the_limit)
 {
 	/*
