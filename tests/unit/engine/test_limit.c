@@ -60,6 +60,15 @@ static uint64_t accept_one(uint64_t established_ns, uint64_t enter_ns, uint64_t 
 	return ev.sk;
 }
 
+/* LIMIT connections accepted 1 ms apart, each queued 10 us before its call. */
+static void open_to_the_limit(void)
+{
+	for (int i = 0; i < LIMIT; i++) {
+		clock_ns += MS;
+		open_sks[i] = accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
+	}
+}
+
 /* The same, from a call begun before the attach: its entry, listener and queue not seen. */
 static uint64_t accept_begun_before(uint64_t established_ns, uint64_t ts_ns)
 {
@@ -83,6 +92,14 @@ static void close_one(uint64_t sk, uint64_t ts_ns, uint64_t idle_ns, uint8_t clo
 						     .port = PORT, .closed_by = closed_by });
 }
 
+/* The server closes its oldest open connection, idle for idle_ns; its place is taken at the end. */
+static void close_oldest(uint64_t ts_ns, uint64_t idle_ns)
+{
+	close_one(open_sks[0], ts_ns, idle_ns, CS_CLOSED_BY_SERVER);
+	memmove(open_sks, open_sks + 1, (LIMIT - 1) * sizeof(open_sks[0]));
+	open_sks[LIMIT - 1] = 0;
+}
+
 static void thread_cpu(uint64_t cpu_ns)
 {
 	struct cs_ev_thread_cpu ev;
@@ -92,6 +109,15 @@ static void thread_cpu(uint64_t cpu_ns)
 	ev.tid = ACCEPTOR_TID;
 	ev.tgid = 100;
 	FEED_OK(engine, ev);
+}
+
+/* The conditions, once the acceptor's CPU time (its thread's sample) is known. */
+static struct cs_conditions conditions_with_cpu(uint64_t cpu_ns)
+{
+	struct cs_conditions c;
+	thread_cpu(cpu_ns);
+	cs_compute_conditions(engine, &meta, &c);
+	return c;
 }
 
 /*
@@ -109,8 +135,7 @@ static void scenario_at_limit_from(bool first_call_unseen)
 	for (int w = 0; w < WAITS; w++) {
 		uint64_t previous_return_ns = clock_ns;
 		uint64_t close_ns = previous_return_ns + 300 * MS;
-		close_one(open_sks[0], close_ns, 300 * MS, CS_CLOSED_BY_SERVER);
-		memmove(open_sks, open_sks + 1, (LIMIT - 1) * sizeof(open_sks[0]));
+		close_oldest(close_ns, 300 * MS);
 		clock_ns = close_ns + 60 * US;
 		open_sks[LIMIT - 1] = accept_one(previous_return_ns + 10 * MS, close_ns + 50 * US, clock_ns);
 	}
@@ -148,9 +173,7 @@ static bool has_finding(const char *code)
 Test(limit, flagged_when_the_acceptor_comes_back_after_closes)
 {
 	scenario_at_limit();
-	thread_cpu(2 * MS); /* blocked: 2 ms on a CPU in 6 s */
-	struct cs_conditions c;
-	cs_compute_conditions(engine, &meta, &c);
+	struct cs_conditions c = conditions_with_cpu(2 * MS); /* blocked: 2 ms on a CPU in 6 s */
 	cr_assert(c.connection_limit.flagged);
 	cr_assert_eq(c.connection_limit.open_connections, LIMIT);
 	cr_assert_eq(c.connection_limit.waits, WAITS);
@@ -167,10 +190,7 @@ Test(limit, flagged_when_the_acceptor_comes_back_after_closes)
 
 Test(limit, client_closes_are_told_from_idle_closes)
 {
-	for (int i = 0; i < LIMIT; i++) {
-		clock_ns += MS;
-		open_sks[i] = accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
-	}
+	open_to_the_limit();
 	for (int w = 0; w < WAITS; w++) {
 		uint64_t previous_return_ns = clock_ns;
 		uint64_t close_ns = previous_return_ns + 100 * MS;
@@ -178,9 +198,7 @@ Test(limit, client_closes_are_told_from_idle_closes)
 		clock_ns = close_ns + 60 * US;
 		open_sks[w % LIMIT] = accept_one(previous_return_ns + MS, close_ns + 50 * US, clock_ns);
 	}
-	thread_cpu(MS);
-	struct cs_conditions c;
-	cs_compute_conditions(engine, &meta, &c);
+	struct cs_conditions c = conditions_with_cpu(MS);
 	cr_assert(c.connection_limit.flagged);
 	cr_assert_eq(c.connection_limit.freed_by_client, WAITS);
 	cr_assert_eq(c.connection_limit.freed_by_idle_close, 0);
@@ -189,22 +207,16 @@ Test(limit, client_closes_are_told_from_idle_closes)
 Test(limit, a_slot_freed_before_its_socket_closes_counts_too)
 {
 	/* Tomcat counts its latch down, then closes: the acceptor is back 20 us before the close. */
-	for (int i = 0; i < LIMIT; i++) {
-		clock_ns += MS;
-		open_sks[i] = accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
-	}
+	open_to_the_limit();
 	for (int w = 0; w < WAITS; w++) {
 		uint64_t previous_return_ns = clock_ns;
 		uint64_t enter_ns = previous_return_ns + 300 * MS;
 		uint64_t sk = accept_one(previous_return_ns + 10 * MS, enter_ns, enter_ns + 10 * US);
-		close_one(open_sks[0], enter_ns + 20 * US, 300 * MS, CS_CLOSED_BY_SERVER);
-		memmove(open_sks, open_sks + 1, (LIMIT - 1) * sizeof(open_sks[0]));
+		close_oldest(enter_ns + 20 * US, 300 * MS);
 		open_sks[LIMIT - 1] = sk;
 		clock_ns = enter_ns + 30 * US;
 	}
-	thread_cpu(MS);
-	struct cs_conditions c;
-	cs_compute_conditions(engine, &meta, &c);
+	struct cs_conditions c = conditions_with_cpu(MS);
 	cr_assert(c.connection_limit.flagged);
 	cr_assert_eq(c.connection_limit.waits, WAITS);
 	cr_assert_eq(c.connection_limit.open_connections, LIMIT);
@@ -222,25 +234,19 @@ Test(limit, a_slot_freed_before_its_socket_closes_counts_too)
  */
 Test(limit, slots_freed_in_a_batch_before_their_closes_count_each_wait_once)
 {
-	for (int i = 0; i < LIMIT; i++) {
-		clock_ns += MS;
-		open_sks[i] = accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
-	}
+	open_to_the_limit();
 	for (int w = 0; w < WAITS; w++) {
 		uint64_t previous_return_ns = clock_ns;
 		uint64_t sweep_ns = previous_return_ns + SEC;
 		uint64_t first = accept_one(previous_return_ns + 10 * MS, sweep_ns, sweep_ns + 10 * US);
 		uint64_t second = accept_one(sweep_ns - 5 * MS, sweep_ns + 400 * US, sweep_ns + 410 * US);
-		close_one(open_sks[0], sweep_ns + 700 * US, SEC, CS_CLOSED_BY_SERVER);
-		close_one(open_sks[1], sweep_ns + 900 * US, SEC, CS_CLOSED_BY_SERVER);
-		memmove(open_sks, open_sks + 2, (LIMIT - 2) * sizeof(open_sks[0]));
+		close_oldest(sweep_ns + 700 * US, SEC);
+		close_oldest(sweep_ns + 900 * US, SEC);
 		open_sks[LIMIT - 2] = first;
 		open_sks[LIMIT - 1] = second;
 		clock_ns = sweep_ns + 410 * US;
 	}
-	thread_cpu(MS);
-	struct cs_conditions c;
-	cs_compute_conditions(engine, &meta, &c);
+	struct cs_conditions c = conditions_with_cpu(MS);
 	cr_assert(c.connection_limit.flagged);
 	/* The first accept of each sweep waited the second; the second, back to back, 390 us
 	 * (and the first connections but the very first, 10 us each). */
@@ -260,21 +266,15 @@ Test(limit, slots_freed_in_a_batch_before_their_closes_count_each_wait_once)
  */
 Test(limit, an_acceptor_woken_by_the_connection_is_not_held_back_by_the_close_after)
 {
-	for (int i = 0; i < LIMIT; i++) {
-		clock_ns += MS;
-		open_sks[i] = accept_one(clock_ns - 20 * US, clock_ns - 10 * US, clock_ns);
-	}
+	open_to_the_limit();
 	for (int w = 0; w < WAITS; w++) {
 		uint64_t enter_ns = clock_ns + 200 * MS;
 		uint64_t sk = accept_one(enter_ns - 80 * US, enter_ns, enter_ns + 10 * US);
-		close_one(open_sks[0], enter_ns + 220 * US, 200 * MS, CS_CLOSED_BY_SERVER);
-		memmove(open_sks, open_sks + 1, (LIMIT - 1) * sizeof(open_sks[0]));
+		close_oldest(enter_ns + 220 * US, 200 * MS);
 		open_sks[LIMIT - 1] = sk;
 		clock_ns = enter_ns + 230 * US;
 	}
-	thread_cpu(MS);
-	struct cs_conditions c;
-	cs_compute_conditions(engine, &meta, &c);
+	struct cs_conditions c = conditions_with_cpu(MS);
 	cr_assert_not(c.connection_limit.flagged);
 	cr_assert_eq(c.connection_limit.waits, 0);
 	cr_assert_eq(c.connection_limit.queued_waits, WAITS + LIMIT - 1);
@@ -295,9 +295,7 @@ Test(limit, a_short_wait_with_one_more_open_does_not_move_the_limit)
 	close_one(extra, close_ns, 0, CS_CLOSED_BY_SERVER);
 	clock_ns = close_ns + 60 * US;
 	accept_one(previous_return_ns + 10 * US, close_ns + 50 * US, clock_ns);
-	thread_cpu(2 * MS);
-	struct cs_conditions c;
-	cs_compute_conditions(engine, &meta, &c);
+	struct cs_conditions c = conditions_with_cpu(2 * MS);
 	cr_assert(c.connection_limit.flagged);
 	cr_assert_eq(c.connection_limit.waits, WAITS + 1);
 	cr_assert_eq(c.connection_limit.open_connections, LIMIT);
@@ -306,9 +304,7 @@ Test(limit, a_short_wait_with_one_more_open_does_not_move_the_limit)
 Test(limit, not_flagged_for_an_acceptor_on_a_cpu)
 {
 	scenario_at_limit();
-	thread_cpu(5 * SEC); /* on a CPU most of its 6 s away from accept() */
-	struct cs_conditions c;
-	cs_compute_conditions(engine, &meta, &c);
+	struct cs_conditions c = conditions_with_cpu(5 * SEC); /* on a CPU most of its 6 s away from accept() */
 	cr_assert_not(c.connection_limit.flagged);
 	cr_assert_lt(c.connection_limit.blocked_share, 0.5);
 	cr_assert(c.accept_contention.acceptor_bottleneck);
@@ -318,9 +314,7 @@ Test(limit, not_flagged_for_an_acceptor_on_a_cpu)
 Test(limit, not_flagged_for_an_acceptor_pausing_on_its_own_schedule)
 {
 	scenario_pausing_acceptor();
-	thread_cpu(20 * MS);
-	struct cs_conditions c;
-	cs_compute_conditions(engine, &meta, &c);
+	struct cs_conditions c = conditions_with_cpu(20 * MS);
 	cr_assert_not(c.connection_limit.flagged);
 	cr_assert_eq(c.connection_limit.waits, 0);
 	cr_assert_gt(c.connection_limit.queued_waits, 190);
@@ -376,9 +370,7 @@ Test(limit, open_connections_are_counted_down_by_closes_and_forgotten_connection
 Test(limit, an_accept_call_begun_before_the_attach_counts_its_connection)
 {
 	scenario_at_limit_from(true);
-	thread_cpu(2 * MS);
-	struct cs_conditions c;
-	cs_compute_conditions(engine, &meta, &c);
+	struct cs_conditions c = conditions_with_cpu(2 * MS);
 	cr_assert(c.connection_limit.flagged);
 	cr_assert_eq(c.connection_limit.open_connections, LIMIT);
 	cr_assert_eq(c.connection_limit.waits, WAITS);
