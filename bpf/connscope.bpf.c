@@ -91,15 +91,15 @@ struct {
 } target_endpoints SEC(".maps");
 
 /*
- * When each not-yet-accepted connection became ESTABLISHED, by socket.
- * Accept removes the entry, but for an unfollowed one (established between
- * tracing windows: no socket storage), which stays until the request
- * probes adopt the connection or it closes; LRU drops connections reset
- * while queued.
+ * When each connection established between tracing windows became
+ * ESTABLISHED, by socket: such a connection gets no socket storage (where
+ * a window's connections keep it), and this entry stays until the request
+ * probes adopt the connection whole in a window or it closes. LRU drops
+ * connections reset while queued. Accept does not need it: the child's
+ * own stamp of its establishment (established_stamp_ns) says as much.
  */
 struct queued_conn {
 	__u64 established_ns;
-	__u64 unfollowed; /* 1: no storage made for it; its entry outlives the accept */
 };
 
 struct {

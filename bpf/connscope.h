@@ -504,7 +504,7 @@ struct cs_thread_sched_sample {
 /* Index of the per-CPU counters the probes keep beside the ring buffer. */
 enum cs_counter {
 	CS_CTR_LOST = 0,            /* records that could not be reserved */
-	CS_CTR_ACCEPT_UNMATCHED,    /* accepts of sockets never seen established */
+	CS_CTR_ACCEPT_UNMATCHED,    /* accepts of sockets without TCP's stamp of their establishment */
 	CS_CTR_TABLE_FULL,          /* in-kernel tables full: entries not stored */
 	CS_CTR_SOCKET_STORAGE,      /* socket storage could not be created (reported in table_full) */
 	CS_CTR_CLOSE_LATE,          /* closes seen at a later state change: the exit's probe run was skipped */

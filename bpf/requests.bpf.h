@@ -367,7 +367,7 @@ static __always_inline struct conn_state *adopt_connection(const struct sock *sk
 	conn->window = trace_window;
 	__u64 key = (__u64)sk;
 	struct queued_conn *queued = bpf_map_lookup_elem(&established_ns, &key);
-	if (queued && queued->unfollowed) {
+	if (queued) {
 		/* Established between windows, its start known: whole, as if followed from there. */
 		conn->established_ns = queued->established_ns;
 		conn->last_activity_ns = queued->established_ns;

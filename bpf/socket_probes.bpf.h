@@ -251,7 +251,7 @@ static __always_inline int close_unfollowed(const struct sock *sk, int new_state
 	ev->sk = key;
 	ev->established_ns = 0;
 	ev->partial = 1; /* older than the attach, or its entry lost (LRU) */
-	if (queued && queued->unfollowed) {
+	if (queued) {
 		ev->established_ns = queued->established_ns;
 		ev->partial = 0;
 		bpf_map_delete_elem(&established_ns, &key);

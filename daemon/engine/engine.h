@@ -330,8 +330,8 @@ struct cs_listener_stats {
 	uint16_t port;
 
 	uint64_t accepts;            /* successful accept() calls */
-	uint64_t accepts_unmatched;  /* accepted sockets never seen entering the
-	                                queue (queued before attach): no wait */
+	uint64_t accepts_unmatched;  /* accepted sockets whose handshake's end is
+	                                unknown (no TCP stamp): no wait */
 	uint64_t eagain;             /* accept() calls that returned EAGAIN */
 	uint64_t accept_errors;      /* other failed accept() calls */
 	uint64_t first_accept_ns;

@@ -39,7 +39,7 @@ static void text_listener(FILE *out, const struct cs_listener_stats *l, const st
 	fprintf(out, "  %-11s %" PRIu64 " (%.1f/s)   EAGAIN %" PRIu64 "   errors %" PRIu64, "accepts",
 		l->accepts, per_second(l->accepts, meta->duration_s), l->eagain, l->accept_errors);
 	if (l->accepts_unmatched)
-		fprintf(out, "   partial %" PRIu64 " (queued before attach)", l->accepts_unmatched);
+		fprintf(out, "   partial %" PRIu64 " (queue wait unknown)", l->accepts_unmatched);
 	fputc('\n', out);
 	fprintf(out, "  %-11s", "accept wait");
 	text_percentiles(out, l->accept_wait_ns);

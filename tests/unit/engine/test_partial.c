@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Connections the engine cannot follow whole: a socket that was
- * open before the attach, an accept of a socket never seen entering the
- * queue, a close without an open, connections whose close was lost (time-
+ * open before the attach, an accept whose socket carried no time of its
+ * establishment, a close without an open, connections whose close was lost (time-
  * outs) and a full connection table (evictions). Each is counted, shown in
  * the reports, kept out of every latency, and never crashes the engine.
  */
@@ -45,7 +45,7 @@ static bool conn_followed(uint64_t sk)
 Test(partial, accept_never_seen_entering_the_queue)
 {
 	uint64_t sk = 0xffff880000001000ull;
-	/* Queued before the attach: no ESTABLISHED seen, the probe sends 0. */
+	/* No time of its establishment (a recording without TCP's stamp): the probe sends 0. */
 	FEED_OK(engine, make_accept_of((struct accept_spec){ .port = PORT, .tid = 7, .ts_ns = 5 * SEC }, sk,
 				       0x0a000002, 41000));
 	/* Its first request's bytes came before the accept. */

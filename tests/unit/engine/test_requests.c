@@ -281,7 +281,7 @@ Test(split, first_request_of_an_unknown_connection_pays_no_setup)
 	cr_assert(split_of(timeline(SK(9), 0, T0, 1 * MS, 2 * MS, 0), &s));
 	expect_split(&s, CAUSES([CS_CAUSE_EVENT_LOOP] = 1 * MS, [CS_CAUSE_HANDLER] = 2 * MS));
 
-	/* Accepted, but queued before the attach: the wait is unknown. */
+	/* Accepted, its establishment's time unknown: the wait is unknown. */
 	accept_conn(SK(2), 0, T0 + 5 * MS, CLIENT, 40000);
 	cr_assert(split_of(timeline(SK(2), 0, T0 + 1 * MS, 5 * MS, 2 * MS, 0), &s));
 	cr_assert_eq(s.cause_ns[CS_CAUSE_ACCEPT_QUEUE], 0, "%s", cause_list(&s));

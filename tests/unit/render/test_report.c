@@ -301,7 +301,7 @@ Test(diagnose, no_acceptor_finding_on_few_accepts)
 
 Test(diagnose, no_acceptor_finding_without_matched_waits)
 {
-	/* All accepts queued before attach: no wait is known. */
+	/* No accept knows when its connection was established: no wait is known. */
 	for (int i = 0; i < 100; i++)
 		feed_accept(engine, (struct accept_spec){ .port = PORT, .tid = 1, .ts_ns = clock_ns += MS,
 							  .backlog = 5 });
@@ -565,7 +565,7 @@ Test(report_text, partial_accepts_malformed_and_kernel_counters)
 	meta.netstat = (struct cs_netstat_delta){ .valid = true, .listen_overflows = 11,
 						  .listen_drops = 12, .syncookies_sent = 0 };
 	char *text = render(cs_report_text);
-	expect_text(text, "partial 3 (queued before attach)");
+	expect_text(text, "partial 3 (queue wait unknown)");
 	expect_text(text, "(kernel: ListenOverflows +11, ListenDrops +12, SyncookiesSent +0)");
 	expect_text(text, "note: 2 malformed record(s), 4 in-kernel table insert(s) failed");
 	free(text);
