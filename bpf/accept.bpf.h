@@ -30,30 +30,15 @@ static __always_inline int on_accept_enter(int listen_fd)
 	return 0;
 }
 
-/*
- * When the accepted child became ESTABLISHED, as TCP stamped it: at the
- * handshake's end tcp_init_buffer_space() sets rcvq_space.time (in us, of
- * the clock bpf_ktime_get_ns() reads), and only the owner's reads move it
- * after, so at accept it still says when. Reading it here costs two loads,
- * where an entry made at every ESTABLISHED for the accept to find cost a
- * hash update and lookup per connection. 0: not stamped (counted).
- */
-static __always_inline __u64 established_stamp_ns(const struct sock *child)
-{
-	const struct tcp_sock *tp = kernel_ptr(struct tcp_sock, child);
-	__u64 stamp_us = tp->rcvq_space.time;
-
-	if (!stamp_us)
-		count(CS_CTR_ACCEPT_UNMATCHED);
-	return stamp_us * NSEC_PER_USEC;
-}
-
 /* The accepted connection in its record: its socket, tuple, and when its handshake ended. */
 static __always_inline void note_accepted(struct cs_ev_accept *ev, struct sock *child)
 {
 	ev->sk = (__u64)child;
 	read_tuple(child, &ev->tuple);
-	ev->established_ns = established_stamp_ns(child);
+	/* Not read yet: TCP's stamp is the handshake's end. */
+	ev->established_ns = tcp_stamp_ns(child);
+	if (!ev->established_ns)
+		count(CS_CTR_ACCEPT_UNMATCHED);
 }
 
 /*

@@ -52,6 +52,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by user space between open and load. */
 const volatile __u64 wakeup_bytes = 256 * 1024; /* wake the consumer past this much queued data */
 const volatile bool trace_handshakes = true;
+/* When the probes were attached (bpf_ktime_get_ns()'s clock): older connections are partial. */
+const volatile __u64 attach_ns = 0;
 /* For the tests: as if the kernel skipped every run at a client's ESTABLISHED (see on_tcp_retransmit). */
 const volatile bool skip_client_established = false;
 
@@ -89,25 +91,6 @@ struct {
 	__type(key, __u64); /* netns inode << CS_ENDPOINT_PORT_BITS | port */
 	__type(value, struct cs_endpoint_state);
 } target_endpoints SEC(".maps");
-
-/*
- * When each connection established between tracing windows became
- * ESTABLISHED, by socket: such a connection gets no socket storage (where
- * a window's connections keep it), and this entry stays until the request
- * probes adopt the connection whole in a window or it closes. LRU drops
- * connections reset while queued. Accept does not need it: the child's
- * own stamp of its establishment (established_stamp_ns) says as much.
- */
-struct queued_conn {
-	__u64 established_ns;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
-	__type(value, struct queued_conn);
-} established_ns SEC(".maps");
 
 /*
  * An accept() call in flight, in the calling thread's storage (created on
@@ -450,6 +433,22 @@ static __always_inline bool is_target_skb_port(const struct sk_buff *skb, __u16 
  */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define kernel_ptr(type, addr) ((type *)bpf_rdonly_cast((const void *)(addr), bpf_core_type_id_kernel(type)))
+
+/*
+ * When sk became ESTABLISHED, as TCP stamped it, in ns of the clock
+ * bpf_ktime_get_ns() reads: at the handshake's end tcp_init_buffer_space()
+ * sets rcvq_space.time (us), and only the owner's reads move it after,
+ * forward (to measure its receive rate). So it is the exact time until
+ * the first of those, a later one after; never earlier. 0: not stamped.
+ * Two loads, where an entry made for every connection at ESTABLISHED
+ * cost a hash update and its lookups.
+ */
+static __always_inline __u64 tcp_stamp_ns(const struct sock *sk)
+{
+	const struct tcp_sock *tp = kernel_ptr(struct tcp_sock, sk);
+
+	return tp->rcvq_space.time * NSEC_PER_USEC;
+}
 
 /*
  * The TCP socket behind a file descriptor of the current task, or NULL.

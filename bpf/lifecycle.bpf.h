@@ -270,18 +270,13 @@ static __always_inline int on_server_established(const struct sock *sk)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	/*
-	 * Between tracing windows, no request state (its storage is most of
-	 * what a new connection costs the probes): its accept record still
-	 * has its queue wait (the child's own stamp), a slow handshake its
-	 * record, and an entry here says when it began, for the request
-	 * probes to adopt it whole in a window (adopt_connection) or for its
-	 * close (close_unfollowed).
+	 * Between tracing windows, nothing of its own (its storage is most of
+	 * what a new connection costs the probes): its accept record has its
+	 * queue wait, a slow handshake its record, and TCP's stamp of this
+	 * moment tells the request probes and its close that it is younger
+	 * than the attach (adopt_connection, close_unfollowed).
 	 */
 	if (!(trace_window & 1)) {
-		__u64 key = (__u64)sk;
-		struct queued_conn queued = { .established_ns = now };
-		if (bpf_map_update_elem(&established_ns, &key, &queued, BPF_ANY))
-			count(CS_CTR_TABLE_FULL);
 		if (trace_handshakes)
 			join_client_handshake(sk, NULL, now);
 		return 0;

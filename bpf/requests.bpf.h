@@ -365,14 +365,16 @@ static __always_inline struct conn_state *adopt_connection(const struct sock *sk
 	}
 	conn->port = sk->__sk_common.skc_num;
 	conn->window = trace_window;
-	__u64 key = (__u64)sk;
-	struct queued_conn *queued = bpf_map_lookup_elem(&established_ns, &key);
-	if (queued) {
-		/* Established between windows, its start known: whole, as if followed from there. */
-		conn->established_ns = queued->established_ns;
-		conn->last_activity_ns = queued->established_ns;
+	__u64 stamp_ns = tcp_stamp_ns(sk);
+	if (stamp_ns >= attach_ns) {
+		/*
+		 * Established since the attach, between windows: whole, as if
+		 * followed from there. TCP's stamp is its start or later (reads
+		 * move it): the engine takes the start from its accept.
+		 */
+		conn->established_ns = stamp_ns;
+		conn->last_activity_ns = stamp_ns;
 		conn->window = trace_window - 1; /* enter_window: were requests missed? */
-		bpf_map_delete_elem(&established_ns, &key);
 		return conn;
 	}
 	conn->partial = !(arriving && is_fresh_connection(sk));

@@ -246,16 +246,11 @@ static __always_inline int close_unfollowed(const struct sock *sk, int new_state
 	struct cs_ev_conn_close *ev = reserve_event_at(sizeof(*ev), CS_EV_CONN_CLOSE, now);
 	if (!ev)
 		return 0;
-	__u64 key = (__u64)sk;
-	struct queued_conn *queued = bpf_map_lookup_elem(&established_ns, &key);
-	ev->sk = key;
-	ev->established_ns = 0;
-	ev->partial = 1; /* older than the attach, or its entry lost (LRU) */
-	if (queued) {
-		ev->established_ns = queued->established_ns;
-		ev->partial = 0;
-		bpf_map_delete_elem(&established_ns, &key);
-	}
+	__u64 stamp_ns = tcp_stamp_ns(sk);
+	ev->sk = (__u64)sk;
+	/* Since the attach: whole, its start TCP's stamp or later (the engine takes its accept's). */
+	ev->partial = stamp_ns < attach_ns;
+	ev->established_ns = ev->partial ? 0 : stamp_ns;
 	ev->last_activity_ns = 0;
 	ev->flags = CS_CLOSE_UNFOLLOWED;
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);

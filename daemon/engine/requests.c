@@ -449,8 +449,15 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 	if (ev->partial)
 		life->closed_partial++;
 	life->requests_on_closed += ev->requests;
-	if (ev->established_ns && ev->hdr.ts_ns >= ev->established_ns)
-		cs_hist_record(life->lifetime_ns, ev->hdr.ts_ns - ev->established_ns);
+	const struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
+	/*
+	 * Its accept's start, where it was seen: a connection established
+	 * between tracing windows closes with TCP's stamp, which its reads may
+	 * have moved later.
+	 */
+	uint64_t established_ns = conn && conn->established_ns ? conn->established_ns : ev->established_ns;
+	if (established_ns && ev->hdr.ts_ns >= established_ns)
+		cs_hist_record(life->lifetime_ns, ev->hdr.ts_ns - established_ns);
 
 	enum cs_slot_freer freer = ev->closed_by == CS_CLOSED_BY_CLIENT ? CS_FREED_BY_CLIENT : CS_FREED_BY_OTHER;
 	if (ev->closed_by == CS_CLOSED_BY_SERVER) {
@@ -481,7 +488,6 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 			}
 		}
 	}
-	const struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
 	/* Its client's close_notify may come after (or with) the close, and draw a reset. */
 	struct cs_unfollowed *unfollowed = conn ? NULL : cs_u64map_get(&engine->unfollowed, ev->sk);
 	if (unfollowed)

@@ -104,6 +104,27 @@ Test(partial, close_without_an_open)
 }
 
 /*
+ * A connection established between tracing windows closes with TCP's stamp
+ * of its start, which its reads may have moved later: its lifetime runs
+ * from its accept's start, which the engine saw.
+ */
+Test(partial, lifetime_from_the_accept_not_the_moved_stamp)
+{
+	uint64_t sk = 0xffff880000006000ull;
+	FEED_OK(engine, make_accept_of((struct accept_spec){ .port = PORT, .tid = 7, .ts_ns = 2 * SEC,
+							      .established_ns = 1 * SEC },
+				       sk, 0x0a000002, 41000));
+	feed_conn_close(engine, (struct close_spec){ .sk = sk, .port = PORT, .ts_ns = 9 * SEC,
+						     .established_ns = 6 * SEC, .last_activity_ns = 8 * SEC,
+						     .closed_by = CS_CLOSED_BY_CLIENT,
+						     .flags = CS_CLOSE_UNFOLLOWED | CS_CLOSE_RECEIVED_DATA });
+	cr_expect_eq(engine->lifecycle.lifetime_ns->count, 1);
+	cr_expect_eq(engine->lifecycle.lifetime_ns->max, 8 * SEC, "lifetime %llu ns, want 8 s from the accept's start",
+		     (unsigned long long)engine->lifecycle.lifetime_ns->max);
+	cr_expect_eq(engine->lifecycle.closed_partial, 0);
+}
+
+/*
  * Closes of connections the probes kept no state for (established between
  * tracing windows): counted by side; an idle close told by TCP's own stamps
  * of its last data, when it received any.
