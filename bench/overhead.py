@@ -7,8 +7,8 @@ from bpfinfo import prog_stats, set_bpf_stats
 from common import can_pin, cpu_busy_s, log, ours_cpu_s, tasks_cpu_ns, wait_for_quiet_cpu
 from loads import LOADS, run_wrk
 from targets import TARGETS, CsServer, new_target
-from tools import (DAEMON_PERIOD_S, FLOOR_TOOLS, PROBE_GROUP_TOOLS, TOOLS, Connscope,
-                   Connscoped)
+from tools import (DAEMON_GROUP_TOOLS, DAEMON_PERIOD_S, FLOOR_TOOLS, PROBE_GROUP_TOOLS, TOOLS,
+                   Connscope, Connscoped)
 
 
 def ab_rounds(args, procs, target, run_load, tools, pairs, pinned=True, seconds_s=None):
@@ -32,9 +32,12 @@ def ab_rounds(args, procs, target, run_load, tools, pairs, pinned=True, seconds_
             time.sleep(0.3)
             load_t0, server0_ns = time.monotonic(), tasks_cpu_ns(target.pids)
             res = run_load(target.port, args, pinned, seconds_s)
+            load_s = time.monotonic() - load_t0
             res["server_cpu_ns_per_req"] = server_cpu_per_request(
-                tasks_cpu_ns(target.pids) - server0_ns, res["rps"], time.monotonic() - load_t0)
+                tasks_cpu_ns(target.pids) - server0_ns, res["rps"], load_s)
             res["tool"] = tool.stop()
+            # connscoped's programs' run time (all of it, softirq's too) per request served.
+            res["bpf_ns_per_req"] = server_cpu_per_request(res["tool"].get("bpf_ns"), res["rps"], load_s)
             res["round"] = r
             others_s = (cpu_busy_s() - busy0_s) - (ours_cpu_s(target.pids) - ours0_s)
             res["others_cpu"] = max(0.0, others_s) / ((time.monotonic() - t0) * os.cpu_count())
@@ -47,10 +50,10 @@ def ab_rounds(args, procs, target, run_load, tools, pairs, pinned=True, seconds_
 
 
 def server_cpu_per_request(cpu_ns, rps, load_s):
-    """The server's CPU time per request (churn: per connection) over one load run.
-    Requests: the load's rate times the run's wall time (its start and stop included,
-    a few ms in 10 s)."""
-    return cpu_ns / (rps * load_s) if rps and load_s > 0 else None
+    """A CPU time (the server's, or BPF's) per request (churn: per connection) over one
+    load run. Requests: the load's rate times the run's wall time (its start and stop
+    included, a few ms in 10 s). None where either is unknown."""
+    return cpu_ns / (rps * load_s) if cpu_ns is not None and rps and load_s > 0 else None
 
 
 def ratios(runs, name, base="none"):
@@ -75,7 +78,8 @@ def pinnings(args):
 
 def overhead_tools(args):
     tools = [t for t in TOOLS if t is not Connscoped or not args.no_daemon]
-    return tools + (PROBE_GROUP_TOOLS if args.probe_groups else [])
+    return (tools + (PROBE_GROUP_TOOLS if args.probe_groups else [])
+            + (DAEMON_GROUP_TOOLS if args.daemon_groups and not args.no_daemon else []))
 
 
 def overhead(args, procs, results):

@@ -1,6 +1,6 @@
 """The report: one text of every section's figures, ending with a summary table."""
 from common import fmt_pct, fmt_ratio, fmt_us, median, mib
-from tools import FLOOR_GROUPS, FLOOR_TOOLS, PROBE_GROUP_TOOLS
+from tools import DAEMON_GROUP_TOOLS, FLOOR_GROUPS, FLOOR_TOOLS, PROBE_GROUP_TOOLS
 
 
 def others_cpu(runs):
@@ -68,7 +68,8 @@ def server_cpu_table(results, w):
     tool costs, this tells 1 % apart (BPF programs on the server's system calls run in
     its threads; those in softirq on another task's time are not in it)."""
     rows = results["overhead"]
-    tools = [t for t in ("none", "connscope", "connscoped", "floor", "bpftrace")
+    tools = [t for t in ("none", "connscope", "connscoped", "floor", "bpftrace",
+                         *(g.name for g in DAEMON_GROUP_TOOLS))
              if any(t in r["runs"] for r in rows)]
     if not any(x.get("server_cpu_ns_per_req") for r in rows for x in r["runs"].get("none", [])):
         return
@@ -90,6 +91,35 @@ def server_cpu_table(results, w):
                 cell += f" {m / bare - 1:+.1%}"
             cells.append(f"{cell:28}")
         w(f"   {row_key(r)} " + " ".join(cells) + "\n")
+
+
+def us_cell(xs):
+    """Median [min-max] of ns figures, in us."""
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "-"
+    return f"{median(xs) / 1e3:.2f} [{min(xs) / 1e3:.2f}-{max(xs) / 1e3:.2f}]"
+
+
+def daemon_groups_table(results, w):
+    """connscoped beside itself with the probes of connections detached between windows:
+    what keeping accepts, closes, resets and drops exact between windows costs."""
+    groups = [g.name for g in DAEMON_GROUP_TOOLS]
+    rows = [r for r in results["overhead"] if any(g in r["runs"] for g in groups)]
+    if not rows:
+        return
+    tools = ["connscoped", *groups]
+    w("\n   connscoped beside itself with every probe of connections and packets (accepts, state\n"
+      "   changes, resets, drops) detached between windows too (--daemon-groups, same rounds):\n"
+      "   req/s over bare; BPF run time per request (us, all programs, from the daemon's status;\n"
+      "   churn and ab: per connection):\n")
+    w(f"   {KEY_HEAD} " + " ".join(f"{t:18}" for t in tools)
+      + " " + " ".join(f"{'BPF ' + t:22}" for t in tools) + " others\n")
+    for r in rows:
+        w(f"   {row_key(r)} " + " ".join(f"{fmt_ratio(r.get(t, [])):18}" for t in tools) + " "
+          + " ".join(f"{us_cell([x.get('bpf_ns_per_req') for x in r['runs'].get(t, [])]):22}"
+                     for t in tools)
+          + f" {others_cpu(r['runs']):>6}\n")
 
 
 def accuracy(results, w):
@@ -199,6 +229,7 @@ def report(results, out):
     if "overhead" in results:
         overhead_table(results, w)
         server_cpu_table(results, w)
+        daemon_groups_table(results, w)
         accuracy(results, w)
         costs(results, w)
     floor_and_engine(results, w)

@@ -71,6 +71,10 @@ def main():
     ap.add_argument("--probe-groups", action="store_true",
                     help="overhead: also run connscope with sched_waking from the start, and "
                          "without the epoll path, in the same rounds")
+    ap.add_argument("--daemon-groups", action="store_true",
+                    help="overhead: also run connscoped with every probe of connections and "
+                         "packets detached between windows (counted in windows only), in the same "
+                         "rounds")
     ap.add_argument("--nice", type=int, default=-20, help="niceness of every process started")
     ap.add_argument("--pin", choices=("pinned", "unpinned", "both"), default="both",
                     help="overhead rows: pinned (server on the last CPU, load on CPU 0), unpinned, "

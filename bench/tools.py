@@ -76,11 +76,17 @@ class Connscope(Tool):
                 "p99_us": report.get("latency_us", {}).get("p99")}
 
 
+def bpf_total_ns(status):
+    """connscoped's status: its programs' run time so far (ns), None if not measured."""
+    return (status.get("cost") or {}).get("bpf_total_ns")
+
+
 class Connscoped(Tool):
     """connscoped as a user starts it: --port, its own control socket, nothing else
     (tracing 1 s in every 10, the request probes detached in between; the kernel's
     BPF run-time statistics on, as by default)."""
     name = "connscoped"
+    probes = None  # CONNSCOPE_BENCH_PROBES, as for Connscope
 
     def status(self):
         out = subprocess.run([f"{self.build}/connscope", "status", "--json", "--socket", self.sock],
@@ -94,6 +100,8 @@ class Connscoped(Tool):
         self.dir = tempfile.mkdtemp(prefix="connscope-bench-daemon-")
         self.sock = f"{self.dir}/cs.sock"
         env = {k: v for k, v in os.environ.items() if k != "CONNSCOPE_BENCH_PROBES"}
+        if self.probes:
+            env["CONNSCOPE_BENCH_PROBES"] = self.probes
         self.proc = self.procs.start([f"{self.build}/connscoped", "--port",
                                       str(self.target.port), "--socket", self.sock],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
@@ -137,6 +145,10 @@ class Connscoped(Tool):
                 "requests_estimated": tr.get("requests_estimated"),
                 "mode": tr.get("mode"), "window_s": tr.get("window_s"), "period_s": tr.get("period_s"),
                 "lost": st.get("lost"), "received": st.get("events"),
+                # Every program's run time over the run (kernel.bpf_stats_enabled, sampled
+                # by the daemon once a second: both ends lag alike).
+                "bpf_ns": bpf_total_ns(st) - bpf_total_ns(self.status0)
+                if bpf_total_ns(st) is not None and bpf_total_ns(self.status0) is not None else None,
                 "exit_line": stopped.group(0) if stopped else None}
 
 
@@ -207,6 +219,13 @@ TOOLS = [NoTool, Connscope, Connscoped, Floor, Bpftrace]
 PROBE_GROUP_TOOLS = [
     type("ConnscopeWaking", (Connscope,), {"name": "cs+waking", "probes": "waking-at-start"}),
     type("ConnscopeNoEpoll", (Connscope,), {"name": "cs-no-epoll", "probes": "no-epoll"}),
+]
+
+# --daemon-groups: connscoped with every probe of connections and packets
+# (accepts, state changes, resets, drops) detached between windows too, beside
+# connscoped as it is: what keeping those counts exact between windows costs.
+DAEMON_GROUP_TOOLS = [
+    type("ConnscopedWindowsOnly", (Connscoped,), {"name": "cd-windows-only", "probes": "windows-only"}),
 ]
 
 # The floor split into groups of hooks, each attached alone.

@@ -193,6 +193,10 @@ static int attach_one(struct cs_probes *probes, struct bpf_program *prog, char *
 static bool is_request_probe(const struct cs_probes *probes, const struct bpf_program *prog)
 {
 	const struct connscope_bpf *skel = probes->skel;
+	if (probes->windows_only) /* all but the iterators, the on-demand pair and process followers */
+		return prog != skel->progs.sample_listeners && prog != skel->progs.sample_threads &&
+		       prog != skel->progs.on_xmit && prog != skel->progs.on_waking &&
+		       prog != skel->progs.on_fork && prog != skel->progs.on_exit;
 	return prog == skel->progs.on_data_ready || prog == skel->progs.on_recv ||
 	       prog == skel->progs.on_tcp_sendmsg || prog == skel->progs.on_send ||
 	       prog == skel->progs.on_exit_epoll_wait || prog == skel->progs.on_exit_epoll_pwait ||
@@ -242,7 +246,10 @@ static void test_skip_choice(struct cs_probes *probes)
  * CONNSCOPE_BENCH_PROBES=no-epoll leaves out the epoll path and the
  * wake-up probe that needs it (thread roles, hand-offs and parked requests
  * are then missing from the report); =waking-at-start attaches the wake-up
- * probe from the start, as if a request had been parked.
+ * probe from the start, as if a request had been parked; =windows-only
+ * detaches every probe of connections and packets between tracing windows,
+ * the accept and state probes too (what the exact counts between windows
+ * cost: they are then counted in windows only).
  */
 static void bench_probe_choice(struct cs_probes *probes)
 {
@@ -257,6 +264,7 @@ static void bench_probe_choice(struct cs_probes *probes)
 		bpf_program__set_autoload(skel->progs.on_waking, false);
 	}
 	probes->waking_at_start = strstr(choice, "waking-at-start") != NULL;
+	probes->windows_only = strstr(choice, "windows-only") != NULL;
 }
 
 int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opts,

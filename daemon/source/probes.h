@@ -67,6 +67,7 @@ struct cs_probes {
 	struct bpf_link *waking_link;        /* on_waking, attached once a request was parked */
 	bool waking_attached;                /* it was attached during the run */
 	bool waking_at_start;                /* bench only: attach it without a parked request */
+	bool windows_only;                   /* bench only: every event probe detached between windows */
 	bool waking_failed;                  /* attaching it failed: not tried again */
 	bool detached;                       /* event probes gone: the run is ending */
 	bool window_closed;                  /* between tracing windows: the request probes are detached */
