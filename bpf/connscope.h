@@ -445,6 +445,14 @@ enum cs_bpf_stats {
 	CS_BPF_STATS_ALREADY_ON = 2, /* kernel.bpf_stats_enabled was 1: left as it was */
 	CS_BPF_STATS_OFF = 3,        /* turned off by the user (--no-bpf-stats) */
 	CS_BPF_STATS_FAILED = 4,     /* the kernel refused to turn it on (error: errno) */
+	/*
+	 * Sampled (the default): connscope holds the counting on for some
+	 * readings' spans and not others, since it costs every BPF run on the
+	 * machine two clock reads. Each reading says which its span was.
+	 */
+	CS_BPF_STATS_SAMPLED_ON = 5,     /* held on over this reading's span, one of those sampled */
+	CS_BPF_STATS_SAMPLED_OFF = 6,    /* left off over it, and nothing was counted */
+	CS_BPF_STATS_SAMPLED_WINDOW = 7, /* held on over a tracing window's span: every one is */
 };
 
 struct cs_ev_self_cost {

@@ -156,7 +156,7 @@ static const struct option catalogue[] = {
 	{ "no-handshakes", no_argument, NULL, CS_OPT_NO_HANDSHAKES },
 	{ "no-jvm", no_argument, NULL, CS_OPT_NO_JVM },
 	{ "no-bpf-stats", no_argument, NULL, CS_OPT_NO_BPF_STATS },
-	{ "bpf-stats", required_argument, NULL, CS_OPT_BPF_STATS }, /* connscoped's: yes or no */
+	{ "bpf-stats", required_argument, NULL, CS_OPT_BPF_STATS }, /* yes, always or no */
 	{ "interval", required_argument, NULL, 'i' },
 	{ "from", required_argument, NULL, CS_OPT_FROM },
 	{ "to", required_argument, NULL, CS_OPT_TO },

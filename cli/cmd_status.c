@@ -94,7 +94,11 @@ static void print_cost(const json_t *status)
 		return;
 	}
 	printf("  cost       ");
-	if (json_is_true(json_object_get(cost, "bpf_measured")))
+	if (json_is_true(json_object_get(cost, "bpf_measured")) && json_is_true(json_object_get(cost, "bpf_sampled")))
+		printf("BPF %.0f ns per request, %.0f ns per connection (%.0f runs, statistics on %.1f %% of the time); ",
+		       number(cost, "bpf_ns_per_request"), number(cost, "bpf_ns_per_connection"), number(cost, "bpf_runs"),
+		       100.0 * number(cost, "bpf_measured_share"));
+	else if (json_is_true(json_object_get(cost, "bpf_measured")))
 		printf("BPF %.0f ns per request, %.0f ns per connection (%.0f runs); ",
 		       number(cost, "bpf_ns_per_request"), number(cost, "bpf_ns_per_connection"), number(cost, "bpf_runs"));
 	else if (cs_json_str(cost, "note", note, sizeof(note)))

@@ -78,21 +78,26 @@ static const struct cs_cmd daemon_cmd = {
 	"                         between; accepts, drops, resets and closes are\n"
 	"                         counted all the time; always: trace everything\n"
 	"  -v, --verbose          show libbpf's log\n"
-	"      --bpf-stats no     do not turn on the kernel's BPF run-time statistics\n"
-	"                         (default yes, for the probes' cost per request in\n"
-	"                         status and /metrics; with no, it is not measured)\n"
+	"      --bpf-stats yes|always|no  the kernel's BPF run-time statistics, for the\n"
+	"                         probes' cost in status and /metrics: yes (default)\n"
+	"                         turns them on in sampled seconds (about 1 in 10) and\n"
+	"                         estimates from those; always, the whole run (they\n"
+	"                         cost every BPF run on the machine two clock reads);\n"
+	"                         no, never: the cost is not measured\n"
 	"  -h, --help             this help\n"
 	"\n"
 	"Config file: 'key = value' lines with the long options' names as keys (port,\n"
 	"pid, name, cgroup, metrics, sample-hz, ring-mb, trace, verbose = yes|no, bpf-stats =\n"
-	"yes|no), '#' comment lines. It must be root's and writable only by root.\n"
+	"yes|always|no), '#' comment lines. It must be root's and writable only by root.\n"
 	"\n"
 	"Signals: SIGTERM/SIGINT stop (exit 0); SIGHUP re-reads the config file (new\n"
 	"targets, sample-hz and trace apply at once; a bad file is logged and the running\n"
 	"settings kept) and looks for target processes now.\n"
 	"\n"
 	"Once attached, connscoped keeps only CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH\n"
-	"(to find the processes behind its targets) and sets no_new_privs.\n"
+	"(to find the processes behind its targets), with CAP_BPF and CAP_PERFMON when\n"
+	"tracing in windows, and sets no_new_privs. Its child connscope-stats keeps\n"
+	"CAP_SYS_ADMIN alone, to turn the BPF statistics on and off (bpf-stats yes).\n"
 	"\n"
 	"Exit status: 0 stopped by a signal, 1 run-time error (bad config file,\n"
 	"missing capability, probes refused), 2 usage error.\n"
@@ -173,12 +178,14 @@ static int reload(void *ctx, struct cs_session_options *next)
 		return -1;
 	}
 	if (strcmp(fresh->metrics, setup->running.metrics) != 0 || fresh->ring_mb != setup->running.ring_mb ||
-	    fresh->verbose != setup->running.verbose || fresh->bpf_stats != setup->running.bpf_stats)
+	    fresh->verbose != setup->running.verbose || fresh->bpf_stats != setup->running.bpf_stats ||
+	    fresh->bpf_stats_always != setup->running.bpf_stats_always)
 		fprintf(stderr, "connscoped: reload: metrics, ring-mb, verbose and bpf-stats changes take effect at "
 			"the next start\n");
 	fresh->ring_mb = setup->running.ring_mb;
 	fresh->verbose = setup->running.verbose;
 	fresh->bpf_stats = setup->running.bpf_stats;
+	fresh->bpf_stats_always = setup->running.bpf_stats_always;
 	memcpy(fresh->metrics, setup->running.metrics, sizeof(fresh->metrics));
 	setup->running = *fresh;
 	apply_targets(fresh, next);
@@ -281,6 +288,7 @@ static void session_options(struct daemon *d)
 	opts->probe.wakeup_bytes = opts->probe.ring_bytes / 32;
 	opts->probe.verbose = d->running.verbose;
 	opts->probe.no_bpf_stats = !d->running.bpf_stats;
+	opts->probe.bpf_stats_always = d->running.bpf_stats_always;
 	opts->reload = reload;
 	opts->attached = drop_privileges;
 	opts->hooks_ctx = d;

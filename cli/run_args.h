@@ -35,8 +35,11 @@
 	"                       P seconds only, the request probes detached between\n" \
 	"                       (as connscoped by default); default always\n" \
 	"      --no-handshakes  do not follow local clients' SYN retransmits\n" \
-	"      --no-bpf-stats   do not turn on the kernel's BPF run-time statistics (the\n" \
-	"                       report's BPF cost is then not measured)\n" \
+	"      --bpf-stats yes|always|no  the kernel's BPF run-time statistics, for the\n" \
+	"                       report's BPF cost: yes (default) turns them on in sampled\n" \
+	"                       seconds (about 1 in 10) and estimates from those; always,\n" \
+	"                       the whole run (two clock reads around every BPF run on\n" \
+	"                       the machine); no (or --no-bpf-stats): not measured\n" \
 	"      --no-jvm         do not ask java targets for their thread names at the end\n" \
 	"                       (through the JVM's attach mechanism, as jcmd does)\n" \
 	"  -q, --quiet          no progress lines on stderr\n" \

@@ -51,8 +51,18 @@ void cs_cost_of(const struct cs_engine *engine, const struct cs_report_meta *met
 		return;
 	cost->bpf_stats = sums->bpf_stats;
 	cost->bpf_stats_error = sums->bpf_stats_error;
-	/* A reading with the counting off leaves a gap the sums cannot show. */
-	cost->bpf_measured = sums->bpf_unmeasured_readings == 0;
+	/*
+	 * A reading with the counting off leaves a gap the sums cannot show;
+	 * a sampled span let go does not: the spans held stand for the run.
+	 */
+	cost->bpf_sampled = sums->bpf_sampled_readings > 0;
+	uint64_t measured_wall_ns = sums->bpf_window_wall_ns + sums->bpf_plain_measured_wall_ns;
+	cost->bpf_measured_share = 1.0;
+	if (cost->bpf_sampled && sums->wall_ns && measured_wall_ns < sums->wall_ns)
+		cost->bpf_measured_share = (double)measured_wall_ns / (double)sums->wall_ns;
+	/* Sampled: some span outside windows must be measured when there were any. */
+	cost->bpf_measured = sums->bpf_unmeasured_readings == 0 &&
+			     (!cost->bpf_sampled || sums->bpf_plain_measured_wall_ns || !sums->bpf_plain_wall_ns);
 	cost->cpu_ns = sums->user_ns + sums->system_ns;
 	cost->wall_ns = sums->wall_ns;
 	if (sums->wall_ns)
@@ -61,8 +71,14 @@ void cs_cost_of(const struct cs_engine *engine, const struct cs_report_meta *met
 		return;
 	cost->bpf_run_ns = sums->bpf_run_ns;
 	cost->bpf_runs = sums->bpf_runs;
-	cost->bpf_ns_per_request = per(sums->bpf_run_ns, cost->requests_served);
-	cost->bpf_ns_per_connection = per(sums->bpf_run_ns, (double)cost->connections);
+	/* Windows as measured, the rest scaled from its spans measured: the whole run's, estimated. */
+	double whole_run_ns = (double)sums->bpf_run_ns;
+	if (cost->bpf_sampled && sums->bpf_plain_measured_wall_ns)
+		whole_run_ns = (double)sums->bpf_window_run_ns +
+			       (double)sums->bpf_plain_run_ns * (double)sums->bpf_plain_wall_ns /
+				       (double)sums->bpf_plain_measured_wall_ns;
+	cost->bpf_ns_per_request = cost->requests_served > 0 ? whole_run_ns / cost->requests_served : -1.0;
+	cost->bpf_ns_per_connection = cost->connections > 0 ? whole_run_ns / (double)cost->connections : -1.0;
 }
 
 const char *cs_cost_unmeasured_reason(const struct cs_cost *cost)
@@ -77,6 +93,11 @@ const char *cs_cost_unmeasured_reason(const struct cs_cost *cost)
 	case CS_BPF_STATS_ENABLED:
 	case CS_BPF_STATS_ALREADY_ON:
 		return cost->bpf_measured ? "" : "not measured (BPF run-time statistics were off for part of the run)";
+	case CS_BPF_STATS_SAMPLED_ON:
+	case CS_BPF_STATS_SAMPLED_OFF:
+	case CS_BPF_STATS_SAMPLED_WINDOW:
+		/* (a holder that failed leaves the latest reading CS_BPF_STATS_FAILED) */
+		return cost->bpf_measured ? "" : "not measured yet (no sampled second outside a window so far)";
 	default:
 		return "not measured";
 	}
@@ -98,6 +119,10 @@ const char *cs_bpf_stats_name(uint32_t bpf_stats)
 		return "off";
 	case CS_BPF_STATS_FAILED:
 		return "failed";
+	case CS_BPF_STATS_SAMPLED_ON:
+	case CS_BPF_STATS_SAMPLED_OFF:
+	case CS_BPF_STATS_SAMPLED_WINDOW:
+		return "sampled";
 	default:
 		return NULL;
 	}

@@ -24,8 +24,10 @@ struct cs_cost {
 					* windows) every request the run served, estimated from them */
 	bool requests_estimated;       /* requests_served is that estimate */
 	uint64_t connections;          /* connections accepted */
-	uint64_t bpf_run_ns;           /* every program's run time */
+	uint64_t bpf_run_ns;           /* every program's run time, while the counting was on */
 	uint64_t bpf_runs;
+	bool bpf_sampled;              /* on in sampled spans: the figures below are estimates */
+	double bpf_measured_share;     /* the share of the time the counting was on (1: all of it) */
 	double bpf_ns_per_request;     /* < 0: not measured, or no request */
 	double bpf_ns_per_connection;  /* < 0: not measured, or no connection */
 	uint64_t cpu_ns;               /* connscope's user + system CPU time */
@@ -47,7 +49,7 @@ const char *cs_cost_unmeasured_reason(const struct cs_cost *cost);
 /* A program's run time per run; < 0 when it has no runs. */
 double cs_prog_ns_per_run(const struct cs_prog_cost_stats *prog);
 
-/* "enabled", "already_on", "off", "failed"; NULL when not recorded. */
+/* "enabled", "already_on", "off", "failed", "sampled"; NULL when not recorded. */
 const char *cs_bpf_stats_name(uint32_t bpf_stats);
 
 #endif /* CS_COST_H */

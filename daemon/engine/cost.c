@@ -28,6 +28,7 @@ int cs_on_prog_cost(struct cs_engine *engine, const struct cs_ev_prog_cost *ev)
 	struct cs_cost_stats *cost = &engine->cost;
 	cost->bpf_run_ns += ev->run_ns;
 	cost->bpf_runs += ev->runs;
+	cost->bpf_pending_run_ns += ev->run_ns;
 	struct cs_prog_cost_stats *prog = get_program(cost, ev->prog_id);
 	if (!prog) {
 		cost->programs_unlisted++;
@@ -47,8 +48,31 @@ int cs_on_self_cost(struct cs_engine *engine, const struct cs_ev_self_cost *ev)
 	cost->readings++;
 	cost->bpf_stats = ev->bpf_stats;
 	cost->bpf_stats_error = ev->error;
-	if (ev->bpf_stats != CS_BPF_STATS_ENABLED && ev->bpf_stats != CS_BPF_STATS_ALREADY_ON)
+	switch (ev->bpf_stats) {
+	case CS_BPF_STATS_SAMPLED_WINDOW:
+		cost->bpf_sampled_readings++;
+		cost->bpf_window_run_ns += cost->bpf_pending_run_ns;
+		cost->bpf_window_wall_ns += ev->wall_ns;
+		break;
+	case CS_BPF_STATS_SAMPLED_ON:
+		cost->bpf_sampled_readings++;
+		/* fall through */
+	case CS_BPF_STATS_ENABLED:
+	case CS_BPF_STATS_ALREADY_ON:
+		cost->bpf_plain_run_ns += cost->bpf_pending_run_ns;
+		cost->bpf_plain_measured_wall_ns += ev->wall_ns;
+		cost->bpf_plain_wall_ns += ev->wall_ns;
+		break;
+	case CS_BPF_STATS_SAMPLED_OFF:
+		/* Left out on purpose: the spans measured outside windows stand for it. */
+		cost->bpf_sampled_readings++;
+		cost->bpf_plain_wall_ns += ev->wall_ns;
+		break;
+	default:
 		cost->bpf_unmeasured_readings++;
+		break;
+	}
+	cost->bpf_pending_run_ns = 0;
 	cost->user_ns += ev->user_ns;
 	cost->system_ns += ev->system_ns;
 	cost->wall_ns += ev->wall_ns;

@@ -497,9 +497,20 @@ struct cs_cost_stats {
 	uint32_t bpf_stats;        /* enum cs_bpf_stats of the latest reading */
 	int32_t bpf_stats_error;   /* its errno when the kernel refused */
 	uint64_t bpf_unmeasured_readings; /* readings with the run-time counting off */
+	uint64_t bpf_sampled_readings;     /* readings of sampled spans, held or not */
 	uint64_t user_ns;
 	uint64_t system_ns;
 	uint64_t wall_ns;
+	/*
+	 * Sampling: spans of tracing windows are all measured; of the others,
+	 * some. Each reading's run time goes to its span's kind (pending until
+	 * the reading's CS_EV_SELF_COST says which), so that the spans measured
+	 * outside windows stand for those outside windows only.
+	 */
+	uint64_t bpf_pending_run_ns;       /* program records since the last reading's self cost */
+	uint64_t bpf_window_run_ns, bpf_window_wall_ns;
+	uint64_t bpf_plain_run_ns;         /* outside windows, over the spans measured */
+	uint64_t bpf_plain_measured_wall_ns, bpf_plain_wall_ns;
 	uint64_t bpf_run_ns;       /* over every program */
 	uint64_t bpf_runs;
 	struct cs_prog_cost_stats programs[CS_COST_PROGRAMS];

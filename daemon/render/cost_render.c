@@ -39,12 +39,15 @@ void cs_cost_line(char *buf, size_t len, const struct cs_cost *cost)
 			snprintf(buf, len, "BPF %s; %s", cs_cost_unmeasured_reason(cost), cpu);
 		return;
 	}
-	char request[32], connection[32];
+	char request[32], connection[32], sampled[64] = "";
 	cs_cost_format_ns(request, sizeof(request), cost->bpf_ns_per_request);
 	cs_cost_format_ns(connection, sizeof(connection), cost->bpf_ns_per_connection);
-	snprintf(buf, len, "BPF %s per request%s, %s per connection (%.3f s in %" PRIu64 " runs); %s", request,
+	if (cost->bpf_sampled)
+		snprintf(sampled, sizeof(sampled), ", BPF statistics on %.1f %% of the time",
+			 100.0 * cost->bpf_measured_share);
+	snprintf(buf, len, "BPF %s per request%s, %s per connection (%.3f s in %" PRIu64 " runs%s); %s", request,
 		 cost->requests_estimated ? " served (estimated from the windows)" : "", connection,
-		 (double)cost->bpf_run_ns / NS_PER_SEC, cost->bpf_runs, cpu);
+		 (double)cost->bpf_run_ns / NS_PER_SEC, cost->bpf_runs, sampled, cpu);
 }
 
 /* A figure, or null when it is not known. */
@@ -82,6 +85,10 @@ json_t *cs_cost_value(const struct cs_engine *engine, const struct cs_cost *cost
 		cost->recorded ? cs_json_fixed((double)cost->cpu_ns / NS_PER_SEC, 3) : json_null(), "wall_s",
 		cost->recorded ? cs_json_fixed((double)cost->wall_ns / NS_PER_SEC, 3) : json_null(), "cpu_share",
 		cost->recorded ? known(cost->cpu_share, 5) : json_null());
+	/* Sampled: the run time and runs are the spans measured; per request and connection, the whole run's. */
+	json_object_set_new(value, "bpf_sampled", json_boolean(measured && cost->bpf_sampled));
+	json_object_set_new(value, "bpf_measured_share",
+			    measured ? cs_json_fixed(cost->bpf_measured_share, 4) : json_null());
 	/* Traced in windows: the per-request figure's requests are every one served, estimated. */
 	json_object_set_new(value, "requests_served", cs_json_fixed(cost->requests_served, 0));
 	json_object_set_new(value, "requests_estimated", json_boolean(cost->requests_estimated));

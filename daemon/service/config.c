@@ -66,6 +66,19 @@ static int yes_or_no(struct cs_daemon_config *config, const char *key, const cha
 	return 0;
 }
 
+/* bpf-stats = yes (in sampled spans) | always | no */
+static int set_bpf_stats(struct cs_daemon_config *config, const char *value, char *errmsg, size_t errlen)
+{
+	bool always = !strcmp(value, "always");
+	if (!always && strcmp(value, "yes") && strcmp(value, "no"))
+		return invalid(errmsg, errlen, "expects yes, always or no, not '%s'", value);
+	if (set_once(config, &config->has_bpf_stats, "bpf-stats", errmsg, errlen))
+		return -EINVAL;
+	config->bpf_stats = always || !strcmp(value, "yes");
+	config->bpf_stats_always = always;
+	return 0;
+}
+
 /* trace = always | WINDOW/PERIOD (seconds) */
 static int set_trace(struct cs_daemon_config *config, const char *value, char *errmsg, size_t errlen)
 {
@@ -149,7 +162,7 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 	if (!strcmp(key, "verbose"))
 		return yes_or_no(config, key, value, &config->verbose, &config->has_verbose, errmsg, errlen);
 	if (!strcmp(key, "bpf-stats"))
-		return yes_or_no(config, key, value, &config->bpf_stats, &config->has_bpf_stats, errmsg, errlen);
+		return set_bpf_stats(config, value, errmsg, errlen);
 	return -ENOENT;
 }
 
@@ -246,6 +259,7 @@ void cs_config_merge(struct cs_daemon_config *base, const struct cs_daemon_confi
 	}
 	if (over->has_bpf_stats) {
 		base->bpf_stats = over->bpf_stats;
+		base->bpf_stats_always = over->bpf_stats_always;
 		base->has_bpf_stats = true;
 	}
 }

@@ -48,6 +48,7 @@ struct cs_daemon_config {
 	struct cs_trace_schedule trace;    /* when the per-request probes are attached */
 	bool verbose;
 	bool bpf_stats;                    /* turn the kernel's BPF run-time counting on (default) */
+	bool bpf_stats_always;             /* ... the whole run, not in sampled spans (the default) */
 	/* Set here (not defaults): a layer overrides only what it sets. */
 	bool has_metrics, has_sample_hz, has_ring_mb, has_trace, has_verbose, has_bpf_stats;
 	bool last_wins;                    /* a setting given again replaces (command lines) */

@@ -22,6 +22,7 @@
 
 #define POLL_INTERVAL_MS 20
 #define ALIVE_CHECK_NS NS_PER_SEC
+#define COST_SPAN_MIN_NS (ALIVE_CHECK_NS / 2) /* the shortest span a periodic cost reading closes */
 /* Following: look for (new) target processes this often; faster while none runs. */
 #define RESCAN_IDLE_NS NS_PER_SEC
 #define RESCAN_BUSY_NS (10 * NS_PER_SEC)
@@ -180,13 +181,19 @@ static int start_probes(struct session *s)
 	return 0;
 }
 
+/* Is a tracing window open, in a run traced in windows (the cost sampler's stratum)? */
+static bool in_cost_window(const struct session *s)
+{
+	return s->windows.tracing && !cs_trace_schedule_is_always(&s->windows.schedule);
+}
+
 /* 3. a first walk of the listeners and the threads sets their baselines; the run starts there. */
 static int first_walk(struct session *s, uint64_t *start_ns)
 {
 	const struct cs_session_options *opts = &s->opts;
 	*start_ns = cs_monotonic_ns();
-	cs_probes_cost_begin(&s->probes, *start_ns);
 	cs_trace_windows_start(&s->windows, &opts->trace, *start_ns);
+	cs_probes_cost_begin(&s->probes, *start_ns, in_cost_window(s));
 	int err = cs_probes_walk_listeners(&s->probes, *start_ns);
 	if (err)
 		return cs_fail(s->errmsg, s->errlen, "cannot walk TCP sockets (iter/tcp): %s", strerror(-err));
@@ -243,10 +250,20 @@ static int trace_window_when_due(struct session *s, uint64_t now)
 	enum cs_trace_edge edge = cs_trace_windows_step(&s->windows, now);
 	if (edge == CS_TRACE_KEEP)
 		return 0;
-	if (edge == CS_TRACE_OPEN && cs_probes_open_window(&s->probes, s->windows.number, s->errmsg, s->errlen))
-		return -1;
-	if (edge == CS_TRACE_CLOSE)
+	/* A cost reading at each edge: a span is then all window or all gap, measured apart. */
+	if (edge == CS_TRACE_OPEN) {
+		lock_engine(s);
+		cs_probes_sample_cost(&s->probes, now, true);
+		unlock_engine(s);
+		if (cs_probes_open_window(&s->probes, s->windows.number, s->errmsg, s->errlen))
+			return -1;
+	}
+	if (edge == CS_TRACE_CLOSE) {
 		cs_probes_close_window(&s->probes, s->windows.number);
+		lock_engine(s);
+		cs_probes_sample_cost(&s->probes, now, false);
+		unlock_engine(s);
+	}
 	if (s->opts.live_meta) {
 		/* Live readers add the open window's time themselves: exact at each edge. */
 		lock_engine(s);
@@ -267,7 +284,9 @@ static void check_alive_when_due(struct session *s, struct loop_clock *clock, ui
 		return;
 	lock_engine(s);
 	cs_probes_sample_threads(&s->probes, now);
-	cs_probes_sample_cost(&s->probes, now);
+	/* Not a sliver of a span just after a window's edge read it: a held sliver would waste its sample. */
+	if (now >= s->probes.cost.last_ns + COST_SPAN_MIN_NS)
+		cs_probes_sample_cost(&s->probes, now, in_cost_window(s));
 	if (s->opts.live_meta)
 		update_meta(s, clock->start_ns, s->opts.live_meta);
 	unlock_engine(s);
@@ -364,7 +383,7 @@ static int finish(struct session *s, uint64_t start_ns, const struct netstat_win
 		cs_probes_sample_listeners(&s->probes, cs_monotonic_ns());
 	cs_probes_sample_threads(&s->probes, cs_monotonic_ns());
 	lock_engine(s);
-	cs_probes_sample_cost(&s->probes, cs_monotonic_ns());
+	cs_probes_sample_cost(&s->probes, cs_monotonic_ns(), false);
 	unlock_engine(s);
 	/* What only a JVM knows, once the run is over: its threads' names. */
 	if (!s->opts.no_jvm)

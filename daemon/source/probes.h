@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "connscope.h"
+#include "stats_holder.h"
 #include "u64map.h"
 
 struct connscope_bpf;
@@ -27,6 +28,7 @@ struct cs_probe_options {
 	uint32_t wakeup_bytes;       /* wake the consumer past this much queued data */
 	bool trace_handshakes;       /* follow local clients' SYN retransmits */
 	bool no_bpf_stats;           /* do not turn the kernel's BPF run-time counting on */
+	bool bpf_stats_always;       /* hold it on the whole run, not in sampled seconds */
 	bool verbose;                /* echo libbpf's log to stderr */
 };
 
@@ -43,8 +45,10 @@ typedef int (*cs_record_fn)(void *ctx, const void *record, size_t len);
  * so that each record says what grew since.
  */
 struct cs_cost_sampler {
-	int stats_fd;                  /* bpf_enable_stats()'s: counting on while open */
-	bool holds_stats;              /* stats_fd is open */
+	struct cs_stats_holder holder; /* holds the counting on (--bpf-stats always, or sampling) */
+	bool sampling;                 /* held in sampled spans only (CS_BPF_STATS_SAMPLED_*) */
+	bool in_window;                /* the span since the last reading is a tracing window's */
+	uint64_t plain_spans;          /* spans begun outside windows: the schedule's clock */
 	uint32_t bpf_stats;            /* enum cs_bpf_stats */
 	int32_t error;                 /* CS_BPF_STATS_FAILED: the errno */
 	uint64_t last_ns;              /* the last reading (0: not begun) */
@@ -153,17 +157,21 @@ uint64_t cs_probes_skipped_runs(struct cs_probes *probes, FILE *by_probe);
 
 /*
  * Start saying what connscope costs: this process's CPU time is counted
- * from now_ns. Call once the probes are attached.
+ * from now_ns. Call once the probes are attached; in_window: a tracing
+ * window opens there (tracing in windows), not when every request is traced.
  */
-void cs_probes_cost_begin(struct cs_probes *probes, uint64_t now_ns);
+void cs_probes_cost_begin(struct cs_probes *probes, uint64_t now_ns, bool in_window);
 
 /*
  * Read every program's run time and this process's CPU time; what grew
  * since the last reading becomes CS_EV_PROG_COST records (programs that
- * ran) and one CS_EV_SELF_COST, stamped now_ns. Once a second at most:
- * it costs a system call a program.
+ * ran) and one CS_EV_SELF_COST, stamped now_ns. Once a second, and at
+ * each tracing window's edge: it costs a system call a program.
+ * next_in_window: the span from now on is a tracing window's. Sampling,
+ * the counting is held over every window (where the request probes run)
+ * and over one in CS_BPF_STATS_SAMPLE_EVERY of the other spans.
  */
-void cs_probes_sample_cost(struct cs_probes *probes, uint64_t now_ns);
+void cs_probes_sample_cost(struct cs_probes *probes, uint64_t now_ns, bool next_in_window);
 
 /* Sum the per-CPU counters (enum cs_counter). */
 int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX]);

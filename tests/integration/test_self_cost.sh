@@ -38,7 +38,7 @@ cs_start_server --workers 2 --quiet
 
 # ---- record: the report's figures against bpftool's
 trace=$CS_TMP/run.cstrace
-"$CS_BIN" record --pid "$SERVER_PID" --duration 120 -o "$trace" 2>"$CS_TMP/record.err" &
+"$CS_BIN" record --pid "$SERVER_PID" --duration 120 --bpf-stats always -o "$trace" 2>"$CS_TMP/record.err" &
 rec=$!; cs_pids+=("$rec")
 cs_wait_attached "$CS_TMP/record.err"
 "$CS_LOAD" --port "$SERVER_PORT" --connections 4 --requests 20000 --quiet --json /dev/null || fail "load failed"
@@ -91,10 +91,11 @@ echo "ok: the replayed report's cost is the recording's: $replayed"
 # ---- the daemon: status and /metrics
 sock=$CS_TMP/run/connscoped.sock
 metrics_port=$(cs_free_port)
-cs_bg "$CS_DAEMON" --port "$SERVER_PORT" --socket "$sock" --metrics "$metrics_port" 2>"$CS_TMP/daemon.log"
+cs_bg "$CS_DAEMON" --port "$SERVER_PORT" --socket "$sock" --metrics "$metrics_port" --bpf-stats always 2>"$CS_TMP/daemon.log"
 daemon=$BG_PID
 cs_wait_attached "$CS_TMP/daemon.log"
 "$CS_LOAD" --port "$SERVER_PORT" --connections 4 --requests 5000 --quiet --json /dev/null || fail "load failed"
+"$CS_LOAD" --port "$SERVER_PORT" --connections 4 --duration 4 --quiet --json "$CS_TMP/load-always.json" || fail "load failed"
 # The cost is read once a second: wait for a reading after the last request.
 for _ in $(seq 100); do
   "$CS_BIN" status --json --socket "$sock" >"$CS_TMP/status.json" || fail "status --json failed"
@@ -110,6 +111,7 @@ assert cost["cpu_share"] > 0, cost
 print("ok: status: BPF %.1f ns per request, %.1f ns per connection; connscoped %.3f%% of one CPU" % (
     cost["bpf_ns_per_request"], cost["bpf_ns_per_connection"], 100 * cost["cpu_share"]))
 PY
+cp "$CS_TMP/status.json" "$CS_TMP/status-always.json"
 "$CS_BIN" status --socket "$sock" >"$CS_TMP/status.txt" || fail "status failed"
 grep -E "^  cost       BPF [0-9]+ ns per request, [0-9]+ ns per connection \([0-9]+ runs\); connscoped [0-9.]+% of one CPU$" \
   "$CS_TMP/status.txt" || { cat "$CS_TMP/status.txt"; fail "status text lacks the cost line"; }
@@ -131,6 +133,67 @@ kill -TERM "$daemon"
 wait "$daemon" || { cat "$CS_TMP/daemon.log"; fail "connscoped did not stop cleanly"; }
 [[ $(stats_sysctl) == 0 ]] || fail "kernel.bpf_stats_enabled is $(stats_sysctl) after the daemon, was 0"
 echo "ok: kernel.bpf_stats_enabled 0 after the daemon"
+# ---- the daemon's default: the statistics on in every window and in one other second of ten
+before_id=$(bpftool prog show --json | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] + [0]))')
+cs_bg "$CS_DAEMON" --port "$SERVER_PORT" --socket "$sock" 2>"$CS_TMP/daemon-sampled.log"
+daemon=$BG_PID
+cs_wait_attached "$CS_TMP/daemon-sampled.log"
+holder=$(pgrep -P "$daemon" -x connscope-stats) || fail "connscoped has no connscope-stats child"
+grep -E "^(CapEff|CapPrm|CapBnd|NoNewPrivs):" "/proc/$holder/status" | tr -s '\t' ' ' >"$CS_TMP/holder.caps"
+cat "$CS_TMP/holder.caps"
+[[ $(grep -c " 0000000000200000$" "$CS_TMP/holder.caps") == 3 && $(grep -c "^NoNewPrivs: 1$" "$CS_TMP/holder.caps") == 1 ]] ||
+  fail "connscope-stats keeps more than CAP_SYS_ADMIN, or may gain more"
+# /dev/null on 0-2, its socket, the statistics' own descriptor while it holds them: nothing else.
+others=$(for fd in "/proc/$holder/fd/"*; do readlink "$fd"; done | grep -cvE '^(/dev/null|socket:\[[0-9]+\]|anon_inode:bpf-stats)$' || true)
+[[ $others == 0 ]] || { ls -l "/proc/$holder/fd"; fail "connscope-stats holds descriptors of connscoped's"; }
+echo "ok: connscope-stats (pid $holder) keeps CAP_SYS_ADMIN alone, no_new_privs, no descriptor but its socket"
+# The same loads as the daemon with the statistics always on; bpftool every 0.5 s under the second:
+# the daemon's programs' run count grows in some half-seconds (statistics on) and not in others
+# (off, the probes running all the same).
+"$CS_LOAD" --port "$SERVER_PORT" --connections 4 --requests 5000 --quiet --json /dev/null || fail "load failed"
+"$CS_LOAD" --port "$SERVER_PORT" --connections 4 --duration 4 --quiet --json "$CS_TMP/load-sampled.json" &
+load=$!
+: >"$CS_TMP/runs.txt"
+for _ in $(seq 8); do
+  sleep 0.5
+  bpftool prog show --json | python3 -c 'import json,sys
+print(sum(p.get("run_cnt", 0) for p in json.load(sys.stdin) if p["id"] > int(sys.argv[1])))' "$before_id" >>"$CS_TMP/runs.txt"
+done
+wait "$load" || fail "load failed"
+python3 - "$CS_TMP/runs.txt" <<'PY' || fail "the statistics were not on in some half-seconds and off in others"
+import sys
+runs = [int(x) for x in open(sys.argv[1])]
+grew = [b > a for a, b in zip(runs, runs[1:])]
+print("run counts every 0.5 s: %s" % runs)
+assert any(grew) and grew.count(False) >= 2, grew
+print("ok: counted in %d half-seconds of %d, not in %d" % (grew.count(True), len(grew), grew.count(False)))
+PY
+for _ in $(seq 30); do
+  "$CS_BIN" status --json --socket "$sock" >"$CS_TMP/status-sampled.json" || fail "status --json failed"
+  [[ $(json_get "$CS_TMP/status-sampled.json" '(j["cost"]["bpf_ns_per_request"] or 0) > 0') == True ]] && break
+  sleep 0.1
+done
+python3 - "$CS_TMP/status-sampled.json" "$CS_TMP/status-always.json" <<'PY' || fail "the sampled estimate is off"
+import json, sys
+cost = json.load(open(sys.argv[1]))["cost"]
+always = json.load(open(sys.argv[2]))["cost"]
+print("sampled: %s" % cost)
+assert cost["bpf_stats"] == "sampled" and cost["bpf_measured"] and cost["bpf_sampled"], cost
+assert 0.05 <= cost["bpf_measured_share"] < 0.8, cost
+# The same load as the daemon with the statistics always on: its estimate is that figure, give or take.
+ratio = cost["bpf_ns_per_request"] / always["bpf_ns_per_request"]
+assert 0.6 <= ratio <= 1 / 0.6, (cost["bpf_ns_per_request"], always["bpf_ns_per_request"])
+print("ok: sampled (on %.0f %% of the time): BPF %.1f ns per request, always on: %.1f (ratio %.2f)" % (
+    100 * cost["bpf_measured_share"], cost["bpf_ns_per_request"], always["bpf_ns_per_request"], ratio))
+PY
+"$CS_BIN" status --socket "$sock" >"$CS_TMP/status-sampled.txt" || fail "status failed"
+grep -E "^  cost       BPF [0-9]+ ns per request, [0-9]+ ns per connection \([0-9]+ runs, statistics on [0-9.]+ % of the time\); connscoped" \
+  "$CS_TMP/status-sampled.txt" || { cat "$CS_TMP/status-sampled.txt"; fail "status text does not say the statistics were sampled"; }
+kill -TERM "$daemon"
+wait "$daemon" || { cat "$CS_TMP/daemon-sampled.log"; fail "connscoped did not stop cleanly"; }
+kill -0 "$holder" 2>/dev/null && fail "connscope-stats outlived connscoped"
+echo "ok: connscope-stats is gone with connscoped"
+
 # bpf-stats = no (here on the command line): status says the BPF cost is not measured.
 cs_bg "$CS_DAEMON" --port "$SERVER_PORT" --socket "$sock" --bpf-stats no 2>"$CS_TMP/daemon-off.log"
 daemon=$BG_PID

@@ -216,3 +216,64 @@ Test(cost, a_reset_starts_the_sums_over)
 	cr_assert_eq(cost.bpf_run_ns, 300);
 	cs_engine_free(engine);
 }
+
+Test(cost, sampled_statistics_stand_for_the_whole_run)
+{
+	struct cs_engine *engine = cs_engine_new();
+	serve(engine, 4, 40);
+	/* Held on for 1 s of 4: the programs ran 2 us then; the other 3 s were left out on purpose. */
+	feed_prog(engine, 11, "on_recv", 2000, 10);
+	feed_self(engine, 1 * MS, 0, 1 * SEC, CS_BPF_STATS_SAMPLED_ON);
+	feed_self(engine, 1 * MS, 0, 3 * SEC, CS_BPF_STATS_SAMPLED_OFF);
+
+	struct cs_cost cost;
+	cs_cost_of(engine, NULL, &cost);
+	cr_assert(cost.recorded && cost.bpf_measured && cost.bpf_sampled);
+	cr_assert_float_eq(cost.bpf_measured_share, 0.25, 1e-12);
+	/* What was measured stays as measured; per request and connection, the whole run's estimate. */
+	cr_assert_eq(cost.bpf_run_ns, 2000);
+	cr_assert_eq(cost.bpf_runs, 10);
+	cr_assert_float_eq(cost.bpf_ns_per_request, 8000.0 / 40, 1e-9);
+	cr_assert_float_eq(cost.bpf_ns_per_connection, 8000.0 / 4, 1e-9);
+	cr_assert_str_eq(cs_bpf_stats_name(cost.bpf_stats), "sampled");
+	cs_engine_free(engine);
+}
+
+Test(cost, sampled_windows_count_whole_and_the_rest_is_scaled_apart)
+{
+	struct cs_engine *engine = cs_engine_new();
+	serve(engine, 4, 40);
+	/* A 1 s window (6 us: the request probes), then 9 s outside: 1 s held (1 us), 8 s left off. */
+	feed_prog(engine, 11, "on_recv", 6000, 30);
+	feed_self(engine, 1 * MS, 0, 1 * SEC, CS_BPF_STATS_SAMPLED_WINDOW);
+	feed_prog(engine, 12, "on_tcp_state", 1000, 10);
+	feed_self(engine, 1 * MS, 0, 1 * SEC, CS_BPF_STATS_SAMPLED_ON);
+	feed_self(engine, 1 * MS, 0, 8 * SEC, CS_BPF_STATS_SAMPLED_OFF);
+
+	struct cs_cost cost;
+	cs_cost_of(engine, NULL, &cost);
+	cr_assert(cost.bpf_measured && cost.bpf_sampled);
+	cr_assert_float_eq(cost.bpf_measured_share, 0.2, 1e-12);
+	cr_assert_eq(cost.bpf_run_ns, 7000);
+	/* 6 us + 1 us x 9: not (6 + 1) x 5, which the time measured alone would say. */
+	cr_assert_float_eq(cost.bpf_ns_per_request, 15000.0 / 40, 1e-9);
+	cs_engine_free(engine);
+}
+
+Test(cost, sampled_with_no_span_held_yet_is_not_measured_yet)
+{
+	struct cs_engine *engine = cs_engine_new();
+	serve(engine, 2, 10);
+	feed_self(engine, 1 * MS, 0, 1 * SEC, CS_BPF_STATS_SAMPLED_OFF);
+	struct cs_cost cost;
+	cs_cost_of(engine, NULL, &cost);
+	cr_assert(cost.recorded && !cost.bpf_measured);
+	cr_assert_lt(cost.bpf_ns_per_request, 0);
+	cr_assert_not_null(strstr(cs_cost_unmeasured_reason(&cost), "not measured yet"));
+	/* A span the holder lost (failed) spoils the sum as a reading with the statistics off does. */
+	feed_self(engine, 1 * MS, 0, 1 * SEC, CS_BPF_STATS_SAMPLED_ON);
+	feed_self(engine, 1 * MS, 0, 1 * SEC, CS_BPF_STATS_FAILED);
+	cs_cost_of(engine, NULL, &cost);
+	cr_assert(!cost.bpf_measured);
+	cs_engine_free(engine);
+}

@@ -297,3 +297,31 @@ Test(cost_render, hostile_readings_still_render_valid_json_and_lines)
 	free(text);
 	cs_engine_free(engine);
 }
+
+Test(cost_render, sampled_statistics_say_how_much_of_the_time_they_were_on)
+{
+	/* measured_run's 2 s held on, then 6 s left off: a quarter of the time. */
+	struct cs_engine *engine = measured_run(CS_BPF_STATS_SAMPLED_ON);
+	FEED_OK(engine, make_self_cost(10 * SEC, 1 * MS, 0, 6 * SEC, CS_BPF_STATS_SAMPLED_OFF));
+	struct cs_cost cost;
+	cs_cost_of(engine, NULL, &cost);
+	char line[256];
+	cs_cost_line(line, sizeof(line), &cost);
+	cr_assert_not_null(strstr(line, "BPF 800 ns per request, 8000 ns per connection (0.000 s in 40 runs, BPF "
+					"statistics on 25.0 % of the time)"),
+			   "%s", line);
+	json_t *value = cs_cost_value(engine, &cost, true);
+	cr_assert_str_eq(json_string_value(json_object_get(value, "bpf_stats")), "sampled");
+	cr_assert(json_is_true(json_object_get(value, "bpf_sampled")));
+	cr_assert_float_eq(json_number_value(json_object_get(value, "bpf_measured_share")), 0.25, 1e-9);
+	cr_assert_eq(json_integer_value(json_object_get(value, "bpf_total_ns")), 8000);
+	json_decref(value);
+	char *text = rendered(metrics_of, engine);
+	cr_assert_float_eq(series(text, "connscope_bpf_stats_measured_ratio{"), 0.25, 1e-12);
+	cr_assert_float_eq(series(text, "connscope_bpf_seconds_per_request{"), 800e-9, 1e-15);
+	/* The counters are what the kernel counted, no estimate: they only grow. */
+	cr_assert_float_eq(series(text, "connscope_bpf_runs_total{target=\"port 8080\",program=\"on_send\"}"), 10,
+			   1e-12);
+	free(text);
+	cs_engine_free(engine);
+}

@@ -75,20 +75,32 @@ Test(config, defaults_and_empty_files)
 	cr_expect_str_eq(config.match.names[0], "a");
 }
 
-Test(config, bpf_stats_are_on_unless_set_to_no)
+Test(config, bpf_stats_are_sampled_unless_set_to_always_or_no)
 {
 	struct cs_daemon_config config, over;
 	cr_assert_eq(parse("port = 80\n", &config), 0, "%s", errmsg);
 	cr_expect(config.bpf_stats && !config.has_bpf_stats);
 	cr_assert_eq(parse("port = 80\nbpf-stats = no\n", &config), 0, "%s", errmsg);
 	cr_expect(!config.bpf_stats && config.has_bpf_stats);
-	expect_error("bpf-stats = off\n", "test.conf:1: bpf-stats expects yes or no, not 'off'");
+	cr_assert_eq(parse("port = 80\n", &config), 0, "%s", errmsg);
+	cr_expect(!config.bpf_stats_always, "sampled spans by default");
+	cr_assert_eq(parse("port = 80\nbpf-stats = always\n", &config), 0, "%s", errmsg);
+	cr_expect(config.bpf_stats && config.bpf_stats_always && config.has_bpf_stats);
+	cr_assert_eq(parse("port = 80\nbpf-stats = yes\n", &config), 0, "%s", errmsg);
+	cr_expect(config.bpf_stats && !config.bpf_stats_always);
+	expect_error("bpf-stats = off\n", "test.conf:1: bpf-stats expects yes, always or no, not 'off'");
 	expect_error("bpf-stats = no\nbpf-stats = no\n", "test.conf:2: bpf-stats is set twice");
 	/* The command line's --bpf-stats yes overrides the file's no; a layer without it keeps the base's. */
 	cs_config_init(&over);
 	cr_assert_eq(cs_config_set(&over, "bpf-stats", "yes", errmsg, sizeof(errmsg)), 0);
 	cs_config_merge(&config, &over);
 	cr_expect(config.bpf_stats);
+	/* ... and always overrides a file's yes, both ways. */
+	cr_assert_eq(parse("port = 80\nbpf-stats = yes\n", &config), 0, "%s", errmsg);
+	cs_config_init(&over);
+	cr_assert_eq(cs_config_set(&over, "bpf-stats", "always", errmsg, sizeof(errmsg)), 0);
+	cs_config_merge(&config, &over);
+	cr_expect(config.bpf_stats && config.bpf_stats_always);
 	cr_assert_eq(parse("port = 80\nbpf-stats = no\n", &config), 0, "%s", errmsg);
 	cs_config_init(&over);
 	cs_config_merge(&config, &over);
