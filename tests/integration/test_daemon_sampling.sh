@@ -68,9 +68,10 @@ for path in glob.glob(f"/proc/{pid}/fdinfo/*"):
                 ids.add(int(line.split()[1]))
     except OSError:
         pass
-names = {p["id"]: p.get("name", "?") for p in progs}
+# (bpftool lists {"error": ...} for a link or program that went away while it listed: a window's edge)
+names = {p["id"]: p.get("name", "?") for p in progs if "id" in p}
 for link in links:
-    if link["id"] in ids:
+    if link.get("id") in ids:
         print(f"tp:{link['tp_name']}" if "tp_name" in link else f"prog:{names.get(link['prog_id'], '?')}")
 PY
 }

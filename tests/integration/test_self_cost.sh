@@ -134,7 +134,7 @@ wait "$daemon" || { cat "$CS_TMP/daemon.log"; fail "connscoped did not stop clea
 [[ $(stats_sysctl) == 0 ]] || fail "kernel.bpf_stats_enabled is $(stats_sysctl) after the daemon, was 0"
 echo "ok: kernel.bpf_stats_enabled 0 after the daemon"
 # ---- the daemon's default: the statistics on in every window and in one other second of ten
-before_id=$(bpftool prog show --json | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] + [0]))')
+before_id=$(bpftool prog show --json | python3 -c 'import json,sys; print(max([p.get("id", 0) for p in json.load(sys.stdin)] + [0]))')
 cs_bg "$CS_DAEMON" --port "$SERVER_PORT" --socket "$sock" 2>"$CS_TMP/daemon-sampled.log"
 daemon=$BG_PID
 cs_wait_attached "$CS_TMP/daemon-sampled.log"
@@ -157,7 +157,7 @@ load=$!
 for _ in $(seq 8); do
   sleep 0.5
   bpftool prog show --json | python3 -c 'import json,sys
-print(sum(p.get("run_cnt", 0) for p in json.load(sys.stdin) if p["id"] > int(sys.argv[1])))' "$before_id" >>"$CS_TMP/runs.txt"
+print(sum(p.get("run_cnt", 0) for p in json.load(sys.stdin) if p.get("id", 0) > int(sys.argv[1])))' "$before_id" >>"$CS_TMP/runs.txt"
 done
 wait "$load" || fail "load failed"
 python3 - "$CS_TMP/runs.txt" <<'PY' || fail "the statistics were not on in some half-seconds and off in others"
