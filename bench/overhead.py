@@ -7,7 +7,7 @@ from bpfinfo import prog_stats, set_bpf_stats
 from common import can_pin, cpu_busy_s, log, ours_cpu_s, tasks_cpu_ns, wait_for_quiet_cpu
 from loads import LOADS, run_wrk
 from targets import TARGETS, CsServer, new_target
-from tools import (DAEMON_GROUP_TOOLS, DAEMON_PERIOD_S, FLOOR_TOOLS, PROBE_GROUP_TOOLS, TOOLS,
+from tools import (VARIANT_TOOLS, DAEMON_PERIOD_S, FLOOR_TOOLS, PROBE_GROUP_TOOLS, TOOLS,
                    Connscope, Connscoped)
 
 
@@ -36,8 +36,10 @@ def ab_rounds(args, procs, target, run_load, tools, pairs, pinned=True, seconds_
             res["server_cpu_ns_per_req"] = server_cpu_per_request(
                 tasks_cpu_ns(target.pids) - server0_ns, res["rps"], load_s)
             res["tool"] = tool.stop()
-            # connscoped's programs' run time (all of it, softirq's too) per request served.
-            res["bpf_ns_per_req"] = server_cpu_per_request(res["tool"].get("bpf_ns"), res["rps"], load_s)
+            # BPF run time (every program's, softirq's too) per request served: connscope's
+            # report says it; connscoped's from its status before and after the run.
+            res["bpf_ns_per_req"] = res["tool"].get("bpf_ns_per_req") or server_cpu_per_request(
+                res["tool"].get("bpf_ns"), res["rps"], load_s)
             res["round"] = r
             others_s = (cpu_busy_s() - busy0_s) - (ours_cpu_s(target.pids) - ours0_s)
             res["others_cpu"] = max(0.0, others_s) / ((time.monotonic() - t0) * os.cpu_count())
@@ -79,7 +81,7 @@ def pinnings(args):
 def overhead_tools(args):
     tools = [t for t in TOOLS if t is not Connscoped or not args.no_daemon]
     return (tools + (PROBE_GROUP_TOOLS if args.probe_groups else [])
-            + (DAEMON_GROUP_TOOLS if args.daemon_groups and not args.no_daemon else []))
+            + (VARIANT_TOOLS if args.variants and not args.no_daemon else []))
 
 
 def overhead(args, procs, results):

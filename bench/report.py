@@ -1,6 +1,6 @@
 """The report: one text of every section's figures, ending with a summary table."""
 from common import fmt_pct, fmt_ratio, fmt_us, median, mib
-from tools import DAEMON_GROUP_TOOLS, FLOOR_GROUPS, FLOOR_TOOLS, PROBE_GROUP_TOOLS
+from tools import VARIANT_TOOLS, FLOOR_GROUPS, FLOOR_TOOLS, PROBE_GROUP_TOOLS
 
 
 def others_cpu(runs):
@@ -69,7 +69,7 @@ def server_cpu_table(results, w):
     its threads; those in softirq on another task's time are not in it)."""
     rows = results["overhead"]
     tools = [t for t in ("none", "connscope", "connscoped", "floor", "bpftrace",
-                         *(g.name for g in DAEMON_GROUP_TOOLS))
+                         *(g.name for g in VARIANT_TOOLS))
              if any(t in r["runs"] for r in rows)]
     if not any(x.get("server_cpu_ns_per_req") for r in rows for x in r["runs"].get("none", [])):
         return
@@ -101,18 +101,20 @@ def us_cell(xs):
     return f"{median(xs) / 1e3:.2f} [{min(xs) / 1e3:.2f}-{max(xs) / 1e3:.2f}]"
 
 
-def daemon_groups_table(results, w):
-    """connscoped beside itself with the probes of connections detached between windows:
-    what keeping accepts, closes, resets and drops exact between windows costs."""
-    groups = [g.name for g in DAEMON_GROUP_TOOLS]
+def variants_table(results, w):
+    """The tools beside their variants: connscoped without its exact counts between
+    windows, both tools with the BPF statistics always on rather than sampled."""
+    groups = [g.name for g in VARIANT_TOOLS]
     rows = [r for r in results["overhead"] if any(g in r["runs"] for g in groups)]
     if not rows:
         return
-    tools = ["connscoped", *groups]
-    w("\n   connscoped beside itself with every probe of connections and packets (accepts, state\n"
-      "   changes, resets, drops) detached between windows too (--daemon-groups, same rounds):\n"
-      "   req/s over bare; BPF run time per request (us, all programs, from the daemon's status;\n"
-      "   churn and ab: per connection):\n")
+    tools = ["connscope", "connscoped", *groups]
+    w("\n   Variants (--variants, same rounds): cd-windows-only: connscoped with every probe of\n"
+      "   connections and packets (accepts, state changes, resets, drops) detached between windows\n"
+      "   too; cd-/cs-stats-always: connscoped and connscope with the BPF statistics on the whole\n"
+      "   run (--bpf-stats always), where by default they are sampled. req/s over bare; BPF run\n"
+      "   time per request (us, every program; connscope's report, connscoped's status before and\n"
+      "   after; sampled statistics: estimated; churn and ab: per connection):\n")
     w(f"   {KEY_HEAD} " + " ".join(f"{t:18}" for t in tools)
       + " " + " ".join(f"{'BPF ' + t:22}" for t in tools) + " others\n")
     for r in rows:
@@ -229,7 +231,7 @@ def report(results, out):
     if "overhead" in results:
         overhead_table(results, w)
         server_cpu_table(results, w)
-        daemon_groups_table(results, w)
+        variants_table(results, w)
         accuracy(results, w)
         costs(results, w)
     floor_and_engine(results, w)

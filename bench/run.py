@@ -71,9 +71,10 @@ def main():
     ap.add_argument("--probe-groups", action="store_true",
                     help="overhead: also run connscope with sched_waking from the start, and "
                          "without the epoll path, in the same rounds")
-    ap.add_argument("--daemon-groups", action="store_true",
+    ap.add_argument("--variants", action="store_true",
                     help="overhead: also run connscoped with every probe of connections and "
-                         "packets detached between windows (counted in windows only), in the same "
+                         "packets detached between windows (counted in windows only), and "
+                         "connscoped and connscope with the BPF statistics always on, in the same "
                          "rounds")
     ap.add_argument("--nice", type=int, default=-20, help="niceness of every process started")
     ap.add_argument("--pin", choices=("pinned", "unpinned", "both"), default="both",

@@ -73,7 +73,9 @@ class Connscope(Tool):
                 "lost": report["events"]["lost"], "received": report["events"]["received"],
                 "table_full": report["events"]["table_full"],
                 "requests": report.get("requests"),
-                "p99_us": report.get("latency_us", {}).get("p99")}
+                "p99_us": report.get("latency_us", {}).get("p99"),
+                # BPF run time per request served, as its report says (sampled statistics: estimated).
+                "bpf_ns_per_req": (report.get("cost") or {}).get("bpf_ns_per_request")}
 
 
 def bpf_total_ns(status):
@@ -87,6 +89,7 @@ class Connscoped(Tool):
     BPF run-time statistics on, as by default)."""
     name = "connscoped"
     probes = None  # CONNSCOPE_BENCH_PROBES, as for Connscope
+    extra = ()
 
     def status(self):
         out = subprocess.run([f"{self.build}/connscope", "status", "--json", "--socket", self.sock],
@@ -103,7 +106,7 @@ class Connscoped(Tool):
         if self.probes:
             env["CONNSCOPE_BENCH_PROBES"] = self.probes
         self.proc = self.procs.start([f"{self.build}/connscoped", "--port",
-                                      str(self.target.port), "--socket", self.sock],
+                                      str(self.target.port), "--socket", self.sock, *self.extra],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         if not wait_line(self.proc.stderr, r"connscope: (attached to|now watching pid)", 20):
             self.procs.stop(self.proc, signal.SIGKILL)
@@ -221,11 +224,15 @@ PROBE_GROUP_TOOLS = [
     type("ConnscopeNoEpoll", (Connscope,), {"name": "cs-no-epoll", "probes": "no-epoll"}),
 ]
 
-# --daemon-groups: connscoped with every probe of connections and packets
-# (accepts, state changes, resets, drops) detached between windows too, beside
-# connscoped as it is: what keeping those counts exact between windows costs.
-DAEMON_GROUP_TOOLS = [
+# --variants: connscoped with every probe of connections and packets (accepts,
+# state changes, resets, drops) detached between windows too: what keeping
+# those counts exact between windows costs; connscoped and connscope with the
+# kernel's BPF statistics on the whole run (--bpf-stats always), not sampled:
+# what sampling them saves.
+VARIANT_TOOLS = [
     type("ConnscopedWindowsOnly", (Connscoped,), {"name": "cd-windows-only", "probes": "windows-only"}),
+    type("ConnscopedStatsAlways", (Connscoped,), {"name": "cd-stats-always", "extra": ("--bpf-stats", "always")}),
+    type("ConnscopeStatsAlways", (Connscope,), {"name": "cs-stats-always", "extra": ("--bpf-stats", "always")}),
 ]
 
 # The floor split into groups of hooks, each attached alone.
