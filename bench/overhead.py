@@ -36,10 +36,11 @@ def ab_rounds(args, procs, target, run_load, tools, pairs, pinned=True, seconds_
             res["server_cpu_ns_per_req"] = server_cpu_per_request(
                 tasks_cpu_ns(target.pids) - server0_ns, res["rps"], load_s)
             res["tool"] = tool.stop()
-            # BPF run time (every program's, softirq's too) per request served: connscope's
-            # report says it; connscoped's from its status before and after the run.
-            res["bpf_ns_per_req"] = res["tool"].get("bpf_ns_per_req") or server_cpu_per_request(
-                res["tool"].get("bpf_ns"), res["rps"], load_s)
+            # BPF run time (every program's, softirq's too) per request: connscope's report
+            # says it; connscoped's over the load's requests, from its status before and after.
+            res["bpf_ns_per_req"] = res["tool"].get("bpf_ns_per_req")
+            if res["tool"].get("bpf_ns") is not None:
+                res["bpf_ns_per_req"] = server_cpu_per_request(res["tool"]["bpf_ns"], res["rps"], load_s)
             res["round"] = r
             others_s = (cpu_busy_s() - busy0_s) - (ours_cpu_s(target.pids) - ours0_s)
             res["others_cpu"] = max(0.0, others_s) / ((time.monotonic() - t0) * os.cpu_count())
@@ -52,10 +53,10 @@ def ab_rounds(args, procs, target, run_load, tools, pairs, pinned=True, seconds_
 
 
 def server_cpu_per_request(cpu_ns, rps, load_s):
-    """A CPU time (the server's, or BPF's) per request (churn: per connection) over one
-    load run. Requests: the load's rate times the run's wall time (its start and stop
-    included, a few ms in 10 s). None where either is unknown."""
-    return cpu_ns / (rps * load_s) if cpu_ns is not None and rps and load_s > 0 else None
+    """A CPU time (the server's, or BPF's) per request (churn: per connection) over one load run.
+    Requests: the load's rate times the run's wall time (its start and stop included,
+    a few ms in 10 s)."""
+    return cpu_ns / (rps * load_s) if rps and load_s > 0 else None
 
 
 def ratios(runs, name, base="none"):

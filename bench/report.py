@@ -113,8 +113,9 @@ def variants_table(results, w):
       "   connections and packets (accepts, state changes, resets, drops) detached between windows\n"
       "   too; cd-/cs-stats-always: connscoped and connscope with the BPF statistics on the whole\n"
       "   run (--bpf-stats always), where by default they are sampled. req/s over bare; BPF run\n"
-      "   time per request (us, every program; connscope's report, connscoped's status before and\n"
-      "   after; sampled statistics: estimated; churn and ab: per connection):\n")
+      "   time per request (us, every program; connscope's report; connscoped's status before\n"
+      "   and after the run, per connection times connections, over the load's requests; sampled\n"
+      "   statistics: estimated; churn and ab: per connection):\n")
     w(f"   {KEY_HEAD} " + " ".join(f"{t:18}" for t in tools)
       + " " + " ".join(f"{'BPF ' + t:22}" for t in tools) + " others\n")
     for r in rows:

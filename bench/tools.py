@@ -78,9 +78,16 @@ class Connscope(Tool):
                 "bpf_ns_per_req": (report.get("cost") or {}).get("bpf_ns_per_request")}
 
 
-def bpf_total_ns(status):
-    """connscoped's status: its programs' run time so far (ns), None if not measured."""
-    return (status.get("cost") or {}).get("bpf_total_ns")
+def bpf_estimated_ns(status):
+    """connscoped's status: its programs' run time so far (ns), estimated where the BPF
+    statistics were sampled (per connection times connections: an exact count); None if
+    not measured."""
+    cost = status.get("cost") or {}
+    if not cost.get("bpf_measured"):
+        return None
+    if cost.get("connections") and cost.get("bpf_ns_per_connection") is not None:
+        return cost["bpf_ns_per_connection"] * cost["connections"]
+    return cost.get("bpf_total_ns")  # no connection yet: nothing to scale
 
 
 class Connscoped(Tool):
@@ -148,10 +155,10 @@ class Connscoped(Tool):
                 "requests_estimated": tr.get("requests_estimated"),
                 "mode": tr.get("mode"), "window_s": tr.get("window_s"), "period_s": tr.get("period_s"),
                 "lost": st.get("lost"), "received": st.get("events"),
-                # Every program's run time over the run (kernel.bpf_stats_enabled, sampled
-                # by the daemon once a second: both ends lag alike).
-                "bpf_ns": bpf_total_ns(st) - bpf_total_ns(self.status0)
-                if bpf_total_ns(st) is not None and bpf_total_ns(self.status0) is not None else None,
+                # Its programs' run time over the run, estimated as its status does (the
+                # statistics sampled by default), read before and after.
+                "bpf_ns": bpf_estimated_ns(st) - bpf_estimated_ns(self.status0)
+                if bpf_estimated_ns(st) is not None and bpf_estimated_ns(self.status0) is not None else None,
                 "exit_line": stopped.group(0) if stopped else None}
 
 
