@@ -57,7 +57,7 @@ static int take_probe(const struct cs_cli *cli, int opt, const char *arg, struct
 		opts->probe.no_bpf_stats = true;
 		break;
 	case CS_OPT_BPF_STATS:
-		if (strcmp(arg, "yes") && strcmp(arg, "always") && strcmp(arg, "no"))
+		if (strcmp(arg, "yes") != 0 && strcmp(arg, "always") != 0 && strcmp(arg, "no") != 0)
 			return cs_cli_usage(cli, "--bpf-stats expects yes, always or no, not '%s'", arg);
 		opts->probe.no_bpf_stats = !strcmp(arg, "no");
 		opts->probe.bpf_stats_always = !strcmp(arg, "always");

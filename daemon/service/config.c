@@ -70,7 +70,7 @@ static int yes_or_no(struct cs_daemon_config *config, const char *key, const cha
 static int set_bpf_stats(struct cs_daemon_config *config, const char *value, char *errmsg, size_t errlen)
 {
 	bool always = !strcmp(value, "always");
-	if (!always && strcmp(value, "yes") && strcmp(value, "no"))
+	if (!always && strcmp(value, "yes") != 0 && strcmp(value, "no") != 0)
 		return invalid(errmsg, errlen, "expects yes, always or no, not '%s'", value);
 	if (set_once(config, &config->has_bpf_stats, "bpf-stats", errmsg, errlen))
 		return -EINVAL;
