@@ -44,12 +44,13 @@ static void child_setup(int sock, pid_t parent)
 	if (getppid() != parent)
 		_exit(0);
 	prctl(PR_SET_NAME, "connscope-stats");
+	/* The socket to its place first: a parent started with its stdio closed made it 0, 1 or 2. */
+	if (sock != HOLDER_FD && dup2(sock, HOLDER_FD) < 0)
+		_exit(1);
 	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int fd = 0; fd < HOLDER_FD; fd++)
 		if (null_fd >= 0)
 			dup2(null_fd, fd);
-	if (sock != HOLDER_FD && dup2(sock, HOLDER_FD) < 0)
-		_exit(1);
 	syscall(SYS_close_range, HOLDER_FD + 1, ~0u, 0);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
