@@ -8,7 +8,7 @@ from common import can_pin, cpu_busy_s, log, ours_cpu_s, tasks_cpu_ns, wait_for_
 from loads import LOADS, run_wrk
 from targets import TARGETS, CsServer, new_target
 from tools import (VARIANT_TOOLS, DAEMON_PERIOD_S, FLOOR_TOOLS, PROBE_GROUP_TOOLS, TOOLS,
-                   Connscope, Connscoped)
+                   Connscope, Connscoped, ConnscopedBetweenWindows)
 
 
 def ab_rounds(args, procs, target, run_load, tools, pairs, pinned=True, seconds_s=None):
@@ -108,6 +108,10 @@ def overhead(args, procs, results):
                     # what that part costs, from a run without it.
                     costs["no_handshakes"] = program_costs(args, procs, target, run_load,
                                                            ["--no-handshakes"], pinned=pinned)
+                    if not args.no_daemon:
+                        costs["daemon_between_windows"] = program_costs(
+                            args, procs, target, run_load, tool_cls=ConnscopedBetweenWindows,
+                            pinned=pinned)
                     if args.probe_groups:
                         # sched_waking's own cost: it runs on every wake-up of the machine.
                         costs["waking_at_start"] = program_costs(args, procs, target, run_load,
@@ -165,11 +169,12 @@ def floor_split(args, procs, results):
 
 
 def program_costs(args, procs, target, run_load, extra=(), tool_cls=Connscope, pinned=True):
-    """One more connscope run with kernel.bpf_stats_enabled=1: run time per program."""
+    """One more run of a tool (connscope attach unless told) with kernel.bpf_stats_enabled=1:
+    run time per program."""
     old = set_bpf_stats(1)
     try:
         tool = tool_cls(procs, args.build, target)
-        tool.extra = tuple(extra)
+        tool.extra = tuple(tool.extra) + tuple(extra)
         tool.start()
         before = prog_stats(tool.proc.pid)
         t0 = time.monotonic()

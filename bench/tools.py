@@ -231,16 +231,31 @@ PROBE_GROUP_TOOLS = [
     type("ConnscopeNoEpoll", (Connscope,), {"name": "cs-no-epoll", "probes": "no-epoll"}),
 ]
 
+# The hooks connscoped keeps between its windows (daemon/source/probes.c,
+# is_request_probe: all but the request probes; the fork and exit followers
+# left out, which a steady server never runs).
+BETWEEN_WINDOWS_HOOKS = ("tracepoint/syscalls/sys_enter_accept,tracepoint/syscalls/sys_exit_accept,"
+                         "tp_btf/tcp_send_reset,tp_btf/kfree_skb,tp_btf/tcp_receive_reset,"
+                         "tp_btf/inet_sock_set_state,tp_btf/tcp_retransmit_skb")
+
 # --variants: connscoped with every probe of connections and packets (accepts,
 # state changes, resets, drops) detached between windows too: what keeping
-# those counts exact between windows costs; connscoped and connscope with the
-# kernel's BPF statistics on the whole run (--bpf-stats always), not sampled:
-# what sampling them saves.
+# those counts exact between windows costs; the floor of those hooks alone
+# (empty programs): what any design that counts them per event must pay;
+# connscoped and connscope with the kernel's BPF statistics on the whole run
+# (--bpf-stats always), not sampled: what sampling them saves.
 VARIANT_TOOLS = [
     type("ConnscopedWindowsOnly", (Connscoped,), {"name": "cd-windows-only", "probes": "windows-only"}),
+    type("FloorBetweenWindows", (Floor,), {"name": "floor-between", "only": BETWEEN_WINDOWS_HOOKS}),
     type("ConnscopedStatsAlways", (Connscoped,), {"name": "cd-stats-always", "extra": ("--bpf-stats", "always")}),
     type("ConnscopeStatsAlways", (Connscope,), {"name": "cs-stats-always", "extra": ("--bpf-stats", "always")}),
 ]
+
+# The per-program cost runs: connscoped between its windows only (one window
+# of 1 s an hour, over before the run starts): what a connection costs it
+# there, program by program, where its default spends 9 s in 10.
+ConnscopedBetweenWindows = type("ConnscopedBetweenWindows", (Connscoped,),
+                                {"name": "cd-between-windows", "extra": ("--trace", "1/3600")})
 
 # The floor split into groups of hooks, each attached alone.
 FLOOR_GROUPS = {
