@@ -174,9 +174,11 @@ def accuracy(results, w):
       "   daemon CPU: connscoped's user+sys time while watching, as a share of one CPU.\n")
 
 
-def program_table(k, w):
-    """One cost run's programs, by their share of its BPF time."""
+def program_table(title, k, w):
+    """One cost run: its BPF time per request, then its programs by their share of it."""
     total = sum(x["ns"] for x in k["programs"])
+    w(f"   {title}: {k['rps'] or 0:.0f} req/s, "
+      f"{total / k['requests'] if k['requests'] else 0:.0f} ns of BPF per request\n")
     w(f"   {'program':22} {'type':11} {'calls/req':>9} {'ns/call':>8} {'ns/req':>8} {'share':>6}\n")
     for x in k["programs"]:
         if not x["calls"]:
@@ -194,10 +196,7 @@ def costs(results, w):
         k = r.get("costs")
         if not k:
             continue
-        total = sum(x["ns"] for x in k["programs"])
-        w(f"   {r['target']} under {r['label']}, {r.get('pinning', 'pinned')}: {k['rps'] or 0:.0f} req/s, "
-          f"{total / k['requests'] if k['requests'] else 0:.0f} ns of BPF per request\n")
-        program_table(k, w)
+        program_table(f"{r['target']} under {r['label']}, {r.get('pinning', 'pinned')}", k, w)
         nh = k.get("no_handshakes")
         if nh and nh["requests"]:
             nh_total = sum(x["ns"] for x in nh["programs"])
@@ -215,10 +214,7 @@ def costs(results, w):
                  if waking else ", on_waking never ran") + "\n")
         dk = k.get("daemon_between_windows")
         if dk and dk["requests"]:
-            dk_total = sum(x["ns"] for x in dk["programs"])
-            w(f"   connscoped between windows: {dk['rps'] or 0:.0f} req/s, "
-              f"{dk_total / dk['requests']:.0f} ns of BPF per request\n")
-            program_table(dk, w)
+            program_table("connscoped between windows", dk, w)
 
 
 def summary(results, w):
