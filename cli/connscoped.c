@@ -294,6 +294,8 @@ static void session_options(struct daemon *d)
 	opts->hooks_ctx = d;
 	opts->engine_lock = &d->engine_lock;
 	opts->live_meta = &d->live_meta;
+	/* The servers start before the probes: a scrape meanwhile sees the configured mode. */
+	cs_trace_meta_configured(&opts->trace, &d->live_meta.trace);
 }
 
 /*

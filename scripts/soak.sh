@@ -86,8 +86,7 @@ for run in $(seq "$runs"); do
       for f in "$d"/*.failed; do
         [[ -e $f ]] || continue
         dest=$keep/run-$run/$(basename "$(dirname "$d")")
-        mkdir -p "$dest" && cp -r "$f" "$dest"/ &&
-          cp "${f%.failed}.log" "$dest"/ 2>/dev/null
+        mkdir -p "$dest" && cp -r "$f" "$dest"/
       done
     done
     while IFS= read -r n; do

@@ -142,6 +142,15 @@ double cs_trace_estimate(uint64_t traced_count, uint64_t traced_ns, uint64_t spa
 	return (double)traced_count * (double)span_ns / (double)traced_ns;
 }
 
+void cs_trace_meta_configured(const struct cs_trace_schedule *schedule, struct cs_trace_meta *meta)
+{
+	bool always = cs_trace_schedule_is_always(schedule);
+	memset(meta, 0, sizeof(*meta));
+	meta->sampled = !always;
+	meta->window_s = always ? 0 : (double)schedule->window_ns / NS_PER_SEC;
+	meta->period_s = always ? 0 : (double)schedule->period_ns / NS_PER_SEC;
+}
+
 void cs_trace_windows_meta(const struct cs_trace_windows *tw, uint64_t now_ns, struct cs_trace_meta *meta)
 {
 	bool always = cs_trace_schedule_is_always(&tw->schedule);

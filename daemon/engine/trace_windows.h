@@ -84,6 +84,13 @@ uint64_t cs_trace_windows_traced_ns(const struct cs_trace_windows *tw, uint64_t 
  */
 double cs_trace_estimate(uint64_t traced_count, uint64_t traced_ns, uint64_t span_ns);
 
+/*
+ * The figures before the run starts (a scrape while the probes load): the
+ * configured mode, no window yet, nothing traced. A reader sees the same
+ * mode and keys from the daemon's first second as after its first window.
+ */
+void cs_trace_meta_configured(const struct cs_trace_schedule *schedule, struct cs_trace_meta *meta);
+
 /* The figures a report gives (run_meta.h), as of now_ns. */
 void cs_trace_windows_meta(const struct cs_trace_windows *tw, uint64_t now_ns, struct cs_trace_meta *meta);
 

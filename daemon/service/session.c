@@ -203,6 +203,11 @@ static int first_walk(struct session *s, uint64_t *start_ns)
 	 * load started with the run has waited through its first second.
 	 */
 	cs_probes_sample_threads(&s->probes, *start_ns);
+	if (opts->live_meta) { /* the first window is open now: readers see it from here on */
+		lock_engine(s);
+		update_meta(s, *start_ns, opts->live_meta);
+		unlock_engine(s);
+	}
 	if (opts->attached && opts->attached(opts->hooks_ctx, s->errmsg, s->errlen))
 		return -1;
 	if (!opts->quiet)

@@ -136,6 +136,23 @@ cs_netns_exec() {
   if [[ -n ${CS_NETNS:-} ]]; then ip netns exec "$CS_NETNS" "$@"; else "$@"; fi
 }
 
+# cs_wait_closed PORT [NETNS]: until the server on PORT (in NETNS, an `ip
+# netns` name) has closed every connection its clients left, 10 s at most.
+# A request ends at the next one or at the server's close: the server's
+# send probe runs after the bytes reached a loopback client, which may
+# read them, close and exit first. Stopping connscope when the client
+# exits can leave the last requests unended (in progress at the stop).
+cs_wait_closed() {
+  local -a exec=()
+  [[ -n ${2:-} ]] && exec=(ip netns exec "$2")
+  for _ in $(seq 100); do
+    "${exec[@]}" ss -Htan state established state close-wait "sport = :$1" | grep -q . || return 0
+    sleep 0.1
+  done
+  "${exec[@]}" ss -Htan "sport = :$1" >&2
+  fail "the server on port $1 still holds connections 10 s after its clients left"
+}
+
 json_get() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 
 # assert_cmp A OP B [what]: numeric comparison with floats, OP one of < <= > >= ==.

@@ -38,7 +38,7 @@
 # kernel's work in interrupts, nor a process left behind.
 #
 # A test's output goes to BUILD/integration/TEST.log; a failed test's files
-# (reports, client logs) are kept in BUILD/integration/TEST.failed/.
+# (reports, client logs) and that log are kept in BUILD/integration/TEST.failed/.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 builds=() lanes=1 only=
@@ -133,7 +133,14 @@ finish_job() { # finish_job PID STATUS
   local cpu_s; cpu_s=$(children_cpu_s "$b/integration/$name.cpu")
   printf '%-4s %-40s %4ss %6s s CPU\n' "$verdict" "$name$(label "$b")" "$took" "$cpu_s"
   [[ -n ${CS_TEST_TIMES:-} ]] && echo "$took $cpu_s $name [$(basename "$b")]" >>"$CS_TEST_TIMES"
-  [[ $verdict == FAIL ]] && sed 's/^/    | /' "$b/integration/$name.log" | tail -n 40
+  if [[ $verdict == FAIL ]]; then
+    sed 's/^/    | /' "$b/integration/$name.log" | tail -n 40
+    # The log beside the files the test kept (lib.sh's cleanup): a failure
+    # its trap did not see (a timeout's kill, a failure before lib.sh was
+    # sourced) still leaves them, and the next run of this test does not
+    # overwrite them.
+    mkdir -p "$b/integration/$name.failed" && cp "$b/integration/$name.log" "$b/integration/$name.failed/"
+  fi
   unset "job_of[$1]" "started_at[$1]"
 }
 

@@ -81,6 +81,8 @@ load_a=$!
 ip netns exec "$ns_b" "$CS_LOAD" --port "$port" --connections 5 --requests 1100 --json "$CS_TMP/load_b.json" >/dev/null \
   || fail "csload in $ns_b failed"
 wait "$load_a" || fail "csload in $ns_a failed"
+cs_wait_closed "$port" "$ns_a"
+cs_wait_closed "$port" "$ns_b"
 kill -INT "$cs_a" "$cs_b"
 wait "$cs_a" || { cat "$CS_TMP/a.err"; fail "connscope --pid failed"; }
 wait "$cs_b" || { cat "$CS_TMP/b.err"; fail "connscope record --port --netns failed"; }
@@ -121,6 +123,8 @@ ip netns exec "$ns_a" "$CS_LOAD" --port "$port" --connections 30 --no-keepalive 
   --json "$CS_TMP/oload_a.json" >/dev/null || fail "csload in $ns_a failed"
 ip netns exec "$ns_b" "$CS_LOAD" --port "$port" --connections 20 --no-keepalive --requests 150 --duration 10 \
   --json "$CS_TMP/oload_b.json" >/dev/null || fail "csload in $ns_b failed"
+cs_wait_closed "$port" "$ns_a"
+cs_wait_closed "$port" "$ns_b"
 kill -INT "$cs_a" "$cs_b"
 wait "$cs_a" || { cat "$CS_TMP/oa.err"; fail "connscope --pid failed"; }
 wait "$cs_b" || { cat "$CS_TMP/ob.err"; fail "connscope --port --netns failed"; }
@@ -159,6 +163,7 @@ cs_wait_attached "$CS_TMP/v.err"
 for _ in $(seq 12); do
   ip netns exec "$ns_b" curl -sf -o /dev/null --max-time 5 http://10.199.0.1:$port/ || fail "curl from $ns_b failed"
 done
+cs_wait_closed "$port" "$ns_a"
 kill -INT "$cs_a"
 wait "$cs_a" || { cat "$CS_TMP/v.err"; fail "connscope failed"; }
 assert_cmp "$(json_get "$CS_TMP/v.json" 'j["requests"]')" '==' 12 "veth clients: requests"

@@ -234,3 +234,51 @@ Test(window_edges, always_is_exact)
 	cr_expect_eq(json_array_size(json_object_get(value, "from_windows")), 0);
 	json_decref(value);
 }
+
+/* The JSON's keys, sorted and joined: a reader sees one shape whatever the moment. */
+static void tracing_keys(json_t *value, char *out, size_t len)
+{
+	out[0] = '\0';
+	const char *key;
+	json_t *member;
+	json_object_foreach(value, key, member) {
+		strncat(out, key, len - strlen(out) - 1);
+		strncat(out, " ", len - strlen(out) - 1);
+	}
+}
+
+/*
+ * Before the run starts (the daemon's servers answer while its probes
+ * load), the figures say the configured mode, with no window yet: the same
+ * mode and keys as once a window has closed.
+ */
+Test(window_edges, configured_mode_before_the_first_window)
+{
+	struct cs_trace_schedule windows = parsed("1/10"), always = parsed("always");
+	struct cs_report_meta before = { .target = "port 8080" };
+	cs_trace_meta_configured(&windows, &before.trace);
+	json_t *early = cs_report_tracing_value(engine, &before);
+	cr_assert_not_null(early);
+	cr_expect_str_eq(json_string_value(json_object_get(early, "mode")), "windows");
+	cr_expect_eq(json_integer_value(json_object_get(early, "windows")), 0, "no window opened yet");
+	cr_expect_float_eq(json_number_value(json_object_get(early, "window_s")), 1.0, 1e-9);
+
+	struct cs_trace_windows tw;
+	cs_trace_windows_start(&tw, &windows, T0);
+	cr_expect_eq(cs_trace_windows_step(&tw, T0 + SEC), CS_TRACE_CLOSE);
+	struct cs_report_meta later = { .target = "port 8080", .duration_s = 1.0 };
+	cs_trace_windows_meta(&tw, T0 + SEC, &later.trace);
+	json_t *closed = cs_report_tracing_value(engine, &later);
+	char early_keys[512], closed_keys[512];
+	tracing_keys(early, early_keys, sizeof(early_keys));
+	tracing_keys(closed, closed_keys, sizeof(closed_keys));
+	cr_expect_str_eq(early_keys, closed_keys);
+	cr_expect_eq(json_integer_value(json_object_get(closed, "windows")), 1);
+	json_decref(early);
+	json_decref(closed);
+
+	cs_trace_meta_configured(&always, &before.trace);
+	early = cs_report_tracing_value(engine, &before);
+	cr_expect_str_eq(json_string_value(json_object_get(early, "mode")), "always");
+	json_decref(early);
+}
