@@ -530,23 +530,6 @@ int cs_parse_tcp_counters(const char *text, struct cs_tcp_counters *out)
 	return found == 3 ? 0 : -EINVAL;
 }
 
-pid_t cs_netns_reader(pid_t pid)
-{
-	char path[64];
-	struct stat theirs, ours;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	if (stat(path, &theirs) || stat("/proc/self/ns/net", &ours))
-		return pid;
-	return theirs.st_ino == ours.st_ino && theirs.st_dev == ours.st_dev ? getpid() : pid;
-}
-
-int cs_proc_tcp_counters(pid_t pid, struct cs_tcp_counters *out)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/net/netstat", (int)pid);
-	return cs_read_tcp_counters(path, out);
-}
-
 int cs_read_tcp_counters(const char *path, struct cs_tcp_counters *out)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

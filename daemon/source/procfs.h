@@ -81,15 +81,6 @@ struct cs_tcp_counters {
 	uint64_t syncookies_sent;
 };
 
-/*
- * A process whose /proc/PID/net shows pid's network namespace and outlives
- * the run: ourselves when we share it, else pid itself.
- */
-pid_t cs_netns_reader(pid_t pid);
-
-/* TcpExt counters of pid's network namespace (/proc/PID/net/netstat). */
-int cs_proc_tcp_counters(pid_t pid, struct cs_tcp_counters *out);
-
 /* TcpExt counters from a netstat file (path: /proc/.../net/netstat). */
 int cs_read_tcp_counters(const char *path, struct cs_tcp_counters *out);
 
