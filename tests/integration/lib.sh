@@ -32,9 +32,10 @@ cs_descendants() {
 # which lets connscope detach its probes and print; whatever still runs
 # 2 s later gets SIGKILL. A failed test's files (reports, client logs,
 # connscope's stderr; files of 64 MiB and more left out) are kept in
-# $CS_BUILD/integration/TEST.failed/ for a look afterwards.
+# $CS_BUILD/integration/TEST.failed/ for a look afterwards. A test's own
+# trap that does other work first gives cs_cleanup the status it exits with.
 cs_cleanup() {
-  local rc=$? p left
+  local rc=${1:-$?} p left
   local -a all=("${cs_pids[@]}")
   all+=($(cs_descendants $$))
   for p in "${all[@]}"; do kill -TERM "$p" 2>/dev/null || true; done

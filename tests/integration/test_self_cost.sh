@@ -30,8 +30,7 @@ CS_DAEMON=$CS_BUILD/connscoped
 stats_sysctl() { sysctl -n kernel.bpf_stats_enabled; }
 sysctl_before=$(stats_sysctl)
 # Whatever happens, the machine keeps the setting it had.
-# (set +e: under set -e, '(exit 1)' would end the trap before cs_cleanup, which reads the status.)
-trap 'rc=$?; set +e; sysctl -qw kernel.bpf_stats_enabled="$sysctl_before"; (exit $rc); cs_cleanup' EXIT
+trap 'rc=$?; set +e; sysctl -qw kernel.bpf_stats_enabled="$sysctl_before"; cs_cleanup "$rc"' EXIT
 sysctl -qw kernel.bpf_stats_enabled=0
 
 cs_start_server --workers 2 --quiet
