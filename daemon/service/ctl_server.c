@@ -285,6 +285,15 @@ void cs_ctl_reject(struct cs_ctl_server *server, struct cs_ctl_client *c, enum c
 	queue_error(c, code, why);
 }
 
+/* Clients streaming a live view now. */
+static int streams(const struct cs_ctl_server *server)
+{
+	int n = 0;
+	for (int i = 0; i < CS_CTL_MAX_CLIENTS; i++)
+		n += server->clients[i] && server->clients[i]->streaming;
+	return n;
+}
+
 static void handle_frame(struct cs_ctl_server *server, struct cs_ctl_client *c, const struct cs_ctl_header *hdr,
 			 const uint8_t *payload)
 {
@@ -314,6 +323,10 @@ static void handle_frame(struct cs_ctl_server *server, struct cs_ctl_client *c, 
 			cs_ctl_reject(server, c, CS_CTL_ERR_BAD_PAYLOAD,
 				      "expected the format (0 JSON, 1 text), up to 512 slowest requests and a tail percentile "
 				      "from 50 to 99.999");
+			return;
+		}
+		if (hdr->type == CS_CTL_STREAM && !c->streaming && streams(server) >= CS_CTL_MAX_STREAMS) {
+			cs_ctl_reject(server, c, CS_CTL_ERR_BUSY, "too many live views (top) already; try again");
 			return;
 		}
 		if (hdr->type == CS_CTL_STREAM) {

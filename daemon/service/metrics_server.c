@@ -437,6 +437,8 @@ int cs_metrics_server_start(struct cs_metrics_server *server, const char *addres
 		cs_metrics_server_stop(server);
 		return -err;
 	}
+	/* Named, so that top, ps and the tests find the thread whose waits for a CPU delay a scrape. */
+	pthread_setname_np(server->thread, "cs-metrics");
 	server->running = true;
 	return 0;
 }
