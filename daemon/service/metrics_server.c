@@ -418,7 +418,7 @@ int cs_metrics_server_start(struct cs_metrics_server *server, const char *addres
 		return fd;
 	server->listen_fd = fd;
 	server->conns_max = conns_max();
-	server->conns = calloc(server->conns_max, sizeof(*server->conns));
+	server->conns = calloc(server->conns_max, sizeof(struct cs_metrics_conn *));
 	server->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 	if (!server->conns || server->epoll_fd < 0 || epoll_ctl(server->epoll_fd, EPOLL_CTL_ADD, fd, &ev)) {

@@ -22,11 +22,9 @@ hostile() { python3 "$here/metrics_hostile.py" "$@"; }
 metrics_port=$(cs_free_port)
 prom_port=$(cs_free_port)
 sock=$CS_TMP/run/connscoped.sock
-# The bound is the issue's, for the plain build. The sanitized build runs
-# the same load for what ASan and UBSan see in the event loop; rendering
-# under them is a few times slower, so its scrapes are held to 1 s.
+# The sanitized build too: its scrapes take a few ms (1.6 ms at p50 under
+# ASan and UBSan, 0.7 ms plain), far inside the bound.
 bound_ms=100
-[[ $CS_SANITIZED == 1 ]] && bound_ms=1000
 
 cs_start_server --workers 2 --quiet
 # Request counts are compared exactly: traced all the time.
