@@ -8,7 +8,9 @@
       A connection the daemon closes is opened again (at most 20 times
       the total, in all), so the load stays while it runs. READY_FILE is
       written once all are established (or after 10 s, with how many
-      are). Runs SECONDS at most, or until SIGTERM; then prints what it
+      are); READY_FILE.tally, each second, "IDLE_CLOSED TIMEOUTS": the idle
+      connections the daemon closed and the 408 answers the half-sent ones
+      got. Runs SECONDS at most, or until SIGTERM; then prints what it
       held, opened and saw closed.
 
   metrics_hostile.py scrape PORT DAEMON_PID COUNT BOUND_MS MAX_SCRAPES OUT_JSON
@@ -59,6 +61,7 @@ class Holder:
         self.reopens = 0
         self.closed = {"idle": 0, "half": 0, "slow": 0}
         self.slow_bytes = 0
+        self.timeouts = 0        # 408 answers: a half-sent request's deadline
 
     def open(self, kind):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -109,6 +112,8 @@ class Holder:
             return
         except OSError:
             data = b""
+        if data.startswith(b"HTTP/1.1 408 "):
+            self.timeouts += 1
         if not data:
             self.lost(s, limit)
 
@@ -162,6 +167,8 @@ def hold(port, idle, half, slow, seconds, ready_file):
         if now >= next_slow:
             h.read_slow(limit if ready else 0)
             next_slow += 1
+            with open(ready_file + ".tally", "w") as f:
+                f.write(f"{h.closed['idle']} {h.timeouts}\n")
     print(f"hold: {h.count_up()} held at the end; reopened {h.reopens}; closed by the daemon: "
           f"idle {h.closed['idle']}, half-sent {h.closed['half']}, slow readers {h.closed['slow']}; "
           f"slow readers read {h.slow_bytes} bytes", flush=True)

@@ -7,13 +7,15 @@
 # real Prometheus scraping all along keeps up == 1; the engine counts the
 # same requests and accepts under the load as without it, and loses no
 # record; an oversized, a malformed, a wrong-method and a wrong-path
-# request get 431/400/405/404 at once and the daemon serves on. The
+# request get 431/400/405/404 at once and the daemon serves on; held 10 s,
+# the silent connections are closed and the half-sent ones answered 408. The
 # control socket, with 12 live views (all that streams may take) and 40
 # idle clients: a 13th view is refused as busy, status and snapshot answer,
 # the idle clients are closed. SIGTERM with all of it held: out within a
 # second or two.
-# integration: exclusive
-# Runs alone: it times scrapes against the 100 ms bound.
+# Shares the machine: each scrape over the bound is set beside the daemon's
+# and the scraper's waits for a CPU meanwhile (metrics_hostile.py), so
+# another test's load restarts the run of 50 instead of failing it.
 source "$(dirname "$0")/lib.sh"
 
 CS_DAEMON=$CS_BUILD/connscoped
@@ -142,6 +144,16 @@ grep -q 'crowd: streams 12 taken, 1 refused busy' "$CS_TMP/crowd.txt" || fail "l
 grep -q 'idle 40 of 40 closed by the daemon' "$CS_TMP/crowd.txt" || fail "idle control clients were kept"
 echo "ok: status and snapshot answer beside 12 live views and 40 idle clients, all 40 let go"
 alive
+
+# ---- the deadlines: a connection silent for 10 s is closed, a request begun 10 s ago gets 408
+for _ in $(seq 150); do
+  read -r idle_closed timeouts <"$CS_TMP/ready.tally" || true
+  [[ ${idle_closed:-0} -ge 500 && ${timeouts:-0} -ge 100 ]] && break
+  sleep 0.1
+done
+echo "deadlines: $idle_closed idle connections closed, $timeouts half-sent requests answered 408"
+assert_cmp "${idle_closed:-0}" '>=' 500 "idle connections closed at their deadline"
+assert_cmp "${timeouts:-0}" '>=' 100 "half-sent requests answered 408 at their deadline"
 
 # ---- Prometheus saw the daemon up all along
 sleep 1
