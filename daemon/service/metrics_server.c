@@ -51,6 +51,7 @@ struct cs_metrics_conn {
 	enum conn_state state;
 	bool served;               /* one answer given: between requests it is kept alive */
 	bool close_after;          /* close (linger) once the answer is out */
+	bool pipelined;            /* a request's bytes wait in `in`, read before its answer was due */
 	char *in;                  /* HEAD_MAX_BYTES, taken at the first byte: idle costs none */
 	size_t in_len;
 	char *out;
@@ -159,6 +160,7 @@ static void answer(struct cs_metrics_server *server, struct cs_metrics_conn *c, 
 static bool judge(struct cs_metrics_server *server, struct cs_metrics_conn *c, uint64_t now)
 {
 	struct cs_metrics_request req;
+	c->pipelined = false; /* judged now, whoever asked */
 	cs_metrics_request_parse(c->in, c->in_len, HEAD_MAX_BYTES, &req);
 	if (req.verdict == CS_MREQ_MORE)
 		return false;
@@ -186,9 +188,9 @@ static bool conn_write(struct cs_metrics_server *server, struct cs_metrics_conn 
 	}
 	c->served = true;
 	conn_set_state(server, c, CONN_READING, now);
-	/* A pipelined request already here is answered now: no event will say so. */
-	if (c->in_len && judge(server, c, now))
-		return conn_write(server, c, now);
+	/* A pipelined request already here: no event will say so; the loop answers it on its next turn
+	   (not now: a client pipelining hundreds of requests must not have them rendered in a row). */
+	c->pipelined = c->in_len > 0;
 	return true;
 }
 
@@ -226,6 +228,32 @@ static void conn_event(struct cs_metrics_server *server, struct cs_metrics_conn 
 		keep = conn_read(server, c, now);
 	if (!keep)
 		conn_close(server, c);
+}
+
+/*
+ * One pipelined request a connection a turn, each judged as if its bytes
+ * had just come. True when some connection has another one waiting: the
+ * loop's next turn is then at once.
+ */
+static bool answer_pipelined(struct cs_metrics_server *server, uint64_t now)
+{
+	bool more = false;
+	for (size_t i = 0; i < server->conn_count;) {
+		struct cs_metrics_conn *c = server->conns[i];
+		bool keep = true;
+		if (c->pipelined && c->state == CONN_READING) {
+			c->since_ns = now; /* the request's deadline starts now it is the connection's turn */
+			if (judge(server, c, now))
+				keep = conn_write(server, c, now);
+		}
+		if (!keep) {
+			conn_close(server, c); /* the last slot moved into i: look at i again */
+			continue;
+		}
+		more |= c->pipelined;
+		i++;
+	}
+	return more;
 }
 
 /* How long c may stay in its state. */
@@ -340,8 +368,9 @@ static void *serve_loop(void *arg)
 	struct cs_metrics_server *server = arg;
 	struct epoll_event events[EVENTS_PER_WAIT];
 	uint64_t next_expire_ns = 0;
+	bool pipelined = false;
 	while (!server->stop) {
-		int n = epoll_wait(server->epoll_fd, events, EVENTS_PER_WAIT, LOOP_WAKE_MS);
+		int n = epoll_wait(server->epoll_fd, events, EVENTS_PER_WAIT, pipelined ? 0 : LOOP_WAKE_MS);
 		uint64_t now = cs_monotonic_ns();
 		bool listener = false;
 		/* Connections first, the listener last: taking a connection may close another (at the cap). */
@@ -351,6 +380,7 @@ static void *serve_loop(void *arg)
 			else
 				listener = true;
 		}
+		pipelined = answer_pipelined(server, now);
 		if (listener)
 			accept_conns(server, now);
 		if (now >= next_expire_ns) {

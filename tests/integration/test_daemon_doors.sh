@@ -21,14 +21,14 @@ source "$(dirname "$0")/lib.sh"
 CS_DAEMON=$CS_BUILD/connscoped
 here=$(dirname "$0")
 hostile() { python3 "$here/metrics_hostile.py" "$@"; }
-metrics_port=$(cs_free_port)
-prom_port=$(cs_free_port)
 sock=$CS_TMP/run/connscoped.sock
 # The sanitized build too: its scrapes take a few ms (1.6 ms at p50 under
 # ASan and UBSan, 0.7 ms plain), far inside the bound.
 bound_ms=100
 
 cs_start_server --workers 2 --quiet
+# Picked once the server listens (a free port is one nobody uses yet).
+metrics_port=$(cs_free_port)
 # Request counts are compared exactly: traced all the time.
 cs_bg "$CS_DAEMON" --port "$SERVER_PORT" --trace always --metrics "$metrics_port" --socket "$sock" \
   2>"$CS_TMP/daemon.log"
@@ -56,6 +56,7 @@ quiet=$(counted_load)
 echo "without hostile clients: requests and accepts counted: $quiet"
 
 # ---- a real Prometheus, scraping every second from before the load to the end
+prom_port=$(cs_free_port)
 cat >"$CS_TMP/prometheus.yml" <<YML
 global: { scrape_interval: 1s, scrape_timeout: 900ms }
 scrape_configs:
@@ -88,7 +89,7 @@ echo "ok: the engine's figures are the same under the load; no record lost"
 pressure0=$(cpu_pressure_us); t0=$(date +%s%N)
 rc=0; hostile scrape "$metrics_port" "$daemon" 50 "$bound_ms" 300 "$CS_TMP/scrapes.json" || rc=$?
 pressure=$(( ($(cpu_pressure_us) - pressure0) * 100000 / (($(date +%s%N) - t0) / 1000 + 1) ))
-echo "the machine was short of CPUs $((pressure / 1000)).$((pressure % 1000 / 100)) % of the scrapes' time"
+echo "CPU pressure (PSI some, coarse over so short a time) during the scrapes: $((pressure / 1000)).$((pressure % 1000 / 100)) %"
 [[ $rc == 1 ]] && fail "a scrape took over $bound_ms ms that the machine's business does not explain"
 [[ $rc == 2 ]] && fail "no 50 scrapes in a row within $bound_ms ms in 300: the machine was busy throughout (see above)"
 [[ $rc == 0 ]] || fail "the scraper failed ($rc)"
