@@ -222,7 +222,7 @@ static json_t *status_value(struct cs_ctl_server *server)
 		json_array_append_new(ports, json_integer(engine->listeners[i].port));
 	struct cs_cost cost;
 	cs_cost_of(engine, &meta, &cost);
-	json_t *status = json_pack("{s:i,s:i,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I}}", "daemon_pid",
+	json_t *status = json_pack("{s:i,s:i,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I}}", "daemon_pid",
 			 (int)getpid(), "protocol", CS_CTL_VERSION, "target", cs_json_text(server->target),
 			 "uptime_s", cs_json_3((double)(now - server->start_ns) / 1e9), "since_reset_s",
 			 cs_json_3((double)(now - server->reset_ns) / 1e9), "events",
@@ -231,7 +231,7 @@ static json_t *status_value(struct cs_ctl_server *server)
 			 "ports", ports, "processes", status_processes(engine), "control", "connections",
 			 (json_int_t)server->connections, "refused", (json_int_t)server->refused, "rejected",
 			 (json_int_t)server->rejected, "streams_dropped", (json_int_t)server->streams_dropped, "busy",
-			 (json_int_t)server->busy);
+			 (json_int_t)server->busy, "idle_dropped", (json_int_t)server->idle_dropped);
 	/* What the daemon costs, over the statistics' span: its programs' list is the snapshot's. */
 	if (status)
 		json_object_set_new(status, "cost", cs_cost_value(engine, &cost, false));

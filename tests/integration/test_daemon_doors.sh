@@ -143,6 +143,8 @@ wait "$crowd" || fail "the control clients failed"
 cat "$CS_TMP/crowd.txt"
 grep -q 'crowd: streams 12 taken, 1 refused busy' "$CS_TMP/crowd.txt" || fail "live views beyond 12 were not refused"
 grep -q 'idle 40 of 40 closed by the daemon' "$CS_TMP/crowd.txt" || fail "idle control clients were kept"
+"$CS_BIN" status --json --socket "$sock" >"$CS_TMP/st.json" || fail "status --json"
+assert_cmp "$(json_get "$CS_TMP/st.json" 'j["control"]["idle_dropped"]')" '>=' 24 "idle control clients closed to make room"
 echo "ok: status and snapshot answer beside 12 live views and 40 idle clients, all 40 let go"
 alive
 
