@@ -142,9 +142,10 @@ static void print_status(const json_t *status, const char *path)
 	print_cost(status);
 	print_tracing(json_object_get(status, "tracing"));
 	const json_t *control = json_object_get(status, "control");
-	printf("  control    %.0f connection(s), %.0f refused, %.0f request(s) rejected, %.0f stream(s) dropped\n",
+	printf("  control    %.0f connection(s), %.0f refused, %.0f request(s) rejected, %.0f stream(s) dropped, "
+	       "%.0f idle client(s) closed to make room\n",
 	       number(control, "connections"), number(control, "refused"), number(control, "rejected"),
-	       number(control, "streams_dropped"));
+	       number(control, "streams_dropped"), number(control, "idle_dropped"));
 }
 
 static int show(const uint8_t *reply, size_t len, void *ctx)

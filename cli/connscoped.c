@@ -309,7 +309,7 @@ static int start_servers(struct daemon *d)
 	const char *metrics_address = d->running.metrics[0] ? d->running.metrics : NULL;
 	target_label(&d->running, d->label, sizeof(d->label));
 	d->live_meta.target = d->label;
-	d->metrics.listen_fd = -1;
+	d->metrics.listen_fd = d->metrics.epoll_fd = -1;
 	if (metrics_address) {
 		int err = cs_metrics_server_start(&d->metrics, metrics_address, &d->engine_lock, d->engine,
 						  &d->live_meta, d->label, errmsg, sizeof(errmsg));
@@ -348,7 +348,13 @@ static int run_session(struct daemon *d)
 			(unsigned long long)result.meta.events_lost, (unsigned long long)d->metrics.scrapes);
 	}
 	cs_ctl_server_stop(&d->control);
+	bool metrics_served = d->metrics.running;
 	cs_metrics_server_stop(&d->metrics);
+	if (metrics_served)
+		fprintf(stderr, "connscoped: metrics: %llu scrapes, %llu requests refused, %llu connections dropped "
+			"at the cap, %llu at a deadline\n", (unsigned long long)d->metrics.scrapes,
+			(unsigned long long)d->metrics.rejected, (unsigned long long)d->metrics.evicted,
+			(unsigned long long)d->metrics.timed_out);
 	return rc;
 }
 

@@ -65,6 +65,10 @@ FUZZ_MAX_LEN_fuzz_ctl_proto  := 32768
 FUZZ_DICT_fuzz_http_parse    := -dict=tests/fuzz/http.dict
 # A config file of a few dozen lines (and the 1024-byte line limit).
 FUZZ_TARGETS                 += fuzz_config
+# connscoped's metrics endpoint: a head is at most 8 KB there, a little over here.
+FUZZ_TARGETS                 += fuzz_metrics_request
+FUZZ_MAX_LEN_fuzz_metrics_request := 8192
+FUZZ_DICT_fuzz_metrics_request    := -dict=tests/fuzz/http.dict
 FUZZ_MAX_LEN_fuzz_config     := 4096
 FUZZ_DICT_fuzz_config        := -dict=tests/fuzz/config.dict
 # -rss_limit_mb: a hostile trace must not make the engine take gigabytes;
@@ -89,8 +93,10 @@ $(FUZZ_BUILD)/fuzz_http_parse: $(call fuzz_obj,tests/fuzz/fuzz_http_parse.c serv
 	$(msg) FUZZ-LD $@
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@
 
-# connscoped's config parser (daemon/service/config.c) with the engine's objects.
-$(FUZZ_BUILD)/fuzz_config: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_config.o $(FUZZ_ENGINE_OBJS)
+# connscoped's config parser (daemon/service/config.c) and its metrics
+# endpoint's request reading (daemon/service/metrics_request.c) with the engine's objects.
+$(FUZZ_BUILD)/fuzz_config $(FUZZ_BUILD)/fuzz_metrics_request: $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/tests/fuzz/%.o \
+		$(FUZZ_ENGINE_OBJS)
 	$(msg) FUZZ-LD $@
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ $(LDLIBS_JSON) -lm
 

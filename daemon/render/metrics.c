@@ -288,35 +288,44 @@ static double media_range_q(const char *params, size_t len)
 		size_t j = i + 1;
 		while (j < len && (params[j] == ' ' || params[j] == '\t'))
 			j++;
-		if (j + 2 <= len && (params[j] == 'q' || params[j] == 'Q') && params[j + 1] == '=')
-			return strtod(params + j + 2, NULL);
+		if (j + 2 <= len && (params[j] == 'q' || params[j] == 'Q') && params[j + 1] == '=') {
+			/* A copy: the value may end the buffer, with no NUL after it for strtod. */
+			char q[16] = "";
+			size_t q_len = len - j - 2 < sizeof(q) - 1 ? len - j - 2 : sizeof(q) - 1;
+			memcpy(q, params + j + 2, q_len);
+			return strtod(q, NULL);
+		}
 	}
 	return 1.0;
 }
 
-enum cs_metrics_format cs_metrics_negotiate(const char *request_head)
+enum cs_metrics_format cs_metrics_negotiate_accept(const char *value, size_t value_len)
 {
 	static const char type[] = "application/openmetrics-text";
+	const char *range = value, *end = value + value_len;
+	while (range < end) {
+		const char *comma = memchr(range, ',', (size_t)(end - range));
+		size_t len = comma ? (size_t)(comma - range) : (size_t)(end - range);
+		const char *start = range;
+		while (start < range + len && (*start == ' ' || *start == '\t'))
+			start++;
+		size_t rest = (size_t)(range + len - start);
+		if (rest >= sizeof(type) - 1 && !strncasecmp(start, type, sizeof(type) - 1) &&
+		    media_range_q(start + sizeof(type) - 1, rest - (sizeof(type) - 1)) > 0)
+			return CS_METRICS_OPENMETRICS;
+		range += len + 1;
+	}
+	return CS_METRICS_PROMETHEUS;
+}
+
+enum cs_metrics_format cs_metrics_negotiate(const char *request_head)
+{
 	for (const char *line = strchr(request_head, '\n'); line; line = strchr(line, '\n')) {
 		line++;
 		if (strncasecmp(line, "Accept:", 7) != 0)
 			continue;
-		const char *range = line + 7;
-		size_t line_len = strcspn(range, "\r\n");
-		const char *end = range + line_len;
-		while (range < end) {
-			size_t len = strcspn(range, ",");
-			if (range + len > end)
-				len = (size_t)(end - range);
-			const char *start = range;
-			while (start < range + len && (*start == ' ' || *start == '\t'))
-				start++;
-			size_t rest = (size_t)(range + len - start);
-			if (rest >= sizeof(type) - 1 && !strncasecmp(start, type, sizeof(type) - 1) &&
-			    media_range_q(start + sizeof(type) - 1, rest - (sizeof(type) - 1)) > 0)
-				return CS_METRICS_OPENMETRICS;
-			range += len + 1;
-		}
+		if (cs_metrics_negotiate_accept(line + 7, strcspn(line + 7, "\r\n")) == CS_METRICS_OPENMETRICS)
+			return CS_METRICS_OPENMETRICS;
 	}
 	return CS_METRICS_PROMETHEUS;
 }

@@ -40,6 +40,9 @@ void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct c
  */
 enum cs_metrics_format cs_metrics_negotiate(const char *request_head);
 
+/* The same for one Accept header's value (value_len bytes, no NUL needed). */
+enum cs_metrics_format cs_metrics_negotiate_accept(const char *value, size_t value_len);
+
 /*
  * Parse "ADDR:PORT", "[ADDR6]:PORT" or "PORT" (then 127.0.0.1: metrics are
  * served on loopback unless an address is given). Returns 0 or -EINVAL.

@@ -26,6 +26,7 @@ struct cs_ctl_client {
 	uint64_t partial_since_ns;   /* a request began arriving, 0: none pending */
 	uint64_t out_since_ns;       /* output has waited since */
 	bool streaming;
+	bool spoke;                  /* sent a byte: from then on idle between requests, not silent */
 	struct cs_ctl_view_request view;
 	bool closing;                /* close once the output is sent */
 };

@@ -24,8 +24,10 @@
 #define POLL_MS 100
 /* A request must arrive whole this soon after its first byte. */
 #define REQUEST_TIMEOUT_NS (5 * NS_PER_SEC)
-/* A client that neither asks nor streams is closed after this. */
-#define IDLE_TIMEOUT_NS (60 * NS_PER_SEC)
+/* A client that neither asks nor streams is closed after this... */
+#define IDLE_TIMEOUT_NS (30 * NS_PER_SEC)
+/* ...and one that has sent nothing since it connected after this: the CLI asks at once. */
+#define SILENT_TIMEOUT_NS (5 * NS_PER_SEC)
 /* A response not taken within this is given up on, and so is its client. */
 #define WRITE_TIMEOUT_NS (5 * NS_PER_SEC)
 /* One recv's worth: a request is at most CS_CTL_REQUEST_MAX, taken in pieces. */
@@ -64,6 +66,7 @@ static void client_read(struct cs_ctl_server *server, struct cs_ctl_client *c, u
 			break;
 		}
 		c->last_activity_ns = now;
+		c->spoke = true;
 		if (c->closing)
 			continue; /* after an error: read and forget */
 		cs_ctl_take_bytes(server, c, buf, (size_t)n, now);
@@ -88,6 +91,32 @@ static bool client_write(struct cs_ctl_client *c, uint64_t now)
 	}
 	c->out_sent = c->out_len = 0;
 	return !c->closing;
+}
+
+/* Idle: no request under way, nothing to send, no stream. */
+static bool client_idle(const struct cs_ctl_client *c)
+{
+	return !c->streaming && !c->closing && !c->partial_since_ns && c->out_sent == c->out_len;
+}
+
+/* A free slot; when there is none, the oldest idle client's, closed to make room. -1: all busy. */
+static int free_slot(struct cs_ctl_server *server)
+{
+	int oldest = -1;
+	for (int i = 0; i < CS_CTL_MAX_CLIENTS; i++) {
+		struct cs_ctl_client *c = server->clients[i];
+		if (!c)
+			return i;
+		if (client_idle(c) && (oldest < 0 || c->last_activity_ns < server->clients[oldest]->last_activity_ns))
+			oldest = i;
+	}
+	if (oldest >= 0) {
+		server->idle_dropped++;
+		cs_ctl_log(server, "closed idle pid %d to make room: %d clients connected",
+			   (int)server->clients[oldest]->pid, CS_CTL_MAX_CLIENTS);
+		client_close(server, oldest);
+	}
+	return oldest;
 }
 
 static void accept_client(struct cs_ctl_server *server, uint64_t now)
@@ -116,10 +145,7 @@ static void accept_client(struct cs_ctl_server *server, uint64_t now)
 		close(fd);
 		return;
 	}
-	int slot = -1;
-	for (int i = 0; i < CS_CTL_MAX_CLIENTS && slot < 0; i++)
-		if (!server->clients[i])
-			slot = i;
+	int slot = free_slot(server);
 	struct cs_ctl_client *c = slot >= 0 ? calloc(1, sizeof(*c)) : NULL;
 	if (!c) {
 		server->busy++;
@@ -205,7 +231,7 @@ static void expire(struct cs_ctl_server *server, uint64_t now)
 		}
 		bool stuck = c->out_sent < c->out_len && elapsed(now, c->out_since_ns) > WRITE_TIMEOUT_NS;
 		bool idle = !c->streaming && c->out_sent == c->out_len &&
-			    elapsed(now, c->last_activity_ns) > IDLE_TIMEOUT_NS;
+			    elapsed(now, c->last_activity_ns) > (c->spoke ? IDLE_TIMEOUT_NS : SILENT_TIMEOUT_NS);
 		if (stuck)
 			cs_ctl_log(server, "dropped pid %d: it took nothing of its response for 5 s", (int)c->pid);
 		if (stuck || idle)

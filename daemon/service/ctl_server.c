@@ -222,7 +222,7 @@ static json_t *status_value(struct cs_ctl_server *server)
 		json_array_append_new(ports, json_integer(engine->listeners[i].port));
 	struct cs_cost cost;
 	cs_cost_of(engine, &meta, &cost);
-	json_t *status = json_pack("{s:i,s:i,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I}}", "daemon_pid",
+	json_t *status = json_pack("{s:i,s:i,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I}}", "daemon_pid",
 			 (int)getpid(), "protocol", CS_CTL_VERSION, "target", cs_json_text(server->target),
 			 "uptime_s", cs_json_3((double)(now - server->start_ns) / 1e9), "since_reset_s",
 			 cs_json_3((double)(now - server->reset_ns) / 1e9), "events",
@@ -231,7 +231,7 @@ static json_t *status_value(struct cs_ctl_server *server)
 			 "ports", ports, "processes", status_processes(engine), "control", "connections",
 			 (json_int_t)server->connections, "refused", (json_int_t)server->refused, "rejected",
 			 (json_int_t)server->rejected, "streams_dropped", (json_int_t)server->streams_dropped, "busy",
-			 (json_int_t)server->busy);
+			 (json_int_t)server->busy, "idle_dropped", (json_int_t)server->idle_dropped);
 	/* What the daemon costs, over the statistics' span: its programs' list is the snapshot's. */
 	if (status)
 		json_object_set_new(status, "cost", cs_cost_value(engine, &cost, false));
@@ -285,6 +285,15 @@ void cs_ctl_reject(struct cs_ctl_server *server, struct cs_ctl_client *c, enum c
 	queue_error(c, code, why);
 }
 
+/* Clients streaming a live view now. */
+static int streams(const struct cs_ctl_server *server)
+{
+	int n = 0;
+	for (int i = 0; i < CS_CTL_MAX_CLIENTS; i++)
+		n += server->clients[i] && server->clients[i]->streaming;
+	return n;
+}
+
 static void handle_frame(struct cs_ctl_server *server, struct cs_ctl_client *c, const struct cs_ctl_header *hdr,
 			 const uint8_t *payload)
 {
@@ -314,6 +323,10 @@ static void handle_frame(struct cs_ctl_server *server, struct cs_ctl_client *c, 
 			cs_ctl_reject(server, c, CS_CTL_ERR_BAD_PAYLOAD,
 				      "expected the format (0 JSON, 1 text), up to 512 slowest requests and a tail percentile "
 				      "from 50 to 99.999");
+			return;
+		}
+		if (hdr->type == CS_CTL_STREAM && !c->streaming && streams(server) >= CS_CTL_MAX_STREAMS) {
+			cs_ctl_reject(server, c, CS_CTL_ERR_BUSY, "too many live views (top) already; try again");
 			return;
 		}
 		if (hdr->type == CS_CTL_STREAM) {

@@ -6,7 +6,12 @@
  * and the daemon's own user are served (SO_PEERCRED); every other peer is
  * refused and logged. No client can stop or block the daemon: reads and
  * writes are non-blocking, a request must arrive whole within a few
- * seconds, and a stream reader that falls a second behind is dropped.
+ * seconds, and a stream reader that falls a second behind is dropped. Nor
+ * can clients that connect and say nothing keep others out: a client that
+ * has sent nothing is closed after 5 s, one idle between requests after
+ * 30 s, and when every slot is taken the oldest idle client makes room.
+ * Streams (top) take at most CS_CTL_MAX_STREAMS slots, so that status and
+ * snapshot always find one.
  *
  * The thread also keeps the per-second windows (daemon/engine/window.h) that the
  * live view needs, ticking them once a second under the engine's lock.
@@ -25,6 +30,8 @@
 #include "window.h"
 
 #define CS_CTL_MAX_CLIENTS 16
+/* top's streams may fill this many: the rest stay for short requests (status, snapshot). */
+#define CS_CTL_MAX_STREAMS 12
 
 struct cs_ctl_client;
 
@@ -55,6 +62,7 @@ struct cs_ctl_server {
 	uint64_t rejected;             /* malformed, unknown, oversized or late requests */
 	uint64_t streams_dropped;      /* stream readers that fell behind */
 	uint64_t busy;                 /* connections turned away: too many clients */
+	uint64_t idle_dropped;         /* idle clients closed to make room for a new one */
 	struct cs_ctl_log_budget log;  /* the control thread's only */
 };
 

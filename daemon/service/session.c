@@ -355,9 +355,13 @@ static int collect(struct session *s, uint64_t start_ns)
 {
 	struct loop_clock clock = loop_clock_start(s, start_ns);
 	for (;;) {
-		lock_engine(s);
-		int err = cs_probes_poll(&s->probes, POLL_INTERVAL_MS);
-		unlock_engine(s);
+		/* The wait without the engine's lock: the metrics and control threads render meanwhile. */
+		int err = cs_probes_wait(&s->probes, POLL_INTERVAL_MS);
+		if (err >= 0) {
+			lock_engine(s);
+			err = cs_probes_poll(&s->probes, 0);
+			unlock_engine(s);
+		}
 		if (err < 0 && err != -EINTR)
 			return cs_fail(s->errmsg, s->errlen, "reading the ring buffer failed: %s", strerror(-err));
 		uint64_t now = cs_monotonic_ns();

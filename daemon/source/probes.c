@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -370,6 +371,14 @@ int cs_probes_poll(struct cs_probes *probes, int timeout_ms)
 	/* Records submitted without a wake-up are taken here. */
 	int more = ring_buffer__consume(probes->ring);
 	return more < 0 ? more : n + more;
+}
+
+int cs_probes_wait(struct cs_probes *probes, int timeout_ms)
+{
+	/* The ring's own epoll set: level-triggered, so the poll after this still finds it ready. */
+	struct epoll_event event;
+	int n = epoll_wait(ring_buffer__epoll_fd(probes->ring), &event, 1, timeout_ms);
+	return n < 0 ? -errno : n > 0;
 }
 
 void cs_probes_close_window(struct cs_probes *probes, uint32_t number)

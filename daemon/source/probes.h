@@ -128,6 +128,14 @@ int cs_probes_remove_endpoint(struct cs_probes *probes, uint32_t netns_ino, uint
 int cs_probes_poll(struct cs_probes *probes, int timeout_ms);
 
 /*
+ * Only wait, up to timeout_ms, until the ring has records (or a wake-up):
+ * 1 when it has, 0 when the time ran out, or -errno. Touches neither the
+ * probes nor the engine, so a caller waits here without the engine's lock
+ * and then takes the records with cs_probes_poll(probes, 0) under it.
+ */
+int cs_probes_wait(struct cs_probes *probes, int timeout_ms);
+
+/*
  * Walk every TCP socket once (iter/tcp); each target listener becomes a
  * record, and its inode is tied to its identity for the samples below.
  */

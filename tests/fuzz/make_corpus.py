@@ -8,6 +8,8 @@ Seeds are small (a few KB) so that libFuzzer mutates them quickly:
                    summary and one cut inside a record.
   fuzz_engine      the same runs of records without the file around them.
   fuzz_http_parse  a read size byte, then what a client sends.
+  fuzz_metrics_request  a read size byte, a head limit byte (16 bytes a
+                   step), then what a scraper (or anyone else) sends.
 
 Run from the repository root: python3 tests/fuzz/make_corpus.py
 Regression inputs for bugs the fuzzers found are committed beside the
@@ -100,8 +102,35 @@ def http_seeds(root):
         write(os.path.join(root, "tests/fuzz/corpus/fuzz_http_parse"), name, bytes([step]) + text)
 
 
+PROMETHEUS_SCRAPE = (b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9464\r\nUser-Agent: Prometheus/2.42.0\r\n"
+                     b"Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                     b"version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n"
+                     b"Accept-Encoding: gzip\r\nX-Prometheus-Scrape-Timeout-Seconds: 10\r\n\r\n")
+METRICS_SEEDS = {
+    "prometheus": (63, 255, PROMETHEUS_SCRAPE),
+    "prometheus-bytewise": (0, 255, PROMETHEUS_SCRAPE),
+    "prometheus-kept-alive": (17, 255, PROMETHEUS_SCRAPE * 3),
+    "curl": (5, 255, b"GET /metrics HTTP/1.1\r\nHost: a\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n"),
+    "http10-head": (9, 255, b"HEAD /metrics?x=1 HTTP/1.0\nConnection: keep-alive\n\n"),
+    "absolute-form": (3, 255, b"GET http://h:1/metrics HTTP/1.1\r\nHost: h:1\r\nConnection: close\r\n\r\n"),
+    "post": (7, 255, b"POST /metrics HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi"),
+    "not-found": (7, 255, b"GET /metrics/x HTTP/1.1\r\nHost: a\r\n\r\n"),
+    "too-large": (63, 2, b"GET /metrics?" + b"q" * 80 + b" HTTP/1.1\r\n\r\n"),
+    "no-host": (1, 255, b"GET /metrics HTTP/1.1\r\n\r\n"),
+    "obs-fold": (4, 255, b"GET /metrics HTTP/1.1\r\nHost: a\r\n  folded\r\n\r\n"),
+    "tls-hello": (63, 255, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"),
+    "stray-crlf": (2, 255, b"\r\n\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r"),
+}
+
+
+def metrics_seeds(root):
+    for name, (step, limit, text) in METRICS_SEEDS.items():
+        write(os.path.join(root, "tests/fuzz/corpus/fuzz_metrics_request"), name, bytes([step, limit]) + text)
+
+
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
     trace_seeds(root)
     http_seeds(root)
+    metrics_seeds(root)

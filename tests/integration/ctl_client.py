@@ -9,8 +9,16 @@ comes back.
                 oversized|unknown|partial|slow-reader SECONDS
 Prints one line per frame received: TYPE LENGTH [error CODE TEXT].
 Exits 3 when the connection is refused or closed before the answer.
+
+  ctl_client.py SOCKET crowd STREAMS IDLE SECONDS READY_FILE
+Opens STREAMS live views (as top does) one after the other, then IDLE
+clients that say nothing; writes READY_FILE; for SECONDS reads the streams
+and watches the idle clients; prints how many streams were taken and
+refused as busy, the updates read, and how many idle clients the daemon
+closed.
 """
 import json
+import selectors
 import socket
 import struct
 import sys
@@ -50,8 +58,54 @@ def show(ftype, payload):
     sys.stdout.flush()
 
 
+def crowd(path, streams, idle, seconds, ready_file):
+    sel = selectors.DefaultSelector()
+    taken = busy = updates = idle_closed = 0
+    for _ in range(streams):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(15)
+        s.connect(path)
+        s.sendall(frame(1, struct.pack("<HH", 1, 1)) + frame(3, struct.pack("<BBHI", 0, 0, 0, 99000)))
+        read_frame(s)  # HELLO's answer
+        ftype, payload = read_frame(s)
+        if ftype == 0xFF and struct.unpack("<H", payload[:2])[0] == 7:
+            busy += 1
+            s.close()
+            continue
+        taken += 1
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ, "stream")
+    for _ in range(idle):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ, "idle")
+    open(ready_file, "w").close()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and idle_closed < idle:
+        for key, _ in sel.select(timeout=0.1):
+            try:
+                data = key.fileobj.recv(1 << 20)
+            except (BlockingIOError, ConnectionResetError):
+                data = b"" if key.data == "idle" else None
+            if data is None:
+                continue
+            if key.data == "stream":
+                updates += data.count(b"CSCT")
+                if data:
+                    continue
+            idle_closed += key.data == "idle"
+            sel.unregister(key.fileobj)
+            key.fileobj.close()
+    print(f"crowd: streams {taken} taken, {busy} refused busy, {updates} frames read; "
+          f"idle {idle_closed} of {idle} closed by the daemon")
+
+
 def main():
     path, what = sys.argv[1], sys.argv[2]
+    if what == "crowd":
+        crowd(path, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6])
+        return
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(15)
     try:

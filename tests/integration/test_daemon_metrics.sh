@@ -56,7 +56,7 @@ echo "ok: histograms and counters present"
 [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$metrics_port/") == 404 ]] || fail "/ not 404"
 [[ $(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$metrics_port/metrics") == 405 ]] || fail "POST not 405"
 python3 -c "
-import socket; s = socket.create_connection(('127.0.0.1', $metrics_port)); s.sendall(b'GET /metrics ' + b'x' * 8192)
+import socket; s = socket.create_connection(('127.0.0.1', $metrics_port)); s.sendall(b'GET /metrics?' + b'x' * 8192)
 print(s.recv(100).split(b'\r\n')[0].decode())" | grep -q 431 || fail "oversized request not 431"
 scrape >/dev/null || fail "metrics gone after bad requests"
 echo "ok: 404 / 405 / 431, and still serving"
