@@ -295,9 +295,11 @@ assert_cmp "$(($(lines "$PY_LOG") - before))" == "$(j sleep "j['requests']")" "p
 step "coordinated omission: open loop above capacity shows the queue"
 # One connection, 50 ms per request: capacity 20/s. Closed loop sees 50 ms;
 # at 40/s each request waits longer than the one before, from its intended time.
+# (The closed loop's median: of its 30 requests the p99 is the slowest, which
+# one scheduling delay on a busy machine took to 110 ms.)
 load co_closed -p "$PY_PORT" -c 1 -d 1.5 --path /sleep/50
 load co_open -p "$PY_PORT" -c 1 -R 40 -d 1.5 --path /sleep/50
-assert_cmp "$(j co_closed "j['latency_us']['p99']")" '<' 100000 "closed-loop p99 (us)"
+assert_cmp "$(j co_closed "j['latency_us']['p50']")" '<' 100000 "closed-loop p50 (us)"
 assert_cmp "$(j co_open "j['latency_us']['p50']")" '>' 200000 "open-loop p50 (us)"
 assert_cmp "$(j co_open "j['latency_us']['max']")" '>' 600000 "open-loop max (us)"
 assert_cmp "$(j co_open "j['unsent']")" '>=' 20 "requests due but never sent"
