@@ -30,8 +30,11 @@
  * 8: CS_PEEK_MORE_REQUESTS (a new meaning in an existing record: a version 7
  *    reader would take such an exchange for one request).
  * 9: cs_ev_conn_close.closer_runq_ns, at the end: the one record that grew
- *    (CS_EV_CONN_CLOSE_V8_SIZE); older ones read with it 0. Older traces still read. */
-#define CS_WIRE_VERSION 9
+ *    (CS_EV_CONN_CLOSE_V8_SIZE); older ones read with it 0. Older traces still read.
+ * 10: CS_REQ_ADOPTED: requests of connections older than the attach are whole
+ *    after their first idle moment (a version 9 reader reads them right, but
+ *    cannot say how many connections were adopted). */
+#define CS_WIRE_VERSION 10
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -168,6 +171,10 @@ enum cs_request_flags {
 	CS_REQ_PARKED = 1 << 6,          /* its reader polled again before answering: the
 	                                     request waited in user space after its read
 	                                     (another thread ran its handler) */
+	CS_REQ_ADOPTED = 1 << 7,         /* the first whole request of a connection older than
+	                                     the attach, followed from its first idle moment
+	                                     (nothing unread, nothing unacknowledged): one
+	                                     record per connection adopted */
 };
 
 /*

@@ -24,6 +24,8 @@ int BPF_PROG(on_data_ready, const struct sock *sk)
 	enter_window(sk, conn, 0);
 	now = bpf_ktime_get_ns();
 	note_answer_in_flight(sk, conn, now);
+	if (conn->partial)
+		adopt_when_idle(sk, conn, now);
 	if (conn->phase == PHASE_SENDING)
 		finish_request(sk, conn, now);
 	if (conn->phase == PHASE_IDLE) {
@@ -43,7 +45,8 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	/*
 	 * No storage: not ours, or older than the attach with its bytes
 	 * queued before it (they raised no data_ready we saw: a connection
-	 * still in the accept queue at the attach, say). Adopted as partial.
+	 * still in the accept queue at the attach, say). Partial until its
+	 * first idle moment.
 	 */
 	if (!conn) {
 		conn = adopt_connection(sk, false);

@@ -372,6 +372,9 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 		conn->last_seen_ns = req->hdr.ts_ns;
 	if (req->flags & CS_REQ_HELD_BACK)
 		stats->held_back++;
+	/* Said once per connection, whatever its exchange turns out to be. */
+	if (req->flags & CS_REQ_ADOPTED)
+		stats->connections_adopted++;
 	stats->send_eagain += req->send_eagain;
 	struct cs_request_setup setup;
 	stats->last_sk = req->sk;
