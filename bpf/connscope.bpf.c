@@ -163,6 +163,7 @@ enum peek_conn_state {
 	PEEK_TLS,       /* it began with a TLS record header: the framing is followed */
 	PEEK_PLAIN,     /* it began with an HTTP/1.x method: first reads scanned (http_peek.bpf.h) */
 	PEEK_OFF,       /* not TLS, the framing lost, or older than the attach: no more looks */
+	PEEK_ADOPTED,   /* adopted at an idle moment: its next read's first bytes must start a message */
 };
 
 /*
@@ -174,6 +175,7 @@ enum adoption {
 	ADOPT_NONE = 0, /* followed from its start, or not yet at an idle moment */
 	ADOPT_DUE,      /* adopted: its next request record carries CS_REQ_ADOPTED */
 	ADOPT_SAID,     /* ...and one did */
+	ADOPT_DUE_STAMPED, /* the same, TCP's stamp later than the attach (CS_REQ_ADOPTED_STAMPED) */
 };
 
 /* Everything about one server-side connection, in its socket's storage. */
@@ -215,6 +217,8 @@ struct conn_state {
 	__u8 unread_at_close; /* it closed with a request the server never read */
 	__u8 first_unseen;    /* its first request came while the request probes were detached */
 	__u8 adopted;         /* enum adoption: older than the attach, followed from an idle moment */
+	__u8 not_a_start;     /* its bytes at an idle moment were once no message start (said once) */
+	__u8 stamped_since;   /* partial, TCP's stamp later than the attach (see adopt_connection) */
 	/* What the server read in the first exchanges (see peek_read). */
 	__u8 peek_conn;  /* enum peek_conn_state */
 	__u8 peek_seen;  /* this exchange's reads were looked at: its bytes record is due */

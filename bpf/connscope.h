@@ -31,9 +31,10 @@
  *    reader would take such an exchange for one request).
  * 9: cs_ev_conn_close.closer_runq_ns, at the end: the one record that grew
  *    (CS_EV_CONN_CLOSE_V8_SIZE); older ones read with it 0. Older traces still read.
- * 10: CS_REQ_ADOPTED: requests of connections older than the attach are whole
- *    after their first idle moment (a version 9 reader reads them right, but
- *    cannot say how many connections were adopted). */
+ * 10: CS_REQ_ADOPTED, CS_REQ_ADOPTED_TLS, CS_REQ_NOT_A_START: requests of
+ *    connections older than the attach are whole after their first idle
+ *    moment (a version 9 reader reads them right, but cannot say how many
+ *    connections were adopted). */
 #define CS_WIRE_VERSION 10
 #define CS_WIRE_VERSION_MIN 1
 
@@ -175,6 +176,18 @@ enum cs_request_flags {
 	                                     the attach, followed from its first idle moment
 	                                     (nothing unread, nothing unacknowledged): one
 	                                     record per connection adopted */
+	CS_REQ_ADOPTED_TLS = 1 << 8,     /* ...its first bytes there were a TLS record header:
+	                                     its records re-synchronised (on the same record) */
+	CS_REQ_NOT_A_START = 1 << 9,     /* a connection older than the attach whose bytes at
+	                                     an idle moment were no message start (neither a
+	                                     TLS record header nor text: a record or a body
+	                                     under way, a binary protocol): not adopted, this
+	                                     request partial; once per connection */
+	CS_REQ_ADOPTED_STAMPED = 1 << 10, /* ...with CS_REQ_ADOPTED: TCP's stamp of the connection
+	                                     is later than the attach (reads move it): it was
+	                                     established between tracing windows, or is older
+	                                     and was read since; older only if its accept was
+	                                     not seen */
 };
 
 /*

@@ -205,8 +205,8 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		__u16 flags = conn->flags;
 		if (conn->partial)
 			flags |= CS_REQ_PARTIAL;
-		else if (conn->adopted == ADOPT_DUE) {
-			flags |= CS_REQ_ADOPTED;
+		else if (conn->adopted == ADOPT_DUE || conn->adopted == ADOPT_DUE_STAMPED) {
+			flags |= CS_REQ_ADOPTED | (conn->adopted == ADOPT_DUE_STAMPED ? CS_REQ_ADOPTED_STAMPED : 0);
 			conn->adopted = ADOPT_SAID;
 		}
 		if (conn->phase == PHASE_WAITING) {
@@ -379,15 +379,16 @@ static __always_inline bool only_arriving_bytes_unread(const struct sock *sk, co
 /*
  * From here an older connection is followed as one accepted after the
  * attach: its requests are whole, though not its first (index from 1:
- * its set-up happened before the attach). No looks at its bytes: the peek
- * reads a connection's first ones.
+ * its set-up happened before the attach). Its next read's first bytes must
+ * start a message (peek_adopted); no other looks at its bytes but for a
+ * TLS alert (the peek follows a connection's first exchanges).
  */
 static __always_inline void adopt_idle(struct conn_state *conn)
 {
 	conn->partial = 0;
 	conn->adopted = ADOPT_DUE;
 	conn->first_unseen = 1;
-	conn->peek_conn = PEEK_OFF;
+	conn->peek_conn = PEEK_ADOPTED;
 }
 
 /*
@@ -411,6 +412,7 @@ static __always_inline void adopt_when_idle(const struct sock *sk, struct conn_s
 		return;
 	finish_request(sk, conn, now);
 	adopt_idle(conn);
+	conn->adopted = conn->stamped_since ? ADOPT_DUE_STAMPED : ADOPT_DUE;
 }
 
 /*
@@ -439,25 +441,30 @@ static __always_inline struct conn_state *adopt_connection(const struct sock *sk
 	}
 	conn->port = sk->__sk_common.skc_num;
 	conn->window = trace_window;
+	/*
+	 * Stamped since the attach, after the first window: established
+	 * between windows (whole from its first bytes, or from an idle moment
+	 * as an older one), or older and read since: TCP's stamp is its start
+	 * or later (reads move it). Its close takes the stamp; the engine
+	 * takes the start from its accept, when it saw one. In the first
+	 * window (and always in `connscope attach`) every connection
+	 * established since has storage: one without is older.
+	 */
 	__u64 stamp_ns = tcp_stamp_ns(sk);
-	if (stamp_ns >= attach_ns) {
-		/*
-		 * Established since the attach, between windows: whole, as if
-		 * followed from there. TCP's stamp is its start or later (reads
-		 * move it): the engine takes the start from its accept.
-		 */
+	bool stamped_since = trace_window > 1 && stamp_ns >= attach_ns;
+	if (stamped_since) {
 		conn->established_ns = stamp_ns;
 		conn->last_activity_ns = stamp_ns;
-		conn->window = trace_window - 1; /* enter_window: were requests missed? */
-		return conn;
 	}
 	if (arriving && is_fresh_connection(sk))
 		return conn;
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
 	if (arriving && tp && answer_acked(tp) && only_arriving_bytes_unread(sk, tp)) {
 		adopt_idle(conn);
+		conn->adopted = stamped_since ? ADOPT_DUE_STAMPED : ADOPT_DUE;
 		return conn;
 	}
+	conn->stamped_since = stamped_since;
 	conn->partial = 1;
 	conn->rcv_nxt_seen = tp ? tp->rcv_nxt : 0;
 	return conn;

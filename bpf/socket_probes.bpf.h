@@ -65,7 +65,10 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	}
 	if (conn->partial)
 		conn->peek_conn = PEEK_OFF; /* mid-stream: no first bytes, no framing */
-	if (conn->peek_conn != PEEK_OFF && conn->requests <= CS_PEEK_EXCHANGES)
+	if (conn->peek_conn == PEEK_ADOPTED && conn->phase == PHASE_WAITING)
+		peek_adopted(sk, conn, (__u32)ret);
+	/* An adopted connection's bytes: its first ones were long before the attach. */
+	if (conn->peek_conn != PEEK_OFF && conn->requests <= CS_PEEK_EXCHANGES && !conn->adopted)
 		peek_read(sk, conn, (__u32)ret, now);
 	else if (conn->peek_conn == PEEK_TLS && conn->phase == PHASE_WAITING && ret <= TLS_SMALL_EXCHANGE)
 		peek_tls_alert(sk, conn, (__u32)ret);

@@ -373,8 +373,12 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	if (req->flags & CS_REQ_HELD_BACK)
 		stats->held_back++;
 	/* Said once per connection, whatever its exchange turns out to be. */
-	if (req->flags & CS_REQ_ADOPTED)
+	/* Stamped since the attach and accepted in sight: established between windows, not older. */
+	if ((req->flags & CS_REQ_ADOPTED) && !(conn && (req->flags & CS_REQ_ADOPTED_STAMPED))) {
 		stats->connections_adopted++;
+		stats->adopted_tls += (req->flags & CS_REQ_ADOPTED_TLS) != 0;
+	}
+	stats->not_a_start += (req->flags & CS_REQ_NOT_A_START) != 0;
 	stats->send_eagain += req->send_eagain;
 	struct cs_request_setup setup;
 	stats->last_sk = req->sk;

@@ -357,6 +357,10 @@ static void text_adopted(FILE *out, const struct cs_request_stats *r, const stru
 	fprintf(out, "%" PRIu64 " connections older than the attach, adopted at their first idle moment; %" PRIu64
 		" requests in flight at the attach%s left out\n", r->connections_adopted, r->partial,
 		meta->trace.sampled ? " or a window's start" : "");
+	if (r->adopted_tls || r->not_a_start)
+		fprintf(out, "  of them %" PRIu64 " over TLS, re-synchronised at a record header; %" PRIu64
+			" not adopted where their bytes started no message (a TLS record or a body under way, a "
+			"binary protocol): partial until an idle moment that does\n", r->adopted_tls, r->not_a_start);
 }
 
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)

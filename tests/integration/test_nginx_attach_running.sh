@@ -7,13 +7,15 @@
 #      window (nginx's own count, stub_status, before and after).
 #   B: a constant-rate client (csload -R) started before the attach: its
 #      requests in the window are timed, with a p99 within 10 % (or 1 ms)
-#      of the client's own over the same window.
+#      of the client's own (assert_p99_agrees).
 # integration: exclusive
 # Runs alone: full-speed load, and a p99 compared with the client's.
 # integration: plain build
 source "$(dirname "$0")/lib.sh"
 
-NGINX_SERVER_EXTRA='location = /status { stub_status; }'
+# (keepalive_requests: nginx closes a connection after 1000 requests by
+# default, a second of wrk's: its connections would all be new ones soon.)
+NGINX_SERVER_EXTRA='keepalive_requests 10000000; location = /status { stub_status; }'
 cs_start_nginx 65s 1024
 port=$NGINX_PORT
 served() { curl -s "http://127.0.0.1:$port/status" | awk '/^ *[0-9]+ +[0-9]+ +[0-9]+/ { print $3 }'; }
@@ -62,9 +64,8 @@ assert_cmp "$(json_get "$r" 'j["connections_adopted"]')" == 8 "the client's conn
 # (The client's window starts up to 0.1 s after the attach: connscope may time more.)
 assert_cmp "$(json_get "$r" 'j["requests"]')" '>=' "$(python3 -c "print(0.95 * $client_count)")" \
   "requests timed against the client's in the window (95 %)"
-server_p99=$(json_get "$r" 'j["latency_us"]["p99"]')
-read -r low high < <(python3 -c "t = max(0.1 * $client_p99_us, 1000.0)
-print($client_p99_us - t, $client_p99_us + t)")
-assert_cmp "$server_p99" '>=' "$low" "p99 agreement: connscope $server_p99 us vs the client's $client_p99_us us (low)"
-assert_cmp "$server_p99" '<=' "$high" "p99 agreement: connscope $server_p99 us vs the client's $client_p99_us us (high)"
+# The p99 against the client's over its steady run, less its own waits
+# for a CPU (busy-polling on a busy machine, it reads answers late): the
+# window's p99 above is not corrected for them.
+assert_p99_agrees "$r" "$CS_TMP/client.json"
 assert_cmp "$(json_get "$r" 'j["events"]["lost"]')" == 0 "events lost"

@@ -141,3 +141,51 @@ Test(adopt, counted_in_the_json_report)
 	json_free(root);
 	free(text);
 }
+
+/* A TLS connection re-synchronised at a record header; another whose bytes there started no message. */
+Test(adopt, tls_and_no_message_start_said)
+{
+	adopted_request(SK, 1, 1 * SEC, CS_REQ_ADOPTED | CS_REQ_ADOPTED_TLS);
+	adopted_request(SK, 2, 2 * SEC, 0);
+	feed_request(engine, (struct request_spec){ .sk = SK + 64, .port = PORT, .index = 1,
+						    .flags = CS_REQ_PARTIAL | CS_REQ_NOT_A_START,
+						    .start_ns = 3 * SEC, .first_read_ns = 3 * SEC + MS,
+						    .first_send_ns = 3 * SEC + 2 * MS, .last_send_ns = 3 * SEC + 2 * MS });
+	const struct cs_request_stats *r = &engine->requests;
+	cr_expect_eq(r->connections_adopted, 1);
+	cr_expect_eq(r->adopted_tls, 1);
+	cr_expect_eq(r->not_a_start, 1);
+	cr_expect_eq(r->partial, 1, "the request at the false boundary left out");
+	cr_expect_eq(r->requests, 2);
+
+	struct cs_report_meta meta = { .target = "pid 1 (t)", .duration_s = 1.0 };
+	char *text = render(cs_report_text, &meta);
+	cr_expect_not_null(strstr(text, "\n  of them 1 over TLS, re-synchronised at a record header; 1 not adopted where "
+				   "their bytes started no message"), "%.600s", text);
+	free(text);
+	text = render(cs_report_json, &meta);
+	struct json *root = json_parse(text);
+	cr_assert_not_null(root, "%s", text);
+	const struct json *adopted = member(root, "adopted", J_OBJECT);
+	cr_expect_eq(number(adopted, "tls_resynchronised"), 1);
+	cr_expect_eq(number(adopted, "not_a_message_start"), 1);
+	json_free(root);
+	free(text);
+}
+
+/*
+ * Adopted with TCP's stamp later than the attach (connscoped, after its
+ * first window): one whose accept the engine saw was established between
+ * windows, not older; one whose accept it never saw is older (read since
+ * the attach, which moved the stamp).
+ */
+Test(adopt, stamped_since_the_attach_is_older_only_without_its_accept)
+{
+	FEED_OK(engine, make_accept_of((struct accept_spec){ .port = PORT, .tid = 7, .ts_ns = 1 * SEC,
+							     .established_ns = 1 * SEC - 100 * US },
+				       SK, 0x0a000002, 41000));
+	adopted_request(SK, 3, 2 * SEC, CS_REQ_ADOPTED | CS_REQ_ADOPTED_STAMPED);
+	adopted_request(SK + 64, 3, 3 * SEC, CS_REQ_ADOPTED | CS_REQ_ADOPTED_STAMPED);
+	cr_expect_eq(engine->requests.connections_adopted, 1, "only the one whose accept was not seen");
+	cr_expect_eq(engine->requests.requests, 2, "both followed whole");
+}
