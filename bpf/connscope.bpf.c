@@ -168,13 +168,14 @@ enum peek_conn_state {
 
 /*
  * A connection older than the attach is followed from its first idle
- * moment (idle_before_arrival): the request in flight at the attach is
- * partial, every later one whole. Its first whole request says so once.
+ * moment (adopt_connection, adopt_when_idle): the request in flight at
+ * the attach is partial, every later one whole. Its first whole request
+ * says so once.
  */
 enum adoption {
-	ADOPT_NONE = 0, /* followed from its start, or not yet at an idle moment */
-	ADOPT_DUE,      /* adopted: its next request record carries CS_REQ_ADOPTED */
-	ADOPT_SAID,     /* ...and one did */
+	ADOPT_NONE = 0,    /* followed from its start, or not yet at an idle moment */
+	ADOPT_DUE,         /* adopted: its next request record carries CS_REQ_ADOPTED */
+	ADOPT_SAID,        /* ...and one did */
 	ADOPT_DUE_STAMPED, /* the same, TCP's stamp later than the attach (CS_REQ_ADOPTED_STAMPED) */
 };
 

@@ -159,26 +159,26 @@ struct cs_ev_proc {
 
 /* cs_ev_request.flags */
 enum cs_request_flags {
-	CS_REQ_PARTIAL = 1 << 0,         /* connection seen mid-life (before attach) */
-	CS_REQ_NO_RESPONSE = 1 << 1,     /* closed before the server answered */
-	CS_REQ_HELD_BACK = 1 << 2,       /* bytes still unsent when the last send returned */
-	CS_REQ_UNREAD = 1 << 3,          /* closed before the server read the request */
-	CS_REQ_HANDED_OFF = 1 << 4,      /* read by a thread that did not poll it ready, after
+	CS_REQ_PARTIAL = 1 << 0,          /* connection seen mid-life (before attach) */
+	CS_REQ_NO_RESPONSE = 1 << 1,      /* closed before the server answered */
+	CS_REQ_HELD_BACK = 1 << 2,        /* bytes still unsent when the last send returned */
+	CS_REQ_UNREAD = 1 << 3,           /* closed before the server read the request */
+	CS_REQ_HANDED_OFF = 1 << 4,       /* read by a thread that did not poll it ready, after
 	                                     another thread of the process did: a pool thread
 	                                     given the socket by a poller */
-	CS_REQ_READ_AFTER_SEND = 1 << 5, /* the server read more bytes after its answer began:
+	CS_REQ_READ_AFTER_SEND = 1 << 5,  /* the server read more bytes after its answer began:
 	                                     bytes that had arrived before it (pipelining,
 	                                     multiplexing, or a TLS handshake's last flight) */
-	CS_REQ_PARKED = 1 << 6,          /* its reader polled again before answering: the
+	CS_REQ_PARKED = 1 << 6,           /* its reader polled again before answering: the
 	                                     request waited in user space after its read
 	                                     (another thread ran its handler) */
-	CS_REQ_ADOPTED = 1 << 7,         /* the first whole request of a connection older than
+	CS_REQ_ADOPTED = 1 << 7,          /* the first whole request of a connection older than
 	                                     the attach, followed from its first idle moment
 	                                     (nothing unread, nothing unacknowledged): one
 	                                     record per connection adopted */
-	CS_REQ_ADOPTED_TLS = 1 << 8,     /* ...its first bytes there were a TLS record header:
+	CS_REQ_ADOPTED_TLS = 1 << 8,      /* ...its first bytes there were a TLS record header:
 	                                     its records re-synchronised (on the same record) */
-	CS_REQ_NOT_A_START = 1 << 9,     /* a connection older than the attach whose bytes at
+	CS_REQ_NOT_A_START = 1 << 9,      /* a connection older than the attach whose bytes at
 	                                     an idle moment were no message start (neither a
 	                                     TLS record header nor text: a record or a body
 	                                     under way, a binary protocol): not adopted, this
