@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "events.h"
 #include "json_check.h"
+#include "metrics.h"
 #include "report.h"
 
 #define PORT 8080
@@ -188,4 +189,19 @@ Test(adopt, stamped_since_the_attach_is_older_only_without_its_accept)
 	adopted_request(SK + 64, 3, 3 * SEC, CS_REQ_ADOPTED | CS_REQ_ADOPTED_STAMPED);
 	cr_expect_eq(engine->requests.connections_adopted, 1, "only the one whose accept was not seen");
 	cr_expect_eq(engine->requests.requests, 2, "both followed whole");
+}
+
+Test(adopt, counted_in_the_metrics)
+{
+	adopted_connection(SK, 1 * SEC);
+	struct cs_report_meta meta = { .target = "web", .duration_s = 1.0 };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	cr_assert_not_null(out);
+	cs_metrics_render(out, engine, &meta, "web", CS_METRICS_PROMETHEUS);
+	fclose(out);
+	cr_expect_not_null(strstr(text, "connscope_connections_adopted_total{target=\"web\"} 1\n"), "%s", text);
+	cr_expect_not_null(strstr(text, "connscope_partial_total{target=\"web\",seen=\"request\"} 1\n"));
+	free(text);
 }
