@@ -9,7 +9,8 @@
 #           adopted, at most one request each left out (in flight at the
 #           attach), the requests the client completed in the window
 #           timed, the same tail cause, and a p99 that agrees with the
-#           client's over the same window.
+#           client's over the same window;
+#   a flame graph attached after the load began: the tail's stacks.
 # integration: exclusive
 # Runs alone: connscope's p99 is compared with the client's, whose own
 # wake-ups another test's load moves by milliseconds, more than the
@@ -89,3 +90,21 @@ print($client_p99_us - t, $client_p99_us + t)")
 assert_cmp "$server_p99" '>=' "$low" "p99 agreement: connscope $server_p99 us vs the client's $client_p99_us us (low)"
 assert_cmp "$server_p99" '<=' "$high" "p99 agreement: connscope $server_p99 us vs the client's $client_p99_us us (high)"
 assert_cmp "$(json_get "$a" 'j["events"]["lost"]')" == 0 "events lost"
+
+# The tail's stacks too: a flame graph attached while the load runs joins
+# the adopted connections' tail requests with their threads' stacks (the
+# requests queued behind a block wait in event_loop while csw-0 sleeps in
+# handle_block).
+note "a flame graph, the load running, then attached"
+cs_bg "$CS_LOAD" --port "$SERVER_PORT" --connections "$CONNS" --rate 600 --duration 7 --mix /block/50:0.02 --quiet
+load_pid=$BG_PID
+sleep 2
+"$CS_BIN" flamegraph --pid "$SERVER_PID" --duration 3 -o "$CS_TMP/tail.folded" 2>"$CS_TMP/flame.err" ||
+  { cat "$CS_TMP/flame.err"; fail "connscope flamegraph failed"; }
+wait "$load_pid" || fail "csload failed (flame graph)"
+note "$(grep 'tail requests' "$CS_TMP/flame.err")"
+joined=$(sed -n 's/.*tail requests [0-9]*, joined \([0-9]*\).*/\1/p' "$CS_TMP/flame.err")
+assert_cmp "${joined:-0}" '>' 0 "tail requests joined with stacks"
+grep -q ';event_loop;off-cpu;.*handle_block' "$CS_TMP/tail.folded" ||
+  fail "no event_loop stack through handle_block in the flame graph"
+echo "ok: event_loop stacks through handle_block"
