@@ -163,6 +163,20 @@ enum peek_conn_state {
 	PEEK_TLS,       /* it began with a TLS record header: the framing is followed */
 	PEEK_PLAIN,     /* it began with an HTTP/1.x method: first reads scanned (http_peek.bpf.h) */
 	PEEK_OFF,       /* not TLS, the framing lost, or older than the attach: no more looks */
+	PEEK_ADOPTED,   /* adopted at an idle moment: its next read's first bytes must start a message */
+};
+
+/*
+ * A connection older than the attach is followed from its first idle
+ * moment (adopt_connection, adopt_when_idle): the request in flight at
+ * the attach is partial, every later one whole. Its first whole request
+ * says so once.
+ */
+enum adoption {
+	ADOPT_NONE = 0,    /* followed from its start, or not yet at an idle moment */
+	ADOPT_DUE,         /* adopted: its next request record carries CS_REQ_ADOPTED */
+	ADOPT_SAID,        /* ...and one did */
+	ADOPT_DUE_STAMPED, /* the same, TCP's stamp later than the attach (CS_REQ_ADOPTED_STAMPED) */
 };
 
 /* Everything about one server-side connection, in its socket's storage. */
@@ -203,6 +217,9 @@ struct conn_state {
 	__u8 closed;          /* close record already emitted */
 	__u8 unread_at_close; /* it closed with a request the server never read */
 	__u8 first_unseen;    /* its first request came while the request probes were detached */
+	__u8 adopted;         /* enum adoption: older than the attach, followed from an idle moment */
+	__u8 not_a_start;     /* its bytes at an idle moment were once no message start (said once) */
+	__u8 stamped_since;   /* partial, TCP's stamp later than the attach (see adopt_connection) */
 	/* What the server read in the first exchanges (see peek_read). */
 	__u8 peek_conn;  /* enum peek_conn_state */
 	__u8 peek_seen;  /* this exchange's reads were looked at: its bytes record is due */
@@ -213,6 +230,7 @@ struct conn_state {
 	__u8 tls_records_seen; /* a TLS record header was followed: the next is not the ClientHello */
 	__u32 tls_skip;        /* bytes of the TLS record under way still to be read */
 	__u32 hello_len;       /* the ClientHello record's length; 0: its body was copied (or not TLS) */
+	__u32 rcv_nxt_seen;    /* partial: TCP's rcv_nxt at the last look (see idle_since_last_look) */
 	__u8 peek_first[CS_PEEK_FIRST_LEN];
 	__u8 peek_types[CS_PEEK_TLS_RECORDS];
 	__u32 peek_read_us[CS_PEEK_TLS_RECORDS];

@@ -30,8 +30,12 @@
  * 8: CS_PEEK_MORE_REQUESTS (a new meaning in an existing record: a version 7
  *    reader would take such an exchange for one request).
  * 9: cs_ev_conn_close.closer_runq_ns, at the end: the one record that grew
- *    (CS_EV_CONN_CLOSE_V8_SIZE); older ones read with it 0. Older traces still read. */
-#define CS_WIRE_VERSION 9
+ *    (CS_EV_CONN_CLOSE_V8_SIZE); older ones read with it 0. Older traces still read.
+ * 10: CS_REQ_ADOPTED, CS_REQ_ADOPTED_TLS, CS_REQ_NOT_A_START: requests of
+ *    connections older than the attach are whole after their first idle
+ *    moment (a version 9 reader reads them right, but cannot say how many
+ *    connections were adopted). */
+#define CS_WIRE_VERSION 10
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -155,19 +159,35 @@ struct cs_ev_proc {
 
 /* cs_ev_request.flags */
 enum cs_request_flags {
-	CS_REQ_PARTIAL = 1 << 0,         /* connection seen mid-life (before attach) */
-	CS_REQ_NO_RESPONSE = 1 << 1,     /* closed before the server answered */
-	CS_REQ_HELD_BACK = 1 << 2,       /* bytes still unsent when the last send returned */
-	CS_REQ_UNREAD = 1 << 3,          /* closed before the server read the request */
-	CS_REQ_HANDED_OFF = 1 << 4,      /* read by a thread that did not poll it ready, after
+	CS_REQ_PARTIAL = 1 << 0,          /* connection seen mid-life (before attach) */
+	CS_REQ_NO_RESPONSE = 1 << 1,      /* closed before the server answered */
+	CS_REQ_HELD_BACK = 1 << 2,        /* bytes still unsent when the last send returned */
+	CS_REQ_UNREAD = 1 << 3,           /* closed before the server read the request */
+	CS_REQ_HANDED_OFF = 1 << 4,       /* read by a thread that did not poll it ready, after
 	                                     another thread of the process did: a pool thread
 	                                     given the socket by a poller */
-	CS_REQ_READ_AFTER_SEND = 1 << 5, /* the server read more bytes after its answer began:
+	CS_REQ_READ_AFTER_SEND = 1 << 5,  /* the server read more bytes after its answer began:
 	                                     bytes that had arrived before it (pipelining,
 	                                     multiplexing, or a TLS handshake's last flight) */
-	CS_REQ_PARKED = 1 << 6,          /* its reader polled again before answering: the
+	CS_REQ_PARKED = 1 << 6,           /* its reader polled again before answering: the
 	                                     request waited in user space after its read
 	                                     (another thread ran its handler) */
+	CS_REQ_ADOPTED = 1 << 7,          /* the first whole request of a connection older than
+	                                     the attach, followed from its first idle moment
+	                                     (nothing unread, nothing unacknowledged): one
+	                                     record per connection adopted */
+	CS_REQ_ADOPTED_TLS = 1 << 8,      /* ...its first bytes there were a TLS record header:
+	                                     its records re-synchronised (on the same record) */
+	CS_REQ_NOT_A_START = 1 << 9,      /* a connection older than the attach whose bytes at
+	                                     an idle moment were no message start (neither a
+	                                     TLS record header nor text: a record or a body
+	                                     under way, a binary protocol): not adopted, this
+	                                     request partial; once per connection */
+	CS_REQ_ADOPTED_STAMPED = 1 << 10, /* ...with CS_REQ_ADOPTED: TCP's stamp of the connection
+	                                     is later than the attach (reads move it): it was
+	                                     established between tracing windows, or is older
+	                                     and was read since; older only if its accept was
+	                                     not seen */
 };
 
 /*

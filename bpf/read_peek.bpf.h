@@ -178,6 +178,41 @@ static __always_inline void peek_tls_alert(const struct sock *sk, struct conn_st
 }
 
 /*
+ * The first read of a connection adopted at an idle moment: what arrived
+ * must start a message. A TLS record header: its records re-synchronised
+ * there, followed on for alerts (peek_tls_alert) and said on the request.
+ * Text (an HTTP/1.x request line, Redis, memcached): a request. Anything
+ * else (a TLS record or a request body under way, split where the server
+ * had read all that came, a binary protocol): not a boundary after all; the
+ * connection goes back to partial until its next idle moment, said once.
+ * An unreadable buffer: taken as a start (the kernel's state said so).
+ */
+static __always_inline void peek_adopted(const struct sock *sk, struct conn_state *conn, __u32 len)
+{
+	__u64 room = 0, buf = read_call_buffer(&room, len);
+	__u8 h[TLS_HEADER_LEN] = {};
+
+	conn->peek_conn = PEEK_OFF;
+	if (!buf || room < 1 || bpf_probe_read_user(h, room < sizeof(h) ? 1 : sizeof(h), (void *)buf))
+		return;
+	if (room >= TLS_HEADER_LEN && tls_header(h) && h[2] <= 4) {
+		conn->peek_conn = PEEK_TLS;
+		conn->flags |= CS_REQ_ADOPTED_TLS;
+		return;
+	}
+	if ((h[0] >= 0x20 && h[0] < 0x7f) || h[0] == '\r' || h[0] == '\n')
+		return;
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+	conn->partial = 1;
+	conn->adopted = ADOPT_NONE;
+	conn->rcv_nxt_seen = tp ? tp->rcv_nxt : 0;
+	conn->flags |= CS_REQ_PARTIAL;
+	if (!conn->not_a_start)
+		conn->flags |= CS_REQ_NOT_A_START;
+	conn->not_a_start = 1;
+}
+
+/*
  * Scan an exchange's first read for pipelined requests (http_peek.bpf.h):
  * the connection's first read decides whether it speaks HTTP/1.x at all.
  */

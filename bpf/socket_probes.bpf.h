@@ -24,6 +24,8 @@ int BPF_PROG(on_data_ready, const struct sock *sk)
 	enter_window(sk, conn, 0);
 	now = bpf_ktime_get_ns();
 	note_answer_in_flight(sk, conn, now);
+	if (conn->partial)
+		adopt_when_idle(sk, conn, now);
 	if (conn->phase == PHASE_SENDING)
 		finish_request(sk, conn, now);
 	if (conn->phase == PHASE_IDLE) {
@@ -43,7 +45,8 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	/*
 	 * No storage: not ours, or older than the attach with its bytes
 	 * queued before it (they raised no data_ready we saw: a connection
-	 * still in the accept queue at the attach, say). Adopted as partial.
+	 * still in the accept queue at the attach, say). Partial until its
+	 * first idle moment.
 	 */
 	if (!conn) {
 		conn = adopt_connection(sk, false);
@@ -62,7 +65,10 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	}
 	if (conn->partial)
 		conn->peek_conn = PEEK_OFF; /* mid-stream: no first bytes, no framing */
-	if (conn->peek_conn != PEEK_OFF && conn->requests <= CS_PEEK_EXCHANGES)
+	if (conn->peek_conn == PEEK_ADOPTED && conn->phase == PHASE_WAITING)
+		peek_adopted(sk, conn, (__u32)ret);
+	/* An adopted connection's bytes: its first ones were long before the attach. */
+	if (conn->peek_conn != PEEK_OFF && conn->requests <= CS_PEEK_EXCHANGES && !conn->adopted)
 		peek_read(sk, conn, (__u32)ret, now);
 	else if (conn->peek_conn == PEEK_TLS && conn->phase == PHASE_WAITING && ret <= TLS_SMALL_EXCHANGE)
 		peek_tls_alert(sk, conn, (__u32)ret);

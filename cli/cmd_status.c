@@ -139,6 +139,11 @@ static void print_status(const json_t *status, const char *path)
 	printf("  events     %.0f taken in, %.0f lost, %.0f probe runs skipped by the kernel; %.0f requests\n",
 	       number(status, "events"), number(status, "lost"), number(status, "skipped"),
 	       number(status, "requests"));
+	/* Connections older than the daemon (its start, or a restart's): said only when there were some. */
+	if (number(status, "connections_adopted") > 0 || number(status, "requests_in_flight_at_attach") > 0)
+		printf("  adopted    %.0f connections older than the attach, adopted at their first idle moment; "
+		       "%.0f requests in flight at the attach left out\n", number(status, "connections_adopted"),
+		       number(status, "requests_in_flight_at_attach"));
 	print_cost(status);
 	print_tracing(json_object_get(status, "tracing"));
 	const json_t *control = json_object_get(status, "control");

@@ -411,6 +411,9 @@ struct cs_request_stats {
 	uint64_t first_on_connection; /* of which paid connection set-up */
 	uint64_t unanswered;          /* closed before the server answered */
 	uint64_t partial;             /* started before attach: no timeline */
+	uint64_t connections_adopted; /* older than the attach, followed from their first idle moment */
+	uint64_t adopted_tls;         /* ...of which TLS, re-synchronised at a record header there */
+	uint64_t not_a_start;         /* older ones whose bytes at an idle moment started no message */
 	uint64_t held_back;           /* response bytes held in the send queue */
 	uint64_t send_eagain;
 	struct cs_hist *latency_ns;

@@ -362,6 +362,21 @@ static void thread_took(struct cs_engine *engine, const struct cs_ev_request *re
 	thread->handed_requests += (req->flags & CS_REQ_HANDED_OFF) != 0;
 }
 
+/*
+ * A connection older than the attach, adopted at its first idle moment:
+ * said once, by its first request record, whatever that exchange turns
+ * out to be. One stamped since the attach whose accept was seen was
+ * established between tracing windows: not older.
+ */
+static void count_adopted(struct cs_request_stats *stats, const struct cs_conn *conn, const struct cs_ev_request *req)
+{
+	if ((req->flags & CS_REQ_ADOPTED) && !(conn && (req->flags & CS_REQ_ADOPTED_STAMPED))) {
+		stats->connections_adopted++;
+		stats->adopted_tls += (req->flags & CS_REQ_ADOPTED_TLS) != 0;
+	}
+	stats->not_a_start += (req->flags & CS_REQ_NOT_A_START) != 0;
+}
+
 int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 {
 	struct cs_request_stats *stats = &engine->requests;
@@ -372,6 +387,7 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 		conn->last_seen_ns = req->hdr.ts_ns;
 	if (req->flags & CS_REQ_HELD_BACK)
 		stats->held_back++;
+	count_adopted(stats, conn, req);
 	stats->send_eagain += req->send_eagain;
 	struct cs_request_setup setup;
 	stats->last_sk = req->sk;

@@ -252,6 +252,10 @@ static void render_health(const struct cs_mx_out *w)
 	cs_mx_sample(w, "connscope_partial_total", "seen=\"accept\"", partial.accepts);
 	cs_mx_sample(w, "connscope_partial_total", "seen=\"request\"", partial.requests);
 	cs_mx_sample(w, "connscope_partial_total", "seen=\"close\"", partial.closes);
+	cs_mx_header(w, "connscope_connections_adopted_total", "counter",
+		     "Connections older than the attach followed from their first idle moment (their requests in "
+		     "flight then: connscope_partial_total{seen=\"request\"}).");
+	cs_mx_sample(w, "connscope_connections_adopted_total", NULL, engine->requests.connections_adopted);
 	cs_mx_header(w, "connscope_connections_forgotten_total", "counter",
 		     "Connections the engine stopped following: evicted from a full table, or timed out without events.");
 	cs_mx_sample(w, "connscope_connections_forgotten_total", "why=\"evicted\"", engine->conns_evicted);

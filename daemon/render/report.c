@@ -345,6 +345,24 @@ static void text_multiplexed(FILE *out, const struct cs_request_stats *r)
 			r->tls_alpn_h2, r->tls_alpn_not_told);
 }
 
+/*
+ * Connections older than the attach: followed from their first idle
+ * moment; the request each had in flight then is left out (on a
+ * connection never idle, pipelined or multiplexed, every request is).
+ */
+static void text_adopted(FILE *out, const struct cs_request_stats *r, const struct cs_report_meta *meta)
+{
+	if (!r->connections_adopted && !r->partial)
+		return;
+	fprintf(out, "%" PRIu64 " connections older than the attach, adopted at their first idle moment; %" PRIu64
+		" requests in flight at the attach%s left out\n", r->connections_adopted, r->partial,
+		meta->trace.sampled ? " or a window's start" : "");
+	if (r->adopted_tls || r->not_a_start)
+		fprintf(out, "  of them %" PRIu64 " over TLS, re-synchronised at a record header; %" PRIu64
+			" not adopted where their bytes started no message (a TLS record or a body under way, a "
+			"binary protocol): partial until an idle moment that does\n", r->adopted_tls, r->not_a_start);
+}
+
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
 	fprintf(out, "connscope: %s, %.1f s, %" PRIu64 " events, %" PRIu64 " lost", meta->target,
@@ -364,6 +382,7 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 		fprintf(out, ", %" PRIu64 " executor hand-back(s) not kept (table full: their requests' read -> send is "
 			"handler)", engine->handbacks_dropped);
 	fputc('\n', out);
+	text_adopted(out, &engine->requests, meta);
 	cs_report_tracing_text(out, engine, meta);
 	text_labels(out, meta->labels);
 	if (meta->window_to_s > 0)

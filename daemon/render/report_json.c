@@ -223,6 +223,11 @@ static void add_requests(json_t *report, const struct cs_engine *engine, const s
 	json_object_set_new(report, "requests", json_integer(JI(r->requests)));
 	json_object_set_new(report, "requests_unanswered", json_integer(JI(r->unanswered)));
 	json_object_set_new(report, "requests_partial", json_integer(JI(r->partial)));
+	/* The same two figures by what they are: connections older than the attach. */
+	json_object_set_new(report, "connections_adopted", json_integer(JI(r->connections_adopted)));
+	json_object_set_new(report, "requests_in_flight_at_attach", json_integer(JI(r->partial)));
+	json_object_set_new(report, "adopted", json_pack("{s:I,s:I}", "tls_resynchronised", JI(r->adopted_tls),
+							 "not_a_message_start", JI(r->not_a_start)));
 	json_object_set_new(report, "connections", json_integer(JI(r->first_on_connection)));
 	json_object_set_new(report, "connections_multiplexed", json_integer(JI(r->connections_multiplexed)));
 	json_object_set_new(report, "multiplexed",

@@ -167,6 +167,8 @@ void cs_top_model_from_value(struct cs_top_model *m, const json_t *root)
 	cost(json_object_get(root, "cost"), m);
 	m->requests = count(root, "requests");
 	m->multiplexed = count(root, "connections_multiplexed");
+	m->adopted = count(root, "connections_adopted");
+	m->in_flight_at_attach = count(root, "requests_in_flight_at_attach");
 	m->requests_per_s = num(json_object_get(live, "last"), "requests_per_s");
 	const json_t *tracing = json_object_get(root, "tracing");
 	char mode[16];

@@ -69,6 +69,8 @@ struct cs_top_model {
 	double cpu_share;           /* the daemon's (or connscope's) CPU, share of one CPU */
 	uint64_t requests;
 	uint64_t multiplexed;       /* connections whose requests overlap: not in the latency */
+	uint64_t adopted;           /* connections older than the attach, followed from an idle moment */
+	uint64_t in_flight_at_attach; /* their requests under way then: left out */
 	double requests_per_s;      /* the last second */
 	struct {
 		bool sampled;           /* requests traced in windows (the report's "tracing") */

@@ -133,6 +133,16 @@ static int title(struct cs_top_screen *s, int row, const struct cs_top_model *m,
 	return row + 1;
 }
 
+/* Connections older than the attach: said only when there were some (as in the text report). */
+static int adopted(struct cs_top_screen *s, int row, const struct cs_top_model *m)
+{
+	if (!m->adopted && !m->in_flight_at_attach)
+		return row;
+	put_fmt(s, row, 0, CS_TOP_DIM, "%" PRIu64 " connections older than the attach, adopted at their first idle "
+		"moment; %" PRIu64 " requests in flight at the attach left out", m->adopted, m->in_flight_at_attach);
+	return row + 1;
+}
+
 /* Traced in windows: what the request figures below cover. */
 static int tracing(struct cs_top_screen *s, int row, const struct cs_top_model *m)
 {
@@ -366,7 +376,7 @@ void cs_top_render(struct cs_top_screen *s, const struct cs_top_model *m, const 
 {
 	clear(s);
 	int last_row = s->rows - 2; /* the key line is the bottom row */
-	int row = tracing(s, title(s, 0, m, ui), m);
+	int row = tracing(s, adopted(s, title(s, 0, m, ui), m), m);
 	if (ui->help) {
 		help(s, row + 1);
 	} else {

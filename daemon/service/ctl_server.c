@@ -237,6 +237,10 @@ static json_t *status_value(struct cs_ctl_server *server)
 		json_object_set_new(status, "cost", cs_cost_value(engine, &cost, false));
 	if (status)
 		json_object_set_new(status, "tracing", cs_report_tracing_value(engine, &meta));
+	if (status) {
+		json_object_set_new(status, "connections_adopted", json_integer((json_int_t)engine->requests.connections_adopted));
+		json_object_set_new(status, "requests_in_flight_at_attach", json_integer((json_int_t)engine->requests.partial));
+	}
 	return status;
 }
 

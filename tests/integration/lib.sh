@@ -297,6 +297,7 @@ PY
 # with a self-signed certificate made here ($NGINX_DIR/cert.pem), "http2"
 # HTTP/2 (without ssl: HTTP/2 with prior knowledge, as h2load speaks it).
 # Sets NGINX_MASTER and SERVER_PID (the worker, which accepts and serves).
+# NGINX_SERVER_EXTRA, if set, goes into the server block (more locations).
 cs_start_nginx() {
   NGINX_DIR=$CS_TMP/nginx NGINX_PORT=$(cs_free_port)
   mkdir -p "$NGINX_DIR/tmp"
@@ -321,7 +322,7 @@ http {
   fastcgi_temp_path $NGINX_DIR/tmp;
   uwsgi_temp_path $NGINX_DIR/tmp;
   scgi_temp_path $NGINX_DIR/tmp;
-  server { listen 127.0.0.1:$NGINX_PORT $listen_parameters; $tls location / { return 200 "ok\n"; } }
+  server { listen 127.0.0.1:$NGINX_PORT $listen_parameters; $tls location / { return 200 "ok\n"; } ${NGINX_SERVER_EXTRA:-} }
 }
 NGINX
   cs_bg nginx -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/error.log"

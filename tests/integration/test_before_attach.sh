@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Connections older than the attach: connscope sees them only in
-# part, counts them as partial and never mis-attributes them.
-#   A: 10 keep-alive connections accepted and used before the attach, used
-#      again after it, then closed: their requests and closes are partial.
+# Connections older than the attach: connscope adopts them at their first
+# idle moment, counts the request each had in flight then as partial, and
+# never makes up what happened before the attach.
+#   A: 10 keep-alive connections accepted and used before the attach (idle
+#      at it), used again after it, then closed: adopted at their next
+#      request, which is whole; their closes are partial (lifetime unknown).
 #   B: 10 connections that entered the accept queue before the attach (the
 #      server holds its accepts) and are accepted after it: their queue
 #      waits are measured whole (TCP stamped their handshakes' end), at
-#      least as long as the test held them; their requests are partial.
+#      least as long as the test held them; their first request (in flight
+#      at the attach) is partial, their second whole (adopted).
 #   C: 10 connections made after the attach: followed whole.
 #   D: 10 connections accepted before the attach that had sent nothing:
 #      their requests after it are whole (followed from their first byte),
@@ -145,17 +148,21 @@ assert_cmp "$(json_get "$r" 'j["listeners"][0]["accept_wait_us"]["count"]')" == 
 # B waited from before the attach until the gate came back: at least that long.
 assert_cmp "$(json_get "$r" 'j["listeners"][0]["accept_wait_us"]["max"]')" '>=' "$b_held_us" \
   "longest accept wait (B's) against the time the test held B (us)"
-# A's request after the attach and both of B's are partial (connections
-# older than the attach): B's first too, whose bytes came before the attach
-# (the probes adopt a connection they never saw queued when it is accepted).
-assert_cmp "$(json_get "$r" 'j["events"]["partial_requests"]')" == 30 "partial requests (A's one, B's two)"
+# B's first request is partial: its bytes came before the attach. A's
+# request after the attach found it idle (its previous answer read and
+# acknowledged): adopted there, whole; B's second likewise.
+assert_cmp "$(json_get "$r" 'j["events"]["partial_requests"]')" == 10 "partial requests (B's first)"
+assert_cmp "$(json_get "$r" 'j["requests_in_flight_at_attach"]')" == 10 "requests in flight at the attach (B's first)"
+assert_cmp "$(json_get "$r" 'j["connections_adopted"]')" == 20 "connections adopted (A and B)"
 assert_cmp "$(json_get "$r" 'j["events"]["partial_closes"]')" == 30 "partial closes (A, B and D)"
-# C's 20 requests and D's 10 are whole; A's and B's never are.
-assert_cmp "$(json_get "$r" 'j["requests"]')" == 30 "whole requests (C and D)"
+# C's 20 requests, D's 10, A's one and B's second are whole.
+assert_cmp "$(json_get "$r" 'j["requests"]')" == 50 "whole requests (C, D, A, B's second)"
+assert_cmp "$(json_get "$r" 'j["connections"]')" == 20 "requests that paid a set-up (C's and D's first)"
 assert_cmp "$(json_get "$r" 'j["requests"] + j["events"]["partial_requests"]')" == 60 "requests seen in all"
-# Nothing made up: only first requests of whole connections take an
-# accept-queue share. B's first requests are partial: had any of its waits
-# (each at least b_held_us) gone into one, the sum would reach it.
+# Nothing made up: only first requests of connections followed from their
+# start take an accept-queue share; B's first is partial and its second,
+# adopted, not its first. Had any of B's waits (each at least b_held_us)
+# gone into one, the sum would reach it.
 assert_cmp "$(json_get "$r" 'sum(t["accept_queue_us"] for t in j["threads"])')" '<' \
   "$b_held_us" "accept-queue time of requests (C's alone) against B's least wait (us)"
 assert_cmp "$(json_get "$r" 'j["latency_us"]["max"]')" '<' \

@@ -266,3 +266,23 @@ Test(top, multiplexed_connections_are_said)
 	cs_top_screen_free(&s);
 	free(m);
 }
+
+Test(top, adopted_connections_are_said)
+{
+	static const char json[] = "{\"requests\":10,\"connections_adopted\":20,\"requests_in_flight_at_attach\":4,"
+				   "\"live\":{\"window\":{\"seconds\":60}}}";
+	struct cs_top_model *m = malloc(sizeof(*m));
+	char err[256];
+	cr_assert_eq(cs_top_model_read(m, json, sizeof(json) - 1, "test", err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(m->adopted, 20);
+	cr_expect_eq(m->in_flight_at_attach, 4);
+	struct cs_top_screen s;
+	cr_assert_eq(cs_top_screen_init(&s, 24, 160), 0);
+	struct cs_top_ui ui = { .sort = CS_TOP_SORT_REQUESTS };
+	cs_top_render(&s, m, &ui);
+	cr_expect(screen_has(&s, "20 connections older than the attach, adopted at their first idle moment; "
+				 "4 requests in flight at the attach left out"),
+		  "adoption not said");
+	cs_top_screen_free(&s);
+	free(m);
+}
