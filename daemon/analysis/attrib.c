@@ -270,11 +270,11 @@ static void idle_timeout(const struct cs_lifecycle_stats *life, struct cs_condit
 }
 
 /* listen_overflow, and accept_contention's figures, over all listeners. */
-static void listener_figures(const struct cs_engine *engine, struct cs_conditions *cond)
+static void listener_figures(const struct cs_engine *engine, const struct cs_report_meta *meta, struct cs_conditions *cond)
 {
 	for (size_t i = 0; i < engine->listener_count; i++) {
 		const struct cs_listener_stats *l = &engine->listeners[i];
-		cond->listen_overflow.drops += cs_listener_drops(l);
+		cond->listen_overflow.drops += cs_listener_drops_seen(l, meta);
 		cond->listen_overflow.delayed_connections += l->handshakes_delayed_1s;
 		cond->listen_overflow.failed_connections += l->handshakes_failed;
 		cond->accept_contention.eagain += l->eagain;
@@ -377,7 +377,7 @@ void cs_conditions_from(const struct cs_engine *engine, const struct cs_report_m
 	memset(cond, 0, sizeof(*cond));
 	non_persistent(engine, cond);
 	idle_timeout(&engine->lifecycle, cond);
-	listener_figures(engine, cond);
+	listener_figures(engine, meta, cond);
 	compute_connection_limit(engine, cond);
 	accept_contention(findings, finding_count, cond);
 	cpu_saturation(engine, meta, tail, cond);

@@ -81,10 +81,18 @@ static double share(uint64_t part, uint64_t whole)
 	return whole ? (double)part / (double)whole : 0.0;
 }
 
+uint64_t cs_listener_drops_seen(const struct cs_listener_stats *l, const struct cs_report_meta *meta)
+{
+	uint64_t drops = cs_listener_drops(l);
+	if (meta->netstat.valid && drops > meta->netstat.listen_overflows)
+		return meta->netstat.listen_overflows;
+	return drops;
+}
+
 static void diagnose_backlog(const struct cs_listener_stats *l, const struct cs_report_meta *meta,
 			     struct findings *list)
 {
-	uint64_t drops = cs_listener_drops(l);
+	uint64_t drops = cs_listener_drops_seen(l, meta);
 	double full_share = share(l->backlog_full_samples, l->backlog_samples);
 	if (drops == 0 && full_share < BACKLOG_FULL_SHARE_MIN)
 		return;
@@ -174,6 +182,16 @@ static const char *queue_seen(double nonempty_share)
 	return text;
 }
 
+/* "; 1 of 2 workers that accept and serve were busy serving ...": the pool was not what held them. */
+static const char *pool_not_busy(const struct cs_accept_pool *pool)
+{
+	static _Thread_local char text[224];
+	snprintf(text, sizeof(text), "; %u of %u workers that accept and serve their own connections were busy, "
+		 "serving %.0f%% of their time away from accept(): something else held them (%s)",
+		 pool->busy_workers, pool->workers, pool->busy_share * 100.0, pool_state(pool));
+	return text;
+}
+
 /* Every worker that accepts was serving: connections wait for a free worker in the backlog. */
 static void diagnose_pool_full(const struct cs_listener_stats *l, const struct cs_accept_pool *pool,
 			       const char *p50, const char *p99, struct findings *list)
@@ -208,7 +226,8 @@ static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_li
 	cs_format_duration(p99, sizeof(p99), p99_ns);
 	/* Workers that accept and serve: they are away from accept() while they serve. */
 	struct cs_accept_pool pool;
-	if (cs_listener_accept_pool(engine, l, &pool) && cs_accept_pool_saturated(&pool)) {
+	bool pool_seen = cs_listener_accept_pool(engine, l, &pool);
+	if (pool_seen && cs_accept_pool_saturated(&pool)) {
 		diagnose_pool_full(l, &pool, p50, p99, list);
 		return;
 	}
@@ -231,8 +250,8 @@ static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_li
 		return;
 	}
 	add(list, CS_FINDING_ACCEPT_QUEUE_WAIT, l->port,
-		"connections wait in the accept queue: p50 %s, p99 %s (queue non-empty %.0f%% of the time)",
-		p50, p99, busy * 100.0);
+		"connections wait in the accept queue: p50 %s, p99 %s (queue non-empty %.0f%% of the time)%s",
+		p50, p99, busy * 100.0, pool_seen ? pool_not_busy(&pool) : "");
 }
 
 /*

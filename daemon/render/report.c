@@ -48,7 +48,7 @@ static void text_listener(FILE *out, const struct cs_listener_stats *l, const st
 		100.0 * share(l->backlog_full_samples, l->backlog_samples), l->backlog_samples,
 		100.0 * share(l->backlog_nonempty_samples, l->backlog_samples),
 		l->backlog_samples ? (double)l->backlog_sample_sum / (double)l->backlog_samples : 0.0);
-	fprintf(out, "  %-11s %" PRIu64 " SYN(s) dropped on this listener", "drops", cs_listener_drops(l));
+	fprintf(out, "  %-11s %" PRIu64 " SYN(s) dropped on this listener", "drops", cs_listener_drops_seen(l, meta));
 	if (meta->netstat.valid)
 		fprintf(out, "  (kernel: ListenOverflows +%" PRIu64 ", ListenDrops +%" PRIu64
 			", SyncookiesSent +%" PRIu64 ")", meta->netstat.listen_overflows,

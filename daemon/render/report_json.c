@@ -70,7 +70,7 @@ static json_t *listener(const struct cs_listener_stats *l, const struct cs_repor
 			 "backlog_max", JI(l->backlog_max), "backlog_limit", JI(l->backlog_limit),
 			 "backlog_full_share", cs_json_4(share(l->backlog_full_samples, l->backlog_samples)),
 			 "backlog_nonempty_share", cs_json_4(share(l->backlog_nonempty_samples, l->backlog_samples)),
-			 "backlog_samples", JI(l->backlog_samples), "drops", JI(cs_listener_drops(l)),
+			 "backlog_samples", JI(l->backlog_samples), "drops", JI(cs_listener_drops_seen(l, meta)),
 			 "eagain", JI(l->eagain), "handshakes", handshakes,
 			 "busiest_worker_share", cs_json_4(busiest ? share(busiest->accepts, l->accepts) : 0.0),
 			 "workers", workers(l));

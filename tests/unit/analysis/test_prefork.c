@@ -12,9 +12,11 @@
 
 #include "analysis.h"
 #include "attrib.h"
+#include "diagnose.h"
 #include "engine.h"
 #include "events.h"
 #include "json_check.h"
+#include "live.h"
 #include "report.h"
 
 #define PORT 8000
@@ -164,6 +166,19 @@ Test(prefork, a_saturated_accept_pool_is_pool_saturation_not_an_acceptor_bottlen
 	cr_assert_str_eq(member(pool, "server", J_STRING)->string, "gunicorn");
 	json_free(root);
 	free(text);
+
+	/* The live view (connscope top): the pool's kind, its workers busy, gunicorn's knob. */
+	struct cs_window window;
+	cr_assert_eq(cs_window_init(&window), 0);
+	struct cs_live_info info = { .source = "daemon", .uptime_s = 10, .since_reset_s = 10 };
+	char *snapshot = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&snapshot, &len);
+	cr_assert_eq(cs_snapshot_json(out, engine, &meta, &window, &info), 0);
+	fclose(out);
+	cr_assert(strstr(snapshot, "\"advice\":\"accept pool, 2 of 2 busy: gunicorn: more --workers"), "%s", snapshot);
+	free(snapshot);
+	cs_window_free(&window);
 }
 
 /* csserver --accept prefork: the same, the advice in general words. */
@@ -197,6 +212,14 @@ Test(prefork, a_wait_for_workers_that_were_not_serving_is_not_pool_saturation)
 	cr_assert_lt(cond.pool_saturation.busy_share, 0.1);
 	cr_assert_eq(cond.pool_saturation.wait_cause, CS_POOL_WAIT_NOT_KNOWN);
 	cr_assert(cond.accept_contention.acceptor_bottleneck, "away from accept(), not serving");
+	struct cs_finding findings[16];
+	size_t n = cs_diagnose(engine, &meta, findings, 16);
+	bool said = false;
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_neq(findings[i].kind, CS_FINDING_ACCEPT_POOL_FULL, "%s", findings[i].text);
+		said |= strstr(findings[i].text, "0 of 2 workers that accept and serve") != NULL;
+	}
+	cr_assert(said, "the finding says the workers were not busy serving");
 }
 
 /*
@@ -233,4 +256,31 @@ Test(prefork, one_thread_s_eagains_on_connections_accepted_once_flag_nothing)
 	for (size_t f = 0; f < a->finding_count; f++)
 		cr_assert_neq(a->findings[f].kind, CS_FINDING_THUNDERING_HERD, "%s", a->findings[f].text);
 	free(a);
+}
+
+/*
+ * Apache defers its accepts (TCP_DEFER_ACCEPT): the kernel discards each
+ * connection's bare handshake ACK, and the listener's sk_drops counts it.
+ * No queue overflowed: the drops given never exceed ListenOverflows.
+ */
+Test(prefork, drops_never_exceed_the_kernel_s_listen_overflows)
+{
+	uint64_t clock_ns = T0;
+	feed_samples(engine, PORT, 5, 0, 511, 0, &clock_ns);
+	feed_samples(engine, PORT, 5, 1, 511, 150, &clock_ns);
+	const struct cs_listener_stats *l = cs_engine_listener(engine, PORT);
+	cr_assert_not_null(l);
+	cr_assert_eq(cs_listener_drops(l), 150, "sk_drops moved by 150");
+
+	meta.netstat = (struct cs_netstat_delta){ .valid = true, .listen_overflows = 0 };
+	cr_assert_eq(cs_listener_drops_seen(l, &meta), 0);
+	struct cs_conditions cond;
+	cs_compute_conditions(engine, &meta, &cond);
+	cr_assert_not(cond.listen_overflow.flagged, "%llu drops", (unsigned long long)cond.listen_overflow.drops);
+
+	/* Without the kernel's counters, the listener's own count stands. */
+	meta.netstat.valid = false;
+	cr_assert_eq(cs_listener_drops_seen(l, &meta), 150);
+	cs_compute_conditions(engine, &meta, &cond);
+	cr_assert(cond.listen_overflow.flagged);
 }
