@@ -284,3 +284,36 @@ Test(prefork, drops_never_exceed_the_kernel_s_listen_overflows)
 	cs_compute_conditions(engine, &meta, &cond);
 	cr_assert(cond.listen_overflow.flagged);
 }
+
+/*
+ * csserver --accept shared: two epoll workers each woken for every
+ * connection, the loser's accept() failing with EAGAIN, and accept waits
+ * a good part of a tail of short requests: a thundering herd, flagged.
+ */
+Test(prefork, a_herd_over_several_threads_that_the_tail_feels_stays_flagged)
+{
+	uint64_t clock_ns = T0;
+	for (uint32_t i = 0; i < 200; i++) {
+		clock_ns += 1 * MS;
+		uint32_t winner = 71 + i % 2;
+		uint64_t established = clock_ns, accepted = clock_ns + 300 * US;
+		FEED_OK(engine, make_accept_of((struct accept_spec){ .port = PORT, .tgid = 70, .tid = winner,
+								     .established_ns = established, .ts_ns = accepted,
+								     .backlog_limit = 511, .comm = "csw" },
+						SK(1000 + i), 0x7f000001, (uint16_t)(20000 + i)));
+		FEED_OK(engine, make_accept((struct accept_spec){ .port = PORT, .tgid = 70, .tid = 71 + (i + 1) % 2,
+								  .ret = -EAGAIN, .ts_ns = accepted + 5 * US,
+								  .backlog_limit = 511, .comm = "csw" }));
+		feed_request(engine, (struct request_spec){
+			.sk = SK(1000 + i), .port = PORT, .index = 0, .start_ns = established + 20 * US,
+			.first_read_ns = accepted + 10 * US, .first_send_ns = accepted + 110 * US,
+			.last_send_ns = accepted + 110 * US, .tgid = 70, .reader_tid = winner });
+	}
+	struct cs_analysis *a = malloc(sizeof(*a));
+	cr_assert_not_null(a);
+	cs_analyze(engine, &meta, a);
+	cr_assert_not(a->accept_path_negligible);
+	cr_assert(a->conditions.accept_contention.thundering_herd);
+	cr_assert(a->conditions.accept_contention.flagged);
+	free(a);
+}
