@@ -24,7 +24,7 @@ test_packages=(
   valgrind clang-tidy clang-format cppcheck libclang-rt-14-dev
   prometheus chromium groff-base tmux
   tomcat10 openjdk-17-jre-headless openjdk-17-jdk-headless libnetty-java jetty9
-  openssl nghttp2-client
+  openssl nghttp2-client gunicorn golang-go apache2-bin
 )
 
 # The commands each set runs, "command package": after an install each
@@ -38,7 +38,7 @@ test_commands=(
   "cppcheck cppcheck" "promtool prometheus" "chromium chromium" "groff groff-base"
   "tmux tmux" "java openjdk-17-jre-headless" "javac openjdk-17-jdk-headless" "clang clang" "ps procps" "pkill procps"
   "tcplife libbpf-tools" "prometheus prometheus" "git git" "make make"
-  "openssl openssl" "h2load nghttp2-client" "chrt util-linux"
+  "openssl openssl" "h2load nghttp2-client" "chrt util-linux" "gunicorn gunicorn" "go golang-go" "apache2 apache2-bin"
 )
 demo_commands=("ab apache2-utils")
 bench_commands=("ab apache2-utils" "wrk wrk" "nginx nginx" "bpftrace bpftrace" "taskset util-linux")

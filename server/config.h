@@ -17,6 +17,7 @@ enum cs_accept_mode {
 	CS_ACCEPT_REUSEPORT, /* one SO_REUSEPORT listener per worker */
 	CS_ACCEPT_ACCEPTOR,  /* one blocking accept thread hands off to workers */
 	CS_ACCEPT_POOL,      /* acceptor, one epoll poller, a pool serving (pool.h) */
+	CS_ACCEPT_PREFORK,   /* each worker accepts, then serves that connection (pool.h) */
 };
 
 struct cs_config {

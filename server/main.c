@@ -66,7 +66,8 @@ static int open_listeners(struct server *s)
 	const struct cs_config *cfg = &s->cfg;
 	bool reuseport = cfg->accept_mode == CS_ACCEPT_REUSEPORT;
 	/* The acceptor thread blocks in accept(); epoll listeners must not. */
-	bool nonblocking = cfg->accept_mode != CS_ACCEPT_ACCEPTOR && cfg->accept_mode != CS_ACCEPT_POOL;
+	bool nonblocking = cfg->accept_mode != CS_ACCEPT_ACCEPTOR && cfg->accept_mode != CS_ACCEPT_POOL &&
+			   cfg->accept_mode != CS_ACCEPT_PREFORK;
 	struct sockaddr_storage addr = cfg->bind_addr;
 	char err[256];
 
@@ -99,7 +100,7 @@ static int start_workers(struct server *s)
 	const struct cs_config *cfg = &s->cfg;
 	char err[256];
 
-	if (cfg->accept_mode == CS_ACCEPT_POOL) {
+	if (cfg->accept_mode == CS_ACCEPT_POOL || cfg->accept_mode == CS_ACCEPT_PREFORK) {
 		if (cs_pool_start(&s->pool, cfg, s->listen_fds[0], err, sizeof(err)) != 0) {
 			cs_log_error("pool: %s", err);
 			return -1;
@@ -157,7 +158,7 @@ static void stop_threads(struct server *s)
 {
 	atomic_store(&cs_stop_requested, true);
 	cs_acceptor_stop(&s->acceptor);
-	if (s->cfg.accept_mode == CS_ACCEPT_POOL)
+	if (s->cfg.accept_mode == CS_ACCEPT_POOL || s->cfg.accept_mode == CS_ACCEPT_PREFORK)
 		cs_pool_stop(&s->pool);
 	for (int i = 0; i < s->workers_ready; i++)
 		cs_worker_wake(&s->workers[i]);
@@ -180,7 +181,7 @@ static void print_summary(const struct server *s)
 			    (unsigned long long)st->idle_closes,
 			    (unsigned long long)st->resets);
 	}
-	if (s->cfg.accept_mode == CS_ACCEPT_POOL)
+	if (s->cfg.accept_mode == CS_ACCEPT_POOL || s->cfg.accept_mode == CS_ACCEPT_PREFORK)
 		cs_log_info("pool: accepted %llu, requests %llu, most connections queued for a pool thread %llu",
 			    (unsigned long long)atomic_load(&s->pool.accepted),
 			    (unsigned long long)atomic_load(&s->pool.requests),

@@ -24,6 +24,7 @@ static const char *const mode_names[] = {
 	[CS_ACCEPT_REUSEPORT] = "reuseport",
 	[CS_ACCEPT_ACCEPTOR] = "acceptor",
 	[CS_ACCEPT_POOL] = "pool",
+	[CS_ACCEPT_PREFORK] = "prefork",
 };
 
 const char *cs_accept_mode_name(enum cs_accept_mode mode)
@@ -60,6 +61,10 @@ static void print_help_accept(FILE *out)
 		"                      ready connections, --workers pool threads (cs-pool-N)\n"
 		"                      read and serve them (/, /block/MS, /spin/MS; a\n"
 		"                      /block holds its pool thread)\n"
+		"          prefork     gunicorn's sync workers, Apache's prefork: --workers\n"
+		"                      threads (cs-prefork-N) each block in accept4(), then\n"
+		"                      serve that connection to its end before the next\n"
+		"                      (same routes as pool)\n"
 		"      --multi-accept      epoll modes: accept until EAGAIN on each readiness\n"
 		"                          event (default: one per event, like nginx's\n"
 		"                          multi_accept off)\n"
@@ -184,7 +189,7 @@ static int parse_accept_mode(const char *arg, enum cs_accept_mode *mode, FILE *e
 		}
 	}
 	fprintf(err, "csserver: --accept: '%s' is not a mode "
-		     "(allowed: shared, exclusive, reuseport, acceptor, pool)\n",
+		     "(allowed: shared, exclusive, reuseport, acceptor, pool, prefork)\n",
 		arg);
 	return -1;
 }

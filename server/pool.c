@@ -2,6 +2,7 @@
 #include "pool.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -22,7 +24,8 @@
 
 #define POOL_FD_SLOTS 65536 /* connections above this fd are refused */
 #define POOL_EVENTS 256
-#define WRITE_WAIT_MS 5000 /* a client that reads nothing this long is dropped */
+#define WRITE_WAIT_MS 5000           /* a client that reads nothing this long is dropped */
+#define PREFORK_STOP_CHECK_US 200000 /* a prefork thread's blocking read wakes this often */
 
 /* A connection's bytes read but not yet answered, kept across hand-offs. */
 struct cs_pool_conn {
@@ -177,9 +180,11 @@ static bool serve(struct cs_pool *p, int fd)
 			    framing.content_length || framing.has_transfer_encoding)
 				return false;
 			bool keep_alive = framing.keep_alive && p->cfg->keepalive;
-			if (respond(fd, &req, keep_alive) != 0 || !keep_alive)
+			if (respond(fd, &req, keep_alive) != 0)
 				return false;
 			atomic_fetch_add(&p->requests, 1);
+			if (!keep_alive)
+				return false;
 			memmove(c->in, c->in + used, c->len - (uint32_t)used);
 			c->len -= (uint32_t)used;
 			if (!c->len)
@@ -210,6 +215,42 @@ static void *pool_main(void *arg)
 		if (!serve(p, fd) || arm(p, fd, EPOLL_CTL_MOD) != 0)
 			drop(p, fd);
 	}
+}
+
+/*
+ * --accept prefork: gunicorn's sync workers, Apache's prefork MPM. Each
+ * thread blocks in accept4() and serves that connection to its end before
+ * it accepts again: with every thread serving, new connections wait in the
+ * listen queue, the pool's queue. Reads block, with a short timeout so
+ * that a thread held by an idle keep-alive client still sees the stop.
+ */
+static void *prefork_main(void *arg)
+{
+	struct cs_pool *p = arg;
+	static _Atomic int next_id;
+	char name[16];
+	snprintf(name, sizeof(name), "cs-prefork-%d", atomic_fetch_add(&next_id, 1));
+	pthread_setname_np(pthread_self(), name);
+	while (!atomic_load(&cs_stop_requested)) {
+		int fd = cs_accept_blocking(p->listen_fd, NULL);
+		if (fd == CS_ACCEPT_STOP)
+			break;
+		if (fd < 0)
+			continue;
+		atomic_fetch_add(&p->accepted, 1);
+		struct timeval stop_check = { .tv_sec = 0, .tv_usec = PREFORK_STOP_CHECK_US };
+		int flags = fcntl(fd, F_GETFL);
+		if ((size_t)fd >= p->conn_slots || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ||
+		    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &stop_check, sizeof(stop_check)) != 0) {
+			close(fd);
+			continue;
+		}
+		/* serve() returns true only when a read timed out: the client is idle. */
+		while (serve(p, fd) && !atomic_load(&cs_stop_requested))
+			;
+		drop(p, fd);
+	}
+	return NULL;
 }
 
 static int setup(struct cs_pool *p, char *err, size_t err_len)
@@ -243,14 +284,17 @@ int cs_pool_start(struct cs_pool *p, const struct cs_config *cfg, int listen_fd,
 	if (setup(p, err, err_len) != 0)
 		return -1;
 	int rc = 0;
+	bool prefork = cfg->accept_mode == CS_ACCEPT_PREFORK;
 	for (int i = 0; i < cfg->workers && !rc; i++) {
-		rc = pthread_create(&p->threads[i], NULL, pool_main, p);
+		rc = pthread_create(&p->threads[i], NULL, prefork ? prefork_main : pool_main, p);
 		if (!rc)
 			p->thread_count++;
 	}
-	if (!rc && !(rc = pthread_create(&p->poller, NULL, poller_main, p)))
+	/* Prefork threads accept for themselves: no acceptor, no poller. */
+	p->prefork = prefork;
+	if (!prefork && !rc && !(rc = pthread_create(&p->poller, NULL, poller_main, p)))
 		p->poller_started = true;
-	if (!rc && !(rc = pthread_create(&p->acceptor, NULL, acceptor_main, p)))
+	if (!prefork && !rc && !(rc = pthread_create(&p->acceptor, NULL, acceptor_main, p)))
 		p->acceptor_started = true;
 	if (rc) {
 		snprintf(err, err_len, "pthread_create: %s", strerror(rc));
@@ -267,6 +311,10 @@ void cs_pool_stop(struct cs_pool *p)
 			pthread_cancel(p->acceptor);
 		pthread_join(p->acceptor, NULL);
 	}
+	/* Every prefork thread's accept() fails; one serving sees the stop within a read timeout. */
+	if (p->prefork && shutdown(p->listen_fd, SHUT_RD) != 0)
+		for (int i = 0; i < p->thread_count; i++)
+			pthread_cancel(p->threads[i]);
 	if (p->poller_started) {
 		uint64_t one = 1;
 		if (write(p->wake_fd, &one, sizeof(one)) != sizeof(one))

@@ -8,6 +8,11 @@
  * (a /block request blocks the pool thread) and hand the connection back
  * to the poller. When every pool thread is busy, ready requests wait in
  * the queue: pool saturation, reproduced on demand.
+ *
+ * --accept prefork: the same pool threads (cs-prefork-N) accept for
+ * themselves, each serving one connection at a time, as gunicorn's sync
+ * workers and Apache's prefork MPM do; with every thread serving, new
+ * connections wait in the listen queue.
  */
 #ifndef CS_POOL_H
 #define CS_POOL_H
@@ -30,6 +35,7 @@ struct cs_pool {
 	pthread_t threads[CS_MAX_WORKERS];
 	int thread_count; /* pool threads started */
 	bool acceptor_started, poller_started;
+	bool prefork; /* --accept prefork: the threads accept, no acceptor or poller */
 
 	/* Ready connections, FIFO: the poller pushes, pool threads pop. */
 	pthread_mutex_t lock;

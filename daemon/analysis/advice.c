@@ -25,12 +25,16 @@ static const struct {
 	[CS_FINDING_ACCEPT_QUEUE_WAIT] = { "accept_queue_wait",
 		"the accepting threads are busy elsewhere: check event-loop blocking and CPU "
 		"saturation, or accept in more threads" },
+	[CS_FINDING_ACCEPT_POOL_FULL] = { "accept_pool_full",
+		"see pool_saturation: more workers, or handlers that do not block" },
 	[CS_FINDING_UNFAIR_ACCEPTS] = { "unfair_accepts",
 		"epoll wakes the most recent waiter first (LIFO): use one SO_REUSEPORT listener "
 		"per worker to spread connections evenly" },
 	[CS_FINDING_THUNDERING_HERD] = { "thundering_herd",
 		"register the listener with EPOLLEXCLUSIVE, or give each worker its own "
 		"SO_REUSEPORT listener" },
+	[CS_FINDING_ACCEPT_NEGLIGIBLE] = { "accept_side_negligible",
+		"nothing to change on the accept side: the tail's time is elsewhere" },
 	[CS_FINDING_SYN_COOKIES] = { "syn_cookies",
 		"raise the listen backlog (it also sizes the SYN queue) and net.ipv4.tcp_max_syn_backlog" },
 };
@@ -66,6 +70,61 @@ static const struct {
 		"executor group), or stop handlers blocking (virtual threads: pinned carriers)",
 		"a bigger pool (maxThreads, executor group), or no blocking" },
 };
+
+static const char *const pool_kind_names[CS_POOL_KIND_COUNT] = {
+	[CS_POOL_HANDOFF] = "handoff",
+	[CS_POOL_ACCEPT] = "accept",
+};
+
+/* An accept pool's advice, per server: the settings that size it, or an async worker. */
+static const struct {
+	const char *name;
+	const char *advice;
+	const char *brief;
+} pool_server_table[CS_POOL_SERVER_COUNT] = {
+	[CS_POOL_SERVER_OTHER] = { "other",
+		"more workers (processes or threads that accept), or handlers that do not block",
+		"more workers, or handlers that do not block" },
+	[CS_POOL_SERVER_GUNICORN] = { "gunicorn",
+		"raise gunicorn's --workers (or --threads), or use an async worker class "
+		"(-k gevent, -k uvicorn.workers.UvicornWorker) for handlers that wait",
+		"gunicorn: more --workers/--threads, or an async worker class" },
+	[CS_POOL_SERVER_APACHE] = { "apache",
+		"raise Apache's MaxRequestWorkers (and ServerLimit), or move to the event MPM "
+		"with handlers that do not block",
+		"Apache: raise MaxRequestWorkers, or the event MPM" },
+	[CS_POOL_SERVER_PHP_FPM] = { "php-fpm",
+		"raise PHP-FPM's pm.max_children, or make the scripts stop blocking",
+		"PHP-FPM: raise pm.max_children" },
+	[CS_POOL_SERVER_UWSGI] = { "uwsgi",
+		"raise uWSGI's processes (or threads), or use its async mode for handlers that wait",
+		"uWSGI: more processes/threads" },
+};
+
+const char *cs_pool_kind_name(enum cs_pool_kind kind)
+{
+	return (unsigned)kind < CS_POOL_KIND_COUNT ? pool_kind_names[kind] : NULL;
+}
+
+const char *cs_pool_server_name(enum cs_pool_server server)
+{
+	return (unsigned)server < CS_POOL_SERVER_COUNT ? pool_server_table[server].name : NULL;
+}
+
+/* A hand-off pool keeps the condition's own advice (Tomcat, Jetty, Netty). */
+const char *cs_pool_advice(enum cs_pool_kind kind, enum cs_pool_server server)
+{
+	if (kind != CS_POOL_ACCEPT || (unsigned)server >= CS_POOL_SERVER_COUNT)
+		return cs_condition_advice(CS_COND_POOL_SATURATION);
+	return pool_server_table[server].advice;
+}
+
+const char *cs_pool_brief(enum cs_pool_kind kind, enum cs_pool_server server)
+{
+	if (kind != CS_POOL_ACCEPT || (unsigned)server >= CS_POOL_SERVER_COUNT)
+		return cs_condition_brief(CS_COND_POOL_SATURATION);
+	return pool_server_table[server].brief;
+}
 
 const char *cs_finding_name(enum cs_finding_kind kind)
 {

@@ -17,8 +17,10 @@ enum cs_finding_kind {
 	CS_FINDING_CONNECTION_LIMIT,
 	CS_FINDING_ACCEPT_THREAD_BOTTLENECK,
 	CS_FINDING_ACCEPT_QUEUE_WAIT,
+	CS_FINDING_ACCEPT_POOL_FULL,
 	CS_FINDING_UNFAIR_ACCEPTS,
 	CS_FINDING_THUNDERING_HERD,
+	CS_FINDING_ACCEPT_NEGLIGIBLE,
 	CS_FINDING_SYN_COOKIES,
 	CS_FINDING_KIND_COUNT
 };
@@ -34,6 +36,32 @@ enum cs_condition {
 	CS_COND_POOL_SATURATION,
 	CS_CONDITION_COUNT
 };
+
+/* How a saturated pool gets its work (pool_saturation.kind). */
+enum cs_pool_kind {
+	CS_POOL_HANDOFF, /* a poller hands ready requests to the pool's threads */
+	CS_POOL_ACCEPT,  /* the pool's workers accept for themselves: its queue is the backlog */
+	CS_POOL_KIND_COUNT
+};
+
+/* The server a pool belongs to, told from its process name: its advice names its settings. */
+enum cs_pool_server {
+	CS_POOL_SERVER_OTHER,
+	CS_POOL_SERVER_GUNICORN,
+	CS_POOL_SERVER_APACHE,
+	CS_POOL_SERVER_PHP_FPM,
+	CS_POOL_SERVER_UWSGI,
+	CS_POOL_SERVER_COUNT
+};
+
+/* "handoff"; NULL for a value out of range. */
+const char *cs_pool_kind_name(enum cs_pool_kind kind);
+/* "gunicorn"; NULL for a value out of range. */
+const char *cs_pool_server_name(enum cs_pool_server server);
+/* pool_saturation's advice for a pool of kind, in server's own settings where it has them. */
+const char *cs_pool_advice(enum cs_pool_kind kind, enum cs_pool_server server);
+/* The same in one short line (the live view and connscope top). */
+const char *cs_pool_brief(enum cs_pool_kind kind, enum cs_pool_server server);
 
 /* "backlog_full"; NULL for a value out of range. */
 const char *cs_finding_name(enum cs_finding_kind kind);

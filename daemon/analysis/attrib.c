@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accept_pool.h"
 #include "units.h"
 
 #define TIME_WAIT_S 60 /* TCP_TIMEWAIT_LEN */
@@ -35,6 +36,13 @@
 #define RUNQ_TAIL_SHARE_MIN 0.2
 /* Pool saturation: requests waiting for a pool thread this large a share of the tail. */
 #define POOL_TAIL_SHARE_MIN 0.2
+/*
+ * ...while its threads served at least this share of the time they
+ * served in: threads a JVM pause stopped serve under a hundredth of it.
+ * Low, since a pool saturated in bursts (requests queued behind a few
+ * slow ones) serves little of the whole run.
+ */
+#define POOL_BUSY_SHARE_MIN 0.05
 
 struct runq_scan {
 	uint64_t total, top_ns, max_wait;
@@ -91,26 +99,104 @@ static void compute_connection_limit(const struct cs_engine *engine, struct cs_c
 	c->freed_other = best.freed_by[CS_FREED_BY_OTHER];
 }
 
-/* pool_saturation: ready requests that waited for a free pool thread, a large part of the tail. */
-static void pool_saturation(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_conditions *cond)
+const char *const cs_pool_wait_cause_names[CS_POOL_WAIT_CAUSE_COUNT] = {
+	[CS_POOL_WAIT_NONE] = "none",
+	[CS_POOL_WAIT_POOL] = "pool",
+	[CS_POOL_WAIT_RUN_QUEUE] = "run_queue",
+	[CS_POOL_WAIT_NOT_KNOWN] = "not_known",
+};
+
+/* The tail's share and mean wait per tail request of cause. */
+static void tail_wait(const struct cs_tail *tail, enum cs_cause cause, double *share, double *mean_us)
 {
+	*share = *mean_us = 0;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
+		if (tail->causes[c].cause != cause)
+			continue;
+		*share = tail->causes[c].share;
+		if (tail->requests)
+			*mean_us = (double)tail->causes[c].ns / (double)tail->requests / 1e3;
+	}
+}
+
+/* A hand-off pool: ready requests that waited for a free pool thread. */
+static void handoff_pool(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_conditions *cond)
+{
+	typeof(cond->pool_saturation) *c = &cond->pool_saturation;
 	struct cs_pool_scan pool;
 	cs_scan_pool(engine, &pool);
-	cond->pool_saturation.pool_threads = pool.threads;
-	cond->pool_saturation.poller_tid = pool.poller_tid;
-	memcpy(cond->pool_saturation.poller_comm, pool.poller_comm, CS_COMM_LEN);
-	cond->pool_saturation.busy_share = cs_pool_busy_share(&pool);
-	cond->pool_saturation.wait_p99_us =
-		(double)cs_hist_percentile(engine->requests.cause_ns[CS_CAUSE_WORKER_POOL], 99.0) / 1e3;
-	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
-		if (tail->causes[c].cause != CS_CAUSE_WORKER_POOL)
-			continue;
-		cond->pool_saturation.tail_share = tail->causes[c].share;
-		if (tail->requests)
-			cond->pool_saturation.tail_wait_mean_us = (double)tail->causes[c].ns / (double)tail->requests / 1e3;
+	c->kind = CS_POOL_HANDOFF;
+	c->pool_threads = pool.threads;
+	c->poller_tid = pool.poller_tid;
+	memcpy(c->poller_comm, pool.poller_comm, CS_COMM_LEN);
+	c->busy_share = cs_pool_busy_share(&pool);
+	c->busy = c->busy_share >= POOL_BUSY_SHARE_MIN;
+	c->wait_p99_us = (double)cs_hist_percentile(engine->requests.cause_ns[CS_CAUSE_WORKER_POOL], 99.0) / 1e3;
+	tail_wait(tail, CS_CAUSE_WORKER_POOL, &c->tail_share, &c->tail_wait_mean_us);
+}
+
+/* The listener whose accepts an accept pool took most of, if any. */
+static const struct cs_listener_stats *accept_pool_listener(const struct cs_engine *engine,
+							    struct cs_accept_pool *best)
+{
+	const struct cs_listener_stats *found = NULL;
+	for (size_t i = 0; i < engine->listener_count; i++) {
+		struct cs_accept_pool pool;
+		if (cs_listener_accept_pool(engine, &engine->listeners[i], &pool) &&
+		    (!found || pool.accepts > best->accepts)) {
+			*best = pool;
+			found = &engine->listeners[i];
+		}
 	}
-	cond->pool_saturation.flagged = engine->requests.requests >= REQUESTS_MIN &&
-					cond->pool_saturation.tail_share >= POOL_TAIL_SHARE_MIN;
+	return found;
+}
+
+/* An accept pool, when its wait leads the hand-off pool's: connections waited in its backlog. */
+static void accept_pool(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_conditions *cond)
+{
+	typeof(cond->pool_saturation) *c = &cond->pool_saturation;
+	struct cs_accept_pool pool;
+	const struct cs_listener_stats *l = accept_pool_listener(engine, &pool);
+	double share, mean_us;
+	tail_wait(tail, CS_CAUSE_ACCEPT_QUEUE, &share, &mean_us);
+	if (!l || share <= c->tail_share)
+		return;
+	memset(c, 0, sizeof(*c));
+	c->kind = CS_POOL_ACCEPT;
+	c->server = pool.server;
+	c->port = l->port;
+	c->pool_threads = pool.workers;
+	c->busy_threads = pool.busy_workers;
+	c->busy = cs_accept_pool_saturated(&pool);
+	c->busy_share = pool.busy_share;
+	c->on_cpu_share = pool.on_cpu_share;
+	c->runq_share = pool.runq_share;
+	c->blocked_share = pool.blocked_share;
+	c->queue_nonempty_share = pool.queue_nonempty_share;
+	c->tail_share = share;
+	c->tail_wait_mean_us = mean_us;
+	c->wait_p99_us = (double)cs_hist_percentile(l->accept_wait_ns, 99.0) / 1e3;
+}
+
+/*
+ * pool_saturation: requests waited for a pool, a large part of the tail,
+ * while its threads were busy serving. A wait for a pool whose threads
+ * were not busy (a pause stopped them) is not the pool's: the run queue
+ * when the CPUs were saturated, else not known. After cpu_saturation.
+ */
+static void pool_saturation(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_conditions *cond)
+{
+	typeof(cond->pool_saturation) *c = &cond->pool_saturation;
+	handoff_pool(engine, tail, cond);
+	accept_pool(engine, tail, cond);
+	bool waits = engine->requests.requests >= REQUESTS_MIN && c->tail_share >= POOL_TAIL_SHARE_MIN;
+	c->flagged = waits && c->busy;
+	if (!waits)
+		c->wait_cause = CS_POOL_WAIT_NONE;
+	else if (c->busy)
+		c->wait_cause = CS_POOL_WAIT_POOL;
+	else
+		c->wait_cause = cond->cpu_saturation.flagged ? CS_POOL_WAIT_RUN_QUEUE : CS_POOL_WAIT_NOT_KNOWN;
 }
 
 /*
@@ -184,11 +270,11 @@ static void idle_timeout(const struct cs_lifecycle_stats *life, struct cs_condit
 }
 
 /* listen_overflow, and accept_contention's figures, over all listeners. */
-static void listener_figures(const struct cs_engine *engine, struct cs_conditions *cond)
+static void listener_figures(const struct cs_engine *engine, const struct cs_report_meta *meta, struct cs_conditions *cond)
 {
 	for (size_t i = 0; i < engine->listener_count; i++) {
 		const struct cs_listener_stats *l = &engine->listeners[i];
-		cond->listen_overflow.drops += cs_listener_drops(l);
+		cond->listen_overflow.drops += cs_listener_drops_seen(l, meta);
 		cond->listen_overflow.delayed_connections += l->handshakes_delayed_1s;
 		cond->listen_overflow.failed_connections += l->handshakes_failed;
 		cond->accept_contention.eagain += l->eagain;
@@ -225,6 +311,9 @@ static void accept_contention(const struct cs_finding *findings, size_t count, s
 		case CS_FINDING_THUNDERING_HERD:
 			c->thundering_herd = true;
 			break;
+		/* A full accept pool is pool_saturation's; a negligible spread nothing to change. */
+		case CS_FINDING_ACCEPT_POOL_FULL:
+		case CS_FINDING_ACCEPT_NEGLIGIBLE:
 		case CS_FINDING_EVENTS_LOST:
 		case CS_FINDING_BACKLOG_FULL:
 		case CS_FINDING_CONNECTION_LIMIT:
@@ -288,7 +377,7 @@ void cs_conditions_from(const struct cs_engine *engine, const struct cs_report_m
 	memset(cond, 0, sizeof(*cond));
 	non_persistent(engine, cond);
 	idle_timeout(&engine->lifecycle, cond);
-	listener_figures(engine, cond);
+	listener_figures(engine, meta, cond);
 	compute_connection_limit(engine, cond);
 	accept_contention(findings, finding_count, cond);
 	cpu_saturation(engine, meta, tail, cond);

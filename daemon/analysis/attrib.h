@@ -20,6 +20,18 @@
 #include "run_meta.h"
 #include "tail.h"
 
+/* What requests waited on when they waited for a pool (pool_saturation.wait_cause). */
+enum cs_pool_wait_cause {
+	CS_POOL_WAIT_NONE,       /* no wait for the pool worth a line in the tail */
+	CS_POOL_WAIT_POOL,       /* the pool's threads were busy serving: saturated */
+	CS_POOL_WAIT_RUN_QUEUE,  /* they were not busy, and the server's threads waited for CPUs */
+	CS_POOL_WAIT_NOT_KNOWN,  /* they were not busy, and nothing else seen explains it */
+	CS_POOL_WAIT_CAUSE_COUNT
+};
+
+/* "pool", "run_queue", "not_known", "none". */
+extern const char *const cs_pool_wait_cause_names[CS_POOL_WAIT_CAUSE_COUNT];
+
 struct cs_conditions {
 	struct {
 		bool flagged;
@@ -80,15 +92,28 @@ struct cs_conditions {
 		double top_runq_share;          /* of the run's duration */
 		uint64_t runq_max_ns;
 	} cpu_saturation;
-	struct {
+	struct cs_pool_condition {
 		bool flagged;
-		uint32_t pool_threads;          /* threads that read requests a poller handed them */
-		uint32_t poller_tid;            /* the thread that handed out the most */
+		enum cs_pool_kind kind;         /* handoff: a poller hands requests on; accept: workers accept */
+		enum cs_pool_server server;     /* accept: the server, from its process name */
+		uint16_t port;                  /* accept: the listener whose backlog is the pool's queue */
+		uint32_t pool_threads;          /* handoff: threads that read requests a poller handed them;
+		                                   accept: threads that accept and serve what they accept */
+		uint32_t busy_threads;          /* accept: of which served most of their time away from accept() */
+		bool busy;                      /* the pool was busy: its threads served (handoff: at least
+		                                   POOL_BUSY_SHARE_MIN of their time; accept: all of them) */
+		enum cs_pool_wait_cause wait_cause; /* what the tail's wait for the pool was */
+		uint32_t poller_tid;            /* handoff: the thread that handed out the most */
 		char poller_comm[CS_COMM_LEN];
-		double busy_share;              /* pool threads' serving time over the run, per thread */
-		double tail_share;              /* worker_pool's share of the tail's time */
-		double tail_wait_mean_us;       /* a tail request's mean wait for a pool thread */
-		double wait_p99_us;             /* over all requests */
+		double busy_share;              /* handoff: serving time over each thread's first request to its
+		                                   last; accept: over their time away from accept() */
+		double on_cpu_share;            /* accept: of that time away, on a CPU (-1: not sampled), */
+		double runq_share;              /* waiting for a CPU, */
+		double blocked_share;           /* blocked off a CPU in handlers */
+		double queue_nonempty_share;    /* accept: backlog samples that found connections waiting; -1: none */
+		double tail_share;              /* the wait's share of the tail's time (worker_pool; accept_queue) */
+		double tail_wait_mean_us;       /* a tail request's mean wait for the pool */
+		double wait_p99_us;             /* over all requests (accept: the listener's accept wait) */
 	} pool_saturation;
 	struct {
 		uint64_t closed_by_server;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "accept_pool.h"
 #include "tail.h"
 #include "units.h"
 
@@ -32,6 +33,8 @@
 /* Thundering herd: wasted accept() calls per accepted connection. */
 #define HERD_EAGAIN_PER_ACCEPT 0.25
 #define HERD_EAGAIN_MIN 10
+/* ...with at least this many threads calling accept(): one thread's EAGAIN ends its own drain. */
+#define HERD_THREADS_MIN 2
 
 struct findings {
 	struct cs_finding *items;
@@ -78,10 +81,18 @@ static double share(uint64_t part, uint64_t whole)
 	return whole ? (double)part / (double)whole : 0.0;
 }
 
+uint64_t cs_listener_drops_seen(const struct cs_listener_stats *l, const struct cs_report_meta *meta)
+{
+	uint64_t drops = cs_listener_drops(l);
+	if (meta->netstat.valid && drops > meta->netstat.listen_overflows)
+		return meta->netstat.listen_overflows;
+	return drops;
+}
+
 static void diagnose_backlog(const struct cs_listener_stats *l, const struct cs_report_meta *meta,
 			     struct findings *list)
 {
-	uint64_t drops = cs_listener_drops(l);
+	uint64_t drops = cs_listener_drops_seen(l, meta);
 	double full_share = share(l->backlog_full_samples, l->backlog_samples);
 	if (drops == 0 && full_share < BACKLOG_FULL_SHARE_MIN)
 		return;
@@ -149,6 +160,50 @@ static const char *acceptor_state(const struct cs_engine *engine, const struct c
 	return text;
 }
 
+/* "on a CPU 5%, waiting for a CPU 1%, blocked in handlers 94%": what the pool's serving was. */
+static const char *pool_state(const struct cs_accept_pool *pool)
+{
+	static _Thread_local char text[128];
+	char cpu[32] = "";
+	if (pool->on_cpu_share >= 0)
+		snprintf(cpu, sizeof(cpu), "on a CPU %.0f%%, ", pool->on_cpu_share * 100.0);
+	snprintf(text, sizeof(text), "%swaiting for a CPU %.0f%%, blocked off a CPU in handlers %.0f%%", cpu,
+		 pool->runq_share * 100.0, pool->blocked_share * 100.0);
+	return text;
+}
+
+/* "; queue non-empty in 81% of samples", when the listener was sampled. */
+static const char *queue_seen(double nonempty_share)
+{
+	static _Thread_local char text[48];
+	text[0] = '\0';
+	if (nonempty_share >= 0)
+		snprintf(text, sizeof(text), "; queue non-empty in %.0f%% of samples", nonempty_share * 100.0);
+	return text;
+}
+
+/* "; 1 of 2 workers that accept and serve were busy serving ...": the pool was not what held them. */
+static const char *pool_not_busy(const struct cs_accept_pool *pool)
+{
+	static _Thread_local char text[224];
+	snprintf(text, sizeof(text), "; %u of %u workers that accept and serve their own connections were busy, "
+		 "serving %.0f%% of their time away from accept(): something else held them (%s)",
+		 pool->busy_workers, pool->workers, pool->busy_share * 100.0, pool_state(pool));
+	return text;
+}
+
+/* Every worker that accepts was serving: connections wait for a free worker in the backlog. */
+static void diagnose_pool_full(const struct cs_listener_stats *l, const struct cs_accept_pool *pool,
+			       const char *p50, const char *p99, struct findings *list)
+{
+	add(list, CS_FINDING_ACCEPT_POOL_FULL, l->port,
+		"connections waited in the accept queue for a free worker: %u of %u workers that accept "
+		"and serve their own connections were busy, serving %.0f%% of their time away from accept()%s; "
+		"accept wait p50 %s, p99 %s; their time away: %s",
+		pool->busy_workers, pool->workers, pool->busy_share * 100.0, queue_seen(pool->queue_nonempty_share),
+		p50, p99, pool_state(pool));
+}
+
 static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_listener_stats *l,
 			      struct findings *list)
 {
@@ -169,6 +224,13 @@ static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_li
 	char p50[32], p99[32];
 	cs_format_duration(p50, sizeof(p50), cs_hist_percentile(l->accept_wait_ns, 50.0));
 	cs_format_duration(p99, sizeof(p99), p99_ns);
+	/* Workers that accept and serve: they are away from accept() while they serve. */
+	struct cs_accept_pool pool;
+	bool pool_seen = cs_listener_accept_pool(engine, l, &pool);
+	if (pool_seen && cs_accept_pool_saturated(&pool)) {
+		diagnose_pool_full(l, &pool, p50, p99, list);
+		return;
+	}
 	double busy = share(l->backlog_nonempty_samples, l->backlog_samples);
 	double mean_left = (double)l->backlog_at_accept_sum / (double)l->accepts;
 	const struct cs_worker_stats *busiest = cs_listener_busiest_worker(l);
@@ -188,20 +250,39 @@ static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_li
 		return;
 	}
 	add(list, CS_FINDING_ACCEPT_QUEUE_WAIT, l->port,
-		"connections wait in the accept queue: p50 %s, p99 %s (queue non-empty %.0f%% of the time)",
-		p50, p99, busy * 100.0);
+		"connections wait in the accept queue: p50 %s, p99 %s (queue non-empty %.0f%% of the time)%s",
+		p50, p99, busy * 100.0, pool_seen ? pool_not_busy(&pool) : "");
+}
+
+/*
+ * A herd wakes several threads for one connection: EAGAINs on a listener
+ * only one thread accepts from end that thread's own drains (Go's accept
+ * loop accepts until EAGAIN, then parks).
+ */
+static bool herd_seen(const struct cs_listener_stats *l)
+{
+	return l->worker_count >= HERD_THREADS_MIN && l->eagain >= HERD_EAGAIN_MIN &&
+	       (double)l->eagain >= HERD_EAGAIN_PER_ACCEPT * (double)l->accepts;
+}
+
+static bool unfair_seen(const struct cs_listener_stats *l)
+{
+	const struct cs_worker_stats *busiest = cs_listener_busiest_worker(l);
+	if (l->worker_count < 2 || l->accepts < ACCEPTS_MIN || !busiest)
+		return false;
+	double busiest_share = share(busiest->accepts, l->accepts);
+	double fair = 1.0 / (double)l->worker_count;
+	return busiest_share >= UNFAIR_FACTOR * fair && busiest_share >= UNFAIR_SHARE_MIN;
 }
 
 static void diagnose_fairness(const struct cs_listener_stats *l, struct findings *list)
 {
 	size_t threads = l->worker_count;   /* threads that called accept() */
-	const struct cs_worker_stats *busiest = cs_listener_busiest_worker(l);
-	if (threads < 2 || l->accepts < ACCEPTS_MIN || !busiest)
+	if (!unfair_seen(l))
 		return;
+	const struct cs_worker_stats *busiest = cs_listener_busiest_worker(l);
 	double busiest_share = share(busiest->accepts, l->accepts);
 	double fair = 1.0 / (double)threads;
-	if (busiest_share < UNFAIR_FACTOR * fair || busiest_share < UNFAIR_SHARE_MIN)
-		return;
 	add(list, CS_FINDING_UNFAIR_ACCEPTS, l->port,
 		"one worker took %.0f%% of accepts: %s (tid %u) took %llu of %llu across %zu threads "
 		"(a fair share is %.0f%%)",
@@ -209,9 +290,26 @@ static void diagnose_fairness(const struct cs_listener_stats *l, struct findings
 		(unsigned long long)busiest->accepts, (unsigned long long)l->accepts, threads, fair * 100.0);
 }
 
+/*
+ * An unfair spread or a herd whose accept waits are a negligible part
+ * of the tail: said once, and flagged as nothing to change.
+ */
+static void diagnose_negligible(const struct cs_listener_stats *l, const struct cs_tail *tail,
+				struct findings *list)
+{
+	bool herd = herd_seen(l), unfair = unfair_seen(l);
+	if (!herd && !unfair)
+		return;
+	add(list, CS_FINDING_ACCEPT_NEGLIGIBLE, l->port,
+		"%s%s%s: accept waits are %.1f%% of the tail's time (%llu accepts, %llu EAGAIN), no cause of it",
+		unfair ? "one worker took most accepts" : "", unfair && herd ? "; " : "",
+		herd ? "accept() calls found the queue empty" : "", cs_tail_accept_share(tail) * 100.0,
+		(unsigned long long)l->accepts, (unsigned long long)l->eagain);
+}
+
 static void diagnose_herd(const struct cs_listener_stats *l, struct findings *list)
 {
-	if (l->eagain < HERD_EAGAIN_MIN || (double)l->eagain < HERD_EAGAIN_PER_ACCEPT * (double)l->accepts)
+	if (!herd_seen(l))
 		return;
 	add(list, CS_FINDING_THUNDERING_HERD, l->port,
 		"%llu accept() calls found the queue empty (%.2f per accepted connection): "
@@ -234,10 +332,12 @@ size_t cs_diagnose_tail(const struct cs_engine *engine, const struct cs_report_m
 	bool accepts_matter = !cs_tail_accept_path_negligible(tail);
 	for (size_t i = 0; accepts_matter && i < engine->listener_count; i++)
 		diagnose_acceptor(engine, &engine->listeners[i], &list);
-	for (size_t i = 0; i < engine->listener_count; i++)
+	for (size_t i = 0; accepts_matter && i < engine->listener_count; i++)
 		diagnose_fairness(&engine->listeners[i], &list);
-	for (size_t i = 0; i < engine->listener_count; i++)
+	for (size_t i = 0; accepts_matter && i < engine->listener_count; i++)
 		diagnose_herd(&engine->listeners[i], &list);
+	for (size_t i = 0; !accepts_matter && i < engine->listener_count; i++)
+		diagnose_negligible(&engine->listeners[i], tail, &list);
 	if (meta->netstat.valid && meta->netstat.syncookies_sent)
 		add(&list, CS_FINDING_SYN_COOKIES, 0,
 		    "the kernel sent %llu SYN cookie(s): the SYN queue overflowed, and clients may "

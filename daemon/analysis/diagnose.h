@@ -26,6 +26,15 @@ struct cs_finding {
 	char advice[CS_FINDING_TEXT_LEN]; /* cs_finding_advice(kind), completed */
 };
 
+/*
+ * A listener's drops as the report gives them: cs_listener_drops, at most
+ * the kernel's ListenOverflows over the run when it was read. The
+ * listener's sk_drops counts more than overflows: with TCP_DEFER_ACCEPT
+ * (Apache's default AcceptFilter) the kernel discards each connection's
+ * bare handshake ACK, counted there too, and no queue overflowed.
+ */
+uint64_t cs_listener_drops_seen(const struct cs_listener_stats *l, const struct cs_report_meta *meta);
+
 /* Fills at most max findings, most serious first; returns how many. */
 size_t cs_diagnose_tail(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			const struct cs_tail *tail, struct cs_finding *findings, size_t max);

@@ -253,15 +253,20 @@ void cs_compute_tail(const struct cs_engine *engine, double percentile, struct c
 			evidence(engine, tail, &tail->causes[c]);
 }
 
-bool cs_tail_accept_path_negligible(const struct cs_tail *tail)
+double cs_tail_accept_share(const struct cs_tail *tail)
 {
-	if (!tail->requests || !tail->total_ns)
-		return false;
 	double accept_share = 0;
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		if (tail->causes[c].cause == CS_CAUSE_ACCEPT_QUEUE || tail->causes[c].cause == CS_CAUSE_LISTEN_OVERFLOW)
 			accept_share += tail->causes[c].share;
-	return accept_share < ACCEPT_TAIL_SHARE_MIN;
+	return accept_share;
+}
+
+bool cs_tail_accept_path_negligible(const struct cs_tail *tail)
+{
+	if (!tail->requests || !tail->total_ns)
+		return false;
+	return cs_tail_accept_share(tail) < ACCEPT_TAIL_SHARE_MIN;
 }
 
 bool cs_accept_path_negligible(const struct cs_engine *engine, const struct cs_report_meta *meta)

@@ -51,6 +51,8 @@ double cs_tail_percentile(const struct cs_report_meta *meta);
  * persistent connections, accepted once, cannot explain a tail.
  */
 bool cs_tail_accept_path_negligible(const struct cs_tail *tail);
+/* The accept path's share (accept queue and SYN retransmits) of the tail's time. */
+double cs_tail_accept_share(const struct cs_tail *tail);
 /* The same, computing the tail at meta's percentile first. */
 bool cs_accept_path_negligible(const struct cs_engine *engine, const struct cs_report_meta *meta);
 

@@ -24,6 +24,22 @@ static double per_second(uint64_t count, uint64_t span_ns)
 	return span_ns ? (double)count * 1e9 / (double)span_ns : 0.0;
 }
 
+/* A condition's brief; pool_saturation's says the pool's kind, its workers and their server's knob. */
+static const char *live_brief(const struct cs_analysis *analysis, enum cs_condition condition)
+{
+	static _Thread_local char text[160];
+	const struct cs_pool_condition *pool = &analysis->conditions.pool_saturation;
+	if (condition != CS_COND_POOL_SATURATION)
+		return cs_condition_brief(condition);
+	if (pool->kind == CS_POOL_ACCEPT)
+		snprintf(text, sizeof(text), "accept pool, %u of %u busy: %s", pool->busy_threads, pool->pool_threads,
+			 cs_pool_brief(pool->kind, pool->server));
+	else
+		snprintf(text, sizeof(text), "handoff pool of %u: %s", pool->pool_threads,
+			 cs_pool_brief(pool->kind, pool->server));
+	return text;
+}
+
 /* The flagged conditions, each with its one short line of advice (advice.h's brief). */
 static json_t *live_conditions(const struct cs_analysis *analysis)
 {
@@ -31,7 +47,7 @@ static json_t *live_conditions(const struct cs_analysis *analysis)
 	for (size_t i = 0; i < CS_CONDITION_COUNT; i++)
 		if (cs_analysis_flagged(analysis, live_order[i]))
 			json_array_append_new(list, json_pack("{s:s,s:s}", "name", cs_condition_name(live_order[i]),
-							      "advice", cs_condition_brief(live_order[i])));
+							      "advice", live_brief(analysis, live_order[i])));
 	return list;
 }
 

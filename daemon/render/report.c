@@ -48,7 +48,7 @@ static void text_listener(FILE *out, const struct cs_listener_stats *l, const st
 		100.0 * share(l->backlog_full_samples, l->backlog_samples), l->backlog_samples,
 		100.0 * share(l->backlog_nonempty_samples, l->backlog_samples),
 		l->backlog_samples ? (double)l->backlog_sample_sum / (double)l->backlog_samples : 0.0);
-	fprintf(out, "  %-11s %" PRIu64 " SYN(s) dropped on this listener", "drops", cs_listener_drops(l));
+	fprintf(out, "  %-11s %" PRIu64 " SYN(s) dropped on this listener", "drops", cs_listener_drops_seen(l, meta));
 	if (meta->netstat.valid)
 		fprintf(out, "  (kernel: ListenOverflows +%" PRIu64 ", ListenDrops +%" PRIu64
 			", SyncookiesSent +%" PRIu64 ")", meta->netstat.listen_overflows,
@@ -159,6 +159,31 @@ static void text_setup_split(FILE *out, const struct cs_conditions *c)
 		queue, tls);
 }
 
+/* pool_saturation's evidence, by the pool's kind. */
+static void text_pool_seen(FILE *out, const struct cs_pool_condition *pool)
+{
+	char mean[32], p99[32], cpu[32] = "", queue[48] = "";
+	format_us(mean, sizeof(mean), pool->tail_wait_mean_us);
+	if (pool->kind == CS_POOL_HANDOFF) {
+		fprintf(out, " (handoff pool) ready requests waited for a pool thread (%.0f%% of the tail's time, %s "
+			"per tail request): %s (tid %u) polls and hands them to %u pool thread(s), busy %.0f%% of the "
+			"time they served", 100.0 * pool->tail_share, mean, pool->poller_comm[0] ? pool->poller_comm : "?",
+			pool->poller_tid, pool->pool_threads, 100.0 * pool->busy_share);
+		return;
+	}
+	format_us(p99, sizeof(p99), pool->wait_p99_us);
+	if (pool->on_cpu_share >= 0)
+		snprintf(cpu, sizeof(cpu), "on a CPU %.0f%%, ", 100.0 * pool->on_cpu_share);
+	if (pool->queue_nonempty_share >= 0)
+		snprintf(queue, sizeof(queue), " (queue non-empty in %.0f%% of samples)", 100.0 * pool->queue_nonempty_share);
+	fprintf(out, " (accept pool) connections waited in :%u's accept queue for a free worker (%.0f%% of the "
+		"tail's time, %s per tail request; accept wait p99 %s): %u of %u workers that accept and serve "
+		"were busy, serving %.0f%% of their time away from accept()%s; that time: %swaiting for a CPU "
+		"%.0f%%, blocked in handlers %.0f%%", pool->port, 100.0 * pool->tail_share, mean, p99,
+		pool->busy_threads, pool->pool_threads, 100.0 * pool->busy_share, queue, cpu, 100.0 * pool->runq_share,
+		100.0 * pool->blocked_share);
+}
+
 /*
  * What the run shows, after "  ! name:": one writer per condition. The switch
  * has no default, so a condition added to the enum without its line
@@ -214,13 +239,7 @@ static void text_condition_seen(FILE *out, const struct cs_conditions *c, enum c
 			100.0 * c->cpu_saturation.top_runq_share, d);
 		break;
 	case CS_COND_POOL_SATURATION:
-		format_us(a, sizeof(a), c->pool_saturation.tail_wait_mean_us);
-		fprintf(out, " ready requests waited for a pool thread (%.0f%% of the tail's time, %s per tail "
-			"request): %s (tid %u) polls and hands them to %u pool thread(s), busy %.0f%% of the time "
-			"they served", 100.0 * c->pool_saturation.tail_share, a,
-			c->pool_saturation.poller_comm[0] ? c->pool_saturation.poller_comm : "?",
-			c->pool_saturation.poller_tid, c->pool_saturation.pool_threads,
-			100.0 * c->pool_saturation.busy_share);
+		text_pool_seen(out, &c->pool_saturation);
 		break;
 	case CS_CONDITION_COUNT:
 		break;
@@ -251,7 +270,9 @@ static void text_conditions(FILE *out, const struct cs_engine *engine, const str
 		shown++;
 		fprintf(out, "  ! %s:", cs_condition_name((enum cs_condition)c));
 		text_condition_seen(out, &analysis->conditions, (enum cs_condition)c);
-		fprintf(out, "\n      -> %s\n", cs_condition_advice((enum cs_condition)c));
+		const struct cs_pool_condition *pool = &analysis->conditions.pool_saturation;
+		fprintf(out, "\n      -> %s\n", c == CS_COND_POOL_SATURATION ? cs_pool_advice(pool->kind, pool->server)
+							  : cs_condition_advice((enum cs_condition)c));
 	}
 	if (!shown)
 		fprintf(out, "  none flagged\n");

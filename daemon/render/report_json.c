@@ -70,7 +70,7 @@ static json_t *listener(const struct cs_listener_stats *l, const struct cs_repor
 			 "backlog_max", JI(l->backlog_max), "backlog_limit", JI(l->backlog_limit),
 			 "backlog_full_share", cs_json_4(share(l->backlog_full_samples, l->backlog_samples)),
 			 "backlog_nonempty_share", cs_json_4(share(l->backlog_nonempty_samples, l->backlog_samples)),
-			 "backlog_samples", JI(l->backlog_samples), "drops", JI(cs_listener_drops(l)),
+			 "backlog_samples", JI(l->backlog_samples), "drops", JI(cs_listener_drops_seen(l, meta)),
 			 "eagain", JI(l->eagain), "handshakes", handshakes,
 			 "busiest_worker_share", cs_json_4(busiest ? share(busiest->accepts, l->accepts) : 0.0),
 			 "workers", workers(l));
@@ -144,6 +144,30 @@ static json_t *connection_limit(const struct cs_conditions *conditions)
 			 "freed_other", JI(c->freed_other));
 }
 
+/* pool_saturation: the hand-off pool's figures, and an accept pool's (null for a hand-off pool). */
+static json_t *pool_value(const struct cs_pool_condition *pool)
+{
+	bool accept = pool->kind == CS_POOL_ACCEPT;
+	json_t *p = json_pack("{s:b,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "flagged", pool->flagged, "kind",
+			      cs_pool_kind_name(pool->kind), "pool_threads", JI(pool->pool_threads), "poller_tid",
+			      JI(pool->poller_tid), "poller_comm", cs_json_text(pool->poller_comm), "busy_share",
+			      cs_json_4(pool->busy_share), "tail_share", cs_json_4(pool->tail_share),
+			      "tail_wait_mean_us", cs_json_3(pool->tail_wait_mean_us), "wait_p99_us",
+			      cs_json_3(pool->wait_p99_us));
+	json_object_set_new(p, "workers", json_integer(JI(pool->pool_threads)));
+	json_object_set_new(p, "busy_workers", accept ? json_integer(JI(pool->busy_threads)) : json_null());
+	json_object_set_new(p, "busy", json_boolean(pool->busy));
+	json_object_set_new(p, "wait_cause", json_string(cs_pool_wait_cause_names[pool->wait_cause]));
+	json_object_set_new(p, "port", accept ? json_integer(JI(pool->port)) : json_null());
+	json_object_set_new(p, "server", accept ? json_string(cs_pool_server_name(pool->server)) : json_null());
+	json_object_set_new(p, "on_cpu_share",
+			    accept && pool->on_cpu_share >= 0 ? cs_json_4(pool->on_cpu_share) : json_null());
+	json_object_set_new(p, "runq_share", accept ? cs_json_4(pool->runq_share) : json_null());
+	json_object_set_new(p, "blocked_share", accept ? cs_json_4(pool->blocked_share) : json_null());
+	json_object_set_new(p, "queue_nonempty_share", accept && pool->queue_nonempty_share >= 0 ? cs_json_4(pool->queue_nonempty_share) : json_null());
+	return p;
+}
+
 static json_t *saturation(const struct cs_conditions *c, json_t *conditions)
 {
 	const typeof(c->cpu_saturation) *cpu = &c->cpu_saturation;
@@ -154,12 +178,7 @@ static json_t *saturation(const struct cs_conditions *c, json_t *conditions)
 				      cs_json_text(cpu->top_comm), "top_runq_us", cs_json_us(cpu->top_runq_ns),
 				      "top_runq_share", cs_json_4(cpu->top_runq_share), "runq_max_us",
 				      cs_json_us(cpu->runq_max_ns)));
-	json_object_set_new(conditions, "pool_saturation",
-			    json_pack("{s:b,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "flagged", pool->flagged, "pool_threads",
-				      JI(pool->pool_threads), "poller_tid", JI(pool->poller_tid), "poller_comm",
-				      cs_json_text(pool->poller_comm), "busy_share", cs_json_4(pool->busy_share),
-				      "tail_share", cs_json_4(pool->tail_share), "tail_wait_mean_us",
-				      cs_json_3(pool->tail_wait_mean_us), "wait_p99_us", cs_json_3(pool->wait_p99_us)));
+	json_object_set_new(conditions, "pool_saturation", pool_value(pool));
 	return conditions;
 }
 

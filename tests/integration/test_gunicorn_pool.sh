@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Debian's gunicorn with two sync workers: each worker process accepts a
+# connection and serves it to its end before it accepts again, and every
+# request blocks its worker 40 ms (time.sleep in a WSGI app of our own).
+# Six clients connect in a loop, one request a connection (gunicorn's sync
+# workers close after each answer): with both workers serving, new
+# connections wait in the listen queue. accept_queue leads the tail,
+# pool_saturation is flagged with kind accept and 2 of 2 workers busy,
+# the advice names gunicorn's --workers, and no worker is called an
+# acceptor bottleneck. connscope's p99 agrees with the clients'.
+# integration: plain build
+# (a real server's behaviour; seconds of start-up)
+source "$(dirname "$0")/lib.sh"
+
+app=$CS_TMP/app
+mkdir -p "$app"
+cat >"$app/blockapp.py" <<'PY'
+import time
+
+def app(environ, start_response):
+    time.sleep(0.04)  # the handler blocks its worker
+    body = b"ok\n"
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+PY
+port=$(cs_free_port)
+cs_bg gunicorn --chdir "$app" --workers 2 --worker-class sync --bind "127.0.0.1:$port" \
+  --log-file "$CS_TMP/gunicorn.log" blockapp:app
+SERVER_PID=$BG_PID SERVER_PORT=$port
+cs_wait_port "$port"
+# The workers are the arbiter's children: they share its listener, so
+# --port takes them (--pid alone is the arbiter, which never accepts).
+CS_ATTACH_OPTS="--port $port"
+cs_profile gunicorn "$CS_LOAD" --port "$port" --connections 6 --duration 3 --no-keepalive \
+  --json "$CS_TMP/client.json" --quiet
+r=$CS_TMP/gunicorn.json
+"$CS_BIN" report "$CS_TMP/gunicorn.cstrace" >"$CS_TMP/gunicorn.txt" || fail "connscope report (text) failed"
+note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, client from connect $(json_get "$CS_TMP/client.json" 'j["service_us"]["p99"]') us, from send $(json_get "$CS_TMP/client.json" 'j["from_send_us"]["p99"]') us"
+note "causes $(json_get "$r" '[(c["cause"], round(c["share"], 3)) for c in j["tail"]["causes"][:3]]')"
+note "pool_saturation $(json_get "$r" 'j["conditions"]["pool_saturation"]')"
+note "flagged: $(flagged "$r")"
+grep -A1 -E '^  ! (pool_saturation|accept_contention)|^  ! :' "$CS_TMP/gunicorn.txt" | sed 's/^/   | /'
+
+[[ $(top_cause "$r") == accept_queue ]] || fail "top tail cause is $(top_cause "$r"), expected accept_queue"
+echo "ok: top cause accept_queue"
+flags=$(flagged "$r")
+[[ " $flags " == *" pool_saturation "* ]] || fail "pool_saturation not flagged (flagged: $flags)"
+[[ $(json_get "$r" 'j["conditions"]["pool_saturation"]["kind"]') == accept ]] || fail "pool kind is not accept"
+[[ $(json_get "$r" 'j["conditions"]["pool_saturation"]["server"]') == gunicorn ]] || fail "the server is not told gunicorn"
+assert_cmp "$(json_get "$r" 'j["conditions"]["pool_saturation"]["workers"]')" '==' 2 "workers seen"
+assert_cmp "$(json_get "$r" 'j["conditions"]["pool_saturation"]["busy_workers"]')" '==' 2 "workers busy"
+[[ $(json_get "$r" 'j["conditions"]["accept_contention"]["acceptor_bottleneck"]') == False ]] \
+  || fail "acceptor_bottleneck flagged for workers that serve what they accept"
+grep -q -- '--workers' "$CS_TMP/gunicorn.txt" || fail "the advice does not name gunicorn's --workers"
+echo "ok: pool_saturation (accept, 2 of 2 busy, gunicorn's --workers), no acceptor bottleneck"
+assert_p99_agrees "$r" "$CS_TMP/client.json"
