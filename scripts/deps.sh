@@ -45,7 +45,7 @@ bench_commands=("ab apache2-utils" "wrk wrk" "nginx nginx" "bpftrace bpftrace" "
 build_commands=("clang clang" "bpftool bpftool" "gcc gcc" "pkg-config pkg-config")
 
 # Server packages whose Debian service an install enables and starts.
-services=(nginx tomcat10 jetty9 prometheus)
+services=(nginx tomcat10 jetty9 jetty9.timer prometheus)
 
 set_name=${1:-}
 if [[ $set_name == --list ]]; then
@@ -78,12 +78,16 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     exit 1
   fi
   # Services of the packages about to be installed: running or enabled now?
+  # Whether a unit is enabled is its symlinks, which systemctl reads and
+  # writes with or without a running systemd (a container, a microVM): an
+  # install enables the unit all the same, for the next boot.
   declare -A had_running=() had_enabled=()
-  systemd=0
-  if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then systemd=1; fi
+  systemd=0 unit_files=0
+  if command -v systemctl >/dev/null; then unit_files=1; fi
+  if [[ $unit_files == 1 && -d /run/systemd/system ]]; then systemd=1; fi
   for s in "${services[@]}"; do
-    [[ $systemd == 1 ]] || break
-    systemctl is-active --quiet "$s" 2>/dev/null && had_running[$s]=1
+    [[ $unit_files == 1 ]] || break
+    [[ $systemd == 1 ]] && systemctl is-active --quiet "$s" 2>/dev/null && had_running[$s]=1
     systemctl is-enabled --quiet "$s" 2>/dev/null && had_enabled[$s]=1
   done
   # Packages' maintainer scripts ask policy-rc.d before they start a
@@ -100,9 +104,9 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   # Enabled at install (systemd's presets): back to how it was.
   for s in "${services[@]}"; do
-    [[ $systemd == 1 ]] || break
-    [[ -n ${had_enabled[$s]:-} ]] || systemctl disable "$s" >/dev/null 2>&1 || true
-    [[ -n ${had_running[$s]:-} ]] || systemctl stop "$s" >/dev/null 2>&1 || true
+    [[ $unit_files == 1 ]] || break
+    [[ -n ${had_enabled[$s]:-} ]] || systemctl disable --quiet "$s" >/dev/null 2>&1 || true
+    if [[ $systemd == 1 && -z ${had_running[$s]:-} ]]; then systemctl stop "$s" >/dev/null 2>&1 || true; fi
   done
 fi
 
