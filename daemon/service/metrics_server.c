@@ -77,7 +77,14 @@ static void conn_set_state(struct cs_metrics_server *server, struct cs_metrics_c
 
 static void conn_close(struct cs_metrics_server *server, struct cs_metrics_conn *c)
 {
-	close(c->fd); /* also takes it out of the epoll set */
+	/*
+	 * Out of the epoll set first: close() alone leaves it there while another
+	 * process holds the socket too (the BPF statistics holder, forked at the
+	 * probes' start, has a copy of every descriptor until it closes them),
+	 * and its next event would carry this freed connection.
+	 */
+	epoll_ctl(server->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
 	struct cs_metrics_conn *last = server->conns[--server->conn_count];
 	server->conns[c->slot] = last;
 	last->slot = c->slot;
