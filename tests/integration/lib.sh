@@ -154,6 +154,36 @@ cs_wait_closed() {
   fail "the server on port $1 still holds connections 10 s after its clients left"
 }
 
+# Attaching to a load already running, and comparing with what its client
+# logged (csload --log: a line per request, its send and answer times) over
+# connscope's own window.
+cs_monotonic_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
+# cs_attach_window NAME SECONDS: connscope attach to $SERVER_PID for
+# SECONDS, its report in $CS_TMP/NAME.json; WINDOW_FROM_NS and
+# WINDOW_TO_NS are the times it was seen attached (if anything late) and
+# stopped. CS_ON_ATTACHED and CS_ON_STOPPING, as for cs_profile, run at
+# those times (a server's own count read over the same window).
+cs_attach_window() {
+  local name=$1 seconds=$2 cs
+  "$CS_BIN" attach --pid "$SERVER_PID" --json >"$CS_TMP/$name.json" 2>"$CS_TMP/$name.err" &
+  cs=$!
+  cs_pids+=("$cs")
+  cs_wait_attached "$CS_TMP/$name.err"
+  WINDOW_FROM_NS=$(cs_monotonic_ns)
+  eval "${CS_ON_ATTACHED:-}"
+  sleep "$seconds"
+  eval "${CS_ON_STOPPING:-}"
+  WINDOW_TO_NS=$(cs_monotonic_ns)
+  kill -INT "$cs"
+  wait "$cs" || { cat "$CS_TMP/$name.err"; fail "connscope failed ($name)"; }
+}
+# cs_client_window LOG: "COUNT P99_US" of the client's requests sent and
+# answered within the window (from its send).
+cs_client_window() {
+  awk -v from="$WINDOW_FROM_NS" -v to="$WINDOW_TO_NS" '$2 >= from && $3 <= to { print ($3 - $2) / 1000 }' "$1" |
+    sort -n | awk '{ v[NR] = $1 } END { i = int(NR * 0.99 + 0.999); print NR, (NR ? v[i] : 0) }'
+}
+
 json_get() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 
 # assert_cmp A OP B [what]: numeric comparison with floats, OP one of < <= > >= ==.

@@ -25,7 +25,6 @@ load() { # load SECONDS NAME [csload options]: the same load each time
   "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections "$CONNS" --rate 600 --duration "$seconds" \
     --mix /block/50:0.02 --json "$CS_TMP/$name.client.json" --quiet "$@"
 }
-monotonic_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
 
 note "before: attached, then the load"
 "$CS_BIN" attach --pid "$SERVER_PID" --json >"$CS_TMP/before.json" 2>"$CS_TMP/before.err" &
@@ -40,21 +39,13 @@ cs_bg "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections "$CONNS" --rate
   --mix /block/50:0.02 --json "$CS_TMP/after.client.json" --log "$CS_TMP/after.log" --quiet
 load_pid=$BG_PID
 sleep 2
-"$CS_BIN" attach --pid "$SERVER_PID" --json >"$CS_TMP/after.json" 2>"$CS_TMP/after.err" &
-cs=$!; cs_pids+=("$cs")
-cs_wait_attached "$CS_TMP/after.err"
-from_ns=$(monotonic_ns)
-sleep 5
-to_ns=$(monotonic_ns)
-kill -INT "$cs"; wait "$cs" || { cat "$CS_TMP/after.err"; fail "connscope failed (after)"; }
+cs_attach_window after 5
 wait "$load_pid" || fail "csload failed (after)"
 
 b=$CS_TMP/before.json a=$CS_TMP/after.json
 # The client's requests sent and answered within connscope's window (seen
 # attached up to 0.1 s late: the window's start is if anything late here).
-read -r client_count client_p99_us < <(awk -v from="$from_ns" -v to="$to_ns" \
-  '$2 >= from && $3 <= to { print ($3 - $2) / 1000 }' "$CS_TMP/after.log" | sort -n |
-  awk '{ v[NR] = $1 } END { i = int(NR * 0.99 + 0.999); print NR, (NR ? v[i] : 0) }')
+read -r client_count client_p99_us < <(cs_client_window "$CS_TMP/after.log")
 note "before: p99 $(json_get "$b" 'j["latency_us"]["p99"]') us, causes $(json_get "$b" '[(c["cause"], c["share"]) for c in j["tail"]["causes"][:2]]')"
 note "after: p99 $(json_get "$a" 'j["latency_us"]["p99"]') us, causes $(json_get "$a" '[(c["cause"], c["share"]) for c in j["tail"]["causes"][:2]]'); the client in the window: $client_count requests, p99 $client_p99_us us"
 

@@ -19,26 +19,12 @@ NGINX_SERVER_EXTRA='keepalive_requests 10000000; location = /status { stub_statu
 cs_start_nginx 65s 1024
 port=$NGINX_PORT
 served() { curl -s "http://127.0.0.1:$port/status" | awk '/^ *[0-9]+ +[0-9]+ +[0-9]+/ { print $3 }'; }
-monotonic_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
-
-# attach_for SECONDS NAME: connscope attached to the nginx worker for that long, its report NAME.json.
-attach_for() {
-  "$CS_BIN" attach --pid "$SERVER_PID" --json >"$CS_TMP/$2.json" 2>"$CS_TMP/$2.err" &
-  local cs=$!
-  cs_pids+=("$cs")
-  cs_wait_attached "$CS_TMP/$2.err"
-  eval "${CS_ON_ATTACHED:-}"
-  sleep "$1"
-  eval "${CS_ON_STOPPING:-}"
-  kill -INT "$cs"
-  wait "$cs" || { cat "$CS_TMP/$2.err"; fail "connscope failed ($2)"; }
-}
 
 note "A: wrk -t1 -c20 running, then attached for 4 s"
 cs_bg wrk -t1 -c20 -d9s "http://127.0.0.1:$port/"
 wrk_pid=$BG_PID
 sleep 2
-CS_ON_ATTACHED='served_from=$(served)' CS_ON_STOPPING='served_to=$(served)' attach_for 4 wrk
+CS_ON_ATTACHED='served_from=$(served)' CS_ON_STOPPING='served_to=$(served)' cs_attach_window wrk 4
 wait "$wrk_pid" || fail "wrk failed"
 w=$CS_TMP/wrk.json
 nginx_served=$((served_to - served_from))
@@ -53,12 +39,10 @@ cs_bg "$CS_LOAD" --busy-poll --port "$port" --connections 8 --rate 2000 --durati
   --json "$CS_TMP/client.json" --log "$CS_TMP/client.log" --quiet
 load_pid=$BG_PID
 sleep 2
-CS_ON_ATTACHED='from_ns=$(monotonic_ns)' CS_ON_STOPPING='to_ns=$(monotonic_ns)' attach_for 5 rate
+cs_attach_window rate 5
 wait "$load_pid" || fail "csload failed"
 r=$CS_TMP/rate.json
-read -r client_count client_p99_us < <(awk -v from="$from_ns" -v to="$to_ns" \
-  '$2 >= from && $3 <= to { print ($3 - $2) / 1000 }' "$CS_TMP/client.log" | sort -n |
-  awk '{ v[NR] = $1 } END { i = int(NR * 0.99 + 0.999); print NR, (NR ? v[i] : 0) }')
+read -r client_count client_p99_us < <(cs_client_window "$CS_TMP/client.log")
 note "connscope: $(json_get "$r" 'j["requests"]') requests, p99 $(json_get "$r" 'j["latency_us"]["p99"]') us; the client in the window: $client_count, p99 $client_p99_us us"
 assert_cmp "$(json_get "$r" 'j["connections_adopted"]')" == 8 "the client's connections adopted"
 # (The client's window starts up to 0.1 s after the attach: connscope may time more.)

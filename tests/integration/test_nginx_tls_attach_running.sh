@@ -12,23 +12,16 @@ source "$(dirname "$0")/lib.sh"
 CONNS=8
 cs_start_nginx 65s 1024 ssl
 port=$NGINX_PORT
-monotonic_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
 
 cs_bg "$CS_LOAD" --tls --port "$port" --connections "$CONNS" --rate 1000 --duration 8 \
   --json "$CS_TMP/client.json" --log "$CS_TMP/client.log" --quiet
 load_pid=$BG_PID
 sleep 2
-"$CS_BIN" attach --pid "$SERVER_PID" --json >"$CS_TMP/report.json" 2>"$CS_TMP/cs.err" &
-cs=$!; cs_pids+=("$cs")
-cs_wait_attached "$CS_TMP/cs.err"
-from_ns=$(monotonic_ns)
-sleep 4
-to_ns=$(monotonic_ns)
-kill -INT "$cs"; wait "$cs" || { cat "$CS_TMP/cs.err"; fail "connscope failed"; }
+cs_attach_window report 4
 wait "$load_pid" || fail "csload failed"
 
 r=$CS_TMP/report.json
-client_count=$(awk -v from="$from_ns" -v to="$to_ns" '$2 >= from && $3 <= to' "$CS_TMP/client.log" | wc -l)
+read -r client_count _ < <(cs_client_window "$CS_TMP/client.log")
 note "connscope: $(json_get "$r" 'j["requests"]') requests, adopted $(json_get "$r" 'j["connections_adopted"]') ($(json_get "$r" 'j["adopted"]')), in flight at the attach $(json_get "$r" 'j["requests_in_flight_at_attach"]'), tls $(json_get "$r" '(j["tls"]["connections"], j["tls"]["handshake_exchanges"])'); the client in the window: $client_count"
 assert_cmp "$(json_get "$r" 'j["connections_adopted"]')" == "$CONNS" "connections adopted"
 assert_cmp "$(json_get "$r" 'j["adopted"]["tls_resynchronised"]')" == "$CONNS" "of them re-synchronised at a TLS record header"

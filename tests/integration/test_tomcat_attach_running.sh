@@ -16,26 +16,17 @@ cs_start_tomcat 'maxThreads="4" minSpareThreads="4" acceptCount="100"' block.jsp
 port=$TOMCAT_PORT
 # Jasper compiles the JSP on its first request: not part of what is measured.
 curl -sf --max-time 30 "http://127.0.0.1:$port/block.jsp" | grep -q ok || fail "the JSP does not answer"
-monotonic_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
 
 cs_bg "$CS_LOAD" --port "$port" --connections "$CONNS" --duration 10 --path /block.jsp \
   --json "$CS_TMP/client.json" --log "$CS_TMP/client.log" --quiet
 load_pid=$BG_PID
 sleep 2
-"$CS_BIN" attach --pid "$SERVER_PID" --json >"$CS_TMP/report.json" 2>"$CS_TMP/cs.err" &
-cs=$!; cs_pids+=("$cs")
-cs_wait_attached "$CS_TMP/cs.err"
-from_ns=$(monotonic_ns)
-sleep 4
-to_ns=$(monotonic_ns)
-kill -INT "$cs"; wait "$cs" || { cat "$CS_TMP/cs.err"; fail "connscope failed"; }
+cs_attach_window report 4
 wait "$load_pid" || fail "csload failed"
 
 r=$CS_TMP/report.json
 # The client's requests sent and answered within connscope's window: how many, their p99 from the send.
-read -r client_count client_p99_us < <(awk -v from="$from_ns" -v to="$to_ns" \
-  '$2 >= from && $3 <= to { print ($3 - $2) / 1000 }' "$CS_TMP/client.log" | sort -n |
-  awk '{ v[NR] = $1 } END { i = int(NR * 0.99 + 0.999); print NR, (NR ? v[i] : 0) }')
+read -r client_count client_p99_us < <(cs_client_window "$CS_TMP/client.log")
 note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], round(c["share"], 3)) for c in j["tail"]["causes"][:3]]'), flagged: '$(flagged "$r")'"
 note "connscope: $(json_get "$r" 'j["requests"]') requests, adopted $(json_get "$r" 'j["connections_adopted"]'), in flight at the attach $(json_get "$r" 'j["requests_in_flight_at_attach"]'); the client in the window: $client_count, p99 $client_p99_us us"
 assert_cmp "$(json_get "$r" 'j["connections_adopted"]')" == "$CONNS" "connections adopted"
