@@ -193,13 +193,20 @@ static bool serve(struct cs_pool *p, int fd)
 	}
 }
 
+/* Names the calling thread PREFIX-N, N counted per prefix from 0, so that
+ * the tests find each pool's threads by their comm. */
+static void name_numbered_thread(const char *prefix, _Atomic int *next_id)
+{
+	char name[16];
+	snprintf(name, sizeof(name), "%s-%d", prefix, atomic_fetch_add(next_id, 1));
+	pthread_setname_np(pthread_self(), name);
+}
+
 static void *pool_main(void *arg)
 {
 	struct cs_pool *p = arg;
 	static _Atomic int next_id;
-	char name[16];
-	snprintf(name, sizeof(name), "cs-pool-%d", atomic_fetch_add(&next_id, 1));
-	pthread_setname_np(pthread_self(), name);
+	name_numbered_thread("cs-pool", &next_id);
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
 		while (!p->queue_len && !atomic_load(&cs_stop_requested))
@@ -228,9 +235,7 @@ static void *prefork_main(void *arg)
 {
 	struct cs_pool *p = arg;
 	static _Atomic int next_id;
-	char name[16];
-	snprintf(name, sizeof(name), "cs-prefork-%d", atomic_fetch_add(&next_id, 1));
-	pthread_setname_np(pthread_self(), name);
+	name_numbered_thread("cs-prefork", &next_id);
 	while (!atomic_load(&cs_stop_requested)) {
 		int fd = cs_accept_blocking(p->listen_fd, NULL);
 		if (fd == CS_ACCEPT_STOP)

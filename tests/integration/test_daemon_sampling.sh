@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# connscoped's default: requests traced in windows (1 s in every 10 s), the
-# request probes detached in between. Two daemons watch the same steady
-# load at once, one in the default mode and one with --trace always:
+# connscoped's windows: requests traced 1 s in every P s (the default P is
+# 10; here 5, the same code in half the wait), the request probes detached
+# in between. Two daemons watch the same steady load at once, one in
+# windows and one with --trace always:
 #   (a) the sampled daemon's accepts and closes are exact against the
 #       client's connections (the lifecycle probes stay attached), and so
 #       are its idle closes of connections made between windows, which it
 #       keeps no request state for (TCP's own stamps tell their idle time);
-#   (b) its p99 and top tail cause share are within 10 % of the full
-#       tracing daemon's on the same requests;
+#   (b) its p99 and top tail cause share (beside the run queue's, the
+#       machine's own load) are within 10 % of the full tracing daemon's
+#       on the same requests;
 #   (c) bpftool link show lists its request probes (sk_data_ready,
 #       sock_recv_length, sock_send_length) during a window and not between
 #       windows, while inet_sock_set_state stays (the load starts between
@@ -25,13 +27,14 @@
 # Runs alone: both p99s are compared with each other and with the client's,
 # which another test's load would move by milliseconds.
 # integration: plain build
-# Once, with the plain build: its comparison needs 34 s of steady load, and
+# Once, with the plain build: its comparison needs 16 s of steady load, and
 # the windows' bookkeeping is unit-tested under ASan and valgrind.
 source "$(dirname "$0")/lib.sh"
 
 CS_DAEMON=$CS_BUILD/connscoped
 CONNECTIONS=16
-LOAD_S=34 # three windows of the load: some 1500 requests traced, 15 in the tail
+PERIOD_S=5
+LOAD_S=16 # three windows of the load: some 1500 requests traced, 15 in the tail
 IDLE_CONNECTIONS=6
 IDLE_TIMEOUT_MS=1500 # the load's connections are never idle that long
 
@@ -41,7 +44,7 @@ always_sock=$CS_TMP/run/always.sock
 sampled_mport=$(cs_free_port)
 always_mport=$(cs_free_port)
 # (--bpf-stats always: the two costs per request compared below are then both measured whole)
-cs_bg "$CS_DAEMON" --port "$SERVER_PORT" --metrics "$sampled_mport" --socket "$sampled_sock" --bpf-stats always \
+cs_bg "$CS_DAEMON" --port "$SERVER_PORT" --trace "1/$PERIOD_S" --metrics "$sampled_mport" --socket "$sampled_sock" --bpf-stats always \
   2>"$CS_TMP/sampled.log"
 sampled=$BG_PID
 cs_bg "$CS_DAEMON" --port "$SERVER_PORT" --trace always --metrics "$always_mport" --socket "$always_sock" \
@@ -107,7 +110,7 @@ closes_seen() { # closes_seen N: until both daemons have read N closes from thei
 }
 # (a) Right after the first window: connections made between two windows,
 # one request each, then left idle until the server closes them (2 s of
-# the 9 s before the next window). The sampled daemon keeps no request
+# the 4 s before the next window). The sampled daemon keeps no request
 # state for them, and counts their closes and idle closes all the same.
 windows_before=$("$CS_BIN" status --json --socket "$sampled_sock" | json_get /dev/stdin 'j["tracing"]["windows"]')
 idle_closed=$(timeout 20 python3 - "$SERVER_PORT" "$IDLE_CONNECTIONS" <<'PY'
@@ -170,9 +173,16 @@ assert_cmp "$(python3 -c "print(abs($p99_s - $p99_a) / $p99_a)")" '<=' 0.10 "sam
 top_s=$(top_cause "$CS_TMP/sampled.json")
 top_a=$(top_cause "$CS_TMP/always.json")
 [[ $top_s == "$top_a" ]] || fail "top tail cause: $top_s sampled, $top_a traced fully"
-share_s=$(json_get "$CS_TMP/sampled.json" 'j["tail"]["causes"][0]["share"]')
-share_a=$(json_get "$CS_TMP/always.json" 'j["tail"]["causes"][0]["share"]')
-assert_cmp "$(python3 -c "print(abs($share_s - $share_a) / $share_a)")" '<=' 0.10 "top cause $top_s: share $share_s within 10 % of $share_a"
+# The top cause's share of the tail time that was not spent waiting for a
+# CPU: the run queue's share is the machine's own load (its other work),
+# which the windows see in some seconds and not in others.
+share_beside_run_queue() {
+  json_get "$1" 'round(j["tail"]["causes"][0]["share"] / (1 - sum(c["share"] for c in j["tail"]["causes"] if c["cause"] == "run_queue")), 4)'
+}
+share_s=$(share_beside_run_queue "$CS_TMP/sampled.json")
+share_a=$(share_beside_run_queue "$CS_TMP/always.json")
+assert_cmp "$(python3 -c "print(abs($share_s - $share_a) / $share_a)")" '<=' 0.10 \
+  "top cause $top_s: share beside the run queue $share_s within 10 % of $share_a"
 # The full tracing daemon saw every request; the sampled one a share of them.
 assert_cmp "$(json_get "$CS_TMP/always.json" 'j["requests"]')" '>=' "$(python3 -c "print($client_requests * 0.99)")" "full tracing: requests (client sent $client_requests)"
 
@@ -180,8 +190,8 @@ assert_cmp "$(json_get "$CS_TMP/always.json" 'j["requests"]')" '>=' "$(python3 -
 share=$(json_get "$CS_TMP/sampled.json" 'j["tracing"]["traced_share"]')
 note "sampled: tracing $(json_get "$CS_TMP/sampled.json" 'j["tracing"]')"
 [[ $(json_get "$CS_TMP/sampled.json" 'j["tracing"]["mode"]') == windows ]] || fail "snapshot: tracing mode not windows"
-assert_cmp "$share" '>=' 0.05 "traced share"
-assert_cmp "$share" '<=' 0.2 "traced share"
+assert_cmp "$share" '>=' "$(python3 -c "print(0.5 / $PERIOD_S)")" "traced share"
+assert_cmp "$share" '<=' "$(python3 -c "print(2.0 / $PERIOD_S)")" "traced share"
 traced=$(json_get "$CS_TMP/sampled.json" 'j["tracing"]["requests_traced"]')
 assert_cmp "$traced" '==' "$(json_get "$CS_TMP/sampled.json" 'j["requests"]')" "requests_traced is the report's requests"
 assert_cmp "$traced" '<' "$(python3 -c "print($client_requests * 0.5)")" "the sampled daemon traced a share of the requests"
@@ -202,15 +212,15 @@ assert_cmp "$cost_s" '<' "$(python3 -c "print(0.5 * $cost_a)")" "BPF ns per requ
 [[ $(json_get "$CS_TMP/always.json" 'j["tracing"]["mode"]') == always ]] || fail "--trace always: mode not always"
 assert_cmp "$(json_get "$CS_TMP/always.json" 'j["tracing"]["traced_share"]')" '==' 1 "--trace always: traced share"
 "$CS_BIN" status --socket "$sampled_sock" >"$CS_TMP/status.txt" || fail "status failed"
-grep -E '^  tracing +1 s in every 10 s: [0-9.]+ % of the time, [0-9]+ requests traced of ~[0-9]+' "$CS_TMP/status.txt" ||
+grep -E '^  tracing +1 s in every '"$PERIOD_S"' s: [0-9.]+ % of the time, [0-9]+ requests traced of ~[0-9]+' "$CS_TMP/status.txt" ||
   { cat "$CS_TMP/status.txt"; fail "status does not say what was traced"; }
 "$CS_BIN" status --json --socket "$sampled_sock" >"$CS_TMP/status.json" || fail "status --json failed"
 [[ $(json_get "$CS_TMP/status.json" 'j["tracing"]["mode"]') == windows ]] || fail "status --json: no tracing"
 "$CS_BIN" snapshot --socket "$sampled_sock" >"$CS_TMP/sampled.txt" || fail "snapshot (text) failed"
-grep -E '^traced [0-9.]+ s of [0-9.]+ s \([0-9.]+ %: 1 s windows every 10 s' "$CS_TMP/sampled.txt" ||
+grep -E '^traced [0-9.]+ s of [0-9.]+ s \([0-9.]+ %: 1 s windows every '"$PERIOD_S"' s' "$CS_TMP/sampled.txt" ||
   { head -5 "$CS_TMP/sampled.txt"; fail "the text snapshot does not say what was traced"; }
 "$CS_BIN" top --once --socket "$sampled_sock" >"$CS_TMP/top.txt" 2>&1 || fail "top --once failed"
-grep -E '^traced [0-9.]+ % \(1 s every 10 s\)' "$CS_TMP/top.txt" || { cat "$CS_TMP/top.txt"; fail "top does not say what was traced"; }
+grep -E '^traced [0-9.]+ % \(1 s every '"$PERIOD_S"' s\)' "$CS_TMP/top.txt" || { cat "$CS_TMP/top.txt"; fail "top does not say what was traced"; }
 scrape "$sampled_mport" >"$CS_TMP/metrics.txt"
 for name in connscope_traced_seconds_total connscope_traced_ratio connscope_trace_windows_total \
             connscope_requests_estimated connscope_requests_cut_total; do
@@ -218,7 +228,7 @@ for name in connscope_traced_seconds_total connscope_traced_ratio connscope_trac
 done
 promtool check metrics <"$CS_TMP/metrics.txt" || fail "promtool rejects the metrics"
 ratio=$(metric "$sampled_mport" connscope_traced_ratio)
-assert_cmp "$ratio" '<=' 0.2 "connscope_traced_ratio"
+assert_cmp "$ratio" '<=' "$(python3 -c "print(2.0 / $PERIOD_S)")" "connscope_traced_ratio"
 echo "ok: status, snapshots, top and /metrics say what was traced"
 
 kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
