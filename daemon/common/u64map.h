@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Open-addressing hash table from a non-zero 64-bit key to a fixed-size
- * value, linear probing with backward-shift deletion (no tombstones), so a
- * table under churn never degrades. Pure code; values live inline.
+ * Hash table from a non-zero 64-bit key to a fixed-size value. An index
+ * of slots (linear probing with backward-shift deletion, no tombstones, so
+ * a table under churn never degrades) points into dense arrays of the
+ * entries' keys and values: the empty slots a load of at most one half
+ * leaves cost 4 bytes each, not a whole value. Pure code.
+ *
+ * A value's address holds until the next put that creates an entry or the
+ * next removal: either may move entries.
  */
 #ifndef CS_U64MAP_H
 #define CS_U64MAP_H
@@ -11,11 +16,12 @@
 #include <stdint.h>
 
 struct cs_u64map {
-	uint64_t *keys;        /* 0 marks an empty slot */
-	unsigned char *values;
+	uint32_t *slots;       /* capacity of them: 0 empty, else the entry's index + 1 */
+	uint64_t *keys;        /* the entries' keys, [0, count) */
+	unsigned char *values; /* the entries' values, [0, count), value_size each */
 	size_t value_size;
 	size_t count;
-	size_t capacity;       /* a power of two */
+	size_t capacity;       /* slots: a power of two, at least twice count */
 	size_t max_count;      /* refuse inserts beyond this (bounded memory) */
 };
 
@@ -45,7 +51,7 @@ size_t cs_u64map_remove_if(struct cs_u64map *map, int (*stale)(uint64_t key, con
 /* The entry in slot (0 <= slot < capacity): its value and *key, or NULL when empty. */
 void *cs_u64map_slot(const struct cs_u64map *map, size_t slot, uint64_t *key);
 
-/* Visit every entry; the callback must not modify the table. */
+/* Visit every entry, in slot order; the callback must not modify the table. */
 void cs_u64map_each(const struct cs_u64map *map, void (*visit)(uint64_t key, void *value, void *ctx),
 		    void *ctx);
 

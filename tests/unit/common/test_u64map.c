@@ -248,7 +248,7 @@ static size_t home_slot(uint64_t key)
 	cr_assert_not_null(cs_u64map_put(&probe, key, NULL));
 	size_t home = probe.capacity;
 	for (size_t i = 0; i < probe.capacity; i++)
-		if (probe.keys[i] == key)
+		if (probe.slots[i] && probe.keys[probe.slots[i] - 1] == key)
 			home = i;
 	cs_u64map_free(&probe);
 	cr_assert_lt(home, 64);
@@ -311,8 +311,8 @@ Test(u64map, backward_shift_keeps_colliding_runs_findable)
 		cr_assert_eq(m.capacity, 64, "the table grew: the crafted homes no longer hold");
 		if (trial == 0) {
 			/* The run really wraps: the last slot and the first are both taken. */
-			cr_assert_neq(m.keys[63], 0);
-			cr_assert_neq(m.keys[0], 0);
+			cr_assert_neq(m.slots[63], 0);
+			cr_assert_neq(m.slots[0], 0);
 		}
 		/* Remove in another random order, checking every key after each removal. */
 		bool gone[16] = { false };
@@ -327,7 +327,7 @@ Test(u64map, backward_shift_keeps_colliding_runs_findable)
 			cr_assert_eq(m.count, left - 1);
 		}
 		for (size_t i = 0; i < m.capacity; i++)
-			cr_assert_eq(m.keys[i], 0, "slot %zu not emptied", i);
+			cr_assert_eq(m.slots[i], 0, "slot %zu not emptied", i);
 		cs_u64map_free(&m);
 	}
 }
@@ -418,7 +418,7 @@ Test(u64map, each_visits_the_first_and_the_last_slot)
 	put(&map, first[1], first[1] * 3, 1);
 	put(&map, last[0], last[0] * 3, 1);
 	cr_assert_eq(map.capacity, 64);
-	cr_assert(map.keys[0] && map.keys[1] && map.keys[63], "the crafted slots are not taken");
+	cr_assert(map.slots[0] && map.slots[1] && map.slots[63], "the crafted slots are not taken");
 	struct visit_log log = { .n = 0 };
 	cs_u64map_each(&map, log_visit, &log);
 	cr_assert_eq(log.n, 3);
@@ -486,4 +486,25 @@ Test(u64map, slot_reads_entries_and_empty_slots)
 	}
 	cr_assert_eq(found, 1);
 	cr_assert_null(cs_u64map_slot(&map, map.capacity, &key), "past the end");
+}
+
+/*
+ * The values are dense: removals move the last entry into the hole, so
+ * the entries that stay are the first count of the values array, wherever
+ * their slots are, and each keeps its own value.
+ */
+Test(u64map, removals_keep_the_values_dense)
+{
+	for (uint64_t k = 1; k <= 100; k++)
+		put(&map, k * 7919, k * 7919 * 3, 1);
+	for (uint64_t k = 1; k <= 100; k++)
+		if (k % 10)
+			cr_assert_eq(cs_u64map_remove(&map, k * 7919), 1);
+	cr_assert_eq(map.count, 10);
+	for (uint64_t k = 10; k <= 100; k += 10) {
+		expect_value(&map, k * 7919, k * 7919 * 3);
+		const unsigned char *at = cs_u64map_get(&map, k * 7919);
+		cr_assert_lt((size_t)(at - map.values), map.count * map.value_size, "key %llu's value past the dense entries",
+			     (unsigned long long)(k * 7919));
+	}
 }
