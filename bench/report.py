@@ -1,4 +1,8 @@
-"""The report: one text of every section's figures, ending with a summary table."""
+"""The report: one text of every section's figures, ending with a summary table;
+and the results file every run is appended to."""
+import os
+import subprocess
+
 from common import fmt_pct, fmt_ratio, fmt_us, median, mib
 from tools import VARIANT_TOOLS, FLOOR_GROUPS, FLOOR_TOOLS, PROBE_GROUP_TOOLS
 
@@ -302,3 +306,36 @@ def scale_report(results, w):
             w("   maps at the largest count (bytes_memlock): " +
               ", ".join(f"{k} {mib(v)}" for k, v in sorted(big["maps"].items(), key=lambda kv: -(kv[1] or 0)))
               + "\n")
+
+
+def git_commit(repo):
+    """The commit measured: its short hash, marked when the tree has changes."""
+    try:
+        head = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git)"
+    return head + (" with uncommitted changes" if dirty else "")
+
+
+def append_results(results, text, path, argv):
+    """Append this run to the results file (bench/results.md): a heading with
+    its date, commit, command and length, then the report as printed."""
+    c = results["conditions"]
+    repo = os.path.dirname(os.path.abspath(path))
+    args = []
+    skip = False
+    for a in argv:  # the build directory is this machine's, not the run's
+        if skip or a.startswith("--build="):
+            skip = False
+            continue
+        if a == "--build":
+            skip = True
+            continue
+        args.append(a)
+    command = "make bench" + (f' BENCH_ARGS="{" ".join(args)}"' if args else "")
+    with open(path, "a") as f:
+        f.write(f"\n## {c['date']}, commit {git_commit(repo)}\n\n"
+                f"`{command}`, {c.get('seconds', 0):.0f} s.\n\n```\n{text.rstrip()}\n```\n")

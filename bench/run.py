@@ -39,8 +39,12 @@ from bpfinfo import other_tracing_programs
 from engine_scale import engine_speed, scale
 from loads import LOADS
 from overhead import floor_split, overhead, peak_rate
-from report import report
+from report import append_results, report
 from tools import DAEMON_PERIOD_S
+
+# Every run's report, appended with its date and commit: the dated record of
+# what was measured (bench/README.md gives the current figures).
+RESULTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.md")
 
 
 def main():
@@ -158,9 +162,12 @@ def main():
         json.dump(results, f, indent=1)
     with open(f"{args.build}/bench/results.txt", "w") as f:
         report(results, f)
-    report(results, sys.stdout)
+    with open(f"{args.build}/bench/results.txt") as f:
+        text = f.read()
+    sys.stdout.write(text)
+    append_results(results, text, RESULTS_FILE, sys.argv[1:])
     log(f"done in {results['conditions']['seconds']:.0f} s; raw figures in "
-        f"{args.build}/bench/results.json")
+        f"{args.build}/bench/results.json; the report appended to {RESULTS_FILE}")
 
 
 if __name__ == "__main__":
