@@ -21,7 +21,7 @@ source "$(dirname "$0")/lib.sh"
 # connscope must not signal it for its thread names (the signal would end
 # it); it says so in one line and reports the rest.
 JAVA_OPTS="-Xrs -XX:+DisableAttachMechanism" cs_start_tomcat 'maxKeepAliveRequests="1" maxThreads="4"'
-curl -sf --max-time 10 "http://127.0.0.1:$TOMCAT_PORT/" >/dev/null || fail "tomcat does not answer"
+curl -sf --max-time 30 "http://127.0.0.1:$TOMCAT_PORT/" >/dev/null || fail "tomcat does not answer"
 cs_profile close "$CS_LOAD" --busy-poll --port "$TOMCAT_PORT" --connections 4 --rate 200 --duration 3 \
   --json "$CS_TMP/client_close.json" --quiet
 r=$CS_TMP/close.json
@@ -49,7 +49,7 @@ kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
 # second they all saw.)
 timeout_ms=300
 cs_start_tomcat "keepAliveTimeout=\"$timeout_ms\" maxThreads=\"4\""
-curl -sf --max-time 10 "http://127.0.0.1:$TOMCAT_PORT/" >/dev/null || fail "tomcat does not answer"
+curl -sf --max-time 30 "http://127.0.0.1:$TOMCAT_PORT/" >/dev/null || fail "tomcat does not answer"
 cs_profile idle "$CS_LOAD" --busy-poll --port "$TOMCAT_PORT" --connections 48 --rate 30 --duration 5 \
   --json "$CS_TMP/client_idle.json" --quiet
 r=$CS_TMP/idle.json

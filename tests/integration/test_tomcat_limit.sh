@@ -15,7 +15,8 @@ source "$(dirname "$0")/lib.sh"
 limit=4
 cs_start_tomcat "maxConnections=\"$limit\" keepAliveTimeout=\"300\" maxThreads=\"4\" acceptCount=\"100\""
 port=$TOMCAT_PORT
-curl -sf --max-time 10 "http://127.0.0.1:$port/" >/dev/null || fail "tomcat does not answer"
+# (Tomcat binds its port before it deploys: on a busy machine the deployment took 10 s)
+curl -sf --max-time 30 "http://127.0.0.1:$port/" >/dev/null || fail "tomcat does not answer"
 # The warm-up's connection holds one of Tomcat's slots until Tomcat closes
 # its side (it counts its latch down just before), and connscope, attached
 # after, would not count it open: wait until no server-side socket on the
