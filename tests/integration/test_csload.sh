@@ -195,10 +195,10 @@ echo "ok: per-port request counts equal in nginx's log and csload's"
 step "open loop: 2000 req/s for 3 s"
 before=$(lines "$NG_LOG")
 load open -p "$NG_PORT" -R 2000 -d 3 -c 16 -t 2
-rate=$(j open "j['rate_rps']")
-assert_cmp "$rate" '>=' 1900 "open-loop rate"
-assert_cmp "$rate" '<=' 2100 "open-loop rate"
-assert_cmp "$(j open "j['requests']")" '>=' 5700 "open-loop requests"
+# The schedule: 2000/s for 3 s, each due request sent or counted unsent
+# (a machine too busy to serve 2000/s leaves some unsent: bounded below).
+assert_cmp "$(j open "j['rate_rps']")" '<=' 2100 "open-loop rate"
+assert_cmp "$(j open "j['requests'] + j['unsent']")" '>=' 5700 "open-loop requests due (sent + unsent)"
 assert_cmp "$(j open "j['requests']")" '<=' 6300 "open-loop requests"
 # All due requests sent, but those that fell due in the run's last moment
 # while all 16 connections still waited for answers (nginx, or this
