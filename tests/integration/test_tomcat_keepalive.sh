@@ -29,8 +29,13 @@ note "maxKeepAliveRequests=1: $(json_get "$r" 'j["conditions"]["non_persistent"]
 [[ $(json_get "$r" 'j["conditions"]["non_persistent"]["flagged"]') == True ]] || fail "non_persistent not flagged"
 assert_cmp "$(json_get "$r" 'j["conditions"]["non_persistent"]["requests_per_connection"]')" '==' 1 \
   "requests per connection (maxKeepAliveRequests=1)"
-assert_cmp "$(json_get "$r" 'j["conditions"]["idle_timeout"]["server_idle_closes"]')" '==' 0 \
-  "idle closes (Tomcat closes right after the response)"
+# Tomcat closes right after the response: no idle timeout. A close that a
+# busy machine holds 5 ms or more off a CPU (a JVM safepoint, a lock: not
+# the run queue, which is taken out) reads as an idle close: 1 of 592 at
+# a load average of 10.
+[[ $(json_get "$r" 'j["conditions"]["idle_timeout"]["flagged"]') == False ]] || fail "idle_timeout flagged"
+assert_cmp "$(json_get "$r" 'j["conditions"]["idle_timeout"]["server_idle_closes"]')" '<=' \
+  "$(json_get "$r" 'j["lifecycle"]["closed_by_server"] // 100')" "idle closes (at most 1 % of the server's closes)"
 assert_p99_agrees "$r" "$CS_TMP/client_close.json"
 grep 'thread names' "$CS_TMP/close.err"
 grep -q "pid $SERVER_PID did not give its thread names (it has no attach listener and does not catch SIGQUIT" \
