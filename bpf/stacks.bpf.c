@@ -38,7 +38,7 @@ const volatile __u64 min_off_cpu_ns = 1000000; /* shorter intervals are only cou
 /* Target processes: replaced by the main object's map before load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, CS_TARGET_TGIDS_MAX);
 	__type(key, __u32);
 	__type(value, __u8);
 } target_tgids SEC(".maps");

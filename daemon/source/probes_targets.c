@@ -23,13 +23,13 @@ int cs_probes_add_tgid(struct cs_probes *probes, uint32_t tgid)
 int cs_probes_add_port(struct cs_probes *probes, uint16_t port)
 {
 	/* Only we write the bitmap, so read-modify-write cannot race. */
-	uint32_t word = port / 64;
+	uint32_t word = cs_port_word(port);
 	uint64_t bits = 0;
 	int err = bpf_map__lookup_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
 				       sizeof(bits), 0);
 	if (err)
 		return err;
-	bits |= 1ull << (port % 64);
+	bits |= cs_port_bit(port);
 	probes->port_bits[word] = bits;
 	return bpf_map__update_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
 				    sizeof(bits), BPF_ANY);
@@ -43,15 +43,15 @@ int cs_probes_remove_tgid(struct cs_probes *probes, uint32_t tgid)
 int cs_probes_remove_port(struct cs_probes *probes, uint16_t port)
 {
 	/* As cs_probes_add_port: only we write the bitmap. */
-	uint32_t word = port / 64;
+	uint32_t word = cs_port_word(port);
 	uint64_t bits = 0;
 	int err = bpf_map__lookup_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
 				       sizeof(bits), 0);
 	if (err)
 		return err;
-	if (!(bits & (1ull << (port % 64))))
+	if (!(bits & cs_port_bit(port)))
 		return -ENOENT;
-	bits &= ~(1ull << (port % 64));
+	bits &= ~cs_port_bit(port);
 	probes->port_bits[word] = bits;
 	return bpf_map__update_elem(probes->skel->maps.target_ports, &word, sizeof(word), &bits,
 				    sizeof(bits), BPF_ANY);
@@ -64,7 +64,7 @@ int cs_probes_add_endpoint(struct cs_probes *probes, uint32_t netns_ino, uint16_
 	for (size_t i = 0; i < probes->endpoint_count; i++)
 		if (probes->endpoints[i] == key)
 			return 0;
-	if (probes->endpoint_count >= CS_MAX_ENDPOINTS)
+	if (probes->endpoint_count >= CS_ENDPOINTS_MAX)
 		return -ENOSPC;
 	/* The endpoint before the port bit: the probes look at the bit first. */
 	int err = bpf_map__update_elem(probes->skel->maps.target_endpoints, &key, sizeof(key), &fresh,
