@@ -191,7 +191,7 @@ test-asan-integration: asan-build
 
 # `make test`: both builds' integration tests in one run, ONLY=exclusive or
 # ONLY=shared (the group; see tests/integration/run.sh).
-integration-both: $(PROGRAMS) $(BUILD)/bench/csidle asan-build
+integration-both: $(PROGRAMS) $(TEST_PROGRAMS) $(BUILD)/bench/csidle asan-build
 	$(Q)mkdir -p $(ASAN_LOGS)
 	$(Q)$(ASAN_ENV) bash tests/integration/run.sh --build $(BUILD) --build $(ASAN_BUILD) \
 		--lanes 2 $(if $(ONLY),--only $(ONLY))
