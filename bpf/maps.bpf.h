@@ -13,22 +13,20 @@
 #include "connscope.h"
 #include "cs_helpers.bpf.h"
 #include "conn_state.bpf.h"
+#include "target_tgids.bpf.h"
 
 /* Set by user space between open and load. */
 const volatile __u64 wakeup_bytes = 256 * 1024; /* wake the consumer past this much queued data */
 const volatile bool trace_handshakes = true;
 /* When the probes were attached (bpf_ktime_get_ns()'s clock): older connections are partial. */
 const volatile __u64 attach_ns = 0;
-/* For the tests: as if the kernel skipped every run at a client's ESTABLISHED (see on_tcp_retransmit). */
+/*
+ * For the tests only (build/connscope-test sets it: tests/hooks/): as if
+ * the kernel skipped every run at a client's ESTABLISHED (see
+ * on_tcp_retransmit). Read only when a client's handshake ends.
+ */
 const volatile bool skip_client_established = false;
 
-/* Target processes (tgid). Filled by user space; forks of targets added here. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, CS_TARGET_TGIDS_MAX);
-	__type(key, __u32);
-	__type(value, __u8);
-} target_tgids SEC(".maps");
 
 /*
  * Target listening ports (host order), one bit per port (see
