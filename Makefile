@@ -49,8 +49,9 @@ ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
 # them cli/cli.c (options, numbers, usage errors, the session's defaults).
 CLI_SRCS    := $(filter-out cli/connscoped.c,$(wildcard cli/*.c))
 DAEMON_MAIN := cli/connscoped.c cli/cli.c
-SERVER_SRCS := $(wildcard server/*.c)
-LOADGEN_SRCS := $(wildcard bench/csload*.c) daemon/engine/hist.c
+# The programs of the test bed read their numbers as connscope does (number.c).
+SERVER_SRCS := $(wildcard server/*.c) daemon/common/number.c
+LOADGEN_SRCS := $(wildcard bench/csload*.c) daemon/engine/hist.c daemon/common/number.c
 # The unit tests are in daemon/'s rooms too (tests/unit/ROOM/), and
 # tests/unit/server/ for server/'s parser; their shared helpers
 # (events.h, json_check.h) stay in tests/unit/.

@@ -16,15 +16,13 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "number.h"
 #include "session.h"
 
 #define CS_EXIT_RUNTIME 1
 #define CS_EXIT_USAGE 2
 /* From an option parser: nothing to exit with yet, the command goes on. */
 #define CS_CLI_GO_ON (-1)
-
-#define CS_STR_(x) #x
-#define CS_STR(x) CS_STR_(x) /* a number macro in a help or error text */
 
 /* The defaults a command starts from; its --help names them with CS_STR. */
 #define CS_TAIL_DEFAULT 99          /* --tail: the tail is the requests at or above p99 */
@@ -101,21 +99,9 @@ enum {
 	CS_OPT_BPF_STATS,
 };
 
-/* What a number option takes: its range, and how the refusal words it. */
-struct cs_number {
-	const char *option;  /* "--tail" */
-	double min, max;
-	unsigned int flags;  /* CS_NUMBER_* */
-	const char *expects; /* with the unit: "a percentile from 50 to 99.999" */
-};
-#define CS_NUMBER_INTEGER 1u   /* decimal digits only */
-#define CS_NUMBER_POW2 2u      /* an integer that is a power of two */
-#define CS_NUMBER_ABOVE_MIN 4u /* min itself is refused */
-
 /*
- * text, whole, as number says (no blanks, no '+', no hex, no NaN), into
- * *out; else the usage error "OPTION expects EXPECTS, not 'text'" and
- * false.
+ * text as number says (number.h: the one rule), into *out; else the usage
+ * error "OPTION expects EXPECTS, not 'text'" and false.
  */
 bool cs_cli_real(const struct cs_cli *cli, const struct cs_number *number, const char *text, double *out);
 bool cs_cli_integer(const struct cs_cli *cli, const struct cs_number *number, const char *text, long *out);

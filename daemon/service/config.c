@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "metrics.h"
+#include "number.h"
 
 void cs_config_init(struct cs_daemon_config *config)
 {
@@ -20,17 +21,13 @@ void cs_config_init(struct cs_daemon_config *config)
 	config->trace = cs_trace_schedule_default();
 }
 
-/* The whole string is an integer within [min, max]. */
-static bool integer(const char *text, long min, long max, long *out)
-{
-	char *end;
-	errno = 0;
-	long value = strtol(text, &end, 10);
-	if (errno || end == text || *end || value < min || value > max)
-		return false;
-	*out = value;
-	return true;
-}
+/* The numbers a config file takes (number.h's rule); the caller puts the key before "expects". */
+static const struct cs_number number_port = { NULL, 1, 65535, CS_NUMBER_INTEGER, "a TCP port (1-65535)" };
+static const struct cs_number number_pid = { NULL, 1, CS_PID_MAX_LIMIT, CS_NUMBER_INTEGER,
+					     "a process id (1-" CS_STR(CS_PID_MAX_LIMIT) ")" };
+static const struct cs_number number_sample_hz = { NULL, 1, 1000, CS_NUMBER_INTEGER, "1-1000" };
+static const struct cs_number number_ring_mb = { NULL, 1, 1024, CS_NUMBER_POW2,
+						 "a power of two from 1 to 1024" };
 
 static int set_once(const struct cs_daemon_config *config, bool *has, const char *key, char *errmsg,
 		    size_t errlen)
@@ -82,10 +79,10 @@ static int set_trace(struct cs_daemon_config *config, const char *value, char *e
 int cs_config_set(struct cs_daemon_config *config, const char *key, const char *value,
 		  char *errmsg, size_t errlen)
 {
-	long number;
+	long long number;
 	if (!strcmp(key, "port")) {
-		if (!integer(value, 1, 65535, &number))
-			return cs_fail_code(-EINVAL, errmsg, errlen, "expects a TCP port (1-65535), not '%s'", value);
+		if (cs_number_read_integer(&number_port, value, &number, errmsg, errlen))
+			return -EINVAL;
 		for (size_t i = 0; i < config->port_count; i++)
 			if (config->ports[i] == number)
 				return 0;
@@ -95,9 +92,8 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		return 0;
 	}
 	if (!strcmp(key, "pid")) {
-		if (!integer(value, 1, CS_PID_MAX_LIMIT, &number))
-			return cs_fail_code(-EINVAL, errmsg, errlen, "expects a process id (1-%d), not '%s'", CS_PID_MAX_LIMIT,
-				       value);
+		if (cs_number_read_integer(&number_pid, value, &number, errmsg, errlen))
+			return -EINVAL;
 		for (size_t i = 0; i < config->pid_count; i++)
 			if (config->pids[i] == number)
 				return 0;
@@ -129,17 +125,16 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		return 0;
 	}
 	if (!strcmp(key, "sample-hz")) {
-		if (!integer(value, 1, 1000, &number))
-			return cs_fail_code(-EINVAL, errmsg, errlen, "expects 1-1000, not '%s'", value);
+		if (cs_number_read_integer(&number_sample_hz, value, &number, errmsg, errlen))
+			return -EINVAL;
 		if (set_once(config, &config->has_sample_hz, key, errmsg, errlen))
 			return -EINVAL;
 		config->sample_hz = (unsigned int)number;
 		return 0;
 	}
 	if (!strcmp(key, "ring-mb")) {
-		if (!integer(value, 1, 1024, &number) || (number & (number - 1)))
-			return cs_fail_code(-EINVAL, errmsg, errlen, "expects a power of two from 1 to 1024, not '%s'",
-				       value);
+		if (cs_number_read_integer(&number_ring_mb, value, &number, errmsg, errlen))
+			return -EINVAL;
 		if (set_once(config, &config->has_ring_mb, key, errmsg, errlen))
 			return -EINVAL;
 		config->ring_mb = (unsigned int)number;
