@@ -13,15 +13,26 @@
  *   - the JSON report is one valid JSON value (no "nan", no stray comma).
  */
 #include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
-#include "json_valid.h"
 #include "report.h"
 #include "trace_file.h"
+
+/* The report reads back as one JSON value (jansson wrote it; a key it dropped would not show here). */
+static bool parses_as_json(const char *text, size_t len)
+{
+	json_error_t error;
+	json_t *value = json_loadb(text, len, JSON_REJECT_DUPLICATES, &error);
+	bool parsed = value != NULL;
+	json_decref(value);
+	return parsed;
+}
 
 static int feed_engine(void *ctx, const void *record, size_t len)
 {
@@ -87,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		free(text);
 		char *json = render(engine, &info.meta, true, &len);
-		if (!json_valid(json, len)) {
+		if (!parses_as_json(json, len)) {
 			fprintf(stderr, "invalid JSON report:\n%s\n", json);
 			abort();
 		}
