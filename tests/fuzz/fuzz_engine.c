@@ -12,25 +12,14 @@
  * is counted once, as accepted or as malformed; accepted records add up
  * by type; the JSON report is valid JSON.
  */
-#include <jansson.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
+#include "parses_as_json.h"
 #include "report.h"
-
-/* The report reads back as one JSON value (jansson wrote it; a key it dropped would not show here). */
-static bool parses_as_json(const char *text, size_t len)
-{
-	json_error_t error;
-	json_t *value = json_loadb(text, len, JSON_REJECT_DUPLICATES, &error);
-	bool parsed = value != NULL;
-	json_decref(value);
-	return parsed;
-}
 
 static void render_and_check(const struct cs_engine *engine, const struct cs_report_meta *meta)
 {

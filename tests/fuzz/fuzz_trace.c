@@ -13,26 +13,15 @@
  *   - the JSON report is one valid JSON value (no "nan", no stray comma).
  */
 #include <errno.h>
-#include <jansson.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
+#include "parses_as_json.h"
 #include "report.h"
 #include "trace_file.h"
-
-/* The report reads back as one JSON value (jansson wrote it; a key it dropped would not show here). */
-static bool parses_as_json(const char *text, size_t len)
-{
-	json_error_t error;
-	json_t *value = json_loadb(text, len, JSON_REJECT_DUPLICATES, &error);
-	bool parsed = value != NULL;
-	json_decref(value);
-	return parsed;
-}
 
 static int feed_engine(void *ctx, const void *record, size_t len)
 {
