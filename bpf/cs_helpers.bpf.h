@@ -23,10 +23,10 @@
  */
 #ifndef EAGAIN
 #define EAGAIN 11 /* a non-blocking send found the socket's buffer full */
-#endif /* CS_HELPERS_BPF_H */
+#endif
 #ifndef E2BIG
 #define E2BIG 7 /* a map update into a full table */
-#endif /* CS_HELPERS_BPF_H */
+#endif
 #define AF_UNIX 1
 #define AF_INET 2
 #define AF_INET6 10
