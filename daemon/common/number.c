@@ -76,7 +76,7 @@ int cs_number_read_integer(const struct cs_number *number, const char *text, lon
 int cs_number_read(const struct cs_number *number, const char *text, double *out, char *errmsg, size_t errlen)
 {
 	if (number->flags & (CS_NUMBER_INTEGER | CS_NUMBER_POW2)) {
-		long long whole;
+		long long whole = 0;
 		int err = cs_number_read_integer(number, text, &whole, errmsg, errlen);
 		if (!err)
 			*out = (double)whole;
