@@ -514,6 +514,10 @@ static inline __attribute__((always_inline)) __u64 cs_endpoint_key(__u32 netns_i
 	return (__u64)netns_ino << CS_ENDPOINT_PORT_BITS | port;
 }
 
+/* The ring buffer (map events): its size, MiB (--ring-mb), and its wake-up mark until --ring-mb sets a 32nd. */
+#define CS_RING_MB_DEFAULT 8
+#define CS_WAKEUP_BYTES_DEFAULT (256u << 10)
+
 /* Target processes (map target_tgids, shared by the stack probes' object). */
 #define CS_TARGET_TGIDS_MAX 4096
 

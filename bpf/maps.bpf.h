@@ -16,7 +16,7 @@
 #include "target_tgids.bpf.h"
 
 /* Set by user space between open and load. */
-const volatile __u64 wakeup_bytes = 256 * 1024; /* wake the consumer past this much queued data */
+const volatile __u64 wakeup_bytes = CS_WAKEUP_BYTES_DEFAULT; /* wake the consumer past this much queued data */
 const volatile bool trace_handshakes = true;
 /* When the probes were attached (bpf_ktime_get_ns()'s clock): older connections are partial. */
 const volatile __u64 attach_ns = 0;
@@ -260,7 +260,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 * 1024 * 1024);
+	__uint(max_entries, CS_RING_MB_DEFAULT << 20); /* user space sets it before load */
 } events SEC(".maps");
 
 

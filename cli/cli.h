@@ -24,11 +24,12 @@
 /* From an option parser: nothing to exit with yet, the command goes on. */
 #define CS_CLI_GO_ON (-1)
 
-/* The defaults a command starts from; its --help names them with CS_STR. */
+/*
+ * The defaults a command starts from; its --help names them with CS_STR.
+ * --sample-hz's is probes.h's, --ring-mb's and the wake-up mark connscope.h's
+ * (the BPF side and connscoped's config share them).
+ */
 #define CS_TAIL_DEFAULT 99          /* --tail: the tail is the requests at or above p99 */
-#define CS_SAMPLE_HZ_DEFAULT 10     /* --sample-hz: listener queue samples per second */
-#define CS_RING_MB_DEFAULT 8        /* --ring-mb: the ring buffer, MiB */
-#define CS_WAKEUP_BYTES_DEFAULT (256u << 10) /* the ring's wake-up mark, until --ring-mb sets a 32nd */
 #define PID_MAX_LIMIT 4194304       /* the kernel's upper bound for pid_max */
 
 struct cs_cli;

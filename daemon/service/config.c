@@ -11,12 +11,13 @@
 
 #include "metrics.h"
 #include "number.h"
+#include "probes.h"
 
 void cs_config_init(struct cs_daemon_config *config)
 {
 	memset(config, 0, sizeof(*config));
-	config->sample_hz = 10;
-	config->ring_mb = 8;
+	config->sample_hz = CS_SAMPLE_HZ_DEFAULT;
+	config->ring_mb = CS_RING_MB_DEFAULT;
 	config->bpf_stats = true;
 	config->trace = cs_trace_schedule_default();
 }

@@ -23,6 +23,9 @@ struct ring_buffer;
 struct bpf_link;
 struct cs_listen_socket;
 
+/* Listener queue samples per second (--sample-hz, the config's sample-hz). */
+#define CS_SAMPLE_HZ_DEFAULT 10
+
 struct cs_probe_options {
 	uint32_t ring_bytes;         /* ring buffer size, a power of two */
 	uint32_t wakeup_bytes;       /* wake the consumer past this much queued data */
