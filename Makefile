@@ -49,8 +49,9 @@ ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
 # them cli/cli.c (options, numbers, usage errors, the session's defaults).
 CLI_SRCS    := $(filter-out cli/connscoped.c,$(wildcard cli/*.c))
 DAEMON_MAIN := cli/connscoped.c cli/cli.c
-SERVER_SRCS := $(wildcard server/*.c)
-LOADGEN_SRCS := $(wildcard bench/csload*.c) daemon/engine/hist.c
+# The programs of the test bed read their numbers as connscope does (number.c).
+SERVER_SRCS := $(wildcard server/*.c) daemon/common/number.c
+LOADGEN_SRCS := $(wildcard bench/csload*.c) daemon/engine/hist.c daemon/common/number.c
 # The unit tests are in daemon/'s rooms too (tests/unit/ROOM/), and
 # tests/unit/server/ for server/'s parser; their shared helpers
 # (events.h, json_check.h) stay in tests/unit/.
@@ -76,10 +77,16 @@ TEST_DEPS_OK := $(BUILD)/.deps-test-ok
 SKEL     := $(BUILD)/connscope.skel.h
 PROGRAMS := $(BUILD)/connscope $(BUILD)/connscoped $(BUILD)/csserver $(BUILD)/csload
 
+# connscope with the tests' hooks (tests/hooks/: the probes made to do on
+# purpose what the kernel does by chance), for the integration tests only;
+# never installed.
+TEST_HOOK_OBJS := $(call obj,$(wildcard tests/hooks/*.c))
+TEST_PROGRAMS := $(BUILD)/connscope-test
+
 .DELETE_ON_ERROR:
 .PHONY: all deps test-deps demo test unit-test unit-test-inproc integration-test clean
 
-all: $(PROGRAMS)
+all: $(PROGRAMS) $(TEST_PROGRAMS)
 
 # ---- set-up: Debian packages, installed once (stamp re-made when the list changes)
 $(BUILD)/.deps-%-ok: scripts/deps.sh
@@ -128,6 +135,11 @@ $(FLAME_LOADER_OBJS) $(CLI_OBJS): $(SKEL) $(STACKS_SKEL)
 
 # connscope top draws with ncurses (wide-character build: UTF-8 sparklines).
 $(BUILD)/connscope: $(CLI_OBJS) $(LOADER_OBJS) $(FLAME_LOADER_OBJS) $(SYMBOL_OBJS) $(ENGINE_OBJS)
+	$(msg) LINK $@
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm -lncursesw -ltinfo
+
+$(TEST_HOOK_OBJS): $(SKEL)
+$(BUILD)/connscope-test: $(CLI_OBJS) $(LOADER_OBJS) $(FLAME_LOADER_OBJS) $(SYMBOL_OBJS) $(ENGINE_OBJS) $(TEST_HOOK_OBJS)
 	$(msg) LINK $@
 	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm -lncursesw -ltinfo
 
@@ -186,7 +198,7 @@ unit-test-inproc: $(BUILD)/unit-tests-inproc $(BUILD)/connscope
 	$(Q)bash tests/golden/golden.sh check $(BUILD)
 
 # csidle (mk/bench.mk): the scale test's connections.
-integration-test: $(TEST_DEPS_OK) $(PROGRAMS) $(BUILD)/bench/csidle
+integration-test: $(TEST_DEPS_OK) $(PROGRAMS) $(TEST_PROGRAMS) $(BUILD)/bench/csidle
 	$(Q)bash tests/integration/run.sh $(BUILD)
 
 # The whole check: the builds on every core (plain and ASan + UBSan side
@@ -197,7 +209,7 @@ integration-test: $(TEST_DEPS_OK) $(PROGRAMS) $(BUILD)/bench/csidle
 # Builds run in parallel unless make already has a job server (make -jN).
 BUILD_JOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(NPROC))
 test: $(TEST_DEPS_OK)
-	$(Q)$(MAKE) --no-print-directory $(BUILD_JOBS) $(PROGRAMS) \
+	$(Q)$(MAKE) --no-print-directory $(BUILD_JOBS) $(PROGRAMS) $(TEST_PROGRAMS) \
 		$(BUILD)/unit-tests-inproc $(BUILD)/bench/csidle asan-build
 	$(Q)bash scripts/test-all.sh
 

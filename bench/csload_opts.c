@@ -2,12 +2,12 @@
 #include "csload_opts.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "number.h"
 
 /* --help, in its sections: the target and the load. */
 static void usage_load(FILE *out)
@@ -204,31 +204,28 @@ bool csl_path_valid(const char *path)
 	return true;
 }
 
-/* Strict number parsers: the whole string, in range, or false. */
+/*
+ * The whole string, in range (number.h's rule, connscope's own), or false;
+ * the callers word the refusal.
+ */
 static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-	char *end;
-	if (*s == '\0' || *s == '-' || *s == '+')
+	const struct cs_number number = { NULL, (double)min, (double)max, CS_NUMBER_INTEGER, "" };
+	long long v;
+	char why[128];
+
+	if (cs_number_read_integer(&number, s, &v, why, sizeof(why)) || v < 0)
 		return false;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end != '\0' || v < min || v > max)
-		return false;
-	*out = v;
+	*out = (uint64_t)v;
 	return true;
 }
 
 static bool parse_double(const char *s, double min, double max, double *out)
 {
-	char *end;
-	if (*s == '\0')
-		return false;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || *end != '\0' || !isfinite(v) || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
+	const struct cs_number number = { NULL, min, max, 0, "" };
+	char why[128];
+
+	return cs_number_read(&number, s, out, why, sizeof(why)) == 0;
 }
 
 int csl_mix_parse(const char *arg, struct csl_path *out, char *errbuf, size_t errlen)
@@ -344,8 +341,8 @@ static enum csl_opts_result parse_other_option(int c, char **argv, struct csl_co
 		cfg->npaths++;
 		break;
 	case OPT_SEED:
-		if (!parse_u64(optarg, 0, UINT64_MAX, &u))
-			BAD("--seed '%s': expected an unsigned integer", optarg);
+		if (!parse_u64(optarg, 0, INT64_MAX, &u))
+			BAD("--seed '%s': expected 0..%lld", optarg, (long long)INT64_MAX);
 		cfg->seed = u;
 		break;
 	case OPT_CONNECT_TIMEOUT:

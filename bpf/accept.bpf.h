@@ -1,10 +1,16 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * accept() and the queue wait it ends.
- *
- * A part of connscope.bpf.c, which includes it after its maps and helpers
- * and after the parts this one uses.
  */
+#ifndef CS_ACCEPT_BPF_H
+#define CS_ACCEPT_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "maps.bpf.h"
+#include "core_compat.bpf.h"
+#include "sock_reads.bpf.h"
 
 /* ---- accept() ------------------------------------------------------------ */
 
@@ -139,3 +145,5 @@ int on_exit_accept(struct trace_event_raw_sys_exit *ctx)
 {
 	return on_accept_exit(ctx->ret);
 }
+
+#endif /* CS_ACCEPT_BPF_H */

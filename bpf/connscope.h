@@ -484,8 +484,42 @@ struct cs_ev_self_cost {
 	__s32 error;                /* CS_BPF_STATS_FAILED: the errno, else 0 */
 };
 
-/* Target ports are a bitmap of 64-bit words (map target_ports). */
-#define CS_PORT_WORDS (65536 / 64)
+/*
+ * Target ports are a bitmap of 64-bit words (map target_ports): port's
+ * bit is cs_port_bit(port) of word cs_port_word(port). The probes test it
+ * and user space writes it, both through these.
+ */
+#define CS_PORT_WORD_BITS 64
+#define CS_PORT_WORDS (65536 / CS_PORT_WORD_BITS)
+
+static inline __attribute__((always_inline)) __u32 cs_port_word(__u16 port)
+{
+	return port / CS_PORT_WORD_BITS;
+}
+
+static inline __attribute__((always_inline)) __u64 cs_port_bit(__u16 port)
+{
+	return 1ull << (port % CS_PORT_WORD_BITS);
+}
+
+/*
+ * A target endpoint's key (map target_endpoints): the network namespace's
+ * inode number above the 16-bit port.
+ */
+#define CS_ENDPOINT_PORT_BITS 16
+#define CS_ENDPOINTS_MAX 1024 /* entries of target_endpoints */
+
+static inline __attribute__((always_inline)) __u64 cs_endpoint_key(__u32 netns_ino, __u16 port)
+{
+	return (__u64)netns_ino << CS_ENDPOINT_PORT_BITS | port;
+}
+
+/* The ring buffer (map events): its size, MiB (--ring-mb), and its wake-up mark until --ring-mb sets a 32nd. */
+#define CS_RING_MB_DEFAULT 8
+#define CS_WAKEUP_BYTES_DEFAULT (256u << 10)
+
+/* Target processes (map target_tgids, shared by the stack probes' object). */
+#define CS_TARGET_TGIDS_MAX 4096
 
 /* The listening sockets of one endpoint the gate below looks at; more: no gate. */
 #define CS_ENDPOINT_LISTENERS 8

@@ -8,11 +8,14 @@
  * only the maps it uses (every map defined is created at load and shows in
  * its skeleton), and after inlining the map is a constant again, so a
  * helper costs what the open-coded version did.
- *
- * Include after vmlinux.h, bpf_helpers.h, bpf_core_read.h and connscope.h.
  */
 #ifndef CS_HELPERS_BPF_H
 #define CS_HELPERS_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "connscope.h"
 
 /*
  * vmlinux.h has the kernel's types but none of its macros: these are the
@@ -106,28 +109,22 @@ static __always_inline bool cs_is_target_tgid(void *tgids, __u32 tgid)
 	return bpf_map_lookup_elem(tgids, &tgid) != NULL;
 }
 
-/* Ports in the bitmap: word port / CS_PORT_WORD_BITS, bit port % CS_PORT_WORD_BITS. */
-#define CS_PORT_WORD_BITS 64
-
 /*
  * Is port's bit set in ports (an array of CS_PORT_WORDS words)? An array
  * lookup is inlined by the verifier: a few instructions, not a hash.
  */
 static __always_inline bool cs_is_target_port(void *ports, __u16 port)
 {
-	__u32 word = port / CS_PORT_WORD_BITS;
+	__u32 word = cs_port_word(port);
 	__u64 *bits = bpf_map_lookup_elem(ports, &word);
 
-	return bits && (*bits & (1ull << (port % CS_PORT_WORD_BITS)));
+	return bits && (*bits & cs_port_bit(port));
 }
-
-/* An endpoint's key: the namespace's inode number above the 16-bit port. */
-#define CS_ENDPOINT_PORT_BITS 16
 
 /* Port in the network namespace numbered netns_ino: its entry in endpoints, or NULL. */
 static __always_inline void *cs_target_endpoint(void *endpoints, __u32 netns_ino, __u16 port)
 {
-	__u64 key = (__u64)netns_ino << CS_ENDPOINT_PORT_BITS | port;
+	__u64 key = cs_endpoint_key(netns_ino, port);
 
 	return bpf_map_lookup_elem(endpoints, &key);
 }
@@ -158,4 +155,4 @@ static __always_inline const unsigned char *cs_skb_tcphdr(const struct sk_buff *
 	return bpf_probe_read_kernel(th, sizeof(*th), at) ? NULL : at;
 }
 
-#endif
+#endif /* CS_HELPERS_BPF_H */

@@ -1,10 +1,16 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The epoll path: which thread polls which socket, and its wake-ups.
- *
- * A part of connscope.bpf.c, which includes it after its maps and helpers
- * and after the parts this one uses.
  */
+#ifndef CS_EPOLL_BPF_H
+#define CS_EPOLL_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "maps.bpf.h"
+#include "syscalls.bpf.h"
 
 /* ---- the epoll path ------------------------------------------------------ */
 
@@ -16,9 +22,8 @@
  */
 static __always_inline __s32 poll_epfd(void)
 {
-#if defined(__TARGET_ARCH_x86)
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	return (__s32)BPF_CORE_READ(regs, di);
+#if defined(CS_HAVE_SYSCALL_REGS)
+	return (__s32)cs_syscall_arg1(cs_syscall_regs(bpf_get_current_task_btf()));
 #else
 	return -1;
 #endif
@@ -90,10 +95,8 @@ static __always_inline int on_poll_exit(long ret)
  */
 static __always_inline bool sleeps_in_epoll(struct task_struct *p)
 {
-#if defined(__TARGET_ARCH_x86)
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(p);
-	long nr = BPF_CORE_READ(regs, orig_ax);
-	return nr == 232 || nr == 281 || nr == 441; /* epoll_wait, epoll_pwait, epoll_pwait2 */
+#if defined(CS_HAVE_SYSCALL_REGS)
+	return cs_is_epoll_wait(cs_syscall_nr(cs_syscall_regs(p)));
 #else
 	return true;
 #endif
@@ -158,3 +161,5 @@ int on_exit_epoll_pwait2(struct trace_event_raw_sys_exit *ctx)
 {
 	return on_poll_exit(ctx->ret);
 }
+
+#endif /* CS_EPOLL_BPF_H */

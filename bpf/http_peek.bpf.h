@@ -19,11 +19,12 @@
  * test, and only words that hold a line's end are looked at byte by byte
  * (a header's name compared as two words). A single browser-sized request
  * (~400 bytes, 8 header lines) is some 50 words, a dozen of them slow.
- *
- * Include after vmlinux.h, bpf_helpers.h and connscope.h.
  */
 #ifndef CS_HTTP_PEEK_BPF_H
 #define CS_HTTP_PEEK_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
 
 #define HTTP_SCAN_LEN 512 /* a power of two: the copy's size is masked with it */
 

@@ -1,10 +1,20 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Resets, handshakes and state changes of the connections.
- *
- * A part of connscope.bpf.c, which includes it after its maps and helpers
- * and after the parts this one uses.
  */
+#ifndef CS_LIFECYCLE_BPF_H
+#define CS_LIFECYCLE_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+#include "maps.bpf.h"
+#include "core_compat.bpf.h"
+#include "sock_reads.bpf.h"
+#include "requests.bpf.h"
+#include "socket_probes.bpf.h"
 
 /* ---- accept-queue pressure: when local handshakes are worth following --- */
 
@@ -107,7 +117,7 @@ int BPF_PROG(on_send_reset, const struct sock *sk, const struct sk_buff *skb, in
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(on_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
 {
-	if (reason != bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_TCP_LISTEN_OVERFLOW))
+	if (!cs_is_listen_overflow(reason))
 		return 0;
 	struct tcphdr th;
 	if (!cs_skb_tcphdr(skb, &th))
@@ -390,7 +400,7 @@ static __always_inline struct client_handshake *follow_from_retransmit(const str
 	count(CS_CTR_HANDSHAKES_FOLLOWED);
 	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
 	__u32 stamp = BPF_CORE_READ(tp, retrans_stamp);
-	__u64 unit_ns = BPF_CORE_READ_BITFIELD_PROBED(tp, tcp_usec_ts) ? NSEC_PER_USEC : NSEC_PER_MSEC;
+	__u64 unit_ns = cs_tcp_ts_unit_ns(tp);
 	__u32 ago = (__u32)(now / unit_ns) - stamp;
 	hs->syn_sent_ns = now - (__u64)ago * unit_ns;
 	hs->syn_retransmits = BPF_CORE_READ(&tp->inet_conn, icsk_retransmits);
@@ -448,3 +458,5 @@ int BPF_PROG(on_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb
 	leave_client_handshake(sk, hs, 0);
 	return 0;
 }
+
+#endif /* CS_LIFECYCLE_BPF_H */

@@ -1,11 +1,17 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * What a read carries, followed without copying it: TLS records
  * (handshakes told from requests) and the first bytes of plain HTTP.
- *
- * A part of connscope.bpf.c, which includes it after its maps and helpers
- * and after the parts this one uses.
  */
+#ifndef CS_READ_PEEK_BPF_H
+#define CS_READ_PEEK_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "maps.bpf.h"
+#include "http_peek.bpf.h"
+#include "syscalls.bpf.h"
 
 /*
  * The buffer the current read system call copied into, and how much of
@@ -15,27 +21,22 @@
  * else: io_uring (no system call of the reader's), recvmmsg, other
  * architectures.
  */
-#define SYS_READ 0
-#define SYS_READV 19
-#define SYS_RECVFROM 45
-#define SYS_RECVMSG 47
-
 static __always_inline __u64 read_call_buffer(__u64 *room, __u64 len)
 {
-#if defined(__TARGET_ARCH_x86)
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	long nr = BPF_CORE_READ(regs, orig_ax);
-	__u64 arg = BPF_CORE_READ(regs, si);
+#if defined(CS_HAVE_SYSCALL_REGS)
+	struct pt_regs *regs = cs_syscall_regs(bpf_get_current_task_btf());
+	long nr = cs_syscall_nr(regs);
+	__u64 arg = cs_syscall_arg2(regs); /* the buffer, or the iovec or msghdr that holds it */
 	struct iovec iov;
 	__u64 iov_at = arg;
 
 	*room = len;
-	if (nr == SYS_READ || nr == SYS_RECVFROM)
+	if (nr == CS_NR_READ || nr == CS_NR_RECVFROM)
 		return arg;
-	if (nr == SYS_RECVMSG &&
+	if (nr == CS_NR_RECVMSG &&
 	    bpf_probe_read_user(&iov_at, sizeof(iov_at), (void *)(arg + offsetof(struct user_msghdr, msg_iov))))
 		return 0;
-	if (nr != SYS_READV && nr != SYS_RECVMSG)
+	if (nr != CS_NR_READV && nr != CS_NR_RECVMSG)
 		return 0;
 	if (bpf_probe_read_user(&iov, sizeof(iov), (void *)iov_at))
 		return 0;
@@ -47,7 +48,16 @@ static __always_inline __u64 read_call_buffer(__u64 *room, __u64 len)
 #endif
 }
 
+/*
+ * A TLS record header (RFC 8446 5.1): content type, legacy version (major,
+ * minor), length. The major version is 3 from SSL 3.0 to TLS 1.3; the
+ * minor one is taken from 1 (TLS 1.0) to 4 (TLS 1.3's own number, though
+ * its records say 3, or 1 in a ClientHello).
+ */
 #define TLS_HEADER_LEN 5
+#define TLS_VERSION_MAJOR 3
+#define TLS_VERSION_MINOR_MIN 1 /* TLS 1.0 */
+#define TLS_VERSION_MINOR_MAX 4
 #define TLS_CT_FIRST 20 /* change_cipher_spec */
 #define TLS_CT_LAST 24  /* heartbeat */
 #define TLS_CT_HANDSHAKE 22
@@ -57,7 +67,7 @@ static __always_inline __u64 read_call_buffer(__u64 *room, __u64 len)
 /* A TLS record header: a known content type, major version 3. */
 static __always_inline bool tls_header(const __u8 *h)
 {
-	return h[0] >= TLS_CT_FIRST && h[0] <= TLS_CT_LAST && h[1] == 3;
+	return h[0] >= TLS_CT_FIRST && h[0] <= TLS_CT_LAST && h[1] == TLS_VERSION_MAJOR;
 }
 
 /*
@@ -165,7 +175,8 @@ static __always_inline void peek_tls_alert(const struct sock *sk, struct conn_st
 	if (!tp || len + (__u32)(tp->rcv_nxt - tp->copied_seq) > TLS_SMALL_EXCHANGE || len < TLS_HEADER_LEN)
 		return;
 	buf = read_call_buffer(&room, len);
-	if (!buf || room < TLS_HEADER_LEN || bpf_probe_read_user(h, sizeof(h), (void *)buf) || h[1] != 3)
+	if (!buf || room < TLS_HEADER_LEN || bpf_probe_read_user(h, sizeof(h), (void *)buf) ||
+	    h[1] != TLS_VERSION_MAJOR)
 		return;
 	if (h[0] != TLS_CT_ALERT && !(h[0] == TLS_CT_APPLICATION_DATA && ((__u32)h[3] << 8 | h[4]) == TLS13_ALERT_RECORD_LEN))
 		return;
@@ -195,7 +206,7 @@ static __always_inline void peek_adopted(const struct sock *sk, struct conn_stat
 	conn->peek_conn = PEEK_OFF;
 	if (!buf || room < 1 || bpf_probe_read_user(h, room < sizeof(h) ? 1 : sizeof(h), (void *)buf))
 		return;
-	if (room >= TLS_HEADER_LEN && tls_header(h) && h[2] <= 4) {
+	if (room >= TLS_HEADER_LEN && tls_header(h) && h[2] <= TLS_VERSION_MINOR_MAX) {
 		conn->peek_conn = PEEK_TLS;
 		conn->flags |= CS_REQ_ADOPTED_TLS;
 		return;
@@ -279,8 +290,8 @@ static __always_inline void peek_read(const struct sock *sk, struct conn_state *
 	}
 	if (conn->peek_conn == PEEK_START) {
 		const __u8 *f = conn->peek_first;
-		if (conn->peek_first_len >= TLS_HEADER_LEN && f[0] == TLS_CT_HANDSHAKE && f[1] == 3 &&
-		    f[2] >= 1 && f[2] <= 4) {
+		if (conn->peek_first_len >= TLS_HEADER_LEN && f[0] == TLS_CT_HANDSHAKE && f[1] == TLS_VERSION_MAJOR &&
+		    f[2] >= TLS_VERSION_MINOR_MIN && f[2] <= TLS_VERSION_MINOR_MAX) {
 			conn->peek_conn = PEEK_TLS;
 			conn->peek_flags |= CS_PEEK_TLS;
 			conn->hello_len = (__u32)f[3] << 8 | f[4];
@@ -296,3 +307,5 @@ static __always_inline void peek_read(const struct sock *sk, struct conn_state *
 		follow_tls_records(conn, buf, len, (__u32)room,
 				   now > conn->start_ns ? (__u32)((now - conn->start_ns) / 1000) : 0);
 }
+
+#endif /* CS_READ_PEEK_BPF_H */

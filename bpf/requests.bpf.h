@@ -1,10 +1,15 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The request state each socket keeps, emitted as one record per request.
- *
- * A part of connscope.bpf.c, which includes it after its maps and helpers
- * and after the parts this one uses.
  */
+#ifndef CS_REQUESTS_BPF_H
+#define CS_REQUESTS_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "maps.bpf.h"
+#include "sock_reads.bpf.h"
 
 /* ---- requests ------------------------------------------------------------ */
 
@@ -539,3 +544,5 @@ static __always_inline void note_reader(const struct sock *sk, struct conn_state
 	if (bpf_map_update_elem(&poll_threads, &conn->reader_tid, &fresh, BPF_NOEXIST) == -E2BIG)
 		count(CS_CTR_TABLE_FULL);
 }
+
+#endif /* CS_REQUESTS_BPF_H */

@@ -1,11 +1,20 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The socket hooks a request goes through: data ready, the reads, the
  * sends, the last byte out.
- *
- * A part of connscope.bpf.c, which includes it after its maps and helpers
- * and after the parts this one uses.
  */
+#ifndef CS_SOCKET_PROBES_BPF_H
+#define CS_SOCKET_PROBES_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+#include "maps.bpf.h"
+#include "sock_reads.bpf.h"
+#include "requests.bpf.h"
+#include "read_peek.bpf.h"
 
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(on_data_ready, const struct sock *sk)
@@ -331,3 +340,5 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	submit_event(ev);
 	return 0;
 }
+
+#endif /* CS_SOCKET_PROBES_BPF_H */

@@ -27,6 +27,7 @@
 #include <bpf/bpf_core_read.h>
 #include "connscope.h"
 #include "cs_helpers.bpf.h"
+#include "target_tgids.bpf.h"
 
 #define STACK_BYTES (CS_STACK_DEPTH * sizeof(__u64))
 
@@ -35,13 +36,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by user space between open and load. */
 const volatile __u64 min_off_cpu_ns = 1000000; /* shorter intervals are only counted */
 
-/* Target processes: replaced by the main object's map before load. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
-} target_tgids SEC(".maps");
 
 /* A target thread off its CPU: since when, and where it stopped. */
 struct off_cpu_state {

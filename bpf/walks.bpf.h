@@ -1,11 +1,17 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * What user space walks (listeners, the target's threads), and the
  * target's processes followed across fork and exit.
- *
- * A part of connscope.bpf.c, which includes it after its maps and helpers
- * and after the parts this one uses.
  */
+#ifndef CS_WALKS_BPF_H
+#define CS_WALKS_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "maps.bpf.h"
+#include "core_compat.bpf.h"
 
 /*
  * ---- listeners: walked by user space at the attach, then only to name a
@@ -73,8 +79,7 @@ int sample_threads(struct bpf_iter__task *ctx)
 	if (!task || !is_target_tgid(task->tgid))
 		return 0;
 	sample.run_delay_ns = task->sched_info.run_delay;
-	if (bpf_core_field_exists(task->sched_info.max_run_delay)) /* 6.15 and later */
-		sample.max_run_delay_ns = task->sched_info.max_run_delay;
+	sample.max_run_delay_ns = cs_task_max_run_delay(task);
 	sample.run_count = task->sched_info.pcount;
 	sample.start_ns = task->start_time;
 	sample.cpu_ns = task->se.sum_exec_runtime;
@@ -141,3 +146,5 @@ int BPF_PROG(on_exit, struct task_struct *task, bool group_dead)
 	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
+
+#endif /* CS_WALKS_BPF_H */

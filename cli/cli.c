@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "cli.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,43 +41,12 @@ int cs_cli_usage(const struct cs_cli *cli, const char *fmt, ...)
 
 /* ---- numbers ------------------------------------------------------------------------ */
 
-/* strtol and strtod skip leading blanks and take a '+': we do not. */
-static bool starts_like_a_number(const char *text)
-{
-	return isdigit((unsigned char)text[0]) || (text[0] == '-' && isdigit((unsigned char)text[1])) ||
-	       text[0] == '.';
-}
-
-/* The whole of text as number's kind of number, in its range. */
-static bool read_number(const struct cs_number *number, const char *text, double *out)
-{
-	char *end;
-	double value;
-	if (!starts_like_a_number(text))
-		return false;
-	bool integer = number->flags & (CS_NUMBER_INTEGER | CS_NUMBER_POW2);
-	errno = 0;
-	value = integer ? (double)strtol(text, &end, 10) : strtod(text, &end);
-	if (errno || end == text || *end)
-		return false;
-	/* Written so that NaN fails every test. */
-	if (!(value >= number->min && value <= number->max))
-		return false;
-	if (number->flags & CS_NUMBER_ABOVE_MIN && !(value > number->min))
-		return false;
-	/* In range by now (a power-of-two option's starts at 1): the bit test is on a positive long. */
-	long whole = (long)value;
-	if (number->flags & CS_NUMBER_POW2 && (whole < 1 || (whole & (whole - 1))))
-		return false;
-	*out = value;
-	return true;
-}
-
 bool cs_cli_real(const struct cs_cli *cli, const struct cs_number *number, const char *text, double *out)
 {
-	if (read_number(number, text, out))
+	char why[256];
+	if (!cs_number_read(number, text, out, why, sizeof(why)))
 		return true;
-	cs_cli_usage(cli, "%s expects %s, not '%s'", number->option, number->expects, text);
+	cs_cli_usage(cli, "%s", why);
 	return false;
 }
 

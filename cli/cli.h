@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "number.h"
 #include "session.h"
 
 #define CS_EXIT_RUNTIME 1
@@ -23,14 +24,12 @@
 /* From an option parser: nothing to exit with yet, the command goes on. */
 #define CS_CLI_GO_ON (-1)
 
-#define CS_STR_(x) #x
-#define CS_STR(x) CS_STR_(x) /* a number macro in a help or error text */
-
-/* The defaults a command starts from; its --help names them with CS_STR. */
+/*
+ * The defaults a command starts from; its --help names them with CS_STR.
+ * --sample-hz's is probes.h's, --ring-mb's and the wake-up mark connscope.h's
+ * (the BPF side and connscoped's config share them).
+ */
 #define CS_TAIL_DEFAULT 99          /* --tail: the tail is the requests at or above p99 */
-#define CS_SAMPLE_HZ_DEFAULT 10     /* --sample-hz: listener queue samples per second */
-#define CS_RING_MB_DEFAULT 8        /* --ring-mb: the ring buffer, MiB */
-#define CS_WAKEUP_BYTES_DEFAULT (256u << 10) /* the ring's wake-up mark, until --ring-mb sets a 32nd */
 #define PID_MAX_LIMIT 4194304       /* the kernel's upper bound for pid_max */
 
 struct cs_cli;
@@ -101,21 +100,9 @@ enum {
 	CS_OPT_BPF_STATS,
 };
 
-/* What a number option takes: its range, and how the refusal words it. */
-struct cs_number {
-	const char *option;  /* "--tail" */
-	double min, max;
-	unsigned int flags;  /* CS_NUMBER_* */
-	const char *expects; /* with the unit: "a percentile from 50 to 99.999" */
-};
-#define CS_NUMBER_INTEGER 1u   /* decimal digits only */
-#define CS_NUMBER_POW2 2u      /* an integer that is a power of two */
-#define CS_NUMBER_ABOVE_MIN 4u /* min itself is refused */
-
 /*
- * text, whole, as number says (no blanks, no '+', no hex, no NaN), into
- * *out; else the usage error "OPTION expects EXPECTS, not 'text'" and
- * false.
+ * text as number says (number.h: the one rule), into *out; else the usage
+ * error "OPTION expects EXPECTS, not 'text'" and false.
  */
 bool cs_cli_real(const struct cs_cli *cli, const struct cs_number *number, const char *text, double *out);
 bool cs_cli_integer(const struct cs_cli *cli, const struct cs_number *number, const char *text, long *out);

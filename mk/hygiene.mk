@@ -6,7 +6,8 @@
 #   make test-asan      the unit tests and every integration test, built with
 #                       ASan + UBSan (+ LeakSanitizer) in build-asan/
 #   make test-valgrind  every unit test under valgrind memcheck
-#   make lint           clang-tidy (.clang-tidy; the BPF program too), cppcheck
+#   make lint           clang-tidy (.clang-tidy; the BPF program too), cppcheck,
+#                       each BPF part compiled alone, the size rules
 #                       and clang-format (.clang-format) over FORMAT_SRCS
 #   make test-hygiene   all of these but the long fuzz run, one after the
 #                       other (`make test` runs the same steps: see
@@ -19,7 +20,7 @@
 .PHONY: fuzz fuzz-short fuzz-build test-asan test-unit-sanitized test-asan-unit asan-unit-run test-asan-integration asan-reports \
 	asan-reports-clean \
 	integration-both asan-build test-valgrind \
-	lint lint-commands lint-includes lint-tidy lint-tidy-bpf lint-cppcheck lint-format test-hygiene \
+	lint lint-commands lint-includes lint-bpf-parts lint-tidy lint-tidy-bpf lint-cppcheck lint-format test-hygiene \
 	clean-hygiene
 
 # `make clean` removes these builds too.
@@ -190,7 +191,7 @@ test-asan-integration: asan-build
 
 # `make test`: both builds' integration tests in one run, ONLY=exclusive or
 # ONLY=shared (the group; see tests/integration/run.sh).
-integration-both: $(PROGRAMS) $(BUILD)/bench/csidle asan-build
+integration-both: $(PROGRAMS) $(TEST_PROGRAMS) $(BUILD)/bench/csidle asan-build
 	$(Q)mkdir -p $(ASAN_LOGS)
 	$(Q)$(ASAN_ENV) bash tests/integration/run.sh --build $(BUILD) --build $(ASAN_BUILD) \
 		--lanes 2 $(if $(ONLY),--only $(ONLY))
@@ -237,7 +238,7 @@ LINT_CFLAGS := -std=gnu11 -D_GNU_SOURCE -include tests/lint/analyzer_models.h -i
 	       -Ibpf $(DAEMON_INCLUDES) -Iserver -Ibench
 NPROC       := $(shell nproc 2>/dev/null || echo 2)
 
-lint: lint-commands lint-includes lint-sizes lint-format lint-cppcheck lint-tidy lint-tidy-bpf
+lint: lint-commands lint-includes lint-sizes lint-bpf-parts lint-format lint-cppcheck lint-tidy lint-tidy-bpf
 
 # No .c file over 600 lines in the programs' folders (the BPF object's
 # included), no function over 80 anywhere, headers too
@@ -262,6 +263,19 @@ lint-tidy: $(SKEL) | $(TEST_DEPS_OK)
 	$(Q)echo "  TIDY      $(words $(LINT_SRCS)) files"
 	$(Q)printf '%s\n' $(LINT_SRCS) | xargs -P $(NPROC) -n 4 sh -c \
 		'clang-tidy --quiet --warnings-as-errors="*" "$$@" -- $(LINT_CFLAGS) 2>/dev/null' clang-tidy
+
+# Every part of the BPF programs (bpf/*.bpf.h) compiles alone: a unit that
+# includes it and nothing else, twice (its include guard), for -target bpf
+# with the objects' flags. A part that leans on what another included
+# before it fails here.
+BPF_PARTS := $(wildcard bpf/*.bpf.h)
+lint-bpf-parts: $(BUILD)/vmlinux.h
+	$(Q)echo "  BPF-PARTS $(words $(BPF_PARTS)) parts, each alone"
+	$(Q)for part in $(notdir $(BPF_PARTS)); do \
+		printf '#include "%s"\n#include "%s"\n' $$part $$part | \
+		$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -I$(BUILD) -Ibpf \
+			-Wall -Werror -x c -c - -o /dev/null || { echo "lint-bpf-parts: $$part does not compile alone"; exit 1; }; \
+	done
 
 # The BPF programs, for -target bpf against this kernel's vmlinux.h, with
 # one check fewer: a program's parameters are its hook's signature, used or

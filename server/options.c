@@ -2,13 +2,13 @@
 #include "options.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "number.h"
 #include "route.h"
 
 #define MAX_BACKLOG 65535
@@ -156,28 +156,20 @@ static void print_help(FILE *out)
 	print_help_examples(out);
 }
 
-/* A whole-string decimal integer in [min, max], or a message naming the
+/* An integer in [min, max] (number.h's rule), or a message naming the
  * option and the range. */
 static int parse_int_option(const char *option, const char *arg, long long min,
 			    long long max, long long *out, FILE *err)
 {
-	char *end;
-	long long v;
+	char expects[64], why[256];
 
-	errno = 0;
-	v = strtoll(arg, &end, 10);
-	if (end == arg || *end != '\0' || errno == ERANGE) {
-		fprintf(err, "csserver: %s: '%s' is not an integer (allowed: %lld..%lld)\n",
-			option, arg, min, max);
-		return -1;
-	}
-	if (v < min || v > max) {
-		fprintf(err, "csserver: %s: %lld is out of range (allowed: %lld..%lld)\n",
-			option, v, min, max);
-		return -1;
-	}
-	*out = v;
-	return 0;
+	snprintf(expects, sizeof(expects), "an integer from %lld to %lld", min, max);
+	const struct cs_number number = { option, (double)min, (double)max,
+					  CS_NUMBER_INTEGER, expects };
+	if (cs_number_read_integer(&number, arg, out, why, sizeof(why)) == 0)
+		return 0;
+	fprintf(err, "csserver: %s\n", why);
+	return -1;
 }
 
 static int parse_accept_mode(const char *arg, enum cs_accept_mode *mode, FILE *err)

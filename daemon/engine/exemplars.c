@@ -5,41 +5,12 @@
  * request slower than the fastest kept one replaces it in O(log n).
  */
 #include "engine_internal.h"
+#include "slowest.h"
 
-/* Keep the CS_EXEMPLARS slowest requests: a min-heap on total_ns. */
-static void heap_swap(struct cs_exemplar *a, struct cs_exemplar *b)
-{
-	struct cs_exemplar t = *a;
-	*a = *b;
-	*b = t;
-}
+/* The heap's key is the split each element begins with. */
+_Static_assert(offsetof(struct cs_exemplar, split) == 0, "an exemplar begins with its split");
 
 void cs_keep_exemplar(struct cs_request_stats *stats, const struct cs_exemplar *candidate)
 {
-	struct cs_exemplar *heap = stats->exemplars;
-	size_t n = stats->exemplar_count;
-	if (n < CS_EXEMPLARS) {
-		size_t i = n;
-		heap[i] = *candidate;
-		stats->exemplar_count++;
-		while (i > 0 && heap[(i - 1) / 2].split.total_ns > heap[i].split.total_ns) {
-			heap_swap(&heap[(i - 1) / 2], &heap[i]);
-			i = (i - 1) / 2;
-		}
-		return;
-	}
-	if (candidate->split.total_ns <= heap[0].split.total_ns)
-		return;
-	heap[0] = *candidate;
-	for (size_t i = 0;;) {
-		size_t smallest = i, left = 2 * i + 1, right = left + 1;
-		if (left < n && heap[left].split.total_ns < heap[smallest].split.total_ns)
-			smallest = left;
-		if (right < n && heap[right].split.total_ns < heap[smallest].split.total_ns)
-			smallest = right;
-		if (smallest == i)
-			break;
-		heap_swap(&heap[i], &heap[smallest]);
-		i = smallest;
-	}
+	cs_slowest_keep(stats->exemplars, &stats->exemplar_count, CS_EXEMPLARS, sizeof(*candidate), candidate);
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* What flamegraph keeps while it runs (see flame_collect.h). Pure. */
 #include "flame_collect.h"
+#include "slowest.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,47 +138,15 @@ int cs_flame_collect_stack_record(struct cs_flame_collector *c, const void *reco
 	return -EINVAL;
 }
 
-/* ---- the slowest requests: a min-heap on total_ns ------------------------------ */
+/* ---- the slowest requests (slowest.h) ----------------------------------------- */
 
-static void swap_requests(struct cs_flame_request *a, struct cs_flame_request *b)
-{
-	struct cs_flame_request t = *a;
-	*a = *b;
-	*b = t;
-}
-
-static void sift_down(struct cs_flame_request *heap, size_t n, size_t i)
-{
-	for (;;) {
-		size_t smallest = i, left = 2 * i + 1, right = left + 1;
-		if (left < n && heap[left].split.total_ns < heap[smallest].split.total_ns)
-			smallest = left;
-		if (right < n && heap[right].split.total_ns < heap[smallest].split.total_ns)
-			smallest = right;
-		if (smallest == i)
-			return;
-		swap_requests(&heap[i], &heap[smallest]);
-		i = smallest;
-	}
-}
+_Static_assert(offsetof(struct cs_flame_request, split) == 0, "a request begins with its split");
 
 static void keep_request(struct cs_flame_collector *c, const struct cs_flame_request *r)
 {
-	struct cs_flame_request *heap = c->requests;
-	if (c->request_count < CS_FLAME_MAX_REQUESTS) {
-		size_t i = c->request_count++;
-		heap[i] = *r;
-		while (i > 0 && heap[(i - 1) / 2].split.total_ns > heap[i].split.total_ns) {
-			swap_requests(&heap[(i - 1) / 2], &heap[i]);
-			i = (i - 1) / 2;
-		}
-		return;
-	}
-	c->requests_not_kept++;
-	if (r->split.total_ns <= heap[0].split.total_ns)
-		return;
-	heap[0] = *r;
-	sift_down(heap, c->request_count, 0);
+	if (c->request_count >= CS_FLAME_MAX_REQUESTS)
+		c->requests_not_kept++;
+	cs_slowest_keep(c->requests, &c->request_count, CS_FLAME_MAX_REQUESTS, sizeof(*r), r);
 }
 
 void cs_flame_collect_request(struct cs_flame_collector *c, const struct cs_engine *engine, const void *record,

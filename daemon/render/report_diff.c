@@ -7,9 +7,9 @@
  * print is computed from their histograms (latency_buckets_us).
  */
 #include "report_diff.h"
+#include "errmsg.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include "json.h"
@@ -24,14 +24,6 @@ static const struct {
 	{ "p50", "p50", 50 }, { "p90", "p90", 90 }, { "p99", "p99", 99 }, { "p999", "p99.9", 99.9 }, { "max", "max", 100 },
 };
 #define LATENCY_ROWS (sizeof(latency_rows) / sizeof(latency_rows[0]))
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, err_len, fmt, ap);
-	va_end(ap);
-}
 
 /* A number at a path of object keys ("latency_us", "p99"); NAN if absent. */
 static double number_at(const json_t *root, const char *first, const char *second)
@@ -73,29 +65,25 @@ static int check_report(const json_t *report, const char *which, char *err, size
 	} needed[] = { { "duration_s", JSON_REAL },	 { "requests", JSON_INTEGER }, { "latency_us", JSON_OBJECT },
 		       { "tail", JSON_OBJECT },	 { "conditions", JSON_OBJECT }, { "listeners", JSON_ARRAY } };
 	if (!json_is_object(report)) {
-		set_err(err, err_len, "%s is not a JSON object", which);
-		return -1;
+		return cs_fail(err, err_len, "%s is not a JSON object", which);
 	}
 	/* Reports from before the field have none: schema 1 too. */
 	const json_t *schema = json_object_get(report, "schema_version");
 	if (schema && json_integer_value(schema) != CS_REPORT_SCHEMA_VERSION) {
-		set_err(err, err_len, "%s is a report of schema_version %lld; this connscope reads %d", which,
+		return cs_fail(err, err_len, "%s is a report of schema_version %lld; this connscope reads %d", which,
 			(long long)json_integer_value(schema), CS_REPORT_SCHEMA_VERSION);
-		return -1;
 	}
 	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
 		const json_t *value = json_object_get(report, needed[i].key);
 		if (!value) {
-			set_err(err, err_len, "%s has no '%s': not a connscope report (connscope report --json)", which,
+			return cs_fail(err, err_len, "%s has no '%s': not a connscope report (connscope report --json)", which,
 				needed[i].key);
-			return -1;
 		}
 		/* A whole number of seconds may well be written as an integer. */
 		bool number = needed[i].type == JSON_REAL || needed[i].type == JSON_INTEGER;
 		if (number ? !json_is_number(value) : json_typeof(value) != needed[i].type) {
-			set_err(err, err_len, "%s: '%s' is not %s", which, needed[i].key,
+			return cs_fail(err, err_len, "%s: '%s' is not %s", which, needed[i].key,
 				number ? "a number" : needed[i].type == JSON_OBJECT ? "an object" : "an array");
-			return -1;
 		}
 	}
 	return 0;
@@ -454,15 +442,12 @@ int cs_report_diff(FILE *out, const json_t *before, const json_t *after, const s
 	    check_report(after, options->after_name ? options->after_name : "AFTER", err, err_len))
 		return -1;
 	json_t *diff = build_diff(before, after, options->extra_percentile);
-	if (!diff) {
-		set_err(err, err_len, "out of memory");
-		return -1;
-	}
+	if (!diff)
+		return cs_fail(err, err_len, "out of memory");
 	if (options->as_json) {
 		if (cs_json_dump(out, diff) == 0)
 			return 0;
-		set_err(err, err_len, "the comparison could not be written");
-		return -1;
+		return cs_fail(err, err_len, "the comparison could not be written");
 	}
 	text_diff(out, diff);
 	json_decref(diff);

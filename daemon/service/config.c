@@ -3,7 +3,6 @@
 #include "errmsg.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,44 +10,31 @@
 #include <sys/stat.h>
 
 #include "metrics.h"
+#include "number.h"
+#include "probes.h"
 
 void cs_config_init(struct cs_daemon_config *config)
 {
 	memset(config, 0, sizeof(*config));
-	config->sample_hz = 10;
-	config->ring_mb = 8;
+	config->sample_hz = CS_SAMPLE_HZ_DEFAULT;
+	config->ring_mb = CS_RING_MB_DEFAULT;
 	config->bpf_stats = true;
 	config->trace = cs_trace_schedule_default();
 }
 
-/* The whole string is an integer within [min, max]. */
-static bool integer(const char *text, long min, long max, long *out)
-{
-	char *end;
-	errno = 0;
-	long value = strtol(text, &end, 10);
-	if (errno || end == text || *end || value < min || value > max)
-		return false;
-	*out = value;
-	return true;
-}
-
-/* An invalid value: the message in errmsg, -EINVAL. */
-__attribute__((format(printf, 3, 4)))
-static int invalid(char *errmsg, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(errmsg, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
+/* The numbers a config file takes (number.h's rule); the caller puts the key before "expects". */
+static const struct cs_number number_port = { NULL, 1, 65535, CS_NUMBER_INTEGER, "a TCP port (1-65535)" };
+static const struct cs_number number_pid = { NULL, 1, CS_PID_MAX_LIMIT, CS_NUMBER_INTEGER,
+					     "a process id (1-" CS_STR(CS_PID_MAX_LIMIT) ")" };
+static const struct cs_number number_sample_hz = { NULL, 1, 1000, CS_NUMBER_INTEGER, "1-1000" };
+static const struct cs_number number_ring_mb = { NULL, 1, 1024, CS_NUMBER_POW2,
+						 "a power of two from 1 to 1024" };
 
 static int set_once(const struct cs_daemon_config *config, bool *has, const char *key, char *errmsg,
 		    size_t errlen)
 {
 	if (*has && !config->last_wins)
-		return invalid(errmsg, errlen, "is set twice (%s takes one value)", key);
+		return cs_fail_code(-EINVAL, errmsg, errlen, "is set twice (%s takes one value)", key);
 	*has = true;
 	return 0;
 }
@@ -59,7 +45,7 @@ static int yes_or_no(struct cs_daemon_config *config, const char *key, const cha
 {
 	bool yes = !strcmp(value, "yes"), no = !strcmp(value, "no");
 	if (!yes && !no)
-		return invalid(errmsg, errlen, "expects yes or no, not '%s'", value);
+		return cs_fail_code(-EINVAL, errmsg, errlen, "expects yes or no, not '%s'", value);
 	if (set_once(config, has, key, errmsg, errlen))
 		return -EINVAL;
 	*setting = yes;
@@ -71,7 +57,7 @@ static int set_bpf_stats(struct cs_daemon_config *config, const char *value, cha
 {
 	bool always = !strcmp(value, "always");
 	if (!always && strcmp(value, "yes") != 0 && strcmp(value, "no") != 0)
-		return invalid(errmsg, errlen, "expects yes, always or no, not '%s'", value);
+		return cs_fail_code(-EINVAL, errmsg, errlen, "expects yes, always or no, not '%s'", value);
 	if (set_once(config, &config->has_bpf_stats, "bpf-stats", errmsg, errlen))
 		return -EINVAL;
 	config->bpf_stats = always || !strcmp(value, "yes");
@@ -94,33 +80,32 @@ static int set_trace(struct cs_daemon_config *config, const char *value, char *e
 int cs_config_set(struct cs_daemon_config *config, const char *key, const char *value,
 		  char *errmsg, size_t errlen)
 {
-	long number;
+	long long number;
 	if (!strcmp(key, "port")) {
-		if (!integer(value, 1, 65535, &number))
-			return invalid(errmsg, errlen, "expects a TCP port (1-65535), not '%s'", value);
+		if (cs_number_read_integer(&number_port, value, &number, errmsg, errlen))
+			return -EINVAL;
 		for (size_t i = 0; i < config->port_count; i++)
 			if (config->ports[i] == number)
 				return 0;
 		if (config->port_count >= CS_CONFIG_MAX_TARGETS)
-			return invalid(errmsg, errlen, "takes at most %d ports", CS_CONFIG_MAX_TARGETS);
+			return cs_fail_code(-EINVAL, errmsg, errlen, "takes at most %d ports", CS_CONFIG_MAX_TARGETS);
 		config->ports[config->port_count++] = (uint16_t)number;
 		return 0;
 	}
 	if (!strcmp(key, "pid")) {
-		if (!integer(value, 1, CS_PID_MAX_LIMIT, &number))
-			return invalid(errmsg, errlen, "expects a process id (1-%d), not '%s'", CS_PID_MAX_LIMIT,
-				       value);
+		if (cs_number_read_integer(&number_pid, value, &number, errmsg, errlen))
+			return -EINVAL;
 		for (size_t i = 0; i < config->pid_count; i++)
 			if (config->pids[i] == number)
 				return 0;
 		if (config->pid_count >= CS_CONFIG_MAX_TARGETS)
-			return invalid(errmsg, errlen, "takes at most %d pids", CS_CONFIG_MAX_TARGETS);
+			return cs_fail_code(-EINVAL, errmsg, errlen, "takes at most %d pids", CS_CONFIG_MAX_TARGETS);
 		config->pids[config->pid_count++] = (pid_t)number;
 		return 0;
 	}
 	if (!strcmp(key, "netns")) {
 		if (!*value || strlen(value) >= sizeof(config->netns))
-			return invalid(errmsg, errlen, "expects a pid, a /proc/PID/ns/net or an 'ip netns' name, "
+			return cs_fail_code(-EINVAL, errmsg, errlen, "expects a pid, a /proc/PID/ns/net or an 'ip netns' name, "
 				       "not '%s'", value);
 		strcpy(config->netns, value);
 		return 0;
@@ -133,7 +118,7 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		struct sockaddr_storage addr;
 		unsigned int addr_len;
 		if (strlen(value) >= sizeof(config->metrics) || cs_parse_listen_address(value, &addr, &addr_len))
-			return invalid(errmsg, errlen, "expects ADDR:PORT, [ADDR6]:PORT or PORT, not '%s'",
+			return cs_fail_code(-EINVAL, errmsg, errlen, "expects ADDR:PORT, [ADDR6]:PORT or PORT, not '%s'",
 				       value);
 		if (set_once(config, &config->has_metrics, key, errmsg, errlen))
 			return -EINVAL;
@@ -141,17 +126,16 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		return 0;
 	}
 	if (!strcmp(key, "sample-hz")) {
-		if (!integer(value, 1, 1000, &number))
-			return invalid(errmsg, errlen, "expects 1-1000, not '%s'", value);
+		if (cs_number_read_integer(&number_sample_hz, value, &number, errmsg, errlen))
+			return -EINVAL;
 		if (set_once(config, &config->has_sample_hz, key, errmsg, errlen))
 			return -EINVAL;
 		config->sample_hz = (unsigned int)number;
 		return 0;
 	}
 	if (!strcmp(key, "ring-mb")) {
-		if (!integer(value, 1, 1024, &number) || (number & (number - 1)))
-			return invalid(errmsg, errlen, "expects a power of two from 1 to 1024, not '%s'",
-				       value);
+		if (cs_number_read_integer(&number_ring_mb, value, &number, errmsg, errlen))
+			return -EINVAL;
 		if (set_once(config, &config->has_ring_mb, key, errmsg, errlen))
 			return -EINVAL;
 		config->ring_mb = (unsigned int)number;

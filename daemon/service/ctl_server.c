@@ -19,6 +19,7 @@
 #include "analysis.h"
 #include "cost_render.h"
 #include "ctl_proto.h"
+#include "ctl_socket.h"
 #include "errmsg.h"
 #include "json.h"
 #include "live.h"
@@ -55,9 +56,7 @@ void cs_ctl_log(struct cs_ctl_server *server, const char *fmt, ...)
 	}
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("connscoped: control: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	cs_ctl_vlog(fmt, ap);
 	va_end(ap);
 }
 

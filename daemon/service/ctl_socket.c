@@ -14,14 +14,19 @@
 
 #include "errmsg.h"
 
+void cs_ctl_vlog(const char *fmt, va_list ap)
+{
+	fputs("connscoped: control: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 __attribute__((format(printf, 1, 2)))
 static void sock_log(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("connscoped: control: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	cs_ctl_vlog(fmt, ap);
 	va_end(ap);
 }
 

@@ -9,6 +9,7 @@
 #ifndef CS_CTL_SOCKET_H
 #define CS_CTL_SOCKET_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -22,5 +23,8 @@ struct cs_ctl_socket {
 /* Returns 0, or -1 with a one-line message in errmsg. */
 int cs_ctl_socket_open(struct cs_ctl_socket *sock, const char *path, char *errmsg, size_t errlen);
 void cs_ctl_socket_close(struct cs_ctl_socket *sock);
+
+/* One line of the control side's log on stderr: "connscoped: control: ...". */
+void cs_ctl_vlog(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 #endif /* CS_CTL_SOCKET_H */

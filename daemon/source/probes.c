@@ -20,9 +20,11 @@
 #include <sys/epoll.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "connscope.skel.h"
+#include "kernel_check.h"
 #include "units.h"
 
 /* The per-packet probe stays attached this long after the last drain. */
@@ -87,31 +89,21 @@ static int ensure_tracefs(char *errmsg, size_t errlen)
 		    "'mount -t tracefs nodev /sys/kernel/tracing' as root", strerror(errno));
 }
 
-/*
- * Does this kernel have the trace event GROUP/NAME? tracefs lists every one
- * (the preflight made sure it is mounted): a stat, where
- * libbpf_find_vmlinux_btf_id() would parse the kernel's whole BTF (some
- * 5 MB, a tenth of a second) for one name, and the load parses it again.
- */
-static bool has_trace_event(const char *group, const char *name)
-{
-	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
-	char path[256];
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-		snprintf(path, sizeof(path), "%s/events/%s/%s", roots[i], group, name);
-		if (!access(path, F_OK))
-			return true;
-	}
-	return false;
-}
-
+/* BTF, tracefs, and the trace events of kernel_check.c: what the probes cannot do without. */
 static int check_kernel(char *errmsg, size_t errlen)
 {
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
 		return cs_fail(errmsg, errlen,
 			    "this kernel has no BTF (/sys/kernel/btf/vmlinux): connscope needs a kernel "
 			    "built with CONFIG_DEBUG_INFO_BTF=y (most distribution kernels since 5.8)");
-	return ensure_tracefs(errmsg, errlen);
+	if (ensure_tracefs(errmsg, errlen))
+		return -1;
+	struct utsname names;
+	const char *root = cs_tracefs_root();
+	if (!root)
+		return cs_fail(errmsg, errlen, "tracefs has no events/ directory: cannot tell which trace events "
+			       "this kernel has");
+	return cs_kernel_check(root, uname(&names) ? NULL : names.release, errmsg, errlen);
 }
 
 int cs_probes_preflight(char *errmsg, size_t errlen)
@@ -230,16 +222,14 @@ static int attach_all(struct cs_probes *probes, char *errmsg, size_t errlen)
 }
 
 /*
- * For the tests only: CONNSCOPE_SKIP_RUNS=client-established drops every
- * run of the state probe at a local client's ESTABLISHED, as the kernel
- * does to a softirq's run while the probe runs in a task on that CPU:
- * what the probes recover from it is then tested every time, not by luck.
+ * A seam for the tests: build/connscope-test links tests/hooks/probes_hooks.c,
+ * whose definition makes the probes do on purpose, between open and load,
+ * what the kernel does by chance. connscope and connscoped have this one,
+ * which does nothing.
  */
-static void test_skip_choice(struct cs_probes *probes)
+__attribute__((weak)) void cs_probes_test_hooks(struct cs_probes *probes)
 {
-	const char *choice = getenv("CONNSCOPE_SKIP_RUNS");
-	if (choice && strstr(choice, "client-established"))
-		probes->skel->rodata->skip_client_established = true;
+	(void)probes;
 }
 
 /*
@@ -293,10 +283,10 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 	probes->skel->rodata->trace_handshakes = opts->trace_handshakes;
 	probes->skel->rodata->attach_ns = probes->attach_ns;
 	/* Optional hooks: leave out what this kernel does not have. */
-	if (!has_trace_event("tcp", "tcp_sendmsg_locked"))
+	if (!cs_kernel_has_event(cs_tracefs_root(), "tcp", "tcp_sendmsg_locked"))
 		bpf_program__set_autoload(probes->skel->progs.on_tcp_sendmsg, false);
 	bench_probe_choice(probes);
-	test_skip_choice(probes);
+	cs_probes_test_hooks(probes);
 	if (bpf_map__set_max_entries(probes->skel->maps.events, opts->ring_bytes))
 		return cs_fail(errmsg, errlen, "ring buffer size %u is not a power of two", opts->ring_bytes);
 

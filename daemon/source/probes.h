@@ -23,6 +23,9 @@ struct ring_buffer;
 struct bpf_link;
 struct cs_listen_socket;
 
+/* Listener queue samples per second (--sample-hz, the config's sample-hz). */
+#define CS_SAMPLE_HZ_DEFAULT 10
+
 struct cs_probe_options {
 	uint32_t ring_bytes;         /* ring buffer size, a power of two */
 	uint32_t wakeup_bytes;       /* wake the consumer past this much queued data */
@@ -35,7 +38,6 @@ struct cs_probe_options {
 /* Called with each record taken off the ring buffer. */
 typedef int (*cs_record_fn)(void *ctx, const void *record, size_t len);
 
-#define CS_MAX_ENDPOINTS 1024 /* the BPF map's size */
 /* Programs of the probes' object whose run time is read; more are not. */
 #define CS_COST_PROGS_MAX 64
 
@@ -81,7 +83,7 @@ struct cs_probes {
 	uint64_t attach_ns;                  /* CLOCK_MONOTONIC at start */
 	struct cs_u64map listener_sks;       /* socket inode -> struct listener_identity (iter walk) */
 	uint64_t port_bits[CS_PORT_WORDS];   /* target ports, as the BPF side has them */
-	uint64_t endpoints[CS_MAX_ENDPOINTS]; /* netns inode << 16 | port, as the BPF side has them */
+	uint64_t endpoints[CS_ENDPOINTS_MAX]; /* cs_endpoint_key()s, as the BPF side has them */
 	size_t endpoint_count;
 	uint64_t last_walk_ns;               /* last iter/tcp walk */
 	uint64_t listener_walks;             /* iter/tcp walks made */
@@ -108,12 +110,6 @@ int cs_probes_add_port(struct cs_probes *probes, uint16_t port);
 /* Stop watching (a reload dropped the target); -ENOENT if it was not watched. */
 int cs_probes_remove_tgid(struct cs_probes *probes, uint32_t tgid);
 int cs_probes_remove_port(struct cs_probes *probes, uint16_t port);
-
-/* The endpoint map's key: netns inode << 16 | port, as the BPF side has it. */
-static inline uint64_t cs_endpoint_key(uint32_t netns_ino, uint16_t port)
-{
-	return (uint64_t)netns_ino << 16 | port;
-}
 
 /*
  * A target endpoint: port in the network namespace numbered netns_ino

@@ -22,4 +22,11 @@ void cs_probes_cost_init(struct cs_probes *probes, const struct cs_probe_options
 /* Hand the counting back: the kernel restores its state when the last holder lets go. */
 void cs_probes_cost_free(struct cs_probes *probes);
 
+/*
+ * Between the probes' open and their load: nothing in connscope and
+ * connscoped; build/connscope-test's (tests/hooks/probes_hooks.c) sets
+ * what the tests ask for.
+ */
+void cs_probes_test_hooks(struct cs_probes *probes);
+
 #endif /* CS_PROBES_INTERNAL_H */

@@ -162,7 +162,7 @@ int cs_probes_walk_listeners(struct cs_probes *probes, uint64_t now_ns)
 
 static bool is_target_endpoint(const struct cs_probes *probes, uint32_t netns_ino, uint16_t port)
 {
-	if (!(probes->port_bits[port / 64] & (1ull << (port % 64))))
+	if (!(probes->port_bits[cs_port_word(port)] & cs_port_bit(port)))
 		return false;
 	for (size_t i = 0; i < probes->endpoint_count; i++)
 		if (probes->endpoints[i] == cs_endpoint_key(netns_ino, port))

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "trace_file.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,27 +114,6 @@ int cs_trace_finish(struct cs_trace_writer *writer, const struct cs_report_meta 
 	return writer->error;
 }
 
-__attribute__((format(printf, 3, 4)))
-static int corrupt(char *errmsg, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(errmsg, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-/* A file cut short (the recorder was killed): what came before is good. */
-__attribute__((format(printf, 3, 4)))
-static int truncated(char *errmsg, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(errmsg, errlen, fmt, ap);
-	va_end(ap);
-	return -ENODATA;
-}
-
 /* The run's wall clock, host and kernel; the names NUL-terminated whatever the file says. */
 static void apply_run(struct cs_trace_info *info, const struct cs_trace_run *run)
 {
@@ -213,19 +192,19 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 
 	size_t got = fread(&header, 1, sizeof(header), file);
 	if (got < sizeof(header.magic) || memcmp(header.magic, CS_TRACE_MAGIC, sizeof(header.magic)) != 0)
-		return corrupt(errmsg, errlen, "not a connscope trace (bad magic)");
+		return cs_fail_code(-EINVAL, errmsg, errlen, "not a connscope trace (bad magic)");
 	if (got < sizeof(header))
-		return corrupt(errmsg, errlen, "truncated header (%zu of %zu bytes)", got, sizeof(header));
+		return cs_fail_code(-EINVAL, errmsg, errlen, "truncated header (%zu of %zu bytes)", got, sizeof(header));
 	/* Wire versions only add record types and grow records at their end: older ones still read. */
 	if (header.file_version < CS_TRACE_VERSION_MIN || header.file_version > CS_TRACE_VERSION ||
 	    header.wire_version < CS_WIRE_VERSION_MIN ||
 	    header.wire_version > CS_WIRE_VERSION)
-		return corrupt(errmsg, errlen,
+		return cs_fail_code(-EINVAL, errmsg, errlen,
 			       "trace format %u (wire %u) is not one this connscope reads (%u to %u, wire %u to %u)",
 			       header.file_version, header.wire_version, CS_TRACE_VERSION_MIN, CS_TRACE_VERSION,
 			       CS_WIRE_VERSION_MIN, CS_WIRE_VERSION);
 	if (header.header_size != sizeof(header))
-		return corrupt(errmsg, errlen, "header size %u, expected %zu", header.header_size, sizeof(header));
+		return cs_fail_code(-EINVAL, errmsg, errlen, "header size %u, expected %zu", header.header_size, sizeof(header));
 	memcpy(info->target, header.target, sizeof(info->target));
 	info->target[sizeof(info->target) - 1] = '\0';
 	info->start_ns = header.start_ns;
@@ -238,19 +217,19 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 		if (got == 0)
 			break;
 		if (info->has_summary)
-			return corrupt(errmsg, errlen, "data after the summary at offset %" PRIu64, offset);
+			return cs_fail_code(-EINVAL, errmsg, errlen, "data after the summary at offset %" PRIu64, offset);
 		if (got < sizeof(hdr))
-			return truncated(errmsg, errlen, "truncated record header at offset %" PRIu64, offset);
+			return cs_fail_code(-ENODATA, errmsg, errlen, "truncated record header at offset %" PRIu64, offset);
 		size_t expected = stored_size(hdr.type, header.wire_version);
 		if (!expected)
-			return corrupt(errmsg, errlen, "unknown record type %u at offset %" PRIu64, hdr.type, offset);
+			return cs_fail_code(-EINVAL, errmsg, errlen, "unknown record type %u at offset %" PRIu64, hdr.type, offset);
 		if (hdr.size != expected)
-			return corrupt(errmsg, errlen, "record type %u at offset %" PRIu64 " says %u bytes, expected %zu",
+			return cs_fail_code(-EINVAL, errmsg, errlen, "record type %u at offset %" PRIu64 " says %u bytes, expected %zu",
 				       hdr.type, offset, hdr.size, expected);
 		memcpy(record, &hdr, sizeof(hdr));
 		got = fread(record + sizeof(hdr), 1, expected - sizeof(hdr), file);
 		if (got < expected - sizeof(hdr))
-			return truncated(errmsg, errlen, "truncated record at offset %" PRIu64, offset);
+			return cs_fail_code(-ENODATA, errmsg, errlen, "truncated record at offset %" PRIu64, offset);
 		if (hdr.type == CS_TRACE_SUMMARY_TYPE) {
 			struct cs_trace_summary summary;
 			memcpy(&summary, record, sizeof(summary));
@@ -272,6 +251,6 @@ int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs
 		offset += expected;
 	}
 	if (ferror(file))
-		return corrupt(errmsg, errlen, "read error at offset %" PRIu64 ": %s", offset, strerror(errno));
+		return cs_fail_code(-EINVAL, errmsg, errlen, "read error at offset %" PRIu64 ": %s", offset, strerror(errno));
 	return 0;
 }

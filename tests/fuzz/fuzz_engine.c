@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "engine.h"
-#include "json_valid.h"
+#include "parses_as_json.h"
 #include "report.h"
 
 static void render_and_check(const struct cs_engine *engine, const struct cs_report_meta *meta)
@@ -39,7 +39,7 @@ static void render_and_check(const struct cs_engine *engine, const struct cs_rep
 	cs_report_json(out, engine, meta);
 	if (fclose(out))
 		abort();
-	if (!json_valid(text, len)) {
+	if (!parses_as_json(text, len)) {
 		fprintf(stderr, "invalid JSON report:\n%s\n", text);
 		abort();
 	}

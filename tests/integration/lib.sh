@@ -3,6 +3,8 @@
 set -euo pipefail
 : "${CS_BUILD:?CS_BUILD must name the build directory}"
 CS_BIN=$CS_BUILD/connscope
+# connscope with the tests' hooks (tests/hooks/), for the tests that need them.
+CS_TEST_BIN=$CS_BUILD/connscope-test
 CS_SERVER=$CS_BUILD/csserver
 CS_LOAD=$CS_BUILD/csload
 CS_TMP=$(mktemp -d /tmp/cs-itest.XXXXXX)

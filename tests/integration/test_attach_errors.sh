@@ -61,9 +61,31 @@ cs_start_server --workers 1
 # no BTF: hide /sys/kernel/btf in a private mount namespace
 expect 1 "this kernel has no BTF" \
   unshare -m sh -c "mount -t tmpfs none /sys/kernel/btf && exec \"\$0\" \"\$@\"" "$CS_BIN" attach --pid "$SERVER_PID" --duration 1
-# a tracepoint missing: a tracefs view without the syscall tracepoints
+# tracefs_view DIR [no-reason]: a tracefs of the trace events the start-up
+# check asks for (kernel_check.c), and nothing else; no-reason: as a kernel
+# before 6.10 shows tcp_send_reset, without its reason.
+tracefs_view() {
+  local view=$1 event real=/sys/kernel/tracing
+  [[ -d $real/events ]] || real=/sys/kernel/debug/tracing
+  for event in tcp/tcp_send_reset sock/sk_data_ready sock/sock_recv_length sock/sock_send_length; do
+    mkdir -p "$view/events/$event"
+    cp "$real/events/$event/format" "$view/events/$event/format"
+  done
+  [[ ${2:-} != no-reason ]] || sed -i '/ reason;/d' "$view/events/tcp/tcp_send_reset/format"
+}
+# attach seeing only VIEW as tracefs, in a private mount namespace
+attach_with_tracefs() {
+  unshare -m sh -c "mount --bind '$1' /sys/kernel/tracing && mount -t tmpfs none /sys/kernel/debug && exec \"\$0\" \"\$@\"" \
+    "$CS_BIN" attach --pid "$SERVER_PID" --duration 1
+}
+# a kernel older than the minimum: told at start-up, by the feature it lacks
+tracefs_view "$CS_TMP/old-kernel" no-reason
+expect 1 "has no trace event tcp/tcp_send_reset with its field reason \(Linux 6\.10\): connscope needs Linux 6\.10 or later" \
+  attach_with_tracefs "$CS_TMP/old-kernel"
+# a tracepoint missing past the check: a tracefs view without the syscall tracepoints
+tracefs_view "$CS_TMP/no-syscalls"
 expect 1 "cannot attach probe on_enter_accept4 \(tracepoint/syscalls/sys_enter_accept4\).*lack the hook" \
-  unshare -m sh -c "mount -t tmpfs none /sys/kernel/tracing && mkdir -p /sys/kernel/tracing/events && mount -t tmpfs none /sys/kernel/debug && exec \"\$0\" \"\$@\"" "$CS_BIN" attach --pid "$SERVER_PID" --duration 1
+  attach_with_tracefs "$CS_TMP/no-syscalls"
 
 # the target exits mid-run: a clean end with the report of what was seen
 "$CS_BIN" attach --pid "$SERVER_PID" >"$CS_TMP/report.txt" 2>"$CS_TMP/exit.err" &

@@ -11,7 +11,8 @@
 # never finds the queue so (each connection is accepted before its answer),
 # has none followed; the burst has its delayed ones followed. A second
 # connscope watches the burst as if the kernel had skipped every run of its
-# state probe at a client's ESTABLISHED (CONNSCOPE_SKIP_RUNS: a softirq's
+# state probe at a client's ESTABLISHED (connscope-test's
+# CONNSCOPE_SKIP_RUNS, tests/hooks/probes_hooks.c: a softirq's
 # run, while the probe runs in a task on that CPU, is skipped, and one such
 # moment can take a whole burst): it must find the delayed connects all the
 # same, from the clients' retransmits.
@@ -48,7 +49,7 @@ overflows_before=$(netstat_counter ListenOverflows)
 "$CS_BIN" attach --pid "$SERVER_PID" --duration 14 --json --verbose >"$CS_TMP/report.json" 2>"$CS_TMP/cs.err" &
 cs=$!
 cs_wait_attached "$CS_TMP/cs.err"
-CONNSCOPE_SKIP_RUNS=client-established "$CS_BIN" attach --pid "$SERVER_PID" --duration 14 --json --verbose \
+CONNSCOPE_SKIP_RUNS=client-established "$CS_TEST_BIN" attach --pid "$SERVER_PID" --duration 14 --json --verbose \
   >"$CS_TMP/skip.json" 2>"$CS_TMP/skip.err" &
 cs_skip=$!
 cs_wait_attached "$CS_TMP/skip.err"

@@ -814,6 +814,28 @@ static void check_tail_json(const struct json *tail, double percentile, uint64_t
 	cr_assert_eq(dominant, requests, "requests by largest cause");
 }
 
+/* Threads: the readers (7, 21), the sampled one, the accepting one (3); 21 read the ten slow requests. */
+static void check_threads_json(const struct json *threads)
+{
+	cr_assert_eq(length(threads), 3);
+	bool found = false;
+	for (size_t i = 0; i < length(threads); i++) {
+		const struct json *t = element(threads, i);
+		for (int k = 0; k < CS_CAUSE_COUNT; k++) {
+			char key[64];
+			snprintf(key, sizeof(key), "%s_us", expected_causes[k]);
+			member(t, key, J_NUMBER);
+		}
+		if (number(t, "tid") != 21)
+			continue;
+		found = true;
+		cr_assert_eq(number(t, "requests"), 10);
+		cr_assert_float_eq(number(t, "event_loop_us"), 90000.0, 1e-3);
+		cr_assert_float_eq(number(t, "runq_total_us"), 800000.0, 1e-3);
+	}
+	cr_assert(found, "thread 21 missing");
+}
+
 Test(requests_json, tail_conditions_lifecycle_threads)
 {
 	population_event_loop_tail();
@@ -877,25 +899,7 @@ Test(requests_json, tail_conditions_lifecycle_threads)
 	cr_assert_eq(number(life, "resets_sent"), 1);
 	member(life, "lifetime_p50_ms", J_NUMBER);
 
-	/* Threads: the readers (7, 21), the sampled one, the accepting one (3); 21 read the ten slow requests. */
-	const struct json *threads = member(root, "threads", J_ARRAY);
-	cr_assert_eq(length(threads), 3);
-	bool found = false;
-	for (size_t i = 0; i < length(threads); i++) {
-		const struct json *t = element(threads, i);
-		for (int k = 0; k < CS_CAUSE_COUNT; k++) {
-			char key[64];
-			snprintf(key, sizeof(key), "%s_us", expected_causes[k]);
-			member(t, key, J_NUMBER);
-		}
-		if (number(t, "tid") != 21)
-			continue;
-		found = true;
-		cr_assert_eq(number(t, "requests"), 10);
-		cr_assert_float_eq(number(t, "event_loop_us"), 90000.0, 1e-3);
-		cr_assert_float_eq(number(t, "runq_total_us"), 800000.0, 1e-3);
-	}
-	cr_assert(found, "thread 21 missing");
+	check_threads_json(member(root, "threads", J_ARRAY));
 	json_free(root);
 	free(text);
 }

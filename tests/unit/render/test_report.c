@@ -583,29 +583,6 @@ Test(report_text, handshakes_line)
 	free(text);
 }
 
-/* ---- the JSON report, checked by a strict parser (json_check.h) ---------- */
-
-/* The parser itself must reject what it is here to catch. */
-Test(report_json, parser_rejects_invalid_json)
-{
-	static const char *const bad[] = {
-		"", "{", "{\"a\":1,}", "{\"a\" 1}", "[1 2]", "{\"a\":nan}", "{\"a\":-inf}", "[01]",
-		"[1.]", "[\"a\nb\"]", "[\"\\x\"]", "{\"a\":1}}", "{\"a\":1,\"a\":2}", "{a:1}", "[tru]",
-	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct json_parser jp = { .p = bad[i] };
-		struct json *root = json_parse_value(&jp, 0);
-		if (root)
-			skip_ws(&jp);
-		cr_assert(!root || *jp.p, "accepted invalid JSON: %s", bad[i]);
-		json_free(root);
-	}
-	struct json *ok = json_parse(" {\"a\":[1,-2.5e3,true,null,\"\\u0041\\n\"],\"b\":{}} ");
-	cr_assert_str_eq(element(member(ok, "a", J_ARRAY), 4)->string, "A\n");
-	cr_assert_eq(element(member(ok, "a", J_ARRAY), 1)->number, -2500.0);
-	json_free(ok);
-}
-
 /* ---- JSON report ---------------------------------------------------------- */
 
 static void assert_us(double got_us, uint64_t want_ns, const char *what)

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Everything the probes keep about one server-side connection, in its
+ * socket's storage (map conns, maps.bpf.h): the request under way, its
+ * phase, and what the first reads showed.
+ */
+#ifndef CS_CONN_STATE_BPF_H
+#define CS_CONN_STATE_BPF_H
+
+#include "vmlinux.h"
+#include "connscope.h"
+
+/* Request phase of a connection. */
+enum conn_phase {
+	PHASE_IDLE = 0, /* no request in progress */
+	PHASE_WAITING,  /* bytes ready, the server has not read them yet */
+	PHASE_HANDLING, /* read, no response sent yet */
+	PHASE_SENDING,  /* response (partly) sent */
+};
+
+enum peek_conn_state {
+	PEEK_START = 0, /* the connection's first read is still to come */
+	PEEK_TLS,       /* it began with a TLS record header: the framing is followed */
+	PEEK_PLAIN,     /* it began with an HTTP/1.x method: first reads scanned (http_peek.bpf.h) */
+	PEEK_OFF,       /* not TLS, the framing lost, or older than the attach: no more looks */
+	PEEK_ADOPTED,   /* adopted at an idle moment: its next read's first bytes must start a message */
+};
+
+/*
+ * A connection older than the attach is followed from its first idle
+ * moment (adopt_connection, adopt_when_idle): the request in flight at
+ * the attach is partial, every later one whole. Its first whole request
+ * says so once.
+ */
+enum adoption {
+	ADOPT_NONE = 0,    /* followed from its start, or not yet at an idle moment */
+	ADOPT_DUE,         /* adopted: its next request record carries CS_REQ_ADOPTED */
+	ADOPT_SAID,        /* ...and one did */
+	ADOPT_DUE_STAMPED, /* the same, TCP's stamp later than the attach (CS_REQ_ADOPTED_STAMPED) */
+};
+
+/* Everything about one server-side connection, in its socket's storage. */
+struct conn_state {
+	__u64 established_ns;
+	__u64 start_ns;
+	__u64 first_read_ns;
+	__u64 first_send_ns;
+	__u64 last_send_ns;
+	__u64 drain_end_ns;
+	__u64 pickup_runq_ns;
+	__u64 handler_runq_ns;
+	__u64 drain_runq_ns;
+	__u64 last_reader_task;   /* that thread's task_struct: read, never trusted (see below) */
+	__u64 start_run_delay_ns; /* the last reader's sched_info.run_delay when bytes came */
+	__u64 read_run_delay_ns;  /* reader's sched_info.run_delay at the first read */
+	__u64 send_run_delay_ns;  /* sender's at the first send; 0: not seen in its thread */
+	__u64 last_activity_ns;
+	__u64 handshake_extra_ns;
+	__u64 handler_start_ns; /* a parked request's worker began it (see cs_ev_handback) */
+	__u64 handler_end_ns;   /* ... and woke the reader with its answer; 0: not seen */
+	__u32 worker_tid;
+	__u32 write_seq_at_read; /* tcp write_seq at the first read: moves once we answer */
+	__u32 bytes_in;
+	__u32 bytes_out;
+	__u32 tgid;
+	__u32 reader_tid;
+	__u32 sender_tid;
+	__u32 last_reader_tid; /* kept across requests: who will likely read the next */
+	__u32 last_worker_tid; /* kept across requests: the worker that answered its last parked one */
+	__u32 requests;        /* requests started on this connection */
+	__u32 send_eagain;
+	__u32 window; /* the tracing window (trace_window) its request state belongs to */
+	__u16 phase;
+	__u16 flags;          /* enum cs_request_flags of the current request */
+	__u16 port;           /* local (listening) port: skc_num is cleared on close */
+	__u8 partial;         /* connection older than the attach */
+	__u8 closed;          /* close record already emitted */
+	__u8 unread_at_close; /* it closed with a request the server never read */
+	__u8 first_unseen;    /* its first request came while the request probes were detached */
+	__u8 adopted;         /* enum adoption: older than the attach, followed from an idle moment */
+	__u8 not_a_start;     /* its bytes at an idle moment were once no message start (said once) */
+	__u8 stamped_since;   /* partial, TCP's stamp later than the attach (see adopt_connection) */
+	/* What the server read in the first exchanges (see peek_read). */
+	__u8 peek_conn;  /* enum peek_conn_state */
+	__u8 peek_seen;  /* this exchange's reads were looked at: its bytes record is due */
+	__u8 peek_flags; /* enum cs_peek_flags of this exchange */
+	__u8 peek_first_len;
+	__u8 peek_records;
+	__u8 peek_scanned;     /* PEEK_PLAIN: the exchange (requests) whose first read was scanned */
+	__u8 tls_records_seen; /* a TLS record header was followed: the next is not the ClientHello */
+	__u32 tls_skip;        /* bytes of the TLS record under way still to be read */
+	__u32 hello_len;       /* the ClientHello record's length; 0: its body was copied (or not TLS) */
+	__u32 rcv_nxt_seen;    /* partial: TCP's rcv_nxt at the last look (see idle_since_last_look) */
+	__u8 peek_first[CS_PEEK_FIRST_LEN];
+	__u8 peek_types[CS_PEEK_TLS_RECORDS];
+	__u32 peek_read_us[CS_PEEK_TLS_RECORDS];
+};
+
+
+#endif /* CS_CONN_STATE_BPF_H */

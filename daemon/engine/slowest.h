@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The slowest requests of a stream, at most a fixed number of them: a
+ * bounded min-heap on the requests' total time, so that a request slower
+ * than the fastest one kept replaces it in O(log n). The engine keeps its
+ * exemplars so, `connscope flamegraph` the requests it joins to stacks.
+ */
+#ifndef CS_SLOWEST_H
+#define CS_SLOWEST_H
+
+#include <stddef.h>
+
+/*
+ * Keep candidate among the slowest in heap (*count elements of size bytes,
+ * room for cap), each element beginning with its struct cs_request_split
+ * (split.total_ns is the key). A candidate no slower than every kept one
+ * is left out once the heap is full.
+ */
+void cs_slowest_keep(void *heap, size_t *count, size_t cap, size_t size, const void *candidate);
+
+#endif /* CS_SLOWEST_H */
