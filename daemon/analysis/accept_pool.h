@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "advice.h"
+#include "kinds.h"
 #include "engine.h"
 
 struct cs_accept_pool {

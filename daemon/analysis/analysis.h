@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "advice.h"
+#include "kinds.h"
 #include "attrib.h"
 #include "cost.h"
 #include "diagnose.h"

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "advice.h"
+#include "kinds.h"
 #include "diagnose.h"
 #include "engine.h"
 #include "run_meta.h"

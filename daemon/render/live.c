@@ -6,6 +6,7 @@
 #include "analysis.h"
 #include "json.h"
 #include "report.h"
+#include "words.h"
 
 /*
  * live.conditions' order, which snapshot readers (connscope top, scripts)

@@ -7,6 +7,7 @@
 #include "analysis.h"
 #include "cost_render.h"
 #include "report_internal.h"
+#include "words.h"
 
 /* ---- text ---------------------------------------------------------------- */
 
@@ -97,8 +98,9 @@ static void text_tail(FILE *out, const struct cs_tail *tail)
 		fprintf(out, "  %-16s ", cs_cause_names[c->cause]);
 		text_bar(out, c->share);
 		fprintf(out, " %5.1f%%\n", 100.0 * c->share);
-		if (c->evidence[0])
-			fprintf(out, "  %-16s %s\n", "", c->evidence);
+		char evidence[CS_SENTENCE_LEN];
+		if (cs_cause_evidence(evidence, sizeof(evidence), c))
+			fprintf(out, "  %-16s %s\n", "", evidence);
 	}
 }
 
@@ -286,12 +288,14 @@ static void text_findings(FILE *out, const struct cs_analysis *analysis)
 		fprintf(out, "  no accept-path problem found\n");
 	for (size_t i = 0; i < analysis->finding_count; i++) {
 		const struct cs_finding *f = &analysis->findings[i];
+		char text[CS_SENTENCE_LEN], advice[CS_SENTENCE_LEN];
+		cs_finding_text(text, sizeof(text), f);
 		if (f->port)
-			fprintf(out, "  ! :%u %s\n", f->port, f->text);
+			fprintf(out, "  ! :%u %s\n", f->port, text);
 		else
-			fprintf(out, "  ! %s\n", f->text);
-		if (f->advice[0])
-			fprintf(out, "      -> %s\n", f->advice);
+			fprintf(out, "  ! %s\n", text);
+		if (cs_finding_advice(advice, sizeof(advice), f))
+			fprintf(out, "      -> %s\n", advice);
 	}
 }
 

@@ -13,6 +13,8 @@
 #include "cost_render.h"
 #include "json.h"
 #include "report_internal.h"
+#include "template.h"
+#include "words.h"
 
 /* Counts go to json_pack's "I", which takes a json_int_t. */
 #define JI(x) ((json_int_t)(x))
@@ -120,10 +122,13 @@ static json_t *tail_value(const struct cs_tail *tail)
 	json_t *causes = json_array();
 	for (int i = 0; i < CS_CAUSE_COUNT && tail->requests; i++) {
 		const struct cs_tail_cause *cause = &tail->causes[i];
-		json_array_append_new(causes, json_pack("{s:s,s:o,s:o,s:I,s:o}", "cause", cs_cause_names[cause->cause],
+		char evidence[CS_SENTENCE_LEN];
+		cs_cause_evidence(evidence, sizeof(evidence), cause);
+		json_array_append_new(causes, json_pack("{s:s,s:o,s:o,s:I,s:o,s:o}", "cause", cs_cause_names[cause->cause],
 							"share", cs_json_4(cause->share), "time_us",
 							cs_json_us(cause->ns), "requests", JI(cause->requests),
-							"evidence", cs_json_text(cause->evidence)));
+							"evidence", cs_json_text(evidence), "figures",
+							cs_figures_value(&cause->evidence)));
 	}
 	return json_pack("{s:f,s:o,s:I,s:o}", "percentile", tail->percentile, "threshold_us",
 			 cs_json_us(tail->threshold_ns), "requests", JI(tail->requests), "causes", causes);
@@ -310,13 +315,16 @@ static void add_run(json_t *report, const struct cs_engine *engine, const struct
 
 static json_t *findings_value(const struct cs_analysis *analysis)
 {
-	const struct cs_finding *findings = analysis->findings;
 	json_t *list = json_array();
-	for (size_t i = 0; i < analysis->finding_count; i++)
-		json_array_append_new(list, json_pack("{s:o,s:I,s:o,s:o}", "code", cs_json_text(findings[i].code),
-						      "port", JI(findings[i].port), "text",
-						      cs_json_text(findings[i].text), "advice",
-						      cs_json_text(findings[i].advice)));
+	for (size_t i = 0; i < analysis->finding_count; i++) {
+		const struct cs_finding *f = &analysis->findings[i];
+		char text[CS_SENTENCE_LEN], advice[CS_SENTENCE_LEN];
+		cs_finding_text(text, sizeof(text), f);
+		cs_finding_advice(advice, sizeof(advice), f);
+		json_array_append_new(list, json_pack("{s:o,s:I,s:o,s:o,s:o}", "code", cs_json_text(f->code), "port",
+						      JI(f->port), "text", cs_json_text(text), "advice", cs_json_text(advice),
+						      "figures", cs_figures_value(&f->figures)));
+	}
 	return list;
 }
 
@@ -339,7 +347,7 @@ json_t *cs_report_value_of(const struct cs_engine *engine, const struct cs_repor
 
 json_t *cs_report_value(const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
-	/* Some 40 KiB of findings: on the heap, not the stack. */
+	/* Some 30 KiB of findings and evidence: on the heap, not the stack. */
 	struct cs_analysis *analysis = malloc(sizeof(*analysis));
 	if (!analysis)
 		return NULL;

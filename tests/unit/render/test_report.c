@@ -16,6 +16,7 @@
 #include "events.h"
 #include "json_check.h"
 #include "report.h"
+#include "words.h"
 
 #define PORT 8080
 
@@ -67,26 +68,46 @@ static void accepts_split(uint64_t n, double first_share, uint64_t wait_ns)
 	feed_accepts(engine, PORT, 2, n - first, wait_ns, &clock_ns);
 }
 
+/* A finding with its words, as the report writes them. */
+struct said {
+	const char *code;
+	uint16_t port;
+	struct cs_figures figures;
+	char text[CS_SENTENCE_LEN];
+	char advice[CS_SENTENCE_LEN];
+};
+
 struct found {
-	struct cs_finding items[32];
+	struct said items[32];
 	size_t count;
 };
 
 static struct found diagnose(void)
 {
+	static struct cs_finding findings[32];
 	struct found f;
 	memset(&f, 0, sizeof(f));
-	f.count = cs_diagnose(engine, &meta, f.items, 32);
+	f.count = cs_diagnose(engine, &meta, findings, 32);
 	cr_assert_leq(f.count, 32);
 	for (size_t i = 0; i < f.count; i++) {
-		cr_assert_neq(f.items[i].code[0], '\0', "finding %zu has no code", i);
-		cr_assert_neq(f.items[i].text[0], '\0', "finding %s has no text", f.items[i].code);
-		cr_assert_neq(f.items[i].advice[0], '\0', "finding %s has no advice", f.items[i].code);
+		struct said *item = &f.items[i];
+		item->code = findings[i].code;
+		item->port = findings[i].port;
+		item->figures = findings[i].figures;
+		cr_assert_neq(item->code[0], '\0', "finding %zu has no code", i);
+		cr_assert_eq(item->figures.dropped, 0, "%s has more figures than CS_FIGURES_MAX", item->code);
+		cs_finding_text(item->text, sizeof(item->text), &findings[i]);
+		cs_finding_advice(item->advice, sizeof(item->advice), &findings[i]);
+		cr_assert_neq(item->text[0], '\0', "finding %s has no text", item->code);
+		cr_assert_neq(item->advice[0], '\0', "finding %s has no advice", item->code);
+		/* Every key its words quote is a figure the diagnosis gave. */
+		cr_assert_null(strstr(item->text, "?}"), "%s: a key without its figure: %s", item->code, item->text);
+		cr_assert_null(strstr(item->advice, "?}"), "%s: %s", item->code, item->advice);
 	}
 	return f;
 }
 
-static const struct cs_finding *find(const struct found *f, const char *code)
+static const struct said *find(const struct found *f, const char *code)
 {
 	for (size_t i = 0; i < f->count; i++)
 		if (!strcmp(f->items[i].code, code))
@@ -105,9 +126,9 @@ static const char *codes(const struct found *f)
 	return f->count ? buf : "(none)";
 }
 
-static const struct cs_finding *expect_finding(const struct found *f, const char *code, uint16_t port)
+static const struct said *expect_finding(const struct found *f, const char *code, uint16_t port)
 {
-	const struct cs_finding *item = find(f, code);
+	const struct said *item = find(f, code);
 	cr_assert_not_null(item, "expected %s; found: %s", code, codes(f));
 	cr_assert_eq(item->port, port, "%s: port %u, want %u", code, item->port, port);
 	return item;
@@ -144,7 +165,7 @@ Test(diagnose, backlog_full_with_drops)
 	/* 30 of 130 samples full, and 500 SYNs dropped meanwhile. */
 	feed_samples(engine, PORT, 30, 129, 128, 500, &clock_ns);
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "backlog_full", PORT);
+	const struct said *item = expect_finding(&f, "backlog_full", PORT);
 	expect_text(item->text, "500 SYN(s) dropped");
 	expect_text(item->text, "limit 128");
 	expect_text(item->text, "23%"); /* 30 / 130 */
@@ -161,7 +182,7 @@ Test(diagnose, backlog_full_quotes_the_delayed_handshakes)
 							.last_syn_ns = clock_ns + 63 * SEC, .gave_up = true,
 							.ts_ns = clock_ns + 130 * SEC });
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "backlog_full", PORT);
+	const struct said *item = expect_finding(&f, "backlog_full", PORT);
 	expect_text(item->text, "1 local connection(s) waited >= 1 s");
 	expect_text(item->text, "max 3.00 s");
 	expect_text(item->text, "1 local connection(s) never got in: their clients gave up");
@@ -180,7 +201,7 @@ Test(diagnose, backlog_full_from_drops_alone)
 	scenario_healthy();
 	feed_samples(engine, PORT, 1, 3, 128, 1, &clock_ns); /* one drop, never full */
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "backlog_full", PORT);
+	const struct said *item = expect_finding(&f, "backlog_full", PORT);
 	expect_text(item->text, "1 SYN(s) dropped");
 }
 
@@ -207,7 +228,7 @@ Test(diagnose, accept_thread_bottleneck)
 {
 	scenario_single_acceptor(5 * MS, 10);
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "accept_thread_bottleneck", PORT);
+	const struct said *item = expect_finding(&f, "accept_thread_bottleneck", PORT);
 	expect_text(item->text, "(tid 1) took 95% of 200 accepts");
 	expect_text(item->text, "busy outside accept() 100% of the time");
 	expect_text(item->text, "queue non-empty in 100% of samples");
@@ -317,7 +338,7 @@ Test(diagnose, accept_queue_wait)
 		feed_accepts(engine, PORT, tid, 50, 5 * MS, &clock_ns);
 	feed_samples(engine, PORT, 100, 4, 128, 0, &clock_ns);
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "accept_queue_wait", PORT);
+	const struct said *item = expect_finding(&f, "accept_queue_wait", PORT);
 	expect_text(item->text, "p99 5.0 ms");
 	expect_no_finding(&f, "accept_thread_bottleneck");
 	expect_no_finding(&f, "unfair_accepts");
@@ -327,7 +348,7 @@ Test(diagnose, unfair_accepts)
 {
 	accepts_split(200, 0.9, 50 * US);
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "unfair_accepts", PORT);
+	const struct said *item = expect_finding(&f, "unfair_accepts", PORT);
 	expect_text(item->text, "took 90% of accepts");
 	expect_text(item->text, "180 of 200 across 2 threads");
 	expect_no_finding(&f, "accept_queue_wait");
@@ -382,7 +403,7 @@ Test(diagnose, thundering_herd)
 	feed_eagains(engine, PORT, 1, 15, &clock_ns);
 	feed_eagains(engine, PORT, 2, 15, &clock_ns);
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "thundering_herd", PORT);
+	const struct said *item = expect_finding(&f, "thundering_herd", PORT);
 	expect_text(item->text, "30 accept() calls found the queue empty (0.30 per accepted connection)");
 }
 
@@ -408,7 +429,7 @@ Test(diagnose, syn_cookies)
 	scenario_healthy();
 	meta.netstat = (struct cs_netstat_delta){ .valid = true, .syncookies_sent = 42 };
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "syn_cookies", 0);
+	const struct said *item = expect_finding(&f, "syn_cookies", 0);
 	expect_text(item->text, "42 SYN cookie(s)");
 
 	meta.netstat.syncookies_sent = 0;
@@ -427,7 +448,7 @@ Test(diagnose, events_lost)
 	scenario_healthy();
 	meta.events_lost = 3;
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "events_lost", 0);
+	const struct said *item = expect_finding(&f, "events_lost", 0);
 	expect_text(item->text, "3 event(s)");
 	meta.events_lost = 0;
 	f = diagnose();
