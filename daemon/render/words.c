@@ -13,31 +13,31 @@ static const struct {
 	const char *summary;
 	const char *evidence;
 } cause_words[CS_CAUSE_COUNT] = {
-	[CS_CAUSE_ACCEPT_QUEUE] = { "waiting in the accept queue for the server to accept the connection",
+	[CS_CAUSE_ACCEPT_QUEUE] = { "in the accept queue, waiting for the server's accept()",
 		"listener :{port} accept wait p99 {accept_wait_p99}, backlog max {backlog_max} of {backlog_limit}; "
 		"{worker_comm} (tid {worker_tid}) took {worker_accept_share}% of accepts" },
-	[CS_CAUSE_LISTEN_OVERFLOW] = { "waiting for a SYN retransmit after the listen backlog overflowed",
+	[CS_CAUSE_LISTEN_OVERFLOW] = { "waiting for a SYN retransmit after the backlog overflowed",
 		"listener :{port} dropped {drops} SYN(s); {handshakes_delayed_1s} connection(s) delayed >= 1 s "
 		"(max {handshake_extra_max})" },
-	[CS_CAUSE_RUN_QUEUE] = { "the serving thread runnable but waiting for a CPU",
+	[CS_CAUSE_RUN_QUEUE] = { "the serving thread runnable, waiting for a CPU",
 		"{thread_comm} (tid {thread_tid}) was runnable but not running for {thread_time} of {tail_requests} "
 		"tail request(s); its longest wait for a CPU {runq_max}" },
-	[CS_CAUSE_EVENT_LOOP] = { "data ready while the event loop was busy elsewhere or not polling",
+	[CS_CAUSE_EVENT_LOOP] = { "data ready while the event loop was busy elsewhere",
 		"on {thread_comm} (tid {thread_tid}): {tail_requests} tail request(s) waited {thread_time} in all "
 		"with data ready while the loop was busy elsewhere" },
 	[CS_CAUSE_WORKER_POOL] = { "handed off by a poller, waiting for a free pool thread",
 		"{poller_comm} (tid {poller_tid}) polled and handed the ready requests on; tail requests waited "
 		"{tail_wait} in all for one of {pool_threads} pool thread(s), busy {busy_share}% of the time they "
 		"served" },
-	[CS_CAUSE_HANDLER] = { "in the handler, from the first read to the first send, on a CPU or blocked",
+	[CS_CAUSE_HANDLER] = { "in the handler: first read to first send",
 		"{thread_comm} (tid {thread_tid}) spent {thread_time} handling {tail_requests} tail request(s)" },
-	[CS_CAUSE_SEND_DRAIN] = { "draining the response to the client, from the first send to its last byte",
+	[CS_CAUSE_SEND_DRAIN] = { "draining the response: first send to its last byte out",
 		"[+mostly_held_back|{held_back} of {responses} tail responses (median {median_bytes} bytes) sat in the "
 		"send queue after the server's last write: Nagle's algorithm waiting for the client's delayed ACK, or "
 		"a closed window; set TCP_NODELAY, or write each response in one call]"
 		"[!mostly_held_back|tail responses: median {median_bytes} bytes, largest {largest_bytes}; "
 		"{send_eagain} send(s) found the buffer full; {held_back} held back in the send queue]" },
-	[CS_CAUSE_TLS_HANDSHAKE] = { "the TLS handshake's exchanges before a connection's first request", "" },
+	[CS_CAUSE_TLS_HANDSHAKE] = { "the TLS handshake before a connection's first request", "" },
 };
 
 static const struct {
@@ -119,18 +119,18 @@ static const struct {
 	const char *advice;
 	const char *brief;
 } condition_words[CS_CONDITION_COUNT] = {
-	[CS_COND_NON_PERSISTENT] = { "few requests per connection: each pays the connection's set-up",
+	[CS_COND_NON_PERSISTENT] = { "few requests per connection, each paying its set-up",
 		"turn on keep-alive (HTTP/1.1 persistent connections, client connection pools); over TLS, "
 		"have clients resume TLS sessions (session tickets or a session cache) to shorten each handshake",
 		"turn on keep-alive (persistent connections, client pools); TLS session resumption" },
-	[CS_COND_IDLE_TIMEOUT] = { "the server closes idle keep-alive connections: reconnects, keep-alive races",
+	[CS_COND_IDLE_TIMEOUT] = { "the server closes idle keep-alive connections first",
 		"make the server's idle timeout longer than the clients' (or have clients close first)",
 		"make the server's idle timeout longer than the clients'" },
-	[CS_COND_LISTEN_OVERFLOW] = { "the listen backlog overflowed: SYNs dropped, clients retried",
+	[CS_COND_LISTEN_OVERFLOW] = { "the listen backlog overflowed: SYNs dropped and retried",
 		"raise the listen backlog and net.core.somaxconn; accept faster",
 		"raise the listen backlog and somaxconn; accept faster" },
 	/* Which of its findings holds, with its own advice, is in the diagnosis. */
-	[CS_COND_ACCEPT_CONTENTION] = { "accepting lags, is spread unfairly, or wakes a thundering herd",
+	[CS_COND_ACCEPT_CONTENTION] = { "accepting lags, is unfair, or wakes a thundering herd",
 		"see the diagnosis below",
 		"accept in more threads, or hand work off the acceptor" },
 	[CS_COND_CONNECTION_LIMIT] = { "the server stopped accepting at its connection limit",
@@ -140,7 +140,7 @@ static const struct {
 	[CS_COND_CPU_SATURATION] = { "the server's threads waited for a CPU",
 		"reduce parallelism (fewer threads than cores), or move other work off these CPUs",
 		"fewer threads than cores, or move other work elsewhere" },
-	[CS_COND_POOL_SATURATION] = { "requests or connections waited for a busy pool of threads or workers",
+	[CS_COND_POOL_SATURATION] = { "work waited for a busy pool of threads or workers",
 		"size the pool for the load (Tomcat maxThreads, Jetty QueuedThreadPool, Netty's "
 		"executor group), or stop handlers blocking (virtual threads: pinned carriers)",
 		"a bigger pool (maxThreads, executor group), or no blocking" },

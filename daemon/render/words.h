@@ -20,6 +20,9 @@
 #include "kinds.h"
 #include "tail.h"
 
+/* A summary's longest: 80 columns after a name in --help (cs_words_print_kinds). */
+#define CS_SUMMARY_MAX 58
+
 /* What a cause of the tail's time is, in a line; NULL for a value out of range. */
 const char *cs_cause_summary(enum cs_cause cause);
 /* The template of a cause's evidence; NULL for a value out of range. */

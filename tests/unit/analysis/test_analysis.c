@@ -202,6 +202,8 @@ Test(analysis, the_report_prints_the_tables_advice)
 		cr_assert_not_null(out);
 		cs_report_text(out, engine, &meta);
 		fclose(out);
+		/* Every key the findings' and the evidence's words quote is a figure the analysis gave. */
+		cr_expect_null(strstr(text, "?}"), "%s: a template's key without its figure:\n%s", fixtures[i], text);
 		for (int c = 0; c < CS_CONDITION_COUNT; c++) {
 			char line[256];
 			snprintf(line, sizeof(line), "  ! %s:", cs_condition_name((enum cs_condition)c));

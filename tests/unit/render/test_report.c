@@ -14,11 +14,13 @@
 #include "diagnose.h"
 #include "engine.h"
 #include "events.h"
+#include "figures_check.h"
 #include "json_check.h"
 #include "report.h"
 #include "words.h"
 
 #define PORT 8080
+#define SK(n) (0xffff888700000000ull + (n))
 
 static struct cs_engine *engine;
 static struct cs_report_meta meta;
@@ -405,6 +407,38 @@ Test(diagnose, thundering_herd)
 	struct found f = diagnose();
 	const struct said *item = expect_finding(&f, "thundering_herd", PORT);
 	expect_text(item->text, "30 accept() calls found the queue empty (0.30 per accepted connection)");
+}
+
+/*
+ * An unfair spread and a herd, where the tail is the handlers' (10 ms
+ * each) and accept waits 50 us: said once, as nothing to change.
+ */
+Test(diagnose, unfair_and_herd_where_the_tail_does_not_feel_them)
+{
+	for (uint64_t i = 0; i < 100; i++) {
+		uint64_t t = clock_ns + i * 20 * MS, accepted = t + 50 * US;
+		uint32_t tid = i < 70 ? 1 : 2 + (uint32_t)(i % 3);
+		FEED_OK(engine, make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100, .tid = tid,
+								     .established_ns = t, .ts_ns = accepted,
+								     .backlog_limit = 128 },
+					       SK(i), 0x0a000002, (uint16_t)(41000 + i)));
+		feed_request(engine, (struct request_spec){ .sk = SK(i), .port = PORT, .index = 1, .start_ns = t,
+							    .first_read_ns = accepted,
+							    .first_send_ns = accepted + 10 * MS,
+							    .last_send_ns = accepted + 10 * MS });
+	}
+	clock_ns += 100 * 20 * MS;
+	feed_eagains(engine, PORT, 1, 20, &clock_ns);
+	feed_eagains(engine, PORT, 2, 20, &clock_ns);
+	struct found f = diagnose();
+	const struct said *item = expect_finding(&f, "accept_side_negligible", PORT);
+	cr_assert(figure_of(&item->figures, "unfair", CS_FIG_FLAG)->count);
+	cr_assert(figure_of(&item->figures, "thundering_herd", CS_FIG_FLAG)->count);
+	cr_assert_lt(figure_share(&item->figures, "tail_accept_share"), 0.05);
+	expect_text(item->text, "one worker took most accepts; accept() calls found the queue empty: accept waits are ");
+	expect_text(item->text, "% of the tail's time (100 accepts, 40 EAGAIN), no cause of it");
+	expect_no_finding(&f, "unfair_accepts");
+	expect_no_finding(&f, "thundering_herd");
 }
 
 Test(diagnose, no_herd_below_the_thresholds)
