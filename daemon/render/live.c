@@ -41,7 +41,7 @@ static const char *live_brief(const struct cs_analysis *analysis, enum cs_condit
 	return text;
 }
 
-/* The flagged conditions, each with its one short line of advice (advice.h's brief). */
+/* The flagged conditions, each with its one short line of advice (words.h's brief). */
 static json_t *live_conditions(const struct cs_analysis *analysis)
 {
 	json_t *list = json_array();
