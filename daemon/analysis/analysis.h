@@ -15,11 +15,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "kinds.h"
 #include "attrib.h"
 #include "cost.h"
 #include "diagnose.h"
 #include "engine.h"
+#include "kinds.h"
 #include "run_meta.h"
 #include "tail.h"
 

@@ -144,108 +144,14 @@ static void text_requests(FILE *out, const struct cs_engine *engine, const struc
 	fputc('\n', out);
 }
 
-/* A duration in microseconds, as the report prints durations. */
-static void format_us(char *buf, size_t len, double us)
-{
-	cs_format_duration(buf, len, (uint64_t)(us * 1e3));
-}
-
-/* non_persistent's set-up, by part: TCP (SYN retries), the accept queue, TLS. */
-static void text_setup_split(FILE *out, const struct cs_conditions *c)
-{
-	char tcp[32], queue[32], tls[32];
-	format_us(tcp, sizeof(tcp), c->non_persistent.setup_tcp_us);
-	format_us(queue, sizeof(queue), c->non_persistent.setup_accept_us);
-	format_us(tls, sizeof(tls), c->non_persistent.setup_tls_us);
-	fprintf(out, "\n      set-up per connection: TCP (SYN retries) %s, accept queue %s, TLS handshake %s", tcp,
-		queue, tls);
-}
-
-/* pool_saturation's evidence, by the pool's kind. */
-static void text_pool_seen(FILE *out, const struct cs_pool_condition *pool)
-{
-	char mean[32], p99[32], cpu[32] = "", queue[48] = "";
-	format_us(mean, sizeof(mean), pool->tail_wait_mean_us);
-	if (pool->kind == CS_POOL_HANDOFF) {
-		fprintf(out, " (handoff pool) ready requests waited for a pool thread (%.0f%% of the tail's time, %s "
-			"per tail request): %s (tid %u) polls and hands them to %u pool thread(s), busy %.0f%% of the "
-			"time they served", 100.0 * pool->tail_share, mean, pool->poller_comm[0] ? pool->poller_comm : "?",
-			pool->poller_tid, pool->pool_threads, 100.0 * pool->busy_share);
-		return;
-	}
-	format_us(p99, sizeof(p99), pool->wait_p99_us);
-	if (pool->on_cpu_share >= 0)
-		snprintf(cpu, sizeof(cpu), "on a CPU %.0f%%, ", 100.0 * pool->on_cpu_share);
-	if (pool->queue_nonempty_share >= 0)
-		snprintf(queue, sizeof(queue), " (queue non-empty in %.0f%% of samples)", 100.0 * pool->queue_nonempty_share);
-	fprintf(out, " (accept pool) connections waited in :%u's accept queue for a free worker (%.0f%% of the "
-		"tail's time, %s per tail request; accept wait p99 %s): %u of %u workers that accept and serve "
-		"were busy, serving %.0f%% of their time away from accept()%s; that time: %swaiting for a CPU "
-		"%.0f%%, blocked in handlers %.0f%%", pool->port, 100.0 * pool->tail_share, mean, p99,
-		pool->busy_threads, pool->pool_threads, 100.0 * pool->busy_share, queue, cpu, 100.0 * pool->runq_share,
-		100.0 * pool->blocked_share);
-}
-
-/*
- * What the run shows, after "  ! name:": one writer per condition. The switch
- * has no default, so a condition added to the enum without its line
- * here is a -Wswitch error.
- */
+/* What the run shows, after "  ! name:", from the table of words; a second line where it has one. */
 static void text_condition_seen(FILE *out, const struct cs_conditions *c, enum cs_condition condition)
 {
-	char a[32], b[32], d[32];
-	switch (condition) {
-	case CS_COND_NON_PERSISTENT:
-		format_us(a, sizeof(a), c->non_persistent.setup_cost_us);
-		format_us(b, sizeof(b), c->non_persistent.median_latency_us);
-		fprintf(out, " %.2f requests per connection; %.0f%% of requests paid connection set-up (%s on "
-			"average, %.0f%% of the requests' time; the median request takes %s)",
-			c->non_persistent.requests_per_connection, 100.0 * c->non_persistent.setup_share, a,
-			100.0 * c->non_persistent.setup_time_share, b);
-		text_setup_split(out, c);
-		break;
-	case CS_COND_IDLE_TIMEOUT:
-		fprintf(out, " the server closed %" PRIu64 " idle keep-alive connection(s) after ~%.1f ms idle; %" PRIu64
-			" reconnect(s) followed; %" PRIu64 " keep-alive race reset(s) (a request hit a connection "
-			"the server had just closed)", c->idle_timeout.server_idle_closes,
-			c->idle_timeout.inferred_timeout_ms, c->idle_timeout.reconnects,
-			c->idle_timeout.keepalive_race_resets);
-		break;
-	case CS_COND_LISTEN_OVERFLOW:
-		fprintf(out, " %" PRIu64 " SYN(s) dropped; %" PRIu64 " local connection(s) delayed >= 1 s, %" PRIu64
-			" never got in (their clients gave up retrying)", c->listen_overflow.drops,
-			c->listen_overflow.delayed_connections, c->listen_overflow.failed_connections);
-		break;
-	case CS_COND_ACCEPT_CONTENTION:
-		format_us(a, sizeof(a), c->accept_contention.accept_wait_p99_us);
-		fprintf(out, "%s%s%s accept wait p99 %s, busiest worker %.0f%% of accepts, %" PRIu64 " EAGAIN",
-			c->accept_contention.acceptor_bottleneck ? " accepting lags;" : "",
-			c->accept_contention.unfair ? " unfair spread;" : "",
-			c->accept_contention.thundering_herd ? " thundering herd;" : "", a,
-			100.0 * c->accept_contention.busiest_worker_share, c->accept_contention.eagain);
-		break;
-	case CS_COND_CONNECTION_LIMIT:
-		format_us(a, sizeof(a), c->connection_limit.accept_wait_p99_us);
-		fprintf(out, " :%u stopped accepting at %u open connection(s) (held there %.1f s); its acceptor "
-			"waited for closes, blocked, not busy; accept wait p99 %s; slots freed by %" PRIu64
-			" idle close(s), %" PRIu64 " client close(s)", c->connection_limit.port,
-			c->connection_limit.open_connections, c->connection_limit.plateau_s, a,
-			c->connection_limit.freed_by_idle_close, c->connection_limit.freed_by_client);
-		break;
-	case CS_COND_CPU_SATURATION:
-		cs_format_duration(a, sizeof(a), c->cpu_saturation.runq_total_ns);
-		cs_format_duration(b, sizeof(b), c->cpu_saturation.top_runq_ns);
-		cs_format_duration(d, sizeof(d), c->cpu_saturation.runq_max_ns);
-		fprintf(out, " server threads waited %s for a CPU; most %s (tid %u): %s (%.1f%% of the run); "
-			"longest wait %s", a, c->cpu_saturation.top_comm, c->cpu_saturation.top_tid, b,
-			100.0 * c->cpu_saturation.top_runq_share, d);
-		break;
-	case CS_COND_POOL_SATURATION:
-		text_pool_seen(out, &c->pool_saturation);
-		break;
-	case CS_CONDITION_COUNT:
-		break;
-	}
+	char text[CS_SENTENCE_LEN];
+	cs_condition_text(text, sizeof(text), c, condition);
+	fprintf(out, " %s", text);
+	if (cs_condition_detail(text, sizeof(text), c, condition))
+		fprintf(out, "\n      %s", text);
 }
 
 /* Who closed, resets, TIME_WAIT: the line above the conditions, when the run had any close. */

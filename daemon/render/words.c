@@ -114,33 +114,62 @@ static const struct {
 		"raise the listen backlog (it also sizes the SYN queue) and net.ipv4.tcp_max_syn_backlog" },
 };
 
+/* seen: what the run showed, after the condition's name; detail: a second line, where it has one. */
 static const struct {
 	const char *summary;
+	const char *seen;
+	const char *detail;
 	const char *advice;
 	const char *brief;
 } condition_words[CS_CONDITION_COUNT] = {
 	[CS_COND_NON_PERSISTENT] = { "few requests per connection, each paying its set-up",
+		"{requests_per_connection:2} requests per connection; {setup_share}% of requests paid connection "
+		"set-up ({setup_cost} on average, {setup_time_share}% of the requests' time; the median request "
+		"takes {median_latency})",
+		"set-up per connection: TCP (SYN retries) {setup_tcp}, accept queue {setup_accept}, TLS handshake "
+		"{setup_tls}",
 		"turn on keep-alive (HTTP/1.1 persistent connections, client connection pools); over TLS, "
 		"have clients resume TLS sessions (session tickets or a session cache) to shorten each handshake",
 		"turn on keep-alive (persistent connections, client pools); TLS session resumption" },
 	[CS_COND_IDLE_TIMEOUT] = { "the server closes idle keep-alive connections first",
+		"the server closed {server_idle_closes} idle keep-alive connection(s) after ~{inferred_timeout_ms:1} ms "
+		"idle; {reconnects} reconnect(s) followed; {keepalive_race_resets} keep-alive race reset(s) (a request "
+		"hit a connection the server had just closed)", NULL,
 		"make the server's idle timeout longer than the clients' (or have clients close first)",
 		"make the server's idle timeout longer than the clients'" },
 	[CS_COND_LISTEN_OVERFLOW] = { "the listen backlog overflowed: SYNs dropped and retried",
+		"{drops} SYN(s) dropped; {delayed_connections} local connection(s) delayed >= 1 s, {failed_connections} "
+		"never got in (their clients gave up retrying)", NULL,
 		"raise the listen backlog and net.core.somaxconn; accept faster",
 		"raise the listen backlog and somaxconn; accept faster" },
 	/* Which of its findings holds, with its own advice, is in the diagnosis. */
 	[CS_COND_ACCEPT_CONTENTION] = { "accepting lags, is unfair, or wakes a thundering herd",
-		"see the diagnosis below",
+		"[+acceptor_bottleneck|accepting lags; ][+unfair|unfair spread; ][+thundering_herd|thundering herd; ]"
+		"accept wait p99 {accept_wait_p99}, busiest worker {busiest_worker_share}% of accepts, {eagain} EAGAIN",
+		NULL, "see the diagnosis below",
 		"accept in more threads, or hand work off the acceptor" },
 	[CS_COND_CONNECTION_LIMIT] = { "the server stopped accepting at its connection limit",
+		":{port} stopped accepting at {open_connections} open connection(s) (held there {plateau_s:1} s); its "
+		"acceptor waited for closes, blocked, not busy; accept wait p99 {accept_wait_p99}; slots freed by "
+		"{freed_by_idle_close} idle close(s), {freed_by_client} client close(s)", NULL,
 		"raise the connection limit (Tomcat maxConnections, nginx worker_connections, Node "
 		"maxConnections) or free slots sooner (shorter keep-alive timeout)",
 		"connection limit reached: raise it, or close idle sooner" },
 	[CS_COND_CPU_SATURATION] = { "the server's threads waited for a CPU",
+		"server threads waited {runq_total} for a CPU; most {top_comm} (tid {top_tid}): {top_runq} "
+		"({top_runq_share:1}% of the run); longest wait {runq_max}", NULL,
 		"reduce parallelism (fewer threads than cores), or move other work off these CPUs",
 		"fewer threads than cores, or move other work elsewhere" },
 	[CS_COND_POOL_SATURATION] = { "work waited for a busy pool of threads or workers",
+		"[!accept_pool|(handoff pool) ready requests waited for a pool thread ({tail_share}% of the tail's "
+		"time, {tail_wait_mean} per tail request): {poller_comm} (tid {poller_tid}) polls and hands them to "
+		"{pool_threads} pool thread(s), busy {busy_share}% of the time they served]"
+		"[+accept_pool|(accept pool) connections waited in :{port}'s accept queue for a free worker "
+		"({tail_share}% of the tail's time, {tail_wait_mean} per tail request; accept wait p99 {wait_p99}): "
+		"{busy_threads} of {pool_threads} workers that accept and serve were busy, serving {busy_share}% of "
+		"their time away from accept()[?queue_nonempty_share| (queue non-empty in {queue_nonempty_share}% of "
+		"samples)]; that time: [?on_cpu_share|on a CPU {on_cpu_share}%, ]waiting for a CPU {runq_share}%, "
+		"blocked in handlers {blocked_share}%]", NULL,
 		"size the pool for the load (Tomcat maxThreads, Jetty QueuedThreadPool, Netty's "
 		"executor group), or stop handlers blocking (virtual threads: pinned carriers)",
 		"a bigger pool (maxThreads, executor group), or no blocking" },
@@ -209,6 +238,25 @@ size_t cs_finding_advice(char *out, size_t len, const struct cs_finding *finding
 const char *cs_condition_summary(enum cs_condition condition)
 {
 	return (unsigned)condition < CS_CONDITION_COUNT ? condition_words[condition].summary : NULL;
+}
+
+const char *cs_condition_template(enum cs_condition condition)
+{
+	return (unsigned)condition < CS_CONDITION_COUNT ? condition_words[condition].seen : NULL;
+}
+
+size_t cs_condition_text(char *out, size_t len, const struct cs_conditions *conditions, enum cs_condition condition)
+{
+	if ((unsigned)condition >= CS_CONDITION_COUNT)
+		return cs_template_expand(out, len, NULL, NULL);
+	return cs_template_expand(out, len, condition_words[condition].seen, &conditions->seen[condition]);
+}
+
+size_t cs_condition_detail(char *out, size_t len, const struct cs_conditions *conditions, enum cs_condition condition)
+{
+	if ((unsigned)condition >= CS_CONDITION_COUNT)
+		return cs_template_expand(out, len, NULL, NULL);
+	return cs_template_expand(out, len, condition_words[condition].detail, &conditions->seen[condition]);
 }
 
 const char *cs_condition_advice(enum cs_condition condition)

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "attrib.h"
 #include "diagnose.h"
 #include "engine.h"
 #include "kinds.h"
@@ -41,6 +42,12 @@ size_t cs_finding_advice(char *out, size_t len, const struct cs_finding *finding
 
 /* What a condition is, in a line; NULL for a value out of range. */
 const char *cs_condition_summary(enum cs_condition condition);
+/* The template of what the run showed of a flagged condition. */
+const char *cs_condition_template(enum cs_condition condition);
+/* What the run showed, from the condition's figures (attrib.h: seen); returns its length uncut. */
+size_t cs_condition_text(char *out, size_t len, const struct cs_conditions *conditions, enum cs_condition condition);
+/* Its second line, where it has one ("" otherwise). */
+size_t cs_condition_detail(char *out, size_t len, const struct cs_conditions *conditions, enum cs_condition condition);
 /* The text report's advice line. */
 const char *cs_condition_advice(enum cs_condition condition);
 /* One short line, for 80 columns beside the name: the live view and connscope top. */

@@ -183,3 +183,57 @@ Test(figures, json_keeps_the_units)
 	cr_expect_eq(json_object_size(o), f.count);
 	json_decref(o);
 }
+
+/* Each condition flagged alone: its words quote only the figures the analysis gives it. */
+static void expect_words_of(struct cs_conditions *c, enum cs_condition condition, const char *what)
+{
+	char text[CS_SENTENCE_LEN];
+	cs_conditions_figures(c);
+	cr_assert(c->seen[condition].count > 0, "%s has no figures", what);
+	cr_assert_eq(c->seen[condition].dropped, 0, "%s", what);
+	for (int other = 0; other < CS_CONDITION_COUNT; other++)
+		cr_expect(other == (int)condition || c->seen[other].count == 0, "%s gave %s figures", what,
+			  cs_condition_name((enum cs_condition)other));
+	cr_assert_gt(cs_condition_text(text, sizeof(text), c, condition), 0, "%s", what);
+	cr_expect_null(strstr(text, "?}"), "%s: a key without its figure: %s", what, text);
+	cs_condition_detail(text, sizeof(text), c, condition);
+	cr_expect_null(strstr(text, "?}"), "%s: %s", what, text);
+}
+
+Test(words, every_condition_s_words_quote_its_figures)
+{
+	struct cs_conditions *c = calloc(1, sizeof(*c));
+	cr_assert_not_null(c);
+	bool *flags[CS_CONDITION_COUNT] = {
+		[CS_COND_NON_PERSISTENT] = &c->non_persistent.flagged,
+		[CS_COND_IDLE_TIMEOUT] = &c->idle_timeout.flagged,
+		[CS_COND_LISTEN_OVERFLOW] = &c->listen_overflow.flagged,
+		[CS_COND_ACCEPT_CONTENTION] = &c->accept_contention.flagged,
+		[CS_COND_CONNECTION_LIMIT] = &c->connection_limit.flagged,
+		[CS_COND_CPU_SATURATION] = &c->cpu_saturation.flagged,
+		[CS_COND_POOL_SATURATION] = &c->pool_saturation.flagged,
+	};
+	for (int i = 0; i < CS_CONDITION_COUNT; i++) {
+		cr_assert_not_null(flags[i], "condition %d has no flag here", i);
+		cr_assert_not_null(cs_condition_template((enum cs_condition)i), "%s", cs_condition_name((enum cs_condition)i));
+		*flags[i] = true;
+		expect_words_of(c, (enum cs_condition)i, cs_condition_name((enum cs_condition)i));
+		*flags[i] = false;
+	}
+	/* Both kinds of pool, with and without their figures known only sometimes. */
+	c->pool_saturation = (struct cs_pool_condition){ .flagged = true, .kind = CS_POOL_ACCEPT, .port = 8000,
+							 .pool_threads = 2, .busy_threads = 2, .on_cpu_share = -1,
+							 .queue_nonempty_share = 0.5 };
+	expect_words_of(c, CS_COND_POOL_SATURATION, "an accept pool");
+	char text[CS_SENTENCE_LEN];
+	cs_condition_text(text, sizeof(text), c, CS_COND_POOL_SATURATION);
+	cr_expect_not_null(strstr(text, "(accept pool) connections waited in :8000's accept queue"), "%s", text);
+	cr_expect_not_null(strstr(text, "(queue non-empty in 50% of samples); that time: waiting for a CPU"), "%s", text);
+	cr_expect_null(strstr(text, "handoff"), "%s", text);
+	c->pool_saturation.kind = CS_POOL_HANDOFF;
+	expect_words_of(c, CS_COND_POOL_SATURATION, "a hand-off pool");
+	cs_condition_text(text, sizeof(text), c, CS_COND_POOL_SATURATION);
+	cr_expect_not_null(strstr(text, "(handoff pool) ready requests waited for a pool thread"), "%s", text);
+	cr_expect_not_null(strstr(text, "? (tid 0) polls"), "a poller never named: %s", text);
+	free(c);
+}
