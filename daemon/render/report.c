@@ -7,6 +7,7 @@
 #include "analysis.h"
 #include "cost_render.h"
 #include "report_internal.h"
+#include "report_view.h"
 #include "words.h"
 
 /* ---- text ---------------------------------------------------------------- */
@@ -124,10 +125,10 @@ static void text_tls(FILE *out, const struct cs_request_stats *r)
 			r->tls_lost);
 }
 
-static void text_requests(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
-			  const struct cs_analysis *analysis)
+static void text_requests(FILE *out, const struct cs_report_view *view)
 {
-	const struct cs_request_stats *r = &engine->requests;
+	const struct cs_request_stats *r = view->requests;
+	const struct cs_report_meta *meta = view->meta;
 	if (r->requests == 0 && r->unanswered == 0 && r->partial == 0)
 		return;
 	/* Traced in windows: the rate over the time traced. */
@@ -140,7 +141,7 @@ static void text_requests(FILE *out, const struct cs_engine *engine, const struc
 	text_tls(out, r);
 	fprintf(out, "\nlatency    ");
 	text_percentiles(out, r->latency_ns);
-	text_tail(out, &analysis->tail);
+	text_tail(out, &view->analysis.tail);
 	fputc('\n', out);
 }
 
@@ -155,9 +156,10 @@ static void text_condition_seen(FILE *out, const struct cs_conditions *c, enum c
 }
 
 /* Who closed, resets, TIME_WAIT: the line above the conditions, when the run had any close. */
-static void text_lifecycle(FILE *out, const struct cs_engine *engine, const struct cs_conditions *cond)
+static void text_lifecycle(FILE *out, const struct cs_report_view *view)
 {
-	const struct cs_lifecycle_stats *life = &engine->lifecycle;
+	const struct cs_lifecycle_stats *life = view->lifecycle;
+	const struct cs_conditions *cond = &view->analysis.conditions;
 	uint64_t closes = cond->lifecycle.closed_by_server + cond->lifecycle.closed_by_client + cond->lifecycle.aborted;
 	if (closes || life->resets_sent || life->resets_received)
 		fprintf(out, "connections closed by server %" PRIu64 ", by client %" PRIu64 ", aborted %" PRIu64
@@ -167,9 +169,10 @@ static void text_lifecycle(FILE *out, const struct cs_engine *engine, const stru
 			life->resets_received, cond->lifecycle.time_wait_now, cond->lifecycle.lifetime_p50_ms);
 }
 
-static void text_conditions(FILE *out, const struct cs_engine *engine, const struct cs_analysis *analysis)
+static void text_conditions(FILE *out, const struct cs_report_view *view)
 {
-	text_lifecycle(out, engine, &analysis->conditions);
+	const struct cs_analysis *analysis = &view->analysis;
+	text_lifecycle(out, view);
 	fprintf(out, "conditions\n");
 	int shown = 0;
 	for (int c = 0; c < CS_CONDITION_COUNT; c++) {
@@ -235,10 +238,10 @@ static void text_thread(uint64_t key, void *value, void *ctx_ptr)
 }
 
 /* The threads that took a role, found from what they did (JSON threads[] has them all). */
-static void text_threads(FILE *out, const struct cs_engine *engine)
+static void text_threads(FILE *out, const struct cs_report_view *view)
 {
 	struct text_threads_ctx ctx = { .out = out };
-	cs_u64map_each(&engine->threads, text_thread, &ctx);
+	cs_u64map_each(view->threads, text_thread, &ctx);
 	if (ctx.more)
 		fprintf(out, "  and %zu more thread(s) with roles (JSON threads[])\n", ctx.more);
 	if (ctx.shown)
@@ -294,27 +297,32 @@ static void text_adopted(FILE *out, const struct cs_request_stats *r, const stru
 			"binary protocol): partial until an idle moment that does\n", r->adopted_tls, r->not_a_start);
 }
 
-void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+/* The first line: the run, what of its records was kept, what could not be followed whole. */
+static void text_run(FILE *out, const struct cs_report_view *view)
 {
+	const struct cs_report_meta *meta = view->meta;
 	fprintf(out, "connscope: %s, %.1f s, %" PRIu64 " events, %" PRIu64 " lost", meta->target,
-		meta->duration_s, engine->totals.records, meta->events_lost);
+		meta->duration_s, view->totals->records, meta->events_lost);
 	if (meta->probe_runs_skipped)
 		fprintf(out, ", %" PRIu64 " probe runs skipped by the kernel", meta->probe_runs_skipped);
 	/* What could not be followed whole: counted, kept out of every latency. */
-	struct cs_conn_partial partial = cs_engine_partial(engine);
-	if (partial.accepts || partial.requests || partial.closes)
+	const struct cs_conn_partial *partial = &view->partial;
+	if (partial->accepts || partial->requests || partial->closes)
 		fprintf(out, ", partial (older than the attach): %" PRIu64 " accept(s), %" PRIu64
-			" request(s), %" PRIu64 " close(s)", partial.accepts, partial.requests, partial.closes);
-	if (engine->conns_evicted || engine->conns_timed_out)
+			" request(s), %" PRIu64 " close(s)", partial->accepts, partial->requests, partial->closes);
+	if (view->conns_evicted || view->conns_timed_out)
 		fprintf(out, ", connections forgotten: %" PRIu64 " evicted (table full), %" PRIu64
-			" timed out (no event for %llu s)", engine->conns_evicted, engine->conns_timed_out,
+			" timed out (no event for %llu s)", view->conns_evicted, view->conns_timed_out,
 			CS_CONN_TIMEOUT_NS / 1000000000ull);
-	if (engine->handbacks_dropped)
+	if (view->handbacks_dropped)
 		fprintf(out, ", %" PRIu64 " executor hand-back(s) not kept (table full: their requests' read -> send is "
-			"handler)", engine->handbacks_dropped);
+			"handler)", view->handbacks_dropped);
 	fputc('\n', out);
-	text_adopted(out, &engine->requests, meta);
-	cs_report_tracing_text(out, engine, meta);
+}
+
+/* Where and when: the target's container, the recording's window, the run's start. */
+static void text_where(FILE *out, const struct cs_report_meta *meta)
+{
 	text_labels(out, meta->labels);
 	if (meta->window_to_s > 0)
 		fprintf(out, "window %.1f s to %.1f s of the recording (connections older than it partial; lost records and "
@@ -324,30 +332,47 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 		cs_run_stamp_format_utc(&meta->stamp, started, sizeof(started));
 		fprintf(out, "started %s on %s, kernel %s\n", started, meta->stamp.host, meta->stamp.kernel);
 	}
-	text_multiplexed(out, &engine->requests);
-	/* One analysis for every section below: the tail, the conditions, the diagnosis, the cost. */
-	struct cs_analysis analysis;
-	cs_analyze(engine, meta, &analysis);
+}
+
+void cs_report_view_text(FILE *out, const struct cs_report_view *view)
+{
+	const struct cs_report_meta *meta = view->meta;
+	text_run(out, view);
+	text_adopted(out, view->requests, meta);
+	cs_report_tracing_text(out, &view->tracing, meta);
+	text_where(out, meta);
+	text_multiplexed(out, view->requests);
 	char cost[256];
-	cs_cost_line(cost, sizeof(cost), &analysis.cost);
+	cs_cost_line(cost, sizeof(cost), &view->analysis.cost);
 	fprintf(out, "%-11s %s\n\n", "cost", cost);
-	text_requests(out, engine, meta, &analysis);
-	text_conditions(out, engine, &analysis);
-	if (engine->listener_count == 0)
+	text_requests(out, view);
+	text_conditions(out, view);
+	if (view->listener_count == 0)
 		fprintf(out, "no accept activity seen on the target's listeners\n");
-	for (size_t i = 0; i < engine->listener_count; i++) {
-		text_listener(out, &engine->listeners[i], meta);
+	for (size_t i = 0; i < view->listener_count; i++) {
+		text_listener(out, &view->listeners[i], meta);
 		fputc('\n', out);
 	}
 
-	text_threads(out, engine);
+	text_threads(out, view);
 	if (meta->slowest)
-		cs_report_slowest_text(out, engine, meta);
+		cs_report_slowest_text(out, view);
 
-	text_findings(out, &analysis);
-	if (engine->totals.malformed || meta->table_full)
+	text_findings(out, &view->analysis);
+	if (view->totals->malformed || meta->table_full)
 		fprintf(out, "\nnote: %" PRIu64 " malformed record(s), %" PRIu64
-			" in-kernel table insert(s) failed\n", engine->totals.malformed, meta->table_full);
+			" in-kernel table insert(s) failed\n", view->totals->malformed, meta->table_full);
+}
+
+void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	struct cs_report_view *view = cs_report_view_new(engine, meta);
+	if (!view) {
+		fprintf(out, "connscope: out of memory: no report\n");
+		return;
+	}
+	cs_report_view_text(out, view);
+	cs_report_view_free(view);
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
