@@ -46,8 +46,8 @@ json_t *cs_report_view_value(const struct cs_report_view *view);
  */
 void cs_report_tracing_summary(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			       struct cs_traced_summary *summary);
-json_t *cs_report_tracing_value(const struct cs_traced_summary *summary, const struct cs_report_meta *meta);
-void cs_report_tracing_text(FILE *out, const struct cs_traced_summary *summary, const struct cs_report_meta *meta);
+json_t *cs_report_tracing_value(const struct cs_traced_summary *traced, const struct cs_report_meta *meta);
+void cs_report_tracing_text(FILE *out, const struct cs_traced_summary *traced, const struct cs_report_meta *meta);
 /* {"p50":..,"p90":..,"p99":..,"p999":..,"max":..,"count":..}, the times in microseconds. */
 json_t *cs_report_percentiles_us(const struct cs_hist *hist);
 /* ["acceptor",...]: a thread's roles (names of enum cs_thread_role). */
