@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "words.h"
 
 volatile sig_atomic_t cs_cli_stop;
 
@@ -209,6 +210,10 @@ int cs_cli_parse(struct cs_cli *cli, int argc, char **argv, const char *options,
 	while ((c = getopt_long(argc, argv, optstring, cli->longopts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(cli->cmd->usage, stdout);
+			if (cli->cmd->lists_kinds) {
+				fputc('\n', stdout);
+				cs_words_print_kinds(stdout);
+			}
 			return 0;
 		}
 		if (c == ':' || c == '?')

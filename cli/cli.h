@@ -42,6 +42,7 @@ struct cs_cmd {
 	const char *usage;         /* its --help text */
 	int operands;              /* how many operands it takes after its options */
 	const char *operands_hint; /* the usage error when that count is off (operands > 0) */
+	bool lists_kinds;          /* --help lists every cause and condition after usage (words.h) */
 };
 
 #define CS_CLI_MAX_OPTIONS 24

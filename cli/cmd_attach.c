@@ -14,10 +14,8 @@ static const char usage[] =
 	"Usage: connscope attach (--pid PID | --port PORT | --name NAME | --cgroup PATH)... [options]\n"
 	"\n"
 	"Attach to a running TCP server, without restarting it, follow every connection\n"
-	"and request, and report where the slowest requests' time went: accept queue,\n"
-	"listen overflow (SYN retransmits), run queue, event loop, handler, send drain;\n"
-	"with the conditions behind them (non-persistent connections, idle timeouts,\n"
-	"listen overflow, accept contention, CPU saturation) and the accept path's\n"
+	"and request, and report where the slowest requests' time went, cause by cause,\n"
+	"with the conditions behind them (both listed below) and the accept path's\n"
 	"figures: backlog depth and drops, accepts per worker, wasted wake-ups.\n"
 	"\n" CS_RUN_OPTIONS_HELP
 	"  -j, --json           print the report as one JSON object\n"
@@ -54,5 +52,5 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 /* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_attach = {
 	"attach", "attach to a running server (--pid, --port, --name, --cgroup) and report",
-	run, usage, 0, NULL,
+	run, usage, 0, NULL, true,
 };

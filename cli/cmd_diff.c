@@ -118,5 +118,5 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 /* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_diff = {
 	"diff", "what changed between two runs (JSON reports or recorded files)",
-	run, usage, 2, "name two runs: BEFORE and AFTER (JSON reports or trace files)",
+	run, usage, 2, "name two runs: BEFORE and AFTER (JSON reports or trace files)", false,
 };

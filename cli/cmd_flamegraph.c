@@ -301,5 +301,5 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 /* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_flamegraph = {
 	"flamegraph", "where the tail requests' time went, as stacks (SVG or folded stacks)",
-	run, usage, 0, NULL,
+	run, usage, 0, NULL, false,
 };

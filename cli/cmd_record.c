@@ -101,5 +101,5 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 /* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_record = {
 	"record", "the same, writing the raw event stream to a file",
-	run, usage, 0, NULL,
+	run, usage, 0, NULL, false,
 };

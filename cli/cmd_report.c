@@ -9,7 +9,7 @@
 
 #include "commands.h"
 #include "cost_render.h"
-#include "intervals.h"
+#include "report_intervals.h"
 #include "replay.h"
 #include "run_args.h"
 
@@ -87,7 +87,7 @@ static void interval_before_record(void *ctx, const struct cs_engine *engine, ui
 static int report_intervals(const char *path, const struct report_args *args)
 {
 	struct cs_intervals intervals;
-	if (cs_intervals_init(&intervals, (uint64_t)(args->interval_s * 1e9), args->tail, stdout)) {
+	if (cs_intervals_init(&intervals, (uint64_t)(args->interval_s * 1e9), args->tail, cs_interval_print, stdout)) {
 		fprintf(stderr, "connscope: out of memory\n");
 		return CS_EXIT_RUNTIME;
 	}
@@ -141,5 +141,5 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 /* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_report = {
 	"report", "replay a recorded file and report",
-	run, usage, 1, "name one trace file",
+	run, usage, 1, "name one trace file", true,
 };

@@ -48,5 +48,5 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 /* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_reset = {
 	"reset", "clear the daemon's statistics",
-	run, usage, 0, NULL,
+	run, usage, 0, NULL, false,
 };

@@ -83,5 +83,5 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 /* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_snapshot = {
 	"snapshot", "the daemon's report so far",
-	run, usage, 0, NULL,
+	run, usage, 0, NULL, false,
 };

@@ -186,5 +186,5 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 /* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_status = {
 	"status", "is the daemon (connscoped) up, what does it watch",
-	run, usage, 0, NULL,
+	run, usage, 0, NULL, false,
 };

@@ -338,5 +338,5 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 /* Its entry in connscope.c's command table. */
 const struct cs_cmd cs_cmd_top = {
 	"top", "live full-screen view (from the daemon, or attached in-process)",
-	run, usage, 0, NULL,
+	run, usage, 0, NULL, false,
 };

@@ -106,6 +106,7 @@ static const struct cs_cmd daemon_cmd = {
 	"  connscoped --port 8080 --metrics 9464 &\n"
 	"  curl -s 127.0.0.1:9464/metrics | grep connscope_request_duration_seconds\n"
 	"  connscoped --name nginx --cgroup /system.slice/api.service --metrics 9464\n",
+	.lists_kinds = true,
 };
 
 /* The daemon's run: what it was told (the command line, over the config file) and what it serves. */

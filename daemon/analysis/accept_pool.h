@@ -14,8 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "advice.h"
 #include "engine.h"
+#include "kinds.h"
 
 struct cs_accept_pool {
 	uint32_t workers;        /* accepting threads that serve what they accept */

@@ -5,8 +5,9 @@
  * order, each from the ones before. A renderer calls cs_analyze once per
  * report or snapshot and reads the struct; nothing in it is formatted
  * for a reader: figures stay in their units (_ns, _us, _ms, shares) until
- * printed. Findings and conditions are enums with their names and advice
- * in advice.h.
+ * printed. Findings and conditions are enums with their names in
+ * kinds.h; a finding's and a tail cause's numbers are figures
+ * (figures.h); their words are the renderers' (daemon/render/words.h).
  */
 #ifndef CS_ANALYSIS_H
 #define CS_ANALYSIS_H
@@ -14,11 +15,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "advice.h"
 #include "attrib.h"
 #include "cost.h"
 #include "diagnose.h"
 #include "engine.h"
+#include "kinds.h"
 #include "run_meta.h"
 #include "tail.h"
 

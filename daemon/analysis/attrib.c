@@ -383,6 +383,7 @@ void cs_conditions_from(const struct cs_engine *engine, const struct cs_report_m
 	cpu_saturation(engine, meta, tail, cond);
 	pool_saturation(engine, tail, cond);
 	lifecycle(engine, cond);
+	cs_conditions_figures(cond);
 }
 
 /* No default: a condition added to the enum without its flag here is a -Wswitch error. */

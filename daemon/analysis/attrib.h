@@ -14,9 +14,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "advice.h"
 #include "diagnose.h"
 #include "engine.h"
+#include "figures.h"
+#include "kinds.h"
 #include "run_meta.h"
 #include "tail.h"
 
@@ -127,12 +128,17 @@ struct cs_conditions {
 		double lifetime_p99_ms;
 		double lifetime_max_ms;
 	} lifecycle;
+	/* Each flagged condition's figures, by enum: the numbers its line quotes (none when not flagged). */
+	struct cs_figures seen[CS_CONDITION_COUNT];
 };
 
 /* The conditions, from the tail and the diagnosis's findings (cs_analyze's last step). */
 void cs_conditions_from(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			const struct cs_tail *tail, const struct cs_finding *findings, size_t finding_count,
 			struct cs_conditions *conditions);
+
+/* Fills conditions->seen from the conditions' fields (condition_figures.c; cs_conditions_from's last step). */
+void cs_conditions_figures(struct cs_conditions *conditions);
 
 /* Whether condition is flagged: the conditions read by enum, never by name. */
 bool cs_condition_flagged(const struct cs_conditions *conditions, enum cs_condition condition);

@@ -1,18 +1,15 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Diagnosis of the accept path: turns a listener's statistics into findings
- * an operator can act on. Each threshold is named and explained here; the
- * numbers quoted in a finding are the evidence.
+ * an operator can act on. Each threshold is named and explained here; a
+ * finding's figures are its evidence (their words: daemon/render/words.c).
  */
 #include "diagnose.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "accept_pool.h"
 #include "tail.h"
-#include "units.h"
 
 /* A queue full in at least 1 % of samples is worth a line even without drops. */
 #define BACKLOG_FULL_SHARE_MIN 0.01
@@ -41,25 +38,8 @@ struct findings {
 	size_t count, max;
 };
 
-/*
- * The kind's advice, with note where it says "%s". Spliced, not used as a
- * printf format: the table's text stays plain text.
- */
-static void advise(struct cs_finding *finding, const char *note)
-{
-	const char *advice = cs_finding_advice(finding->kind);
-	const char *at = strstr(advice, "%s");
-	if (!at)
-		snprintf(finding->advice, sizeof(finding->advice), "%s", advice);
-	else
-		snprintf(finding->advice, sizeof(finding->advice), "%.*s%s%s", (int)(at - advice), advice,
-			 note, at + 2);
-}
-
-/* A finding of kind, its text from fmt, its advice from the table; NULL when the list is full. */
-__attribute__((format(printf, 4, 5)))
-static struct cs_finding *add(struct findings *list, enum cs_finding_kind kind, uint16_t port,
-			      const char *fmt, ...)
+/* A finding of kind, its figures to fill; NULL when the list is full (the caller adds nothing). */
+static struct cs_figures *add(struct findings *list, enum cs_finding_kind kind, uint16_t port)
 {
 	if (list->count >= list->max)
 		return NULL;
@@ -68,12 +48,7 @@ static struct cs_finding *add(struct findings *list, enum cs_finding_kind kind, 
 	finding->kind = kind;
 	finding->code = cs_finding_name(kind);
 	finding->port = port;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(finding->text, sizeof(finding->text), fmt, ap);
-	va_end(ap);
-	advise(finding, "");
-	return finding;
+	return &finding->figures;
 }
 
 static double share(uint64_t part, uint64_t whole)
@@ -96,112 +71,106 @@ static void diagnose_backlog(const struct cs_listener_stats *l, const struct cs_
 	double full_share = share(l->backlog_full_samples, l->backlog_samples);
 	if (drops == 0 && full_share < BACKLOG_FULL_SHARE_MIN)
 		return;
-
+	struct cs_figures *f = add(list, CS_FINDING_BACKLOG_FULL, l->port);
+	if (!f)
+		return;
+	cs_figures_share(f, "backlog_full_share", full_share);
+	cs_figures_count(f, "backlog_limit", l->backlog_limit);
+	cs_figures_count(f, "drops", drops);
 	/* Evidence from local clients, where there were any. */
-	char delayed[160] = "";
-	if (l->handshakes_delayed_1s) {
-		char max[32];
-		cs_format_duration(max, sizeof(max), l->handshake_extra_ns->max);
-		snprintf(delayed, sizeof(delayed),
-			 "; %llu local connection(s) waited >= 1 s for SYN retransmits (max %s)",
-			 (unsigned long long)l->handshakes_delayed_1s, max);
-	}
-	if (l->handshakes_failed) {
-		size_t used = strlen(delayed);
-		snprintf(delayed + used, sizeof(delayed) - used,
-			 "; %llu local connection(s) never got in: their clients gave up while still retrying the SYN",
-			 (unsigned long long)l->handshakes_failed);
-	}
-	struct cs_finding *f = add(list, CS_FINDING_BACKLOG_FULL, l->port,
-		"backlog full %.0f%% of the time (limit %u) with %llu SYN(s) dropped%s",
-		full_share * 100.0, l->backlog_limit, (unsigned long long)drops, delayed);
-	if (f && meta->netstat.valid && meta->netstat.syncookies_sent)
-		advise(f, "; SYN cookies were sent too");
+	cs_figures_count(f, "handshakes_delayed_1s", l->handshakes_delayed_1s);
+	cs_figures_ns(f, "handshake_extra_max", l->handshake_extra_ns->max);
+	cs_figures_count(f, "handshakes_failed", l->handshakes_failed);
+	if (meta->netstat.valid)
+		cs_figures_count(f, "syncookies_sent", meta->netstat.syncookies_sent);
+}
+
+/* The listener's accept wait at p50 and p99. */
+static void accept_wait(struct cs_figures *f, const struct cs_listener_stats *l)
+{
+	cs_figures_ns(f, "accept_wait_p50", cs_hist_percentile(l->accept_wait_ns, 50.0));
+	cs_figures_ns(f, "accept_wait_p99", cs_hist_percentile(l->accept_wait_ns, 99.0));
 }
 
 /* The server stopped accepting at its connection limit: raising accept throughput changes nothing. */
 static void diagnose_limit(const struct cs_listener_stats *l, const struct cs_limit_evidence *e,
 			   struct findings *list)
 {
-	char p50[32], p99[32], plateau[32], blocked[48] = "";
-	cs_format_duration(p50, sizeof(p50), cs_hist_percentile(l->accept_wait_ns, 50.0));
-	cs_format_duration(p99, sizeof(p99), cs_hist_percentile(l->accept_wait_ns, 99.0));
-	cs_format_duration(plateau, sizeof(plateau), e->plateau_ns);
-	if (e->blocked_share >= 0)
-		snprintf(blocked, sizeof(blocked), "blocked %.0f%%, on a CPU %.0f%%, ",
-			 e->blocked_share * 100.0, e->on_cpu_share * 100.0);
-	add(list, CS_FINDING_CONNECTION_LIMIT, l->port,
-		"the server stopped accepting at its connection limit: with %u connection(s) open (held "
-		"there %s) its acceptor %s (tid %u) did not call accept() and was blocked, not busy "
-		"(%sin handlers %.0f%% of its time outside accept()); %.0f%% of the time connections "
-		"queued for it ended right after a connection closed (%llu waits), freed by %llu idle close(s) by the server, %llu by "
-		"clients, %llu other; accept wait p50 %s, p99 %s",
-		e->open_connections, plateau, e->acceptor_comm, e->acceptor_tid, blocked,
-		e->handler_share * 100.0, e->wait_share * 100.0, (unsigned long long)e->waits,
-		(unsigned long long)e->freed_by[CS_FREED_BY_IDLE_CLOSE],
-		(unsigned long long)e->freed_by[CS_FREED_BY_CLIENT],
-		(unsigned long long)e->freed_by[CS_FREED_BY_OTHER], p50, p99);
+	struct cs_figures *f = add(list, CS_FINDING_CONNECTION_LIMIT, l->port);
+	if (!f)
+		return;
+	cs_figures_count(f, "open_connections", e->open_connections);
+	cs_figures_ns(f, "plateau", e->plateau_ns);
+	cs_figures_comm(f, "acceptor_comm", e->acceptor_comm);
+	cs_figures_count(f, "acceptor_tid", e->acceptor_tid);
+	/* Known only where the trace has the acceptor's CPU time. */
+	if (e->blocked_share >= 0) {
+		cs_figures_share(f, "blocked_share", e->blocked_share);
+		cs_figures_share(f, "on_cpu_share", e->on_cpu_share);
+	}
+	cs_figures_share(f, "handler_share", e->handler_share);
+	cs_figures_share(f, "wait_share", e->wait_share);
+	cs_figures_count(f, "waits", e->waits);
+	cs_figures_count(f, "freed_by_idle_close", e->freed_by[CS_FREED_BY_IDLE_CLOSE]);
+	cs_figures_count(f, "freed_by_client", e->freed_by[CS_FREED_BY_CLIENT]);
+	cs_figures_count(f, "freed_other", e->freed_by[CS_FREED_BY_OTHER]);
+	accept_wait(f, l);
 }
 
-/* "; between accepts: on a CPU 5%, in handlers 0%, sleeping or blocked 95%", when known. */
-static const char *acceptor_state(const struct cs_engine *engine, const struct cs_worker_stats *worker)
+/* Where the acceptor's time outside accept() went, when the trace has its CPU time. */
+static void acceptor_state(struct cs_figures *f, const struct cs_engine *engine,
+			   const struct cs_worker_stats *worker)
 {
-	static _Thread_local char text[160];
 	struct cs_acceptor_time time;
 	cs_acceptor_time(engine, worker, &time);
-	text[0] = '\0';
-	if (time.cpu_known && time.outside_ns)
-		snprintf(text, sizeof(text), "; outside accept() it was on a CPU %.0f%%, in handlers %.0f%%, "
-			 "waiting for a CPU %.0f%%, sleeping or blocked %.0f%%",
-			 share(time.on_cpu_ns, time.outside_ns) * 100.0,
-			 share(time.handler_ns, time.outside_ns) * 100.0,
-			 share(time.runq_ns, time.outside_ns) * 100.0,
-			 share(time.blocked_ns, time.outside_ns) * 100.0);
-	return text;
+	if (!time.cpu_known || !time.outside_ns)
+		return;
+	cs_figures_share(f, "on_cpu_share", share(time.on_cpu_ns, time.outside_ns));
+	cs_figures_share(f, "handler_share", share(time.handler_ns, time.outside_ns));
+	cs_figures_share(f, "runq_share", share(time.runq_ns, time.outside_ns));
+	cs_figures_share(f, "blocked_share", share(time.blocked_ns, time.outside_ns));
 }
 
-/* "on a CPU 5%, waiting for a CPU 1%, blocked in handlers 94%": what the pool's serving was. */
-static const char *pool_state(const struct cs_accept_pool *pool)
+/* The accept pool's workers, and what their serving was (on_cpu_share only where sampled). */
+static void pool_state(struct cs_figures *f, const struct cs_accept_pool *pool)
 {
-	static _Thread_local char text[128];
-	char cpu[32] = "";
+	cs_figures_count(f, "busy_workers", pool->busy_workers);
+	cs_figures_count(f, "workers", pool->workers);
+	cs_figures_share(f, "busy_share", pool->busy_share);
 	if (pool->on_cpu_share >= 0)
-		snprintf(cpu, sizeof(cpu), "on a CPU %.0f%%, ", pool->on_cpu_share * 100.0);
-	snprintf(text, sizeof(text), "%swaiting for a CPU %.0f%%, blocked off a CPU in handlers %.0f%%", cpu,
-		 pool->runq_share * 100.0, pool->blocked_share * 100.0);
-	return text;
-}
-
-/* "; queue non-empty in 81% of samples", when the listener was sampled. */
-static const char *queue_seen(double nonempty_share)
-{
-	static _Thread_local char text[48];
-	text[0] = '\0';
-	if (nonempty_share >= 0)
-		snprintf(text, sizeof(text), "; queue non-empty in %.0f%% of samples", nonempty_share * 100.0);
-	return text;
-}
-
-/* "; 1 of 2 workers that accept and serve were busy serving ...": the pool was not what held them. */
-static const char *pool_not_busy(const struct cs_accept_pool *pool)
-{
-	static _Thread_local char text[224];
-	snprintf(text, sizeof(text), "; %u of %u workers that accept and serve their own connections were busy, "
-		 "serving %.0f%% of their time away from accept(): something else held them (%s)",
-		 pool->busy_workers, pool->workers, pool->busy_share * 100.0, pool_state(pool));
-	return text;
+		cs_figures_share(f, "on_cpu_share", pool->on_cpu_share);
+	cs_figures_share(f, "runq_share", pool->runq_share);
+	cs_figures_share(f, "blocked_share", pool->blocked_share);
 }
 
 /* Every worker that accepts was serving: connections wait for a free worker in the backlog. */
 static void diagnose_pool_full(const struct cs_listener_stats *l, const struct cs_accept_pool *pool,
-			       const char *p50, const char *p99, struct findings *list)
+			       struct findings *list)
 {
-	add(list, CS_FINDING_ACCEPT_POOL_FULL, l->port,
-		"connections waited in the accept queue for a free worker: %u of %u workers that accept "
-		"and serve their own connections were busy, serving %.0f%% of their time away from accept()%s; "
-		"accept wait p50 %s, p99 %s; their time away: %s",
-		pool->busy_workers, pool->workers, pool->busy_share * 100.0, queue_seen(pool->queue_nonempty_share),
-		p50, p99, pool_state(pool));
+	struct cs_figures *f = add(list, CS_FINDING_ACCEPT_POOL_FULL, l->port);
+	if (!f)
+		return;
+	pool_state(f, pool);
+	if (pool->queue_nonempty_share >= 0)
+		cs_figures_share(f, "queue_nonempty_share", pool->queue_nonempty_share);
+	accept_wait(f, l);
+}
+
+static void bottleneck(const struct cs_engine *engine, const struct cs_listener_stats *l,
+		       const struct cs_worker_stats *busiest, double queue_busy, double mean_left, struct findings *list)
+{
+	struct cs_figures *f = add(list, CS_FINDING_ACCEPT_THREAD_BOTTLENECK, l->port);
+	if (!f)
+		return;
+	cs_figures_comm(f, "acceptor_comm", busiest->comm);
+	cs_figures_count(f, "acceptor_tid", busiest->tid);
+	cs_figures_share(f, "accept_share", share(busiest->accepts, l->accepts));
+	cs_figures_count(f, "accepts", l->accepts);
+	cs_figures_share(f, "busy_share", cs_worker_busy_share(busiest));
+	cs_figures_ratio(f, "waiting_per_accept", mean_left);
+	cs_figures_share(f, "queue_nonempty_share", queue_busy);
+	accept_wait(f, l);
+	acceptor_state(f, engine, busiest);
 }
 
 static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_listener_stats *l,
@@ -217,18 +186,14 @@ static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_li
 	uint64_t matched = l->accept_wait_ns->count;
 	if (l->accepts < ACCEPTS_MIN || matched == 0)
 		return;
-	uint64_t p99_ns = cs_hist_percentile(l->accept_wait_ns, 99.0);
-	if (p99_ns < ACCEPT_WAIT_P99_MIN_NS)
+	if (cs_hist_percentile(l->accept_wait_ns, 99.0) < ACCEPT_WAIT_P99_MIN_NS)
 		return;
 
-	char p50[32], p99[32];
-	cs_format_duration(p50, sizeof(p50), cs_hist_percentile(l->accept_wait_ns, 50.0));
-	cs_format_duration(p99, sizeof(p99), p99_ns);
 	/* Workers that accept and serve: they are away from accept() while they serve. */
 	struct cs_accept_pool pool;
 	bool pool_seen = cs_listener_accept_pool(engine, l, &pool);
 	if (pool_seen && cs_accept_pool_saturated(&pool)) {
-		diagnose_pool_full(l, &pool, p50, p99, list);
+		diagnose_pool_full(l, &pool, list);
 		return;
 	}
 	double busy = share(l->backlog_nonempty_samples, l->backlog_samples);
@@ -239,19 +204,17 @@ static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_li
 	double acceptor_busy = busiest ? cs_worker_busy_share(busiest) : 0.0;
 	if (busiest && busiest_share >= SINGLE_ACCEPTOR_SHARE && acceptor_busy >= ACCEPTOR_BUSY_SHARE &&
 	    (busy >= QUEUE_BUSY_SHARE || mean_left >= 1.0)) {
-		add(list, CS_FINDING_ACCEPT_THREAD_BOTTLENECK, l->port,
-			"the accept thread is the bottleneck: %s (tid %u) took %.0f%% of %llu accepts, was busy "
-			"outside accept() %.0f%% of the time, and left %.1f connections waiting per accept "
-			"(queue non-empty in %.0f%% of samples); accept wait p50 %s, p99 %s; it came back "
-			"to accept() on its own schedule, not when connections closed (not a connection "
-			"limit)%s",
-			busiest->comm, busiest->tid, busiest_share * 100.0, (unsigned long long)l->accepts,
-			acceptor_busy * 100.0, mean_left, busy * 100.0, p50, p99, acceptor_state(engine, busiest));
+		bottleneck(engine, l, busiest, busy, mean_left, list);
 		return;
 	}
-	add(list, CS_FINDING_ACCEPT_QUEUE_WAIT, l->port,
-		"connections wait in the accept queue: p50 %s, p99 %s (queue non-empty %.0f%% of the time)%s",
-		p50, p99, busy * 100.0, pool_seen ? pool_not_busy(&pool) : "");
+	struct cs_figures *f = add(list, CS_FINDING_ACCEPT_QUEUE_WAIT, l->port);
+	if (!f)
+		return;
+	accept_wait(f, l);
+	cs_figures_share(f, "queue_nonempty_share", busy);
+	/* The pool was not what held them: its workers, for the reader to see. */
+	if (pool_seen)
+		pool_state(f, &pool);
 }
 
 /*
@@ -277,17 +240,19 @@ static bool unfair_seen(const struct cs_listener_stats *l)
 
 static void diagnose_fairness(const struct cs_listener_stats *l, struct findings *list)
 {
-	size_t threads = l->worker_count;   /* threads that called accept() */
 	if (!unfair_seen(l))
 		return;
 	const struct cs_worker_stats *busiest = cs_listener_busiest_worker(l);
-	double busiest_share = share(busiest->accepts, l->accepts);
-	double fair = 1.0 / (double)threads;
-	add(list, CS_FINDING_UNFAIR_ACCEPTS, l->port,
-		"one worker took %.0f%% of accepts: %s (tid %u) took %llu of %llu across %zu threads "
-		"(a fair share is %.0f%%)",
-		busiest_share * 100.0, busiest->comm, busiest->tid,
-		(unsigned long long)busiest->accepts, (unsigned long long)l->accepts, threads, fair * 100.0);
+	struct cs_figures *f = add(list, CS_FINDING_UNFAIR_ACCEPTS, l->port);
+	if (!f)
+		return;
+	cs_figures_share(f, "worker_share", share(busiest->accepts, l->accepts));
+	cs_figures_comm(f, "worker_comm", busiest->comm);
+	cs_figures_count(f, "worker_tid", busiest->tid);
+	cs_figures_count(f, "worker_accepts", busiest->accepts);
+	cs_figures_count(f, "accepts", l->accepts);
+	cs_figures_count(f, "threads", l->worker_count); /* threads that called accept() */
+	cs_figures_share(f, "fair_share", 1.0 / (double)l->worker_count);
 }
 
 /*
@@ -300,21 +265,25 @@ static void diagnose_negligible(const struct cs_listener_stats *l, const struct 
 	bool herd = herd_seen(l), unfair = unfair_seen(l);
 	if (!herd && !unfair)
 		return;
-	add(list, CS_FINDING_ACCEPT_NEGLIGIBLE, l->port,
-		"%s%s%s: accept waits are %.1f%% of the tail's time (%llu accepts, %llu EAGAIN), no cause of it",
-		unfair ? "one worker took most accepts" : "", unfair && herd ? "; " : "",
-		herd ? "accept() calls found the queue empty" : "", cs_tail_accept_share(tail) * 100.0,
-		(unsigned long long)l->accepts, (unsigned long long)l->eagain);
+	struct cs_figures *f = add(list, CS_FINDING_ACCEPT_NEGLIGIBLE, l->port);
+	if (!f)
+		return;
+	cs_figures_flag(f, "unfair", unfair);
+	cs_figures_flag(f, "thundering_herd", herd);
+	cs_figures_share(f, "tail_accept_share", cs_tail_accept_share(tail));
+	cs_figures_count(f, "accepts", l->accepts);
+	cs_figures_count(f, "eagain", l->eagain);
 }
 
 static void diagnose_herd(const struct cs_listener_stats *l, struct findings *list)
 {
 	if (!herd_seen(l))
 		return;
-	add(list, CS_FINDING_THUNDERING_HERD, l->port,
-		"%llu accept() calls found the queue empty (%.2f per accepted connection): "
-		"workers were woken for connections another worker took",
-		(unsigned long long)l->eagain, share(l->eagain, l->accepts ? l->accepts : 1));
+	struct cs_figures *f = add(list, CS_FINDING_THUNDERING_HERD, l->port);
+	if (!f)
+		return;
+	cs_figures_count(f, "eagain", l->eagain);
+	cs_figures_ratio(f, "eagain_per_accept", share(l->eagain, l->accepts ? l->accepts : 1));
 }
 
 size_t cs_diagnose_tail(const struct cs_engine *engine, const struct cs_report_meta *meta,
@@ -322,10 +291,9 @@ size_t cs_diagnose_tail(const struct cs_engine *engine, const struct cs_report_m
 {
 	struct findings list = { .items = findings, .max = max };
 
-	if (meta->events_lost)
-		add(&list, CS_FINDING_EVENTS_LOST, 0,
-		    "%llu event(s) could not be recorded (ring buffer full): figures are a lower bound",
-		    (unsigned long long)meta->events_lost);
+	struct cs_figures *f;
+	if (meta->events_lost && (f = add(&list, CS_FINDING_EVENTS_LOST, 0)))
+		cs_figures_count(f, "events_lost", meta->events_lost);
 	for (size_t i = 0; i < engine->listener_count; i++)
 		diagnose_backlog(&engine->listeners[i], meta, &list);
 	/* Slow accepts are named only where the tail feels them. */
@@ -338,10 +306,7 @@ size_t cs_diagnose_tail(const struct cs_engine *engine, const struct cs_report_m
 		diagnose_herd(&engine->listeners[i], &list);
 	for (size_t i = 0; !accepts_matter && i < engine->listener_count; i++)
 		diagnose_negligible(&engine->listeners[i], tail, &list);
-	if (meta->netstat.valid && meta->netstat.syncookies_sent)
-		add(&list, CS_FINDING_SYN_COOKIES, 0,
-		    "the kernel sent %llu SYN cookie(s): the SYN queue overflowed, and clients may "
-		    "believe they are connected while their data is dropped",
-		    (unsigned long long)meta->netstat.syncookies_sent);
+	if (meta->netstat.valid && meta->netstat.syncookies_sent && (f = add(&list, CS_FINDING_SYN_COOKIES, 0)))
+		cs_figures_count(f, "syncookies_sent", meta->netstat.syncookies_sent);
 	return list.count;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The diagnosis: one finding per problem the engine's statistics show,
- * with its numbers and advice. Pure: computed from the engine's state, the
+ * with the numbers behind it (its words and advice are the renderers',
+ * daemon/render/words.h). Pure: computed from the engine's state, the
  * run's metadata and the tail (tail.h); cs_analyze (analysis.h) runs it
  * once per report, and the renderers print its findings.
  */
@@ -11,19 +12,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "advice.h"
 #include "engine.h"
+#include "figures.h"
+#include "kinds.h"
 #include "run_meta.h"
 #include "tail.h"
-
-#define CS_FINDING_TEXT_LEN 512
 
 struct cs_finding {
 	const char *code;                 /* cs_finding_name(kind), e.g. "backlog_full" */
 	enum cs_finding_kind kind;
 	uint16_t port;                    /* listener it concerns, 0: whole run */
-	char text[CS_FINDING_TEXT_LEN];   /* what was seen, with its numbers */
-	char advice[CS_FINDING_TEXT_LEN]; /* cs_finding_advice(kind), completed */
+	struct cs_figures figures;        /* what was seen: the numbers its sentence quotes */
 };
 
 /*

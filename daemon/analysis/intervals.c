@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "intervals.h"
 
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tail.h"
-#include "units.h"
 
-int cs_intervals_init(struct cs_intervals *iv, uint64_t width_ns, double tail_percentile, FILE *out)
+int cs_intervals_init(struct cs_intervals *iv, uint64_t width_ns, double tail_percentile, cs_interval_fn emit,
+		      void *ctx)
 {
 	memset(iv, 0, sizeof(*iv));
 	iv->width_ns = width_ns;
 	iv->tail_percentile = tail_percentile > 0 ? tail_percentile : 99.0;
-	iv->out = out;
+	iv->emit = emit;
+	iv->ctx = ctx;
 	iv->prev_latency = calloc(1, sizeof(*iv->prev_latency));
 	iv->prev_bucket_cause_ns = calloc(CS_HIST_BUCKETS, sizeof(*iv->prev_bucket_cause_ns));
 	iv->bucket_cause_ns = calloc(CS_HIST_BUCKETS, sizeof(*iv->bucket_cause_ns));
@@ -76,28 +76,23 @@ static int interval_top_cause(const struct cs_intervals *iv, const struct cs_eng
 	return tail.causes[0].ns ? (int)tail.causes[0].cause : -1;
 }
 
-static void print_line(struct cs_intervals *iv, const struct cs_engine *engine, uint64_t start_ns, uint64_t end_ns)
+static void emit_line(struct cs_intervals *iv, const struct cs_engine *engine, uint64_t start_ns, uint64_t end_ns)
 {
-	if (!iv->lines++)
-		fprintf(iv->out, "%9s %9s %10s %10s  %-24s %7s\n", "from_s", "req/s", "p50", "p99", "top cause (tail share)",
-			"drops");
 	struct cs_hist latency;
 	interval_latency(iv, engine->requests.latency_ns, &latency);
-	double span_s = (double)(end_ns - start_ns) / 1e9;
-	char p50[32] = "-", p99[32] = "-", cause[48] = "-";
+	struct cs_interval line = { .index = iv->lines++, .from_s = (double)(start_ns - iv->first_ns) / 1e9,
+				    .span_s = (double)(end_ns - start_ns) / 1e9, .requests = latency.count,
+				    .top_cause = -1 };
 	if (latency.count) {
-		cs_format_duration(p50, sizeof(p50), cs_hist_percentile(&latency, 50));
-		cs_format_duration(p99, sizeof(p99), cs_hist_percentile(&latency, 99));
-		double share;
-		int top = interval_top_cause(iv, engine, &latency, &share);
-		if (top >= 0)
-			snprintf(cause, sizeof(cause), "%s (%.0f%%)", cs_cause_names[top], 100.0 * share);
+		line.p50_ns = cs_hist_percentile(&latency, 50);
+		line.p99_ns = cs_hist_percentile(&latency, 99);
+		line.top_cause = interval_top_cause(iv, engine, &latency, &line.top_cause_share);
 	}
 	uint64_t drops = total_drops(engine);
+	line.drops = drops - iv->prev_drops;
 	iv->requests_in_lines += latency.count;
-	iv->drops_in_lines += drops - iv->prev_drops;
-	fprintf(iv->out, "%9.1f %9.1f %10s %10s  %-24s %7" PRIu64 "\n", (double)(start_ns - iv->first_ns) / 1e9,
-		span_s > 0 ? (double)latency.count / span_s : 0.0, p50, p99, cause, drops - iv->prev_drops);
+	iv->drops_in_lines += line.drops;
+	iv->emit(&line, iv->ctx);
 	/* This boundary is the next interval's start. */
 	memcpy(iv->prev_latency, engine->requests.latency_ns, sizeof(*iv->prev_latency));
 	memcpy(iv->prev_bucket_cause_ns, engine->requests.bucket_cause_ns,
@@ -113,7 +108,7 @@ void cs_intervals_advance(struct cs_intervals *iv, const struct cs_engine *engin
 		return;
 	}
 	while (ts_ns >= iv->next_end_ns) {
-		print_line(iv, engine, iv->next_end_ns - iv->width_ns, iv->next_end_ns);
+		emit_line(iv, engine, iv->next_end_ns - iv->width_ns, iv->next_end_ns);
 		iv->next_end_ns += iv->width_ns;
 	}
 }
@@ -122,5 +117,5 @@ void cs_intervals_finish(struct cs_intervals *iv, const struct cs_engine *engine
 {
 	uint64_t last = engine->totals.last_ts_ns;
 	if (iv->next_end_ns && last > iv->next_end_ns - iv->width_ns)
-		print_line(iv, engine, iv->next_end_ns - iv->width_ns, last);
+		emit_line(iv, engine, iv->next_end_ns - iv->width_ns, last);
 }

@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The tail's attribution: its causes ranked by their share of the tail's
- * time, each with evidence from the slowest requests kept.
+ * time, each with the figures of its evidence from the slowest requests
+ * kept (their words: daemon/render/words.c).
  */
 #include "tail.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "units.h"
 
 /* Below this share of the tail's time the accept path is no bottleneck. */
 #define ACCEPT_TAIL_SHARE_MIN 0.05
@@ -90,13 +88,12 @@ double cs_pool_busy_share(const struct cs_pool_scan *pool)
 static void pool_evidence(const struct cs_engine *engine, struct cs_tail_cause *c)
 {
 	struct cs_pool_scan pool;
-	char waited[32];
 	cs_scan_pool(engine, &pool);
-	cs_format_duration(waited, sizeof(waited), c->ns);
-	snprintf(c->evidence, sizeof(c->evidence), "%s (tid %u) polled and handed the ready requests on; tail requests "
-		 "waited %s in all for one of %u pool thread(s), busy %.0f%% of the time they served",
-		 pool.poller_comm[0] ? pool.poller_comm : "?", pool.poller_tid, waited, pool.threads,
-		 100.0 * cs_pool_busy_share(&pool));
+	cs_figures_comm(&c->evidence, "poller_comm", pool.poller_comm);
+	cs_figures_count(&c->evidence, "poller_tid", pool.poller_tid);
+	cs_figures_ns(&c->evidence, "tail_wait", c->ns);
+	cs_figures_count(&c->evidence, "pool_threads", pool.threads);
+	cs_figures_share(&c->evidence, "busy_share", cs_pool_busy_share(&pool));
 }
 
 static int compare_u32(const void *a, const void *b)
@@ -109,50 +106,44 @@ static int compare_u32(const void *a, const void *b)
 static void accept_evidence(const struct cs_engine *engine, struct cs_tail_cause *c)
 {
 	const struct cs_listener_stats *l = NULL;
-	char wait[32];
+	struct cs_figures *f = &c->evidence;
 	for (size_t i = 0; i < engine->listener_count; i++)
 		if (!l || engine->listeners[i].accepts > l->accepts)
 			l = &engine->listeners[i];
 	if (!l)
 		return;
+	cs_figures_count(f, "port", l->port);
 	if (c->cause == CS_CAUSE_ACCEPT_QUEUE) {
 		const struct cs_worker_stats *w = cs_listener_busiest_worker(l);
-		cs_format_duration(wait, sizeof(wait), cs_hist_percentile(l->accept_wait_ns, 99.0));
-		snprintf(c->evidence, sizeof(c->evidence),
-			 "listener :%u accept wait p99 %s, backlog max %u of %u; %s (tid %u) took %.0f%% of accepts",
-			 l->port, wait, l->backlog_max, l->backlog_limit, w ? w->comm : "?", w ? w->tid : 0,
-			 w && l->accepts ? 100.0 * (double)w->accepts / (double)l->accepts : 0.0);
+		cs_figures_ns(f, "accept_wait_p99", cs_hist_percentile(l->accept_wait_ns, 99.0));
+		cs_figures_count(f, "backlog_max", l->backlog_max);
+		cs_figures_count(f, "backlog_limit", l->backlog_limit);
+		cs_figures_comm(f, "worker_comm", w ? w->comm : NULL);
+		cs_figures_count(f, "worker_tid", w ? w->tid : 0);
+		cs_figures_share(f, "worker_accept_share",
+				 w && l->accepts ? (double)w->accepts / (double)l->accepts : 0.0);
 	} else {
-		cs_format_duration(wait, sizeof(wait), l->handshake_extra_ns->max);
-		snprintf(c->evidence, sizeof(c->evidence),
-			 "listener :%u dropped %llu SYN(s); %llu connection(s) delayed >= 1 s (max %s)",
-			 l->port, (unsigned long long)cs_listener_drops(l),
-			 (unsigned long long)l->handshakes_delayed_1s, wait);
+		cs_figures_count(f, "drops", cs_listener_drops(l));
+		cs_figures_count(f, "handshakes_delayed_1s", l->handshakes_delayed_1s);
+		cs_figures_ns(f, "handshake_extra_max", l->handshake_extra_ns->max);
 	}
 }
 
 /* The thread with the most of the cause's time among the tail's exemplars. */
 static void thread_evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
 {
-	char *out = c->evidence;
-	size_t len = sizeof(c->evidence);
-	char a[32], b[32];
+	struct cs_figures *f = &c->evidence;
 	uint64_t ns, requests;
 	uint32_t tid = top_thread(engine, tail->threshold_ns, c->cause, &ns, &requests);
 	if (!tid)
 		return;
-	cs_format_duration(a, sizeof(a), ns);
+	cs_figures_comm(f, "thread_comm", thread_comm(engine, tid));
+	cs_figures_count(f, "thread_tid", tid);
+	cs_figures_ns(f, "thread_time", ns);
+	cs_figures_count(f, "tail_requests", requests);
 	if (c->cause == CS_CAUSE_RUN_QUEUE) {
 		const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
-		cs_format_duration(b, sizeof(b), t ? t->runq_max_ns : 0);
-		snprintf(out, len, "%s (tid %u) was runnable but not running for %s of %llu tail request(s); its longest wait for a CPU %s",
-			 thread_comm(engine, tid), tid, a, (unsigned long long)requests, b);
-	} else if (c->cause == CS_CAUSE_EVENT_LOOP) {
-		snprintf(out, len, "on %s (tid %u): %llu tail request(s) waited %s in all with data ready while the loop was busy elsewhere",
-			 thread_comm(engine, tid), tid, (unsigned long long)requests, a);
-	} else {
-		snprintf(out, len, "%s (tid %u) spent %s handling %llu tail request(s)",
-			 thread_comm(engine, tid), tid, a, (unsigned long long)requests);
+		cs_figures_ns(f, "runq_max", t ? t->runq_max_ns : 0);
 	}
 }
 
@@ -173,15 +164,14 @@ static void drain_evidence(const struct cs_engine *engine, const struct cs_tail 
 	if (!n)
 		return;
 	qsort(sizes, n, sizeof(sizes[0]), compare_u32);
-	if (held * 2 >= n)
-		snprintf(c->evidence, sizeof(c->evidence),
-			 "%llu of %zu tail responses (median %u bytes) sat in the send queue after the server's last write: "
-			 "Nagle's algorithm waiting for the client's delayed ACK, or a closed window; set TCP_NODELAY, "
-			 "or write each response in one call", (unsigned long long)held, n, sizes[n / 2]);
-	else
-		snprintf(c->evidence, sizeof(c->evidence),
-			 "tail responses: median %u bytes, largest %u; %llu send(s) found the buffer full; %llu held back in the send queue",
-			 sizes[n / 2], sizes[n - 1], (unsigned long long)eagain, (unsigned long long)held);
+	struct cs_figures *f = &c->evidence;
+	cs_figures_count(f, "responses", n);
+	cs_figures_count(f, "median_bytes", sizes[n / 2]);
+	cs_figures_count(f, "largest_bytes", sizes[n - 1]);
+	cs_figures_count(f, "send_eagain", eagain);
+	cs_figures_count(f, "held_back", held);
+	/* Most of them held back: Nagle's algorithm, or a closed window. */
+	cs_figures_flag(f, "mostly_held_back", held * 2 >= n);
 }
 
 static void evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)

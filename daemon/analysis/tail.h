@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The tail: the requests at or above a percentile, and where their time
- * went, cause by cause, ranked, with evidence. Pure: computed from the
+ * went, cause by cause, ranked, with the figures of their evidence. Pure: computed from the
  * engine's state and the run's metadata.
  */
 #ifndef CS_TAIL_H
@@ -11,16 +11,15 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "figures.h"
 #include "run_meta.h"
-
-#define CS_EVIDENCE_LEN 256
 
 struct cs_tail_cause {
 	enum cs_cause cause;
 	double share;          /* of the tail's total time */
 	uint64_t ns;           /* time in this cause over the tail */
 	uint64_t requests;     /* tail requests for which it was the largest cause */
-	char evidence[CS_EVIDENCE_LEN];
+	struct cs_figures evidence; /* none: no evidence (a cause of the tail without a thread or listener to name) */
 };
 
 struct cs_tail {

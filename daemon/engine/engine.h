@@ -136,39 +136,8 @@ struct cs_conn {
 	uint32_t request_start_us;   /* the same, for the request record being judged */
 };
 
-/* A parked request's hand-back (struct cs_ev_handback), until its request record. */
-struct cs_handback {
-	uint64_t start_ns;
-	uint64_t handler_start_ns;
-	uint64_t handler_end_ns;
-	uint32_t worker_tid;
-	uint32_t pad;
-};
-
 /* Exchanges of closed connections interleaved from several CPUs, told apart at once. */
 #define CS_ORPHAN_SLOTS 16
-
-/* A client address's recent idle closes, waiting to be answered by reconnects. */
-struct cs_idle_closes {
-	uint64_t last_close_ns;
-	uint64_t pending;
-};
-
-/*
- * A connection the engine does not follow (its accept was not seen) or no
- * longer follows (closed, and its server still reads what came before):
- * where its TLS records were, for its exchanges' kinds.
- */
-struct cs_unfollowed {
-	uint64_t last_ns;        /* its last record: the entry goes a second later */
-	uint64_t first_bytes_ns; /* its first exchange began; 0: not seen */
-	uint32_t requests_counted;
-	uint8_t phase;           /* enum cs_tls_phase */
-	uint8_t multiplexed;     /* its requests overlapped: so do the exchanges it still has */
-	uint8_t closed;          /* it closed: forgotten a second after its last record
-	                            (an open one after CS_CONN_TIMEOUT_NS, as followed ones) */
-	uint8_t pad;
-};
 
 /* Connection lifecycles and resets, over all listeners. */
 struct cs_lifecycle_stats {

@@ -8,6 +8,38 @@
 #define CS_ENGINE_INTERNAL_H
 
 #include "engine.h"
+#include "exchanges.h"
+
+/* A parked request's hand-back (struct cs_ev_handback), until its request record. */
+struct cs_handback {
+	uint64_t start_ns;
+	uint64_t handler_start_ns;
+	uint64_t handler_end_ns;
+	uint32_t worker_tid;
+	uint32_t pad;
+};
+
+/* A client address's recent idle closes, waiting to be answered by reconnects. */
+struct cs_idle_closes {
+	uint64_t last_close_ns;
+	uint64_t pending;
+};
+
+/*
+ * A connection the engine does not follow (its accept was not seen) or no
+ * longer follows (closed, and its server still reads what came before):
+ * where its TLS records were, for its exchanges' kinds.
+ */
+struct cs_unfollowed {
+	uint64_t last_ns;        /* its last record: the entry goes a second later */
+	uint64_t first_bytes_ns; /* its first exchange began; 0: not seen */
+	uint32_t requests_counted;
+	uint8_t phase;           /* enum cs_tls_phase */
+	uint8_t multiplexed;     /* its requests overlapped: so do the exchanges it still has */
+	uint8_t closed;          /* it closed: forgotten a second after its last record
+	                            (an open one after CS_CONN_TIMEOUT_NS, as followed ones) */
+	uint8_t pad;
+};
 
 int cs_requests_init(struct cs_engine *engine);
 void cs_requests_free(struct cs_engine *engine);

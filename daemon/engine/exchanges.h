@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What one exchange of a connection is (a request, TLS set-up or control,
- * part of a multiplexed stream), told from the bytes the probes looked at:
- * TLS record types, a ClientHello's extensions, HTTP/2's preface. Pure
- * (exchanges.c); the engine includes it for its users.
+ * What a connection's exchanges are (exchanges.c): TLS records walked,
+ * the ClientHello's offers, HTTP/2's preface. The engine's own: its users
+ * read the counts these give in struct cs_request_stats (engine.h).
  */
 #ifndef CS_EXCHANGES_H
 #define CS_EXCHANGES_H
@@ -12,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "connscope.h"
+#include "records.h"
 
 /* What one exchange (bytes in, then the answer) of a connection is. */
 enum cs_exchange_kind {

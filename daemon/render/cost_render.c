@@ -56,10 +56,9 @@ static json_t *known(double value, int decimals)
 	return value >= 0 ? cs_json_fixed(value, decimals) : json_null();
 }
 
-static json_t *programs_value(const struct cs_engine *engine)
+static json_t *programs_value(const struct cs_cost_stats *sums)
 {
 	json_t *list = json_array();
-	const struct cs_cost_stats *sums = &engine->cost;
 	for (size_t i = 0; i < sums->program_count; i++) {
 		const struct cs_prog_cost_stats *prog = &sums->programs[i];
 		json_array_append_new(list, json_pack("{s:o,s:I,s:I,s:o,s:I}", "name", cs_json_text(prog->name), "id",
@@ -70,7 +69,7 @@ static json_t *programs_value(const struct cs_engine *engine)
 	return list;
 }
 
-json_t *cs_cost_value(const struct cs_engine *engine, const struct cs_cost *cost, bool programs)
+json_t *cs_cost_value(const struct cs_cost_stats *bpf_cost, const struct cs_cost *cost, bool programs)
 {
 	const char *stats = cs_bpf_stats_name(cost->bpf_stats);
 	bool measured = cost->recorded && cost->bpf_measured;
@@ -97,6 +96,6 @@ json_t *cs_cost_value(const struct cs_engine *engine, const struct cs_cost *cost
 	if (cost->bpf_stats == CS_BPF_STATS_FAILED && cost->bpf_stats_error > 0)
 		json_object_set_new(value, "bpf_stats_error", cs_json_text(strerror(cost->bpf_stats_error)));
 	if (programs)
-		json_object_set_new(value, "programs", measured ? programs_value(engine) : json_array());
+		json_object_set_new(value, "programs", measured ? programs_value(bpf_cost) : json_array());
 	return value;
 }

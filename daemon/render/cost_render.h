@@ -30,6 +30,6 @@ void cs_cost_format_ns(char *buf, size_t len, double ns);
  * measured) and, with programs, each program's calls, ns per call and
  * total ns from the engine's sums.
  */
-json_t *cs_cost_value(const struct cs_engine *engine, const struct cs_cost *cost, bool programs);
+json_t *cs_cost_value(const struct cs_cost_stats *bpf_cost, const struct cs_cost *cost, bool programs);
 
 #endif /* CS_COST_RENDER_H */

@@ -6,6 +6,8 @@
 #include "analysis.h"
 #include "json.h"
 #include "report.h"
+#include "report_view.h"
+#include "words.h"
 
 /*
  * live.conditions' order, which snapshot readers (connscope top, scripts)
@@ -40,7 +42,7 @@ static const char *live_brief(const struct cs_analysis *analysis, enum cs_condit
 	return text;
 }
 
-/* The flagged conditions, each with its one short line of advice (advice.h's brief). */
+/* The flagged conditions, each with its one short line of advice (words.h's brief). */
 static json_t *live_conditions(const struct cs_analysis *analysis)
 {
 	json_t *list = json_array();
@@ -110,7 +112,7 @@ static json_t *listeners(const struct cs_window *window)
 	return list;
 }
 
-static json_t *threads(const struct cs_engine *engine, const struct cs_window *window)
+static json_t *threads(const struct cs_report_view *view, const struct cs_window *window)
 {
 	json_t *list = json_array();
 	uint64_t span = window->last_span_ns;
@@ -118,7 +120,7 @@ static json_t *threads(const struct cs_engine *engine, const struct cs_window *w
 		const struct cs_window_thread *t = &window->threads[i];
 		if (!t->seen)
 			continue;
-		const struct cs_thread_stats *stats = cs_u64map_get(&engine->threads, t->tid);
+		const struct cs_thread_stats *stats = cs_u64map_get(view->threads, t->tid);
 		uint64_t runq_p99_ns = stats ? cs_coarse_percentile(stats->runq_per_request, 99) : 0;
 		double busy = span ? (double)t->handler_ns / (double)span : 0.0;
 		if (busy > 1.0)
@@ -138,8 +140,8 @@ static json_t *threads(const struct cs_engine *engine, const struct cs_window *w
 	return list;
 }
 
-json_t *cs_live_value(const struct cs_engine *engine, const struct cs_analysis *analysis,
-		      const struct cs_window *window, const struct cs_live_info *info)
+json_t *cs_live_value(const struct cs_report_view *view, const struct cs_window *window,
+		      const struct cs_live_info *info)
 {
 	json_t *live = json_pack("{s:o,s:o,s:o,s:o,s:o}", "source", cs_json_text(info->source), "uptime_s",
 				 cs_json_3(info->uptime_s), "since_reset_s", cs_json_3(info->since_reset_s), "tick_s",
@@ -149,27 +151,26 @@ json_t *cs_live_value(const struct cs_engine *engine, const struct cs_analysis *
 		json_object_set_new(live, "window", summary);
 	json_object_set_new(live, "last", last_second(window));
 	json_object_set_new(live, "listeners", listeners(window));
-	json_object_set_new(live, "threads", threads(engine, window));
+	json_object_set_new(live, "threads", threads(view, window));
 	json_object_set_new(live, "threads_untracked", json_integer((json_int_t)window->threads_untracked));
-	json_object_set_new(live, "conditions", live_conditions(analysis));
+	json_object_set_new(live, "conditions", live_conditions(&view->analysis));
 	return live;
 }
 
 json_t *cs_snapshot_value(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			  const struct cs_window *window, const struct cs_live_info *info)
 {
-	/* One analysis for the report's part and the live part. */
-	struct cs_analysis *analysis = malloc(sizeof(*analysis));
-	if (!analysis)
+	/* One view for the report's part and the live part. */
+	struct cs_report_view *view = cs_report_view_new(engine, meta);
+	if (!view)
 		return NULL;
-	cs_analyze(engine, meta, analysis);
-	json_t *snapshot = cs_report_value_of(engine, meta, analysis);
+	json_t *snapshot = cs_report_view_value(view);
 	/* Without its "live" a snapshot would pass for a report: nothing then. */
-	if (snapshot && json_object_set_new(snapshot, "live", cs_live_value(engine, analysis, window, info))) {
+	if (snapshot && json_object_set_new(snapshot, "live", cs_live_value(view, window, info))) {
 		json_decref(snapshot);
 		snapshot = NULL;
 	}
-	free(analysis);
+	cs_report_view_free(view);
 	return snapshot;
 }
 

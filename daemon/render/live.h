@@ -25,10 +25,10 @@ struct cs_live_info {
 	double since_reset_s;  /* since the statistics began (the last RESET) */
 };
 
-/* The "live" object alone, its conditions from analysis (NULL: out of memory). */
-struct cs_analysis;
-json_t *cs_live_value(const struct cs_engine *engine, const struct cs_analysis *analysis,
-		      const struct cs_window *window, const struct cs_live_info *info);
+/* The "live" object alone, its conditions from the view's analysis (NULL: out of memory). */
+struct cs_report_view;
+json_t *cs_live_value(const struct cs_report_view *view, const struct cs_window *window,
+		      const struct cs_live_info *info);
 
 /*
  * The whole snapshot: the report's value (cs_report_value) with "live"

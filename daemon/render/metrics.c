@@ -108,16 +108,16 @@ static void port_label(char *buf, size_t len, uint16_t port)
 /* The histograms: latency per listener, each cause's time, accept wait per listener. */
 static void render_histograms(const struct cs_mx_out *w)
 {
-	const struct cs_engine *engine = w->engine;
+	const struct cs_report_view *view = w->view;
 	struct cs_mx_exemplars ex;
 	char port[32];
 
 	cs_mx_header(w, "connscope_request_duration_seconds", "histogram",
 		     "Server-side request latency, from the kernel's view: first byte in to last byte out.");
-	for (size_t i = 0; i < engine->listener_count; i++) {
-		port_label(port, sizeof(port), engine->listeners[i].port);
-		cs_mx_pick_exemplars(engine, engine->listeners[i].port, -1, &ex);
-		cs_mx_histogram(w, "connscope_request_duration_seconds", port, engine->listeners[i].latency_ns, &ex);
+	for (size_t i = 0; i < view->listener_count; i++) {
+		port_label(port, sizeof(port), view->listeners[i].port);
+		cs_mx_pick_exemplars(view->requests, view->listeners[i].port, -1, &ex);
+		cs_mx_histogram(w, "connscope_request_duration_seconds", port, view->listeners[i].latency_ns, &ex);
 	}
 
 	cs_mx_header(w, "connscope_request_cause_seconds", "histogram",
@@ -126,15 +126,15 @@ static void render_histograms(const struct cs_mx_out *w)
 	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
 		char cause[48];
 		snprintf(cause, sizeof(cause), "cause=\"%s\"", cs_cause_names[c]);
-		cs_mx_pick_exemplars(engine, 0, c, &ex);
-		cs_mx_histogram(w, "connscope_request_cause_seconds", cause, engine->requests.cause_ns[c], &ex);
+		cs_mx_pick_exemplars(view->requests, 0, c, &ex);
+		cs_mx_histogram(w, "connscope_request_cause_seconds", cause, view->requests->cause_ns[c], &ex);
 	}
 
 	cs_mx_header(w, "connscope_accept_wait_seconds", "histogram",
 		     "Time connections waited in the accept queue: ESTABLISHED to accept().");
-	for (size_t i = 0; i < engine->listener_count; i++) {
-		port_label(port, sizeof(port), engine->listeners[i].port);
-		cs_mx_histogram(w, "connscope_accept_wait_seconds", port, engine->listeners[i].accept_wait_ns, NULL);
+	for (size_t i = 0; i < view->listener_count; i++) {
+		port_label(port, sizeof(port), view->listeners[i].port);
+		cs_mx_histogram(w, "connscope_accept_wait_seconds", port, view->listeners[i].accept_wait_ns, NULL);
 	}
 }
 
@@ -144,9 +144,9 @@ static void per_listener(const struct cs_mx_out *w, const char *name, const char
 {
 	char port[32];
 	cs_mx_header(w, name, type, help);
-	for (size_t i = 0; i < w->engine->listener_count; i++) {
-		port_label(port, sizeof(port), w->engine->listeners[i].port);
-		cs_mx_sample(w, name, port, value(&w->engine->listeners[i]));
+	for (size_t i = 0; i < w->view->listener_count; i++) {
+		port_label(port, sizeof(port), w->view->listeners[i].port);
+		cs_mx_sample(w, name, port, value(&w->view->listeners[i]));
 	}
 }
 
@@ -169,7 +169,7 @@ static void render_listeners(const struct cs_mx_out *w)
 
 static void render_lifecycle(const struct cs_mx_out *w)
 {
-	const struct cs_lifecycle_stats *life = &w->engine->lifecycle;
+	const struct cs_lifecycle_stats *life = w->view->lifecycle;
 	cs_mx_header(w, "connscope_connections_closed_total", "counter", "Connections closed, by who closed first.");
 	cs_mx_sample(w, "connscope_connections_closed_total", "by=\"server\"", life->closed_by[CS_CLOSED_BY_SERVER]);
 	cs_mx_sample(w, "connscope_connections_closed_total", "by=\"client\"", life->closed_by[CS_CLOSED_BY_CLIENT]);
@@ -182,13 +182,13 @@ static void render_lifecycle(const struct cs_mx_out *w)
 	cs_mx_sample(w, "connscope_keepalive_race_resets_total", NULL, life->keepalive_race_resets);
 	cs_mx_header(w, "connscope_requests_unanswered_total", "counter",
 		     "Requests on connections that closed before the server answered.");
-	cs_mx_sample(w, "connscope_requests_unanswered_total", NULL, w->engine->requests.unanswered);
+	cs_mx_sample(w, "connscope_requests_unanswered_total", NULL, w->view->requests->unanswered);
 	cs_mx_header(w, "connscope_connections_multiplexed_total", "counter",
 		     "Connections whose requests overlap (HTTP/2, pipelining): in no request figure.");
-	cs_mx_sample(w, "connscope_connections_multiplexed_total", NULL, w->engine->requests.connections_multiplexed);
+	cs_mx_sample(w, "connscope_connections_multiplexed_total", NULL, w->view->requests->connections_multiplexed);
 	cs_mx_header(w, "connscope_tls_handshake_exchanges_total", "counter",
 		     "TLS handshake exchanges counted as connection set-up, not as requests.");
-	cs_mx_sample(w, "connscope_tls_handshake_exchanges_total", NULL, w->engine->requests.tls_handshake_exchanges);
+	cs_mx_sample(w, "connscope_tls_handshake_exchanges_total", NULL, w->view->requests->tls_handshake_exchanges);
 }
 
 /* One series: where the target runs. Join on target to label the others. */
@@ -216,7 +216,7 @@ static void render_target_info(const struct cs_mx_out *w)
 static void render_tracing(const struct cs_mx_out *w)
 {
 	struct cs_traced_summary summary;
-	cs_report_tracing_summary(w->engine, w->meta, &summary);
+	summary = w->view->tracing;
 	cs_mx_header(w, "connscope_traced_seconds_total", "counter",
 		     "Time the per-request probes were attached: the request series cover only this time "
 		     "(accepts, drops, resets and closes are counted all the time).");
@@ -237,7 +237,7 @@ static void render_tracing(const struct cs_mx_out *w)
 
 static void render_health(const struct cs_mx_out *w)
 {
-	const struct cs_engine *engine = w->engine;
+	const struct cs_report_view *view = w->view;
 	const struct cs_report_meta *meta = w->meta;
 	cs_mx_header(w, "connscope_events_lost_total", "counter",
 		     "Events the probes could not hand over (ring buffer full): figures are a lower bound.");
@@ -246,7 +246,7 @@ static void render_health(const struct cs_mx_out *w)
 		     "Probe runs the kernel skipped (a probe interrupted on its own CPU by the same hook): "
 		     "each may be an event lost; most concern other sockets.");
 	cs_mx_sample(w, "connscope_probe_runs_skipped_total", NULL, meta->probe_runs_skipped);
-	struct cs_conn_partial partial = cs_engine_partial(engine);
+	struct cs_conn_partial partial = view->partial;
 	cs_mx_header(w, "connscope_partial_total", "counter",
 		     "Connections older than the attach, seen only in part (never in a latency), by what was seen.");
 	cs_mx_sample(w, "connscope_partial_total", "seen=\"accept\"", partial.accepts);
@@ -255,24 +255,25 @@ static void render_health(const struct cs_mx_out *w)
 	cs_mx_header(w, "connscope_connections_adopted_total", "counter",
 		     "Connections older than the attach followed from their first idle moment (their requests in "
 		     "flight then: connscope_partial_total{seen=\"request\"}).");
-	cs_mx_sample(w, "connscope_connections_adopted_total", NULL, engine->requests.connections_adopted);
+	cs_mx_sample(w, "connscope_connections_adopted_total", NULL, view->requests->connections_adopted);
 	cs_mx_header(w, "connscope_connections_forgotten_total", "counter",
 		     "Connections the engine stopped following: evicted from a full table, or timed out without events.");
-	cs_mx_sample(w, "connscope_connections_forgotten_total", "why=\"evicted\"", engine->conns_evicted);
-	cs_mx_sample(w, "connscope_connections_forgotten_total", "why=\"timed_out\"", engine->conns_timed_out);
+	cs_mx_sample(w, "connscope_connections_forgotten_total", "why=\"evicted\"", view->conns_evicted);
+	cs_mx_sample(w, "connscope_connections_forgotten_total", "why=\"timed_out\"", view->conns_timed_out);
 	render_tracing(w);
 	render_target_info(w);
 	cs_mx_header(w, "connscope_events_total", "counter", "Events the engine took in.");
-	cs_mx_sample(w, "connscope_events_total", NULL, engine->totals.records);
+	cs_mx_sample(w, "connscope_events_total", NULL, view->totals->records);
 }
 
-void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
-		       const char *target, enum cs_metrics_format format)
+int cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
+		      const char *target, enum cs_metrics_format format)
 {
-	struct cs_analysis analysis;
-	cs_analyze(engine, meta, &analysis);
+	struct cs_report_view *view = cs_report_view_new(engine, meta);
+	if (!view)
+		return -ENOMEM;
 	const struct cs_mx_out w = { .out = out, .openmetrics = format == CS_METRICS_OPENMETRICS,
-				     .target = target, .engine = engine, .meta = meta, .analysis = &analysis };
+				     .target = target, .view = view, .meta = meta, .analysis = &view->analysis };
 	render_histograms(&w);
 	render_listeners(&w);
 	render_lifecycle(&w);
@@ -281,6 +282,8 @@ void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct c
 	cs_mx_render_series(&w);
 	if (w.openmetrics)
 		fputs("# EOF\n", out);
+	cs_report_view_free(view);
+	return 0;
 }
 
 /* The q of one media range's parameters ("; q=0.5; x=y"): 1 when none is given. */

@@ -29,9 +29,13 @@ enum cs_metrics_format {
 /* Threads with per-thread series: the ones that read the most requests. */
 #define CS_METRICS_THREADS 8
 
-/* target: the label value naming what is watched (e.g. the process name). */
-void cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
-		       const char *target, enum cs_metrics_format format);
+/*
+ * target: the label value naming what is watched (e.g. the process name).
+ * Returns 0, or -ENOMEM when there was no memory for the report's view
+ * (nothing is written then).
+ */
+int cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
+		      const char *target, enum cs_metrics_format format);
 
 /*
  * The format an HTTP request head asks for: OpenMetrics when its Accept

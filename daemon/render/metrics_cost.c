@@ -13,7 +13,7 @@
 
 static void render_programs(const struct cs_mx_out *w)
 {
-	const struct cs_cost_stats *sums = &w->engine->cost;
+	const struct cs_cost_stats *sums = w->view->bpf_cost;
 	char label[64];
 	cs_mx_header(w, "connscope_bpf_run_seconds_total", "counter",
 		     "Time connscope's BPF programs ran, as the kernel counted it (while its BPF statistics were on: "
@@ -58,9 +58,9 @@ void cs_mx_render_cost(const struct cs_mx_out *w)
 	cs_mx_header(w, "connscope_self_cpu_seconds_total", "counter",
 		     "CPU time connscope's own process used, by mode (user, system).");
 	cs_mx_sample_double(w, "connscope_self_cpu_seconds_total", "mode=\"user\"",
-			    (double)w->engine->cost.user_ns / 1e9);
+			    (double)w->view->bpf_cost->user_ns / 1e9);
 	cs_mx_sample_double(w, "connscope_self_cpu_seconds_total", "mode=\"system\"",
-			    (double)w->engine->cost.system_ns / 1e9);
+			    (double)w->view->bpf_cost->system_ns / 1e9);
 	cs_mx_header(w, "connscope_self_cpu_ratio", "gauge",
 		     "connscope's own CPU time as a share of one CPU, over the statistics' span.");
 	cs_mx_sample_double(w, "connscope_self_cpu_ratio", NULL, cost->cpu_share >= 0 ? cost->cpu_share : 0);

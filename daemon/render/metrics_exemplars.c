@@ -22,11 +22,10 @@ static size_t bucket_of(uint64_t value_ns)
 	return CS_MX_BUCKETS;
 }
 
-void cs_mx_pick_exemplars(const struct cs_engine *engine, uint16_t port, int cause,
+void cs_mx_pick_exemplars(const struct cs_request_stats *requests, uint16_t port, int cause,
 			  struct cs_mx_exemplars *picked)
 {
 	memset(picked, 0, sizeof(*picked));
-	const struct cs_request_stats *requests = &engine->requests;
 	for (size_t i = 0; i < requests->exemplar_count && i < CS_EXEMPLARS; i++) {
 		const struct cs_exemplar *ex = &requests->exemplars[i];
 		if (port && ex->port != port)

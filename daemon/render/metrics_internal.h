@@ -13,6 +13,7 @@
 
 #include "analysis.h"
 #include "engine.h"
+#include "report_view.h"
 #include "run_meta.h"
 
 /* Bucket bounds in seconds: 100 us to 10 s, the range of request tails. */
@@ -23,9 +24,9 @@ struct cs_mx_out {
 	FILE *out;
 	bool openmetrics;
 	const char *target;
-	const struct cs_engine *engine;
-	const struct cs_report_meta *meta;
-	const struct cs_analysis *analysis; /* the engine's, computed once per exposition */
+	const struct cs_report_view *view;  /* made once per exposition */
+	const struct cs_report_meta *meta;  /* the view's */
+	const struct cs_analysis *analysis; /* the view's */
 };
 
 /*
@@ -51,7 +52,7 @@ struct cs_mx_exemplars {
  * of a listener's latency (cause < 0; port), or of one cause's time
  * (port 0: any listener; requests with none of that cause are left out).
  */
-void cs_mx_pick_exemplars(const struct cs_engine *engine, uint16_t port, int cause,
+void cs_mx_pick_exemplars(const struct cs_request_stats *requests, uint16_t port, int cause,
 			  struct cs_mx_exemplars *picked);
 /* " # {labels} value timestamp" after a bucket's value (OpenMetrics only). */
 void cs_mx_write_exemplar(const struct cs_mx_out *w, const struct cs_exemplar *ex, uint64_t value_ns);

@@ -16,12 +16,12 @@
 
 static void render_backlog(const struct cs_mx_out *w)
 {
-	const struct cs_engine *engine = w->engine;
+	const struct cs_report_view *view = w->view;
 	char port[32];
 	cs_mx_header(w, "connscope_backlog_depth", "gauge",
 		     "Connections waiting in the accept queue at the latest sample (all sockets of the port).");
-	for (size_t i = 0; i < engine->listener_count; i++) {
-		const struct cs_listener_stats *l = &engine->listeners[i];
+	for (size_t i = 0; i < view->listener_count; i++) {
+		const struct cs_listener_stats *l = &view->listeners[i];
 		uint64_t depth = 0;
 		for (size_t s = 0; s < l->socket_count; s++)
 			depth += l->sockets[s].backlog_last;
@@ -37,11 +37,11 @@ static void render_backlog(const struct cs_mx_out *w)
  */
 static void render_listener_info(const struct cs_mx_out *w)
 {
-	const struct cs_engine *engine = w->engine;
+	const struct cs_report_view *view = w->view;
 	cs_mx_header(w, "connscope_listener_info", "gauge",
 		     "The listener's server: the name (comm) of the first thread seen accepting on the port.");
-	for (size_t i = 0; i < engine->listener_count; i++) {
-		const struct cs_listener_stats *l = &engine->listeners[i];
+	for (size_t i = 0; i < view->listener_count; i++) {
+		const struct cs_listener_stats *l = &view->listeners[i];
 		if (!l->worker_count)
 			continue;
 		char comm[CS_COMM_LEN + 1];
@@ -113,7 +113,7 @@ static void render_threads(const struct cs_mx_out *w)
 {
 	struct top_threads top = { .count = 0 };
 	char labels[96];
-	cs_u64map_each(&w->engine->threads, consider_thread, &top);
+	cs_u64map_each(w->view->threads, consider_thread, &top);
 	cs_mx_header(w, "connscope_thread_run_queue_p99_seconds", "gauge",
 		     "p99 of each request's wait for a CPU, per thread (the threads that read the most requests).");
 	for (size_t i = 0; i < top.count; i++) {

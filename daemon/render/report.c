@@ -7,6 +7,8 @@
 #include "analysis.h"
 #include "cost_render.h"
 #include "report_internal.h"
+#include "report_view.h"
+#include "words.h"
 
 /* ---- text ---------------------------------------------------------------- */
 
@@ -97,8 +99,9 @@ static void text_tail(FILE *out, const struct cs_tail *tail)
 		fprintf(out, "  %-16s ", cs_cause_names[c->cause]);
 		text_bar(out, c->share);
 		fprintf(out, " %5.1f%%\n", 100.0 * c->share);
-		if (c->evidence[0])
-			fprintf(out, "  %-16s %s\n", "", c->evidence);
+		char evidence[CS_SENTENCE_LEN];
+		if (cs_cause_evidence(evidence, sizeof(evidence), c))
+			fprintf(out, "  %-16s %s\n", "", evidence);
 	}
 }
 
@@ -122,10 +125,10 @@ static void text_tls(FILE *out, const struct cs_request_stats *r)
 			r->tls_lost);
 }
 
-static void text_requests(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta,
-			  const struct cs_analysis *analysis)
+static void text_requests(FILE *out, const struct cs_report_view *view)
 {
-	const struct cs_request_stats *r = &engine->requests;
+	const struct cs_request_stats *r = view->requests;
+	const struct cs_report_meta *meta = view->meta;
 	if (r->requests == 0 && r->unanswered == 0 && r->partial == 0)
 		return;
 	/* Traced in windows: the rate over the time traced. */
@@ -138,118 +141,25 @@ static void text_requests(FILE *out, const struct cs_engine *engine, const struc
 	text_tls(out, r);
 	fprintf(out, "\nlatency    ");
 	text_percentiles(out, r->latency_ns);
-	text_tail(out, &analysis->tail);
+	text_tail(out, &view->analysis.tail);
 	fputc('\n', out);
 }
 
-/* A duration in microseconds, as the report prints durations. */
-static void format_us(char *buf, size_t len, double us)
-{
-	cs_format_duration(buf, len, (uint64_t)(us * 1e3));
-}
-
-/* non_persistent's set-up, by part: TCP (SYN retries), the accept queue, TLS. */
-static void text_setup_split(FILE *out, const struct cs_conditions *c)
-{
-	char tcp[32], queue[32], tls[32];
-	format_us(tcp, sizeof(tcp), c->non_persistent.setup_tcp_us);
-	format_us(queue, sizeof(queue), c->non_persistent.setup_accept_us);
-	format_us(tls, sizeof(tls), c->non_persistent.setup_tls_us);
-	fprintf(out, "\n      set-up per connection: TCP (SYN retries) %s, accept queue %s, TLS handshake %s", tcp,
-		queue, tls);
-}
-
-/* pool_saturation's evidence, by the pool's kind. */
-static void text_pool_seen(FILE *out, const struct cs_pool_condition *pool)
-{
-	char mean[32], p99[32], cpu[32] = "", queue[48] = "";
-	format_us(mean, sizeof(mean), pool->tail_wait_mean_us);
-	if (pool->kind == CS_POOL_HANDOFF) {
-		fprintf(out, " (handoff pool) ready requests waited for a pool thread (%.0f%% of the tail's time, %s "
-			"per tail request): %s (tid %u) polls and hands them to %u pool thread(s), busy %.0f%% of the "
-			"time they served", 100.0 * pool->tail_share, mean, pool->poller_comm[0] ? pool->poller_comm : "?",
-			pool->poller_tid, pool->pool_threads, 100.0 * pool->busy_share);
-		return;
-	}
-	format_us(p99, sizeof(p99), pool->wait_p99_us);
-	if (pool->on_cpu_share >= 0)
-		snprintf(cpu, sizeof(cpu), "on a CPU %.0f%%, ", 100.0 * pool->on_cpu_share);
-	if (pool->queue_nonempty_share >= 0)
-		snprintf(queue, sizeof(queue), " (queue non-empty in %.0f%% of samples)", 100.0 * pool->queue_nonempty_share);
-	fprintf(out, " (accept pool) connections waited in :%u's accept queue for a free worker (%.0f%% of the "
-		"tail's time, %s per tail request; accept wait p99 %s): %u of %u workers that accept and serve "
-		"were busy, serving %.0f%% of their time away from accept()%s; that time: %swaiting for a CPU "
-		"%.0f%%, blocked in handlers %.0f%%", pool->port, 100.0 * pool->tail_share, mean, p99,
-		pool->busy_threads, pool->pool_threads, 100.0 * pool->busy_share, queue, cpu, 100.0 * pool->runq_share,
-		100.0 * pool->blocked_share);
-}
-
-/*
- * What the run shows, after "  ! name:": one writer per condition. The switch
- * has no default, so a condition added to the enum without its line
- * here is a -Wswitch error.
- */
+/* What the run shows, after "  ! name:", from the table of words; a second line where it has one. */
 static void text_condition_seen(FILE *out, const struct cs_conditions *c, enum cs_condition condition)
 {
-	char a[32], b[32], d[32];
-	switch (condition) {
-	case CS_COND_NON_PERSISTENT:
-		format_us(a, sizeof(a), c->non_persistent.setup_cost_us);
-		format_us(b, sizeof(b), c->non_persistent.median_latency_us);
-		fprintf(out, " %.2f requests per connection; %.0f%% of requests paid connection set-up (%s on "
-			"average, %.0f%% of the requests' time; the median request takes %s)",
-			c->non_persistent.requests_per_connection, 100.0 * c->non_persistent.setup_share, a,
-			100.0 * c->non_persistent.setup_time_share, b);
-		text_setup_split(out, c);
-		break;
-	case CS_COND_IDLE_TIMEOUT:
-		fprintf(out, " the server closed %" PRIu64 " idle keep-alive connection(s) after ~%.1f ms idle; %" PRIu64
-			" reconnect(s) followed; %" PRIu64 " keep-alive race reset(s) (a request hit a connection "
-			"the server had just closed)", c->idle_timeout.server_idle_closes,
-			c->idle_timeout.inferred_timeout_ms, c->idle_timeout.reconnects,
-			c->idle_timeout.keepalive_race_resets);
-		break;
-	case CS_COND_LISTEN_OVERFLOW:
-		fprintf(out, " %" PRIu64 " SYN(s) dropped; %" PRIu64 " local connection(s) delayed >= 1 s, %" PRIu64
-			" never got in (their clients gave up retrying)", c->listen_overflow.drops,
-			c->listen_overflow.delayed_connections, c->listen_overflow.failed_connections);
-		break;
-	case CS_COND_ACCEPT_CONTENTION:
-		format_us(a, sizeof(a), c->accept_contention.accept_wait_p99_us);
-		fprintf(out, "%s%s%s accept wait p99 %s, busiest worker %.0f%% of accepts, %" PRIu64 " EAGAIN",
-			c->accept_contention.acceptor_bottleneck ? " accepting lags;" : "",
-			c->accept_contention.unfair ? " unfair spread;" : "",
-			c->accept_contention.thundering_herd ? " thundering herd;" : "", a,
-			100.0 * c->accept_contention.busiest_worker_share, c->accept_contention.eagain);
-		break;
-	case CS_COND_CONNECTION_LIMIT:
-		format_us(a, sizeof(a), c->connection_limit.accept_wait_p99_us);
-		fprintf(out, " :%u stopped accepting at %u open connection(s) (held there %.1f s); its acceptor "
-			"waited for closes, blocked, not busy; accept wait p99 %s; slots freed by %" PRIu64
-			" idle close(s), %" PRIu64 " client close(s)", c->connection_limit.port,
-			c->connection_limit.open_connections, c->connection_limit.plateau_s, a,
-			c->connection_limit.freed_by_idle_close, c->connection_limit.freed_by_client);
-		break;
-	case CS_COND_CPU_SATURATION:
-		cs_format_duration(a, sizeof(a), c->cpu_saturation.runq_total_ns);
-		cs_format_duration(b, sizeof(b), c->cpu_saturation.top_runq_ns);
-		cs_format_duration(d, sizeof(d), c->cpu_saturation.runq_max_ns);
-		fprintf(out, " server threads waited %s for a CPU; most %s (tid %u): %s (%.1f%% of the run); "
-			"longest wait %s", a, c->cpu_saturation.top_comm, c->cpu_saturation.top_tid, b,
-			100.0 * c->cpu_saturation.top_runq_share, d);
-		break;
-	case CS_COND_POOL_SATURATION:
-		text_pool_seen(out, &c->pool_saturation);
-		break;
-	case CS_CONDITION_COUNT:
-		break;
-	}
+	char text[CS_SENTENCE_LEN];
+	cs_condition_text(text, sizeof(text), c, condition);
+	fprintf(out, " %s", text);
+	if (cs_condition_detail(text, sizeof(text), c, condition))
+		fprintf(out, "\n      %s", text);
 }
 
 /* Who closed, resets, TIME_WAIT: the line above the conditions, when the run had any close. */
-static void text_lifecycle(FILE *out, const struct cs_engine *engine, const struct cs_conditions *cond)
+static void text_lifecycle(FILE *out, const struct cs_report_view *view)
 {
-	const struct cs_lifecycle_stats *life = &engine->lifecycle;
+	const struct cs_lifecycle_stats *life = view->lifecycle;
+	const struct cs_conditions *cond = &view->analysis.conditions;
 	uint64_t closes = cond->lifecycle.closed_by_server + cond->lifecycle.closed_by_client + cond->lifecycle.aborted;
 	if (closes || life->resets_sent || life->resets_received)
 		fprintf(out, "connections closed by server %" PRIu64 ", by client %" PRIu64 ", aborted %" PRIu64
@@ -259,9 +169,10 @@ static void text_lifecycle(FILE *out, const struct cs_engine *engine, const stru
 			life->resets_received, cond->lifecycle.time_wait_now, cond->lifecycle.lifetime_p50_ms);
 }
 
-static void text_conditions(FILE *out, const struct cs_engine *engine, const struct cs_analysis *analysis)
+static void text_conditions(FILE *out, const struct cs_report_view *view)
 {
-	text_lifecycle(out, engine, &analysis->conditions);
+	const struct cs_analysis *analysis = &view->analysis;
+	text_lifecycle(out, view);
 	fprintf(out, "conditions\n");
 	int shown = 0;
 	for (int c = 0; c < CS_CONDITION_COUNT; c++) {
@@ -286,12 +197,14 @@ static void text_findings(FILE *out, const struct cs_analysis *analysis)
 		fprintf(out, "  no accept-path problem found\n");
 	for (size_t i = 0; i < analysis->finding_count; i++) {
 		const struct cs_finding *f = &analysis->findings[i];
+		char text[CS_SENTENCE_LEN], advice[CS_SENTENCE_LEN];
+		cs_finding_text(text, sizeof(text), f);
 		if (f->port)
-			fprintf(out, "  ! :%u %s\n", f->port, f->text);
+			fprintf(out, "  ! :%u %s\n", f->port, text);
 		else
-			fprintf(out, "  ! %s\n", f->text);
-		if (f->advice[0])
-			fprintf(out, "      -> %s\n", f->advice);
+			fprintf(out, "  ! %s\n", text);
+		if (cs_finding_advice(advice, sizeof(advice), f))
+			fprintf(out, "      -> %s\n", advice);
 	}
 }
 
@@ -325,10 +238,10 @@ static void text_thread(uint64_t key, void *value, void *ctx_ptr)
 }
 
 /* The threads that took a role, found from what they did (JSON threads[] has them all). */
-static void text_threads(FILE *out, const struct cs_engine *engine)
+static void text_threads(FILE *out, const struct cs_report_view *view)
 {
 	struct text_threads_ctx ctx = { .out = out };
-	cs_u64map_each(&engine->threads, text_thread, &ctx);
+	cs_u64map_each(view->threads, text_thread, &ctx);
 	if (ctx.more)
 		fprintf(out, "  and %zu more thread(s) with roles (JSON threads[])\n", ctx.more);
 	if (ctx.shown)
@@ -384,27 +297,32 @@ static void text_adopted(FILE *out, const struct cs_request_stats *r, const stru
 			"binary protocol): partial until an idle moment that does\n", r->adopted_tls, r->not_a_start);
 }
 
-void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+/* The first line: the run, what of its records was kept, what could not be followed whole. */
+static void text_run(FILE *out, const struct cs_report_view *view)
 {
+	const struct cs_report_meta *meta = view->meta;
 	fprintf(out, "connscope: %s, %.1f s, %" PRIu64 " events, %" PRIu64 " lost", meta->target,
-		meta->duration_s, engine->totals.records, meta->events_lost);
+		meta->duration_s, view->totals->records, meta->events_lost);
 	if (meta->probe_runs_skipped)
 		fprintf(out, ", %" PRIu64 " probe runs skipped by the kernel", meta->probe_runs_skipped);
 	/* What could not be followed whole: counted, kept out of every latency. */
-	struct cs_conn_partial partial = cs_engine_partial(engine);
-	if (partial.accepts || partial.requests || partial.closes)
+	const struct cs_conn_partial *partial = &view->partial;
+	if (partial->accepts || partial->requests || partial->closes)
 		fprintf(out, ", partial (older than the attach): %" PRIu64 " accept(s), %" PRIu64
-			" request(s), %" PRIu64 " close(s)", partial.accepts, partial.requests, partial.closes);
-	if (engine->conns_evicted || engine->conns_timed_out)
+			" request(s), %" PRIu64 " close(s)", partial->accepts, partial->requests, partial->closes);
+	if (view->conns_evicted || view->conns_timed_out)
 		fprintf(out, ", connections forgotten: %" PRIu64 " evicted (table full), %" PRIu64
-			" timed out (no event for %llu s)", engine->conns_evicted, engine->conns_timed_out,
+			" timed out (no event for %llu s)", view->conns_evicted, view->conns_timed_out,
 			CS_CONN_TIMEOUT_NS / 1000000000ull);
-	if (engine->handbacks_dropped)
+	if (view->handbacks_dropped)
 		fprintf(out, ", %" PRIu64 " executor hand-back(s) not kept (table full: their requests' read -> send is "
-			"handler)", engine->handbacks_dropped);
+			"handler)", view->handbacks_dropped);
 	fputc('\n', out);
-	text_adopted(out, &engine->requests, meta);
-	cs_report_tracing_text(out, engine, meta);
+}
+
+/* Where and when: the target's container, the recording's window, the run's start. */
+static void text_where(FILE *out, const struct cs_report_meta *meta)
+{
 	text_labels(out, meta->labels);
 	if (meta->window_to_s > 0)
 		fprintf(out, "window %.1f s to %.1f s of the recording (connections older than it partial; lost records and "
@@ -414,30 +332,47 @@ void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_r
 		cs_run_stamp_format_utc(&meta->stamp, started, sizeof(started));
 		fprintf(out, "started %s on %s, kernel %s\n", started, meta->stamp.host, meta->stamp.kernel);
 	}
-	text_multiplexed(out, &engine->requests);
-	/* One analysis for every section below: the tail, the conditions, the diagnosis, the cost. */
-	struct cs_analysis analysis;
-	cs_analyze(engine, meta, &analysis);
+}
+
+void cs_report_view_text(FILE *out, const struct cs_report_view *view)
+{
+	const struct cs_report_meta *meta = view->meta;
+	text_run(out, view);
+	text_adopted(out, view->requests, meta);
+	cs_report_tracing_text(out, &view->tracing, meta);
+	text_where(out, meta);
+	text_multiplexed(out, view->requests);
 	char cost[256];
-	cs_cost_line(cost, sizeof(cost), &analysis.cost);
+	cs_cost_line(cost, sizeof(cost), &view->analysis.cost);
 	fprintf(out, "%-11s %s\n\n", "cost", cost);
-	text_requests(out, engine, meta, &analysis);
-	text_conditions(out, engine, &analysis);
-	if (engine->listener_count == 0)
+	text_requests(out, view);
+	text_conditions(out, view);
+	if (view->listener_count == 0)
 		fprintf(out, "no accept activity seen on the target's listeners\n");
-	for (size_t i = 0; i < engine->listener_count; i++) {
-		text_listener(out, &engine->listeners[i], meta);
+	for (size_t i = 0; i < view->listener_count; i++) {
+		text_listener(out, &view->listeners[i], meta);
 		fputc('\n', out);
 	}
 
-	text_threads(out, engine);
+	text_threads(out, view);
 	if (meta->slowest)
-		cs_report_slowest_text(out, engine, meta);
+		cs_report_slowest_text(out, view);
 
-	text_findings(out, &analysis);
-	if (engine->totals.malformed || meta->table_full)
+	text_findings(out, &view->analysis);
+	if (view->totals->malformed || meta->table_full)
 		fprintf(out, "\nnote: %" PRIu64 " malformed record(s), %" PRIu64
-			" in-kernel table insert(s) failed\n", engine->totals.malformed, meta->table_full);
+			" in-kernel table insert(s) failed\n", view->totals->malformed, meta->table_full);
+}
+
+void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+{
+	struct cs_report_view *view = cs_report_view_new(engine, meta);
+	if (!view) {
+		fprintf(out, "connscope: out of memory: no report\n");
+		return;
+	}
+	cs_report_view_text(out, view);
+	cs_report_view_free(view);
 }
 
 /* ---- JSON ---------------------------------------------------------------- */

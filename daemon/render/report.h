@@ -17,9 +17,13 @@
 #include "trace_windows.h"
 #include "units.h"
 
-/* The meta->slowest slowest requests, one by one (report_slowest.c). */
-void cs_report_slowest_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
-json_t *cs_report_slowest_value(const struct cs_engine *engine, const struct cs_report_meta *meta);
+struct cs_report_view; /* report_view.h: the model every renderer reads */
+
+/* The view's meta->slowest slowest requests, one by one (report_slowest.c). */
+void cs_report_slowest_text(FILE *out, const struct cs_report_view *view);
+json_t *cs_report_slowest_value(const struct cs_report_view *view);
+/* The text report of a view; cs_report_text makes the view of engine first. */
+void cs_report_view_text(FILE *out, const struct cs_report_view *view);
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
 /* The JSON report, one line (cs_report_value, dumped). */
 void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
@@ -32,10 +36,8 @@ void cs_report_json(FILE *out, const struct cs_engine *engine, const struct cs_r
  * memory). The caller owns it; the snapshot adds its "live" to it.
  */
 json_t *cs_report_value(const struct cs_engine *engine, const struct cs_report_meta *meta);
-/* The same from an analysis already made (cs_analyze): a snapshot makes one for all its parts. */
-struct cs_analysis;
-json_t *cs_report_value_of(const struct cs_engine *engine, const struct cs_report_meta *meta,
-			   const struct cs_analysis *analysis);
+/* The same from a view already made: a snapshot makes one for all its parts. */
+json_t *cs_report_view_value(const struct cs_report_view *view);
 /*
  * What was traced (report_tracing.c): the share of the time the request
  * probes were attached, the requests traced and the estimate of all of
@@ -44,8 +46,8 @@ json_t *cs_report_value_of(const struct cs_engine *engine, const struct cs_repor
  */
 void cs_report_tracing_summary(const struct cs_engine *engine, const struct cs_report_meta *meta,
 			       struct cs_traced_summary *summary);
-json_t *cs_report_tracing_value(const struct cs_engine *engine, const struct cs_report_meta *meta);
-void cs_report_tracing_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);
+json_t *cs_report_tracing_value(const struct cs_traced_summary *traced, const struct cs_report_meta *meta);
+void cs_report_tracing_text(FILE *out, const struct cs_traced_summary *traced, const struct cs_report_meta *meta);
 /* {"p50":..,"p90":..,"p99":..,"p999":..,"max":..,"count":..}, the times in microseconds. */
 json_t *cs_report_percentiles_us(const struct cs_hist *hist);
 /* ["acceptor",...]: a thread's roles (names of enum cs_thread_role). */

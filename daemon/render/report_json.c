@@ -13,6 +13,9 @@
 #include "cost_render.h"
 #include "json.h"
 #include "report_internal.h"
+#include "report_view.h"
+#include "template.h"
+#include "words.h"
 
 /* Counts go to json_pack's "I", which takes a json_int_t. */
 #define JI(x) ((json_int_t)(x))
@@ -120,10 +123,13 @@ static json_t *tail_value(const struct cs_tail *tail)
 	json_t *causes = json_array();
 	for (int i = 0; i < CS_CAUSE_COUNT && tail->requests; i++) {
 		const struct cs_tail_cause *cause = &tail->causes[i];
-		json_array_append_new(causes, json_pack("{s:s,s:o,s:o,s:I,s:o}", "cause", cs_cause_names[cause->cause],
+		char evidence[CS_SENTENCE_LEN];
+		cs_cause_evidence(evidence, sizeof(evidence), cause);
+		json_array_append_new(causes, json_pack("{s:s,s:o,s:o,s:I,s:o,s:o}", "cause", cs_cause_names[cause->cause],
 							"share", cs_json_4(cause->share), "time_us",
 							cs_json_us(cause->ns), "requests", JI(cause->requests),
-							"evidence", cs_json_text(cause->evidence)));
+							"evidence", cs_json_text(evidence), "figures",
+							cs_figures_value(&cause->evidence)));
 	}
 	return json_pack("{s:f,s:o,s:I,s:o}", "percentile", tail->percentile, "threshold_us",
 			 cs_json_us(tail->threshold_ns), "requests", JI(tail->requests), "causes", causes);
@@ -222,9 +228,9 @@ static json_t *lifecycle(const struct cs_conditions *conditions)
 }
 
 /* TLS connections and what their exchanges were (exchanges.c). */
-static json_t *tls_value(const struct cs_engine *engine)
+static json_t *tls_value(const struct cs_report_view *view)
 {
-	const struct cs_request_stats *r = &engine->requests;
+	const struct cs_request_stats *r = view->requests;
 	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "connections",
 			 JI(r->tls_connections), "alpn_h2", JI(r->tls_alpn_h2), "alpn_not_told", JI(r->tls_alpn_not_told),
 			 "handshakes", JI(r->tls_handshakes), "tls12", JI(r->tls12), "tls13", JI(r->tls13), "resumed",
@@ -232,13 +238,14 @@ static json_t *tls_value(const struct cs_engine *engine)
 			 "tls13_psk_offered", JI(r->tls13_psk_offered), "tls13_psk_resumed", JI(r->tls13_psk_resumed),
 			 "psk_not_told", JI(r->tls_psk_not_told), "hello_retries", JI(r->tls13_hello_retries), "handshake_exchanges", JI(r->tls_handshake_exchanges), "control_exchanges",
 			 JI(r->tls_control_exchanges), "not_told", JI(r->tls_lost), "bytes_unreadable",
-			 JI(r->bytes_unreadable), "close_notify_resets", JI(engine->lifecycle.tls_close_resets),
+			 JI(r->bytes_unreadable), "close_notify_resets", JI(view->lifecycle->tls_close_resets),
 			 "setup_total_us", cs_json_us(r->setup_tls_ns));
 }
 
-static void add_requests(json_t *report, const struct cs_engine *engine, const struct cs_analysis *analysis)
+static void add_requests(json_t *report, const struct cs_report_view *view)
 {
-	const struct cs_request_stats *r = &engine->requests;
+	const struct cs_request_stats *r = view->requests;
+	const struct cs_analysis *analysis = &view->analysis;
 	json_object_set_new(report, "requests", json_integer(JI(r->requests)));
 	json_object_set_new(report, "requests_unanswered", json_integer(JI(r->unanswered)));
 	json_object_set_new(report, "requests_partial", json_integer(JI(r->partial)));
@@ -254,14 +261,14 @@ static void add_requests(json_t *report, const struct cs_engine *engine, const s
 				      JI(r->multiplexed_h2), "overlap",
 				      JI(r->connections_multiplexed - r->multiplexed_h2 - r->multiplexed_one_read),
 				      "one_read", JI(r->multiplexed_one_read), "exchanges", JI(r->multiplexed_exchanges)));
-	json_object_set_new(report, "tls", tls_value(engine));
+	json_object_set_new(report, "tls", tls_value(view));
 	json_object_set_new(report, "latency_us", cs_report_percentiles_us(r->latency_ns));
 	json_object_set_new(report, "latency_buckets_us", buckets_us(r->latency_ns));
 	json_object_set_new(report, "tail", tail_value(&analysis->tail));
 	json_object_set_new(report, "conditions", conditions_value(&analysis->conditions));
 	json_object_set_new(report, "lifecycle", lifecycle(&analysis->conditions));
 	json_t *threads = json_array();
-	cs_u64map_each(&engine->threads, thread, threads);
+	cs_u64map_each(view->threads, thread, threads);
 	json_object_set_new(report, "threads", threads);
 }
 
@@ -277,8 +284,9 @@ static json_t *run_stamp(const struct cs_run_stamp *stamp)
 }
 
 /* The run: what was watched, where, for how long, and what of its records was kept. */
-static void add_run(json_t *report, const struct cs_engine *engine, const struct cs_report_meta *meta)
+static void add_run(json_t *report, const struct cs_report_view *view)
 {
+	const struct cs_report_meta *meta = view->meta;
 	json_object_set_new(report, "target", cs_json_text(meta->target));
 	json_object_set_new(report, "run", run_stamp(&meta->stamp));
 	if (meta->window_to_s > 0)
@@ -290,17 +298,17 @@ static void add_run(json_t *report, const struct cs_engine *engine, const struct
 					      cs_json_text(meta->labels->cgroup), "container",
 					      cs_json_text(meta->labels->container)));
 	json_object_set_new(report, "duration_s", cs_json_3(meta->duration_s));
-	json_object_set_new(report, "tracing", cs_report_tracing_value(engine, meta));
-	struct cs_conn_partial partial = cs_engine_partial(engine);
+	json_object_set_new(report, "tracing", cs_report_tracing_value(&view->tracing, meta));
+	const struct cs_conn_partial partial = view->partial;
 	json_object_set_new(report, "events",
 			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "received",
-				      JI(engine->totals.records), "lost", JI(meta->events_lost), "malformed",
-				      JI(engine->totals.malformed), "table_full", JI(meta->table_full), "partial",
+				      JI(view->totals->records), "lost", JI(meta->events_lost), "malformed",
+				      JI(view->totals->malformed), "table_full", JI(meta->table_full), "partial",
 				      JI(partial.accepts + partial.requests + partial.closes), "partial_accepts",
 				      JI(partial.accepts), "partial_requests", JI(partial.requests), "partial_closes",
-				      JI(partial.closes), "evicted", JI(engine->conns_evicted), "timed_out",
-				      JI(engine->conns_timed_out), "followed", JI(engine->conns.count), "skipped",
-				      JI(meta->probe_runs_skipped), "handbacks_dropped", JI(engine->handbacks_dropped)));
+				      JI(partial.closes), "evicted", JI(view->conns_evicted), "timed_out",
+				      JI(view->conns_timed_out), "followed", JI(view->conns_followed), "skipped",
+				      JI(meta->probe_runs_skipped), "handbacks_dropped", JI(view->handbacks_dropped)));
 	if (meta->netstat.valid)
 		json_object_set_new(report, "kernel",
 				    json_pack("{s:I,s:I,s:I}", "listen_overflows", JI(meta->netstat.listen_overflows),
@@ -310,42 +318,43 @@ static void add_run(json_t *report, const struct cs_engine *engine, const struct
 
 static json_t *findings_value(const struct cs_analysis *analysis)
 {
-	const struct cs_finding *findings = analysis->findings;
 	json_t *list = json_array();
-	for (size_t i = 0; i < analysis->finding_count; i++)
-		json_array_append_new(list, json_pack("{s:o,s:I,s:o,s:o}", "code", cs_json_text(findings[i].code),
-						      "port", JI(findings[i].port), "text",
-						      cs_json_text(findings[i].text), "advice",
-						      cs_json_text(findings[i].advice)));
+	for (size_t i = 0; i < analysis->finding_count; i++) {
+		const struct cs_finding *f = &analysis->findings[i];
+		char text[CS_SENTENCE_LEN], advice[CS_SENTENCE_LEN];
+		cs_finding_text(text, sizeof(text), f);
+		cs_finding_advice(advice, sizeof(advice), f);
+		json_array_append_new(list, json_pack("{s:o,s:I,s:o,s:o,s:o}", "code", cs_json_text(f->code), "port",
+						      JI(f->port), "text", cs_json_text(text), "advice", cs_json_text(advice),
+						      "figures", cs_figures_value(&f->figures)));
+	}
 	return list;
 }
 
-json_t *cs_report_value_of(const struct cs_engine *engine, const struct cs_report_meta *meta,
-			   const struct cs_analysis *analysis)
+json_t *cs_report_view_value(const struct cs_report_view *view)
 {
+	const struct cs_report_meta *meta = view->meta;
 	json_t *report = json_pack("{s:i}", "schema_version", CS_REPORT_SCHEMA_VERSION);
-	add_run(report, engine, meta);
+	add_run(report, view);
 	json_t *listeners = json_array();
-	for (size_t i = 0; i < engine->listener_count; i++)
-		json_array_append_new(listeners, listener(&engine->listeners[i], meta));
+	for (size_t i = 0; i < view->listener_count; i++)
+		json_array_append_new(listeners, listener(&view->listeners[i], meta));
 	json_object_set_new(report, "listeners", listeners);
-	add_requests(report, engine, analysis);
-	json_object_set_new(report, "findings", findings_value(analysis));
-	json_object_set_new(report, "cost", cs_cost_value(engine, &analysis->cost, true));
+	add_requests(report, view);
+	json_object_set_new(report, "findings", findings_value(&view->analysis));
+	json_object_set_new(report, "cost", cs_cost_value(view->bpf_cost, &view->analysis.cost, true));
 	if (meta->slowest)
-		json_object_set_new(report, "slowest", cs_report_slowest_value(engine, meta));
+		json_object_set_new(report, "slowest", cs_report_slowest_value(view));
 	return report;
 }
 
 json_t *cs_report_value(const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
-	/* Some 40 KiB of findings: on the heap, not the stack. */
-	struct cs_analysis *analysis = malloc(sizeof(*analysis));
-	if (!analysis)
+	struct cs_report_view *view = cs_report_view_new(engine, meta);
+	if (!view)
 		return NULL;
-	cs_analyze(engine, meta, analysis);
-	json_t *report = cs_report_value_of(engine, meta, analysis);
-	free(analysis);
+	json_t *report = cs_report_view_value(view);
+	cs_report_view_free(view);
 	return report;
 }
 

@@ -15,6 +15,7 @@
 #include "json.h"
 #include "report.h"
 #include "report_internal.h"
+#include "report_view.h"
 
 static int slower_first(const void *a, const void *b)
 {
@@ -23,9 +24,9 @@ static int slower_first(const void *a, const void *b)
 }
 
 /* The n slowest kept, slowest first, in a new array (NULL: none, or out of memory). */
-static struct cs_exemplar *slowest(const struct cs_engine *engine, size_t want, size_t *n)
+static struct cs_exemplar *slowest(const struct cs_report_view *view, size_t want, size_t *n)
 {
-	size_t kept = engine->requests.exemplar_count;
+	size_t kept = view->requests->exemplar_count;
 	*n = want < kept ? want : kept;
 	if (!*n)
 		return NULL;
@@ -34,7 +35,7 @@ static struct cs_exemplar *slowest(const struct cs_engine *engine, size_t want, 
 		*n = 0;
 		return NULL;
 	}
-	memcpy(sorted, engine->requests.exemplars, kept * sizeof(*sorted));
+	memcpy(sorted, view->requests->exemplars, kept * sizeof(*sorted));
 	qsort(sorted, kept, sizeof(*sorted), slower_first);
 	return sorted;
 }
@@ -56,17 +57,18 @@ static void peer_text(const struct cs_exemplar *e, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
-static const char *comm_of(const struct cs_engine *engine, uint32_t tid)
+static const char *comm_of(const struct cs_report_view *view, uint32_t tid)
 {
-	const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
+	const struct cs_thread_stats *t = cs_u64map_get(view->threads, tid);
 	return t && t->comm[0] ? t->comm : "?";
 }
 
-void cs_report_slowest_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+void cs_report_slowest_text(FILE *out, const struct cs_report_view *view)
 {
+	const struct cs_report_meta *meta = view->meta;
 	size_t n;
-	struct cs_exemplar *list = slowest(engine, meta->slowest, &n);
-	fprintf(out, "slowest %zu request(s) (of the %zu slowest kept)\n", n, engine->requests.exemplar_count);
+	struct cs_exemplar *list = slowest(view, meta->slowest, &n);
+	fprintf(out, "slowest %zu request(s) (of the %zu slowest kept)\n", n, view->requests->exemplar_count);
 	for (size_t i = 0; i < n; i++) {
 		const struct cs_exemplar *e = &list[i];
 		char when[48], total[32], peer[64];
@@ -74,7 +76,7 @@ void cs_report_slowest_text(FILE *out, const struct cs_engine *engine, const str
 		cs_format_duration(total, sizeof(total), e->split.total_ns);
 		peer_text(e, peer, sizeof(peer));
 		fprintf(out, "  %s %9s  %s:%u -> :%u  tid %u (%s)  request #%u on its connection\n    ", when, total,
-			peer, e->peer_port, e->port, e->reader_tid, comm_of(engine, e->reader_tid), e->index + 1);
+			peer, e->peer_port, e->port, e->reader_tid, comm_of(view, e->reader_tid), e->index + 1);
 		/* Its causes, largest first. */
 		bool used[CS_CAUSE_COUNT] = { false };
 		for (int shown = 0; shown < CS_CAUSE_COUNT; shown++) {
@@ -95,10 +97,11 @@ void cs_report_slowest_text(FILE *out, const struct cs_engine *engine, const str
 	free(list);
 }
 
-json_t *cs_report_slowest_value(const struct cs_engine *engine, const struct cs_report_meta *meta)
+json_t *cs_report_slowest_value(const struct cs_report_view *view)
 {
+	const struct cs_report_meta *meta = view->meta;
 	size_t n;
-	struct cs_exemplar *list = slowest(engine, meta->slowest, &n);
+	struct cs_exemplar *list = slowest(view, meta->slowest, &n);
 	json_t *out = json_array();
 	for (size_t i = 0; i < n; i++) {
 		const struct cs_exemplar *e = &list[i];
@@ -113,7 +116,7 @@ json_t *cs_report_slowest_value(const struct cs_engine *engine, const struct cs_
 						     "total_us", cs_json_us(e->split.total_ns), "peer", cs_json_text(peer),
 						     "peer_port", (json_int_t)e->peer_port, "port", (json_int_t)e->port,
 						     "tid", (json_int_t)e->reader_tid, "comm",
-						     cs_json_text(comm_of(engine, e->reader_tid)), "index",
+						     cs_json_text(comm_of(view, e->reader_tid)), "index",
 						     (json_int_t)e->index, "causes_us", causes));
 	}
 	free(list);

@@ -32,10 +32,9 @@ static json_t *names(const char *const *list, size_t count)
 	return array;
 }
 
-json_t *cs_report_tracing_value(const struct cs_engine *engine, const struct cs_report_meta *meta)
+json_t *cs_report_tracing_value(const struct cs_traced_summary *traced, const struct cs_report_meta *meta)
 {
-	struct cs_traced_summary summary;
-	cs_report_tracing_summary(engine, meta, &summary);
+	const struct cs_traced_summary summary = *traced;
 	json_t *value = json_pack("{s:s,s:o,s:o,s:I,s:I,s:I}", "mode", summary.sampled ? "windows" : "always",
 				  "traced_s", cs_json_3(summary.traced_s), "traced_share", cs_json_3(summary.share),
 				  "requests_traced", (json_int_t)summary.requests_traced, "requests_estimated",
@@ -54,10 +53,9 @@ json_t *cs_report_tracing_value(const struct cs_engine *engine, const struct cs_
 	return value;
 }
 
-void cs_report_tracing_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)
+void cs_report_tracing_text(FILE *out, const struct cs_traced_summary *traced, const struct cs_report_meta *meta)
 {
-	struct cs_traced_summary summary;
-	cs_report_tracing_summary(engine, meta, &summary);
+	const struct cs_traced_summary summary = *traced;
 	if (!summary.sampled)
 		return;
 	char schedule[48] = "always since a reload";

@@ -233,9 +233,11 @@ static json_t *status_value(struct cs_ctl_server *server)
 			 (json_int_t)server->busy, "idle_dropped", (json_int_t)server->idle_dropped);
 	/* What the daemon costs, over the statistics' span: its programs' list is the snapshot's. */
 	if (status)
-		json_object_set_new(status, "cost", cs_cost_value(engine, &cost, false));
+		json_object_set_new(status, "cost", cs_cost_value(&engine->cost, &cost, false));
+	struct cs_traced_summary traced;
+	cs_report_tracing_summary(engine, &meta, &traced);
 	if (status)
-		json_object_set_new(status, "tracing", cs_report_tracing_value(engine, &meta));
+		json_object_set_new(status, "tracing", cs_report_tracing_value(&traced, &meta));
 	if (status) {
 		json_object_set_new(status, "connections_adopted", json_integer((json_int_t)engine->requests.connections_adopted));
 		json_object_set_new(status, "requests_in_flight_at_attach", json_integer((json_int_t)engine->requests.partial));

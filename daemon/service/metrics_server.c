@@ -129,9 +129,9 @@ static char *render(struct cs_metrics_server *server, enum cs_metrics_format for
 	pthread_mutex_lock(server->engine_lock);
 	struct cs_report_meta meta = *server->meta;
 	cs_trace_meta_advance(&meta, cs_monotonic_ns());
-	cs_metrics_render(out, server->engine, &meta, server->target, format);
+	int rendered = cs_metrics_render(out, server->engine, &meta, server->target, format);
 	pthread_mutex_unlock(server->engine_lock);
-	if (fclose(out)) {
+	if (fclose(out) || rendered) {
 		free(body);
 		return NULL;
 	}

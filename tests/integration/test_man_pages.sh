@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The manual pages format without a warning (groff -man -ww) and stay in
-# step with the programs: every command connscope lists has its entry, and
-# every option each --help shows is in the page.
+# step with the programs: every command connscope lists has its entry,
+# every option each --help shows is in the page, and every cause and
+# condition a report names is listed by the --help texts and the pages with
+# the same line.
 source "$(dirname "$0")/lib.sh"
 man_dir=$(cd "$(dirname "$0")/../../man" && pwd)
 
@@ -44,3 +46,56 @@ for key in port pid name cgroup metrics sample-hz ring-mb verbose; do
     fail "connscoped.8 does not name config key $key"
 done
 echo "ok: connscoped.8 names every config key"
+
+# Every cause and condition: the names a report carries (a recorded trace's
+# JSON: tail.causes[].cause, conditions{}'s keys), each listed by the --help
+# of attach, report and connscoped with its line from the table of words
+# (daemon/render/words.c), and in each page as ".B NAME" over that line.
+fixture=$(cd "$(dirname "$0")/../fixtures" && pwd)/s1.cstrace
+"$CS_BIN" report "$fixture" --json >"$CS_TMP/report.json" || fail "connscope report $fixture --json failed"
+python3 - "$CS_TMP/report.json" >"$CS_TMP/kinds.txt" <<'PY' || fail "no causes or conditions in the report"
+import json, sys
+report = json.load(open(sys.argv[1]))
+causes = [c["cause"] for c in report["tail"]["causes"]]
+conditions = list(report["conditions"])
+if not causes or not conditions:
+    sys.exit(1)
+for name in causes:
+    print("cause", name)
+for name in conditions:
+    print("condition", name)
+PY
+"$CS_BIN" attach --help >"$CS_TMP/attach.txt"
+"$CS_BIN" report --help >"$CS_TMP/report-help.txt"
+# line_of HELP KIND NAME: NAME's line in HELP's list of KIND (cause or condition)
+line_of() {
+  awk -v kind="$2" -v name="$3" '
+    /^Causes of/ { list = "cause"; next }
+    /^Conditions behind/ { list = "condition"; next }
+    list == kind && $1 == name { sub(/^  [^ ]+ +/, ""); print; exit }' "$1"
+}
+# in_page_as PAGE NAME LINE: ".B NAME" in PAGE, the line after it LINE (roff escapes each '-')
+in_page_as() {
+  awk -v name=".B $2" -v line="$(printf '%s' "$3" | sed 's/-/\\-/g')" '
+    prev == name && $0 == line { found = 1 } { prev = $0 } END { exit !found }' "$1"
+}
+listed=0
+while read -r kind name; do
+  summary=$(line_of "$CS_TMP/attach.txt" "$kind" "$name")
+  [[ -n $summary ]] || fail "connscope attach --help does not list $kind $name"
+  [[ $(line_of "$CS_TMP/report-help.txt" "$kind" "$name") == "$summary" ]] ||
+    fail "connscope report --help does not list $kind $name as attach does"
+  [[ $(line_of "$CS_TMP/connscoped.txt" "$kind" "$name") == "$summary" ]] ||
+    fail "connscoped --help does not list $kind $name as connscope attach does"
+  for page in "$man_dir"/connscope.8 "$man_dir"/connscoped.8; do
+    in_page_as "$page" "$name" "$summary" ||
+      fail "$(basename "$page") does not list $kind $name with its line: '$summary'"
+  done
+  listed=$((listed + 1))
+done <"$CS_TMP/kinds.txt"
+# The report's causes and conditions are every one the table has: none listed beyond them.
+for help in "$CS_TMP/attach.txt" "$CS_TMP/connscoped.txt"; do
+  shown=$(awk '/^(Causes of|Conditions behind)/ { on = 1; next } on && /^  [a-z]/ { n++ } END { print n + 0 }' "$help")
+  assert_cmp "$shown" '==' "$listed" "$(basename "$help" .txt): the causes and conditions of a report, no more"
+done
+echo "ok: the --help texts and both pages list the $listed causes and conditions a report has, each with its line"

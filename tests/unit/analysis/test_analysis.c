@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * cs_analyze (daemon/analysis/analysis.c) and the tables of advice.c:
- * every finding and condition has its name and advice, the names are
+ * cs_analyze (daemon/analysis/analysis.c) and the tables of kinds.c:
+ * every finding and condition has its name, the names are
  * the ones the outputs print, and one pass over a recorded trace gives
  * what the wrappers and the renderers show.
  */
@@ -16,10 +16,11 @@
 #include "report.h"
 #include "top_model.h"
 #include "trace_file.h"
+#include "words.h"
 
 /*
  * The names the outputs print (JSON conditions{} keys, findings[].code,
- * the metrics' condition label): a rename in advice.c fails here.
+ * the metrics' condition label): a rename in kinds.c fails here.
  */
 static const char *const condition_names[CS_CONDITION_COUNT] = {
 	[CS_COND_NON_PERSISTENT] = "non_persistent",
@@ -44,50 +45,29 @@ static const char *const finding_names[CS_FINDING_KIND_COUNT] = {
 	[CS_FINDING_SYN_COOKIES] = "syn_cookies",
 };
 
-Test(advice, every_condition_has_its_name_advice_and_brief)
+Test(kinds, every_condition_has_its_name)
 {
 	for (int c = 0; c < CS_CONDITION_COUNT; c++) {
 		enum cs_condition cond = (enum cs_condition)c;
 		cr_assert_not_null(cs_condition_name(cond), "condition %d has no name", c);
 		cr_expect_str_eq(cs_condition_name(cond), condition_names[c], "condition %d renamed", c);
-		cr_assert_not_null(cs_condition_advice(cond), "%s has no advice", condition_names[c]);
-		cr_expect_neq(cs_condition_advice(cond)[0], '\0', "%s has no advice", condition_names[c]);
-		cr_assert_not_null(cs_condition_brief(cond), "%s has no brief advice", condition_names[c]);
-		cr_expect_neq(cs_condition_brief(cond)[0], '\0');
-		/* top keeps what the live view sends in its model, whole. */
-		cr_expect_lt(strlen(cs_condition_brief(cond)), sizeof(((struct cs_top_condition *)0)->advice),
-			     "%s's brief advice is too long for top", condition_names[c]);
 		cr_expect_lt(strlen(cs_condition_name(cond)), sizeof(((struct cs_top_condition *)0)->name));
-		cr_expect_null(strchr(cs_condition_advice(cond), '%'));
 	}
 	cr_expect_null(cs_condition_name(CS_CONDITION_COUNT));
-	cr_expect_null(cs_condition_advice(CS_CONDITION_COUNT));
-	cr_expect_null(cs_condition_brief((enum cs_condition)-1));
+	cr_expect_null(cs_condition_name((enum cs_condition)-1));
 }
 
-Test(advice, every_finding_has_its_name_and_advice)
+Test(kinds, every_finding_has_its_name)
 {
 	for (int k = 0; k < CS_FINDING_KIND_COUNT; k++) {
 		enum cs_finding_kind kind = (enum cs_finding_kind)k;
 		cr_assert_not_null(cs_finding_name(kind), "finding %d has no name", k);
 		cr_expect_str_eq(cs_finding_name(kind), finding_names[k], "finding %d renamed", k);
-		cr_assert_not_null(cs_finding_advice(kind), "%s has no advice", finding_names[k]);
-		cr_expect_neq(cs_finding_advice(kind)[0], '\0');
-		/* Only backlog_full's advice has a place for a note, and only one. */
-		const char *at = strchr(cs_finding_advice(kind), '%');
-		if (kind == CS_FINDING_BACKLOG_FULL) {
-			cr_assert_not_null(at);
-			cr_expect_eq(strncmp(at, "%s", 2), 0);
-			cr_expect_null(strchr(at + 1, '%'));
-		} else {
-			cr_expect_null(at, "%s's advice has a %%", finding_names[k]);
-		}
 	}
 	cr_expect_null(cs_finding_name(CS_FINDING_KIND_COUNT));
-	cr_expect_null(cs_finding_advice(CS_FINDING_KIND_COUNT));
 }
 
-Test(advice, names_are_distinct)
+Test(kinds, names_are_distinct)
 {
 	for (int a = 0; a < CS_CONDITION_COUNT; a++)
 		for (int b = a + 1; b < CS_CONDITION_COUNT; b++)
@@ -99,7 +79,7 @@ Test(advice, names_are_distinct)
 }
 
 /* Each condition's flag, read by enum, is its struct's flag. */
-Test(advice, flags_are_read_by_enum)
+Test(kinds, flags_are_read_by_enum)
 {
 	struct cs_conditions c;
 	for (int i = 0; i < CS_CONDITION_COUNT; i++) {
@@ -167,7 +147,8 @@ Test(analysis, one_pass_agrees_with_its_parts)
 		cr_assert_eq(n, a->finding_count, "%s", fixtures[i]);
 		for (size_t f = 0; f < n; f++) {
 			cr_expect_eq(found[f].kind, a->findings[f].kind);
-			cr_expect_str_eq(found[f].text, a->findings[f].text);
+			cr_expect_eq(memcmp(&found[f].figures, &a->findings[f].figures, sizeof(found[f].figures)), 0,
+				     "%s: %s's figures differ", fixtures[i], found[f].code);
 			cr_expect_str_eq(a->findings[f].code, cs_finding_name(a->findings[f].kind));
 		}
 		struct cs_conditions cond;
@@ -221,6 +202,8 @@ Test(analysis, the_report_prints_the_tables_advice)
 		cr_assert_not_null(out);
 		cs_report_text(out, engine, &meta);
 		fclose(out);
+		/* Every key the findings' and the evidence's words quote is a figure the analysis gave. */
+		cr_expect_null(strstr(text, "?}"), "%s: a template's key without its figure:\n%s", fixtures[i], text);
 		for (int c = 0; c < CS_CONDITION_COUNT; c++) {
 			char line[256];
 			snprintf(line, sizeof(line), "  ! %s:", cs_condition_name((enum cs_condition)c));
@@ -231,9 +214,11 @@ Test(analysis, the_report_prints_the_tables_advice)
 				cr_expect_not_null(strstr(text, cs_condition_advice((enum cs_condition)c)));
 			}
 		}
-		for (size_t f = 0; f < a->finding_count; f++)
-			cr_expect_not_null(strstr(text, a->findings[f].advice), "%s: %s's advice", fixtures[i],
-					   a->findings[f].code);
+		for (size_t f = 0; f < a->finding_count; f++) {
+			char advice[CS_SENTENCE_LEN];
+			cs_finding_advice(advice, sizeof(advice), &a->findings[f]);
+			cr_expect_not_null(strstr(text, advice), "%s: %s's advice", fixtures[i], a->findings[f].code);
+		}
 		free(text);
 		free(a);
 		cs_engine_free(engine);

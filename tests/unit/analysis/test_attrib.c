@@ -13,8 +13,10 @@
 #include "attrib.h"
 #include "engine.h"
 #include "events.h"
+#include "figures_check.h"
 #include "json_check.h"
 #include "report.h"
+#include "words.h"
 
 #define PORT 8080
 #define T0 (100 * SEC)
@@ -142,7 +144,7 @@ Test(tail, empty_engine)
 		cr_assert_eq(tail.causes[i].cause, (enum cs_cause)i);
 		cr_assert_eq(tail.causes[i].share, 0.0);
 		cr_assert_eq(tail.causes[i].requests, 0);
-		cr_assert_eq(tail.causes[i].evidence[0], '\0');
+		cr_assert_eq(tail.causes[i].evidence.count, 0, "%s has evidence", cs_cause_names[i]);
 	}
 }
 
@@ -169,8 +171,14 @@ Test(tail, p99_is_the_event_loop)
 	for (int i = 2; i < CS_CAUSE_COUNT; i++)
 		cr_assert_eq(tail.causes[i].share, 0.0, "%s", cs_cause_names[tail.causes[i].cause]);
 
-	/* The evidence names the thread whose loop kept them waiting. */
-	const char *evidence = tail.causes[0].evidence;
+	/* The evidence names the thread whose loop kept them waiting: its figures, then its words. */
+	const struct cs_figures *figures = &tail.causes[0].evidence;
+	cr_assert_eq(figures->dropped, 0);
+	cr_assert_eq(figure_count(figures, "thread_tid"), 21);
+	cr_assert_eq(figure_count(figures, "tail_requests"), 10);
+	cr_assert_eq(figure_ns(figures, "thread_time"), 90 * MS);
+	char evidence[CS_SENTENCE_LEN];
+	cs_cause_evidence(evidence, sizeof(evidence), &tail.causes[0]);
 	cr_assert_not_null(strstr(evidence, "tid 21"), "evidence: %s", evidence);
 	cr_assert_not_null(strstr(evidence, "10 tail request(s)"), "evidence: %s", evidence);
 	cr_assert_not_null(strstr(evidence, "90.0 ms"), "evidence: %s", evidence);
@@ -246,7 +254,10 @@ Test(tail, set_up_causes_are_named_and_ranked)
 	cr_assert_eq(cause_in(&tail, CS_CAUSE_ACCEPT_QUEUE)->ns, 36 * 50 * US + 4 * 2 * MS);
 	cr_assert_eq(tail.causes[0].cause, CS_CAUSE_LISTEN_OVERFLOW);
 	cr_assert_eq(tail.causes[0].requests, 4);
-	cr_assert(strstr(tail.causes[0].evidence, ":8080"), "evidence: %s", tail.causes[0].evidence);
+	cr_assert_eq(figure_count(&tail.causes[0].evidence, "port"), PORT);
+	char evidence[CS_SENTENCE_LEN];
+	cs_cause_evidence(evidence, sizeof(evidence), &tail.causes[0]);
+	cr_assert(strstr(evidence, "listener :8080 dropped"), "evidence: %s", evidence);
 	/* p99.9: the four slow ones. */
 	cs_compute_tail(engine, 99.9, &tail);
 	cr_assert_eq(tail.requests, 4);

@@ -140,7 +140,9 @@ Test(fixtures, s6_blocked_loop_is_the_event_loop_on_one_worker)
 	struct replay r;
 	replay("s6", &r);
 	cr_expect_eq(r.tail.causes[0].cause, CS_CAUSE_EVENT_LOOP);
-	cr_expect(strstr(r.tail.causes[0].evidence, "csw-0") != NULL, "evidence: %s", r.tail.causes[0].evidence);
+	const struct cs_figure *comm = cs_figures_get(&r.tail.causes[0].evidence, "thread_comm");
+	cr_assert_not_null(comm, "the event loop's evidence names no thread");
+	cr_expect_str_eq(comm->comm, "csw-0");
 	release(&r);
 }
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "engine.h"
-#include "intervals.h"
+#include "report_intervals.h"
 #include "trace_file.h"
 
 struct feed {
@@ -38,7 +38,7 @@ static char *replay_intervals(const char *name, double width_s, struct cs_engine
 	char *text = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
-	cr_assert_eq(cs_intervals_init(iv, (uint64_t)(width_s * 1e9), 99.0, out), 0);
+	cr_assert_eq(cs_intervals_init(iv, (uint64_t)(width_s * 1e9), 99.0, cs_interval_print, out), 0);
 	struct feed f = { .engine = cs_engine_new(), .intervals = iv };
 	static struct cs_trace_info info;
 	cr_assert_eq(cs_trace_read(file, feed, &f, &info, errmsg, sizeof(errmsg)), 0, "%s", errmsg);

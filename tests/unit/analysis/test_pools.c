@@ -12,6 +12,7 @@
 #include "attrib.h"
 #include "engine.h"
 #include "events.h"
+#include "figures_check.h"
 #include "json_check.h"
 #include "jvm.h"
 #include "report.h"
@@ -116,7 +117,9 @@ Test(pools, a_saturated_pool_leads_the_tail_with_its_evidence)
 	/* The tail: the 100 slow requests, 40 ms waiting and 10 ms served each. */
 	cr_assert_float_eq(cause_share(&tail, CS_CAUSE_WORKER_POOL), 0.8, 0.01);
 	cr_assert_float_eq(cause_share(&tail, CS_CAUSE_HANDLER), 0.2, 0.01);
-	cr_assert(strstr(tail.causes[0].evidence, "nio-8080-Poll"), "%s", tail.causes[0].evidence);
+	cr_assert_str_eq(figure_of(&tail.causes[0].evidence, "poller_comm", CS_FIG_COMM)->comm, "nio-8080-Poll");
+	cr_assert_eq(figure_count(&tail.causes[0].evidence, "poller_tid"), POLLER);
+	cr_assert_eq(figure_count(&tail.causes[0].evidence, "pool_threads"), POOL_THREADS);
 
 	struct cs_conditions cond;
 	cs_compute_conditions(engine, &meta, &cond);

@@ -13,6 +13,7 @@
 
 #include "engine.h"
 #include "events.h"
+#include "exchanges.h"
 
 #define PORT 8443
 #define T0 (100 * SEC)

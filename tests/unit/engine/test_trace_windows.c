@@ -157,6 +157,14 @@ CS_ENGINE_FIXTURE
 TestSuite(window_edges, .init = setup, .fini = teardown);
 
 /* A request of total_ns on sk, begun at t. */
+/* The report's "tracing" over the engine's requests. */
+static json_t *tracing_value(const struct cs_report_meta *meta)
+{
+	struct cs_traced_summary summary;
+	cs_report_tracing_summary(engine, meta, &summary);
+	return cs_report_tracing_value(&summary, meta);
+}
+
 static void request(uint64_t sk, uint64_t t, uint64_t total_ns, uint32_t index, uint16_t flags)
 {
 	feed_request(engine, (struct request_spec){ .sk = sk, .port = PORT, .start_ns = t,
@@ -209,7 +217,7 @@ Test(window_edges, partial_requests_stay_out_of_latencies)
 	cr_expect(strstr(text, "requests    200 (100.0/s)") != NULL, "the rate over the time traced: %s", text);
 	free(text);
 
-	json_t *value = cs_report_tracing_value(engine, &meta);
+	json_t *value = tracing_value(&meta);
 	cr_assert_not_null(value);
 	cr_expect_str_eq(json_string_value(json_object_get(value, "mode")), "windows");
 	cr_expect_eq(json_integer_value(json_object_get(value, "requests_estimated")), 2010);
@@ -229,7 +237,7 @@ Test(window_edges, always_is_exact)
 	cr_expect_not(summary.sampled);
 	cr_expect_float_eq(summary.share, 1.0, 1e-9);
 	cr_expect_float_eq(summary.requests_estimated, 10.0, 1e-9);
-	json_t *value = cs_report_tracing_value(engine, &meta);
+	json_t *value = tracing_value(&meta);
 	cr_expect_str_eq(json_string_value(json_object_get(value, "mode")), "always");
 	cr_expect_eq(json_array_size(json_object_get(value, "from_windows")), 0);
 	json_decref(value);
@@ -257,7 +265,7 @@ Test(window_edges, configured_mode_before_the_first_window)
 	struct cs_trace_schedule windows = parsed("1/10"), always = parsed("always");
 	struct cs_report_meta before = { .target = "port 8080" };
 	cs_trace_meta_configured(&windows, &before.trace);
-	json_t *early = cs_report_tracing_value(engine, &before);
+	json_t *early = tracing_value(&before);
 	cr_assert_not_null(early);
 	cr_expect_str_eq(json_string_value(json_object_get(early, "mode")), "windows");
 	cr_expect_eq(json_integer_value(json_object_get(early, "windows")), 0, "no window opened yet");
@@ -268,7 +276,7 @@ Test(window_edges, configured_mode_before_the_first_window)
 	cr_expect_eq(cs_trace_windows_step(&tw, T0 + SEC), CS_TRACE_CLOSE);
 	struct cs_report_meta later = { .target = "port 8080", .duration_s = 1.0 };
 	cs_trace_windows_meta(&tw, T0 + SEC, &later.trace);
-	json_t *closed = cs_report_tracing_value(engine, &later);
+	json_t *closed = tracing_value(&later);
 	char early_keys[512], closed_keys[512];
 	tracing_keys(early, early_keys, sizeof(early_keys));
 	tracing_keys(closed, closed_keys, sizeof(closed_keys));
@@ -278,7 +286,7 @@ Test(window_edges, configured_mode_before_the_first_window)
 	json_decref(closed);
 
 	cs_trace_meta_configured(&always, &before.trace);
-	early = cs_report_tracing_value(engine, &before);
+	early = tracing_value(&before);
 	cr_expect_str_eq(json_string_value(json_object_get(early, "mode")), "always");
 	json_decref(early);
 }

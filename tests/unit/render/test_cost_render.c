@@ -144,7 +144,7 @@ Test(cost_render, json_figures_are_null_when_not_measured)
 	struct cs_engine *engine = measured_run(CS_BPF_STATS_FAILED);
 	struct cs_cost cost;
 	cs_cost_of(engine, NULL, &cost);
-	json_t *value = cs_cost_value(engine, &cost, true);
+	json_t *value = cs_cost_value(&engine->cost, &cost, true);
 	cr_assert(json_is_true(json_object_get(value, "recorded")));
 	cr_assert(json_is_false(json_object_get(value, "bpf_measured")));
 	cr_assert_str_eq(json_string_value(json_object_get(value, "bpf_stats")), "failed");
@@ -162,11 +162,11 @@ Test(cost_render, json_figures_are_null_when_not_measured)
 	cs_cost_line(line, sizeof(line), &cost);
 	cr_assert_not_null(strstr(line, "refused to turn BPF run-time statistics on: Operation not permitted"), "%s",
 			   line);
-	value = cs_cost_value(engine, &cost, true);
+	value = cs_cost_value(&engine->cost, &cost, true);
 	cr_assert_str_eq(json_string_value(json_object_get(value, "bpf_stats_error")), "Operation not permitted");
 	json_decref(value);
 	/* status leaves the programs out. */
-	value = cs_cost_value(engine, &cost, false);
+	value = cs_cost_value(&engine->cost, &cost, false);
 	cr_assert_null(json_object_get(value, "programs"));
 	json_decref(value);
 	cs_engine_free(engine);
@@ -310,7 +310,7 @@ Test(cost_render, sampled_statistics_say_how_much_of_the_time_they_were_on)
 	cr_assert_not_null(strstr(line, "BPF 800 ns per request, 8000 ns per connection (0.000 s in 40 runs, BPF "
 					"statistics on 25.0 % of the time)"),
 			   "%s", line);
-	json_t *value = cs_cost_value(engine, &cost, true);
+	json_t *value = cs_cost_value(&engine->cost, &cost, true);
 	cr_assert_str_eq(json_string_value(json_object_get(value, "bpf_stats")), "sampled");
 	cr_assert(json_is_true(json_object_get(value, "bpf_sampled")));
 	cr_assert_float_eq(json_number_value(json_object_get(value, "bpf_measured_share")), 0.25, 1e-9);

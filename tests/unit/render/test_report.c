@@ -14,10 +14,13 @@
 #include "diagnose.h"
 #include "engine.h"
 #include "events.h"
+#include "figures_check.h"
 #include "json_check.h"
 #include "report.h"
+#include "words.h"
 
 #define PORT 8080
+#define SK(n) (0xffff888700000000ull + (n))
 
 static struct cs_engine *engine;
 static struct cs_report_meta meta;
@@ -67,26 +70,46 @@ static void accepts_split(uint64_t n, double first_share, uint64_t wait_ns)
 	feed_accepts(engine, PORT, 2, n - first, wait_ns, &clock_ns);
 }
 
+/* A finding with its words, as the report writes them. */
+struct said {
+	const char *code;
+	uint16_t port;
+	struct cs_figures figures;
+	char text[CS_SENTENCE_LEN];
+	char advice[CS_SENTENCE_LEN];
+};
+
 struct found {
-	struct cs_finding items[32];
+	struct said items[32];
 	size_t count;
 };
 
 static struct found diagnose(void)
 {
+	static struct cs_finding findings[32];
 	struct found f;
 	memset(&f, 0, sizeof(f));
-	f.count = cs_diagnose(engine, &meta, f.items, 32);
+	f.count = cs_diagnose(engine, &meta, findings, 32);
 	cr_assert_leq(f.count, 32);
 	for (size_t i = 0; i < f.count; i++) {
-		cr_assert_neq(f.items[i].code[0], '\0', "finding %zu has no code", i);
-		cr_assert_neq(f.items[i].text[0], '\0', "finding %s has no text", f.items[i].code);
-		cr_assert_neq(f.items[i].advice[0], '\0', "finding %s has no advice", f.items[i].code);
+		struct said *item = &f.items[i];
+		item->code = findings[i].code;
+		item->port = findings[i].port;
+		item->figures = findings[i].figures;
+		cr_assert_neq(item->code[0], '\0', "finding %zu has no code", i);
+		cr_assert_eq(item->figures.dropped, 0, "%s has more figures than CS_FIGURES_MAX", item->code);
+		cs_finding_text(item->text, sizeof(item->text), &findings[i]);
+		cs_finding_advice(item->advice, sizeof(item->advice), &findings[i]);
+		cr_assert_neq(item->text[0], '\0', "finding %s has no text", item->code);
+		cr_assert_neq(item->advice[0], '\0', "finding %s has no advice", item->code);
+		/* Every key its words quote is a figure the diagnosis gave. */
+		cr_assert_null(strstr(item->text, "?}"), "%s: a key without its figure: %s", item->code, item->text);
+		cr_assert_null(strstr(item->advice, "?}"), "%s: %s", item->code, item->advice);
 	}
 	return f;
 }
 
-static const struct cs_finding *find(const struct found *f, const char *code)
+static const struct said *find(const struct found *f, const char *code)
 {
 	for (size_t i = 0; i < f->count; i++)
 		if (!strcmp(f->items[i].code, code))
@@ -105,9 +128,9 @@ static const char *codes(const struct found *f)
 	return f->count ? buf : "(none)";
 }
 
-static const struct cs_finding *expect_finding(const struct found *f, const char *code, uint16_t port)
+static const struct said *expect_finding(const struct found *f, const char *code, uint16_t port)
 {
-	const struct cs_finding *item = find(f, code);
+	const struct said *item = find(f, code);
 	cr_assert_not_null(item, "expected %s; found: %s", code, codes(f));
 	cr_assert_eq(item->port, port, "%s: port %u, want %u", code, item->port, port);
 	return item;
@@ -144,7 +167,7 @@ Test(diagnose, backlog_full_with_drops)
 	/* 30 of 130 samples full, and 500 SYNs dropped meanwhile. */
 	feed_samples(engine, PORT, 30, 129, 128, 500, &clock_ns);
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "backlog_full", PORT);
+	const struct said *item = expect_finding(&f, "backlog_full", PORT);
 	expect_text(item->text, "500 SYN(s) dropped");
 	expect_text(item->text, "limit 128");
 	expect_text(item->text, "23%"); /* 30 / 130 */
@@ -161,7 +184,7 @@ Test(diagnose, backlog_full_quotes_the_delayed_handshakes)
 							.last_syn_ns = clock_ns + 63 * SEC, .gave_up = true,
 							.ts_ns = clock_ns + 130 * SEC });
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "backlog_full", PORT);
+	const struct said *item = expect_finding(&f, "backlog_full", PORT);
 	expect_text(item->text, "1 local connection(s) waited >= 1 s");
 	expect_text(item->text, "max 3.00 s");
 	expect_text(item->text, "1 local connection(s) never got in: their clients gave up");
@@ -180,7 +203,7 @@ Test(diagnose, backlog_full_from_drops_alone)
 	scenario_healthy();
 	feed_samples(engine, PORT, 1, 3, 128, 1, &clock_ns); /* one drop, never full */
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "backlog_full", PORT);
+	const struct said *item = expect_finding(&f, "backlog_full", PORT);
 	expect_text(item->text, "1 SYN(s) dropped");
 }
 
@@ -207,7 +230,7 @@ Test(diagnose, accept_thread_bottleneck)
 {
 	scenario_single_acceptor(5 * MS, 10);
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "accept_thread_bottleneck", PORT);
+	const struct said *item = expect_finding(&f, "accept_thread_bottleneck", PORT);
 	expect_text(item->text, "(tid 1) took 95% of 200 accepts");
 	expect_text(item->text, "busy outside accept() 100% of the time");
 	expect_text(item->text, "queue non-empty in 100% of samples");
@@ -317,7 +340,7 @@ Test(diagnose, accept_queue_wait)
 		feed_accepts(engine, PORT, tid, 50, 5 * MS, &clock_ns);
 	feed_samples(engine, PORT, 100, 4, 128, 0, &clock_ns);
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "accept_queue_wait", PORT);
+	const struct said *item = expect_finding(&f, "accept_queue_wait", PORT);
 	expect_text(item->text, "p99 5.0 ms");
 	expect_no_finding(&f, "accept_thread_bottleneck");
 	expect_no_finding(&f, "unfair_accepts");
@@ -327,7 +350,7 @@ Test(diagnose, unfair_accepts)
 {
 	accepts_split(200, 0.9, 50 * US);
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "unfair_accepts", PORT);
+	const struct said *item = expect_finding(&f, "unfair_accepts", PORT);
 	expect_text(item->text, "took 90% of accepts");
 	expect_text(item->text, "180 of 200 across 2 threads");
 	expect_no_finding(&f, "accept_queue_wait");
@@ -382,8 +405,40 @@ Test(diagnose, thundering_herd)
 	feed_eagains(engine, PORT, 1, 15, &clock_ns);
 	feed_eagains(engine, PORT, 2, 15, &clock_ns);
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "thundering_herd", PORT);
+	const struct said *item = expect_finding(&f, "thundering_herd", PORT);
 	expect_text(item->text, "30 accept() calls found the queue empty (0.30 per accepted connection)");
+}
+
+/*
+ * An unfair spread and a herd, where the tail is the handlers' (10 ms
+ * each) and accept waits 50 us: said once, as nothing to change.
+ */
+Test(diagnose, unfair_and_herd_where_the_tail_does_not_feel_them)
+{
+	for (uint64_t i = 0; i < 100; i++) {
+		uint64_t t = clock_ns + i * 20 * MS, accepted = t + 50 * US;
+		uint32_t tid = i < 70 ? 1 : 2 + (uint32_t)(i % 3);
+		FEED_OK(engine, make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100, .tid = tid,
+								     .established_ns = t, .ts_ns = accepted,
+								     .backlog_limit = 128 },
+					       SK(i), 0x0a000002, (uint16_t)(41000 + i)));
+		feed_request(engine, (struct request_spec){ .sk = SK(i), .port = PORT, .index = 1, .start_ns = t,
+							    .first_read_ns = accepted,
+							    .first_send_ns = accepted + 10 * MS,
+							    .last_send_ns = accepted + 10 * MS });
+	}
+	clock_ns += 100 * 20 * MS;
+	feed_eagains(engine, PORT, 1, 20, &clock_ns);
+	feed_eagains(engine, PORT, 2, 20, &clock_ns);
+	struct found f = diagnose();
+	const struct said *item = expect_finding(&f, "accept_side_negligible", PORT);
+	cr_assert(figure_of(&item->figures, "unfair", CS_FIG_FLAG)->count);
+	cr_assert(figure_of(&item->figures, "thundering_herd", CS_FIG_FLAG)->count);
+	cr_assert_lt(figure_share(&item->figures, "tail_accept_share"), 0.05);
+	expect_text(item->text, "one worker took most accepts; accept() calls found the queue empty: accept waits are ");
+	expect_text(item->text, "% of the tail's time (100 accepts, 40 EAGAIN), no cause of it");
+	expect_no_finding(&f, "unfair_accepts");
+	expect_no_finding(&f, "thundering_herd");
 }
 
 Test(diagnose, no_herd_below_the_thresholds)
@@ -408,7 +463,7 @@ Test(diagnose, syn_cookies)
 	scenario_healthy();
 	meta.netstat = (struct cs_netstat_delta){ .valid = true, .syncookies_sent = 42 };
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "syn_cookies", 0);
+	const struct said *item = expect_finding(&f, "syn_cookies", 0);
 	expect_text(item->text, "42 SYN cookie(s)");
 
 	meta.netstat.syncookies_sent = 0;
@@ -427,7 +482,7 @@ Test(diagnose, events_lost)
 	scenario_healthy();
 	meta.events_lost = 3;
 	struct found f = diagnose();
-	const struct cs_finding *item = expect_finding(&f, "events_lost", 0);
+	const struct said *item = expect_finding(&f, "events_lost", 0);
 	expect_text(item->text, "3 event(s)");
 	meta.events_lost = 0;
 	f = diagnose();

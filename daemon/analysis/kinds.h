@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What the analysis can find (enum cs_finding_kind) and flag (enum
- * cs_condition), each with its stable name, the one the outputs print,
- * and its advice: one table per enum (advice.c), indexed by the enum,
- * so that a renderer asks for a kind's name or advice and never spells
- * it. A kind added without its row fails the unit tests
- * (tests/unit/analysis/test_analysis.c).
+ * cs_condition), each with its stable name, the one the outputs print
+ * (JSON keys, metric labels): one table per enum (kinds.c), indexed by
+ * the enum, so that a renderer asks for a kind's name and never spells
+ * it. Their words (what was seen, the advice) are the renderers'
+ * (daemon/render/words.h). A kind added without its row fails the unit
+ * tests (tests/unit/analysis/test_analysis.c).
  */
-#ifndef CS_ADVICE_H
-#define CS_ADVICE_H
+#ifndef CS_KINDS_H
+#define CS_KINDS_H
 
 /* Most serious first: the diagnosis lists them in this order, listener by listener. */
 enum cs_finding_kind {
@@ -58,24 +59,10 @@ enum cs_pool_server {
 const char *cs_pool_kind_name(enum cs_pool_kind kind);
 /* "gunicorn"; NULL for a value out of range. */
 const char *cs_pool_server_name(enum cs_pool_server server);
-/* pool_saturation's advice for a pool of kind, in server's own settings where it has them. */
-const char *cs_pool_advice(enum cs_pool_kind kind, enum cs_pool_server server);
-/* The same in one short line (the live view and connscope top). */
-const char *cs_pool_brief(enum cs_pool_kind kind, enum cs_pool_server server);
-
 /* "backlog_full"; NULL for a value out of range. */
 const char *cs_finding_name(enum cs_finding_kind kind);
-/*
- * What an operator can do. backlog_full's holds one "%s", where the
- * diagnosis puts its note on SYN cookies (empty when none were sent).
- */
-const char *cs_finding_advice(enum cs_finding_kind kind);
 
 /* "non_persistent"; NULL for a value out of range. */
 const char *cs_condition_name(enum cs_condition condition);
-/* The text report's advice line. */
-const char *cs_condition_advice(enum cs_condition condition);
-/* One short line, for 80 columns beside the name: the live view and connscope top. */
-const char *cs_condition_brief(enum cs_condition condition);
 
-#endif /* CS_ADVICE_H */
+#endif /* CS_KINDS_H */

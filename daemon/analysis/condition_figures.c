@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Each flagged condition's figures: the numbers its line in the report
+ * quotes, from the conditions' own fields (attrib.h). Their words are
+ * daemon/render/words.c's.
+ */
+#include "attrib.h"
+
+/* A time the conditions keep in microseconds, as a figure in nanoseconds. */
+static void figure_us(struct cs_figures *f, const char *key, double us)
+{
+	cs_figures_ns(f, key, us > 0 ? (uint64_t)(us * 1e3) : 0);
+}
+
+static void non_persistent(const struct cs_conditions *c, struct cs_figures *f)
+{
+	cs_figures_ratio(f, "requests_per_connection", c->non_persistent.requests_per_connection);
+	cs_figures_share(f, "setup_share", c->non_persistent.setup_share);
+	figure_us(f, "setup_cost", c->non_persistent.setup_cost_us);
+	cs_figures_share(f, "setup_time_share", c->non_persistent.setup_time_share);
+	figure_us(f, "median_latency", c->non_persistent.median_latency_us);
+	figure_us(f, "setup_tcp", c->non_persistent.setup_tcp_us);
+	figure_us(f, "setup_accept", c->non_persistent.setup_accept_us);
+	figure_us(f, "setup_tls", c->non_persistent.setup_tls_us);
+}
+
+static void connection_limit(const struct cs_conditions *c, struct cs_figures *f)
+{
+	cs_figures_count(f, "port", c->connection_limit.port);
+	cs_figures_count(f, "open_connections", c->connection_limit.open_connections);
+	cs_figures_ratio(f, "plateau_s", c->connection_limit.plateau_s);
+	figure_us(f, "accept_wait_p99", c->connection_limit.accept_wait_p99_us);
+	cs_figures_count(f, "freed_by_idle_close", c->connection_limit.freed_by_idle_close);
+	cs_figures_count(f, "freed_by_client", c->connection_limit.freed_by_client);
+}
+
+static void cpu_saturation(const struct cs_conditions *c, struct cs_figures *f)
+{
+	cs_figures_ns(f, "runq_total", c->cpu_saturation.runq_total_ns);
+	cs_figures_comm(f, "top_comm", c->cpu_saturation.top_comm);
+	cs_figures_count(f, "top_tid", c->cpu_saturation.top_tid);
+	cs_figures_ns(f, "top_runq", c->cpu_saturation.top_runq_ns);
+	cs_figures_share(f, "top_runq_share", c->cpu_saturation.top_runq_share);
+	cs_figures_ns(f, "runq_max", c->cpu_saturation.runq_max_ns);
+}
+
+/* A hand-off pool's poller; an accept pool's listener and what its workers' time away was. */
+static void pool_saturation(const struct cs_pool_condition *pool, struct cs_figures *f)
+{
+	bool accept = pool->kind == CS_POOL_ACCEPT;
+	cs_figures_flag(f, "accept_pool", accept);
+	cs_figures_share(f, "tail_share", pool->tail_share);
+	figure_us(f, "tail_wait_mean", pool->tail_wait_mean_us);
+	cs_figures_count(f, "pool_threads", pool->pool_threads);
+	cs_figures_share(f, "busy_share", pool->busy_share);
+	if (!accept) {
+		cs_figures_comm(f, "poller_comm", pool->poller_comm);
+		cs_figures_count(f, "poller_tid", pool->poller_tid);
+		return;
+	}
+	cs_figures_count(f, "port", pool->port);
+	figure_us(f, "wait_p99", pool->wait_p99_us);
+	cs_figures_count(f, "busy_threads", pool->busy_threads);
+	if (pool->queue_nonempty_share >= 0)
+		cs_figures_share(f, "queue_nonempty_share", pool->queue_nonempty_share);
+	if (pool->on_cpu_share >= 0)
+		cs_figures_share(f, "on_cpu_share", pool->on_cpu_share);
+	cs_figures_share(f, "runq_share", pool->runq_share);
+	cs_figures_share(f, "blocked_share", pool->blocked_share);
+}
+
+/* No default: a condition added to the enum without its figures here is a -Wswitch error. */
+static void figures_of(const struct cs_conditions *c, enum cs_condition condition, struct cs_figures *f)
+{
+	switch (condition) {
+	case CS_COND_NON_PERSISTENT:
+		non_persistent(c, f);
+		break;
+	case CS_COND_IDLE_TIMEOUT:
+		cs_figures_count(f, "server_idle_closes", c->idle_timeout.server_idle_closes);
+		cs_figures_ratio(f, "inferred_timeout_ms", c->idle_timeout.inferred_timeout_ms);
+		cs_figures_count(f, "reconnects", c->idle_timeout.reconnects);
+		cs_figures_count(f, "keepalive_race_resets", c->idle_timeout.keepalive_race_resets);
+		break;
+	case CS_COND_LISTEN_OVERFLOW:
+		cs_figures_count(f, "drops", c->listen_overflow.drops);
+		cs_figures_count(f, "delayed_connections", c->listen_overflow.delayed_connections);
+		cs_figures_count(f, "failed_connections", c->listen_overflow.failed_connections);
+		break;
+	case CS_COND_ACCEPT_CONTENTION:
+		cs_figures_flag(f, "acceptor_bottleneck", c->accept_contention.acceptor_bottleneck);
+		cs_figures_flag(f, "unfair", c->accept_contention.unfair);
+		cs_figures_flag(f, "thundering_herd", c->accept_contention.thundering_herd);
+		figure_us(f, "accept_wait_p99", c->accept_contention.accept_wait_p99_us);
+		cs_figures_share(f, "busiest_worker_share", c->accept_contention.busiest_worker_share);
+		cs_figures_count(f, "eagain", c->accept_contention.eagain);
+		break;
+	case CS_COND_CONNECTION_LIMIT:
+		connection_limit(c, f);
+		break;
+	case CS_COND_CPU_SATURATION:
+		cpu_saturation(c, f);
+		break;
+	case CS_COND_POOL_SATURATION:
+		pool_saturation(&c->pool_saturation, f);
+		break;
+	case CS_CONDITION_COUNT:
+		break;
+	}
+}
+
+void cs_conditions_figures(struct cs_conditions *conditions)
+{
+	for (int c = 0; c < CS_CONDITION_COUNT; c++) {
+		struct cs_figures *f = &conditions->seen[c];
+		*f = (struct cs_figures){ 0 };
+		if (cs_condition_flagged(conditions, (enum cs_condition)c))
+			figures_of(conditions, (enum cs_condition)c, f);
+	}
+}
