@@ -5,6 +5,11 @@
  * Pure code: no BPF, no I/O, no clock. Every record carries its own
  * timestamp, so the same engine serves the live daemon, offline replay of a
  * recorded trace, and unit tests feeding synthetic streams.
+ *
+ * This header is the engine's interface: make, feed and reset it, and the
+ * queries over its tables. The statistics it keeps, which the analysis and
+ * the renderers read, are in headers of their own: request_stats.h,
+ * thread_stats.h, listener_stats.h, lifecycle_stats.h and cost_stats.h.
  */
 #ifndef CS_ENGINE_H
 #define CS_ENGINE_H
@@ -14,96 +19,17 @@
 #include <stdint.h>
 
 #include "connscope.h"
+#include "cost_stats.h"
 #include "exchanges.h"
 #include "hist.h"
+#include "lifecycle_stats.h"
+#include "listener_stats.h"
 #include "records.h"
+#include "request_stats.h"
+#include "thread_stats.h"
 #include "u64map.h"
 #include "units.h"
 
-/* Where a request's time went. Order is the report's order. */
-enum cs_cause {
-	CS_CAUSE_ACCEPT_QUEUE,    /* ESTABLISHED -> accept() (first request on a connection) */
-	CS_CAUSE_LISTEN_OVERFLOW, /* extra connect delay from SYN retransmits */
-	CS_CAUSE_RUN_QUEUE,       /* the serving thread was runnable, not running */
-	CS_CAUSE_EVENT_LOOP,      /* data ready, the thread busy elsewhere or not polling */
-	CS_CAUSE_WORKER_POOL,     /* handed off by a poller, waiting for a free pool thread */
-	CS_CAUSE_HANDLER,         /* first read -> first send, on CPU or blocked */
-	CS_CAUSE_SEND_DRAIN,      /* first send -> the response's last byte left */
-	CS_CAUSE_TLS_HANDSHAKE,   /* the TLS handshake's exchanges before the first request */
-	CS_CAUSE_COUNT,
-};
-
-extern const char *const cs_cause_names[CS_CAUSE_COUNT];
-
-/* One request's time, split by cause (they add up to total_ns). */
-struct cs_request_split {
-	uint64_t cause_ns[CS_CAUSE_COUNT];
-	uint64_t total_ns;
-};
-
-/* A slow request kept whole, as evidence for the tail's causes. */
-struct cs_exemplar {
-	struct cs_request_split split;
-	uint64_t end_ns;
-	uint32_t reader_tid;
-	uint32_t sender_tid;
-	uint32_t tgid;
-	uint32_t bytes_out;
-	uint32_t send_eagain;
-	uint16_t port;
-	uint16_t flags;
-	uint32_t index;       /* request number on its connection */
-	uint16_t peer_family; /* 0: the connection's accept was not seen */
-	uint16_t peer_port;
-	uint8_t peer_addr[16];
-};
-
-#define CS_EXEMPLARS 512
-
-/* A server thread: what it served and how long it waited for a CPU. */
-struct cs_thread_stats {
-	uint32_t tid;
-	uint32_t tgid;
-	char comm[CS_COMM_LEN];
-	char runtime_name[CS_RUNTIME_NAME_LEN]; /* its JVM's name for it; "": none known */
-	uint64_t requests;         /* requests it read */
-	uint64_t cause_ns[CS_CAUSE_COUNT]; /* of the requests it read */
-	uint64_t runq_total_ns;    /* from its samples: all its run-queue waits */
-	uint64_t runq_max_ns;
-	uint64_t runq_waits;
-	uint32_t runq_per_request[CS_COARSE_BUCKETS]; /* each request's run-queue time (ns) */
-	uint64_t cpu_ns;           /* from its samples: time on a CPU since attach */
-	uint64_t cpu_sampled_ns;   /* when that was read; 0: never (a trace without it) */
-	/* The epoll path (struct cs_ev_thread_polls, totals since attach). */
-	uint64_t ready_polls;
-	uint64_t reads_own;
-	uint64_t reads_handed;
-	uint64_t handed_out;
-	uint64_t reads_blocking;
-	uint64_t accepts;          /* connections it accepted, any listener */
-	uint64_t serving_ns;       /* first read to last send of the requests it read */
-	uint64_t first_read_ns;    /* the first of those requests' first read */
-	uint64_t last_send_ns;     /* the last of their last sends */
-	uint64_t handed_requests;  /* requests it read that a poller handed it */
-	uint64_t executed;         /* parked requests whose handler it ran for their reader */
-	uint64_t parked_out;       /* requests it read and another thread's handler answered */
-};
-
-/* What a thread does, from its behaviour (roles.c); a thread may have several. */
-enum cs_thread_role {
-	CS_ROLE_ACCEPTOR = 1 << 0,   /* calls accept() */
-	CS_ROLE_POLLER = 1 << 1,     /* polls; other threads read what it polled */
-	CS_ROLE_EVENT_LOOP = 1 << 2, /* polls and serves the sockets it polled */
-	CS_ROLE_WORKER = 1 << 3,     /* serves sockets another thread polled, reads blocking,
-	                                or runs handlers of requests a loop read (an executor) */
-};
-#define CS_ROLE_COUNT 4
-extern const char *const cs_role_names[CS_ROLE_COUNT]; /* by bit position */
-
-/* The roles of a thread. */
-unsigned cs_thread_roles(const struct cs_thread_stats *thread);
-/* "acceptor,poller" (at most 48 bytes), "" for none. */
-void cs_format_roles(char *out, size_t len, unsigned roles);
 
 /* A connection the engine follows from accept() to close. */
 struct cs_conn {
@@ -136,220 +62,7 @@ struct cs_conn {
 	uint32_t request_start_us;   /* the same, for the request record being judged */
 };
 
-/* Exchanges of closed connections interleaved from several CPUs, told apart at once. */
-#define CS_ORPHAN_SLOTS 16
 
-/* Connection lifecycles and resets, over all listeners. */
-struct cs_lifecycle_stats {
-	uint64_t closed_by[4];          /* by enum cs_closer */
-	uint64_t closed_partial;        /* connections older than the attach */
-	uint64_t requests_on_closed;    /* requests carried by closed connections */
-	uint64_t server_idle_closes;    /* the server closed after an idle gap */
-	struct cs_hist *idle_gap_ns;    /* that gap */
-	struct cs_hist *lifetime_ns;    /* ESTABLISHED -> close */
-	uint64_t reconnects;            /* a client connected again soon after an idle close */
-	uint64_t resets_sent;
-	uint64_t resets_received;
-	uint64_t keepalive_race_resets; /* sent because data hit a connection the server closed */
-	uint64_t tls_close_resets;      /* ...when that data was a TLS client's close_notify
-	                                   after the server closed: no request lost */
-	uint64_t time_wait_created;     /* server-side closes: sockets left in TIME_WAIT */
-	/* Server closes per second over the last 64 s, for TIME_WAIT still alive. */
-	uint64_t server_close_second[64];
-	uint64_t server_close_count[64];
-};
-
-/* A thread that called accept() on a listener. */
-struct cs_worker_stats {
-	uint32_t tid;
-	uint32_t pid;
-	char comm[CS_COMM_LEN];
-	uint64_t accepts;        /* connections it took */
-	uint64_t eagain;         /* accept() calls that found the queue empty */
-	uint64_t errors;         /* other accept() failures (EMFILE, ...) */
-	uint64_t in_accept_ns;   /* time spent inside accept() calls */
-	uint64_t first_call_ns;  /* its first accept() call began */
-	uint64_t last_call_ns;   /* its last accept() call returned */
-};
-
-/* One listening socket of a port (SO_REUSEPORT gives several). */
-struct cs_listener_socket {
-	uint64_t sk;
-	uint32_t drops_first;    /* sk_drops when first seen */
-	uint32_t drops_last;     /* sk_drops when last seen */
-	uint32_t backlog_limit;
-	uint32_t backlog_last;
-};
-
-/* Open-connection counts whose time is kept apart; more share the last. */
-#define CS_OPEN_LEVELS 64
-
-/*
- * Accepts and closes not yet matched with each other (limit.c): a server
- * may free a slot before it closes the socket, and free several at once,
- * so an accept's close may come before it or just after it.
- */
-#define CS_LIMIT_UNMATCHED 8
-
-/* An accept of a connection that queued while the acceptor was away. */
-struct cs_limit_pending {
-	uint64_t enter_ns;           /* the accept() call began */
-	uint64_t accept_ns;          /* it returned */
-	uint64_t away_ns;            /* the acceptor's time away before it */
-	uint64_t waited_ns;          /* the connection's wait with the acceptor away */
-	uint32_t open_before;        /* open when it came back, less the closes still due */
-};
-
-/* A close since the acceptor's last return that no accept has claimed. */
-struct cs_limit_close {
-	uint64_t ts_ns;
-	uint32_t open_before;        /* open_conns just before it */
-	uint8_t kind;                /* enum cs_slot_freer */
-};
-
-/* Everything known about one listening port. */
-struct cs_listener_stats {
-	uint16_t port;
-
-	uint64_t accepts;            /* successful accept() calls */
-	uint64_t accepts_unmatched;  /* accepted sockets whose handshake's end is
-	                                unknown (no TCP stamp): no wait */
-	uint64_t eagain;             /* accept() calls that returned EAGAIN */
-	uint64_t accept_errors;      /* other failed accept() calls */
-	uint64_t first_accept_ns;
-	uint64_t last_accept_ns;
-	struct cs_hist *accept_wait_ns; /* ESTABLISHED -> accept() return */
-	uint64_t requests;              /* requests with a full timeline */
-	struct cs_hist *latency_ns;     /* their server-side latency */
-
-	/* queue depth seen by accept() calls (what was left behind) */
-	uint64_t backlog_at_accept_sum;
-	uint32_t backlog_at_accept_max;
-
-	/* queue depth from the periodic listener samples (sock_diag) */
-	uint64_t backlog_samples;        /* (socket, sample) pairs */
-	uint64_t backlog_full_samples;   /* of which the queue was full */
-	uint64_t backlog_nonempty_samples;
-	uint64_t backlog_sample_sum;
-	uint32_t backlog_max;
-	uint32_t backlog_limit;
-
-	uint64_t ack_overflows;          /* third ACKs dropped: queue full (see cs_listener_drops) */
-
-	/* local clients' connects to this port that were slow */
-	uint64_t handshakes_retransmitted; /* whose SYN was retransmitted */
-	uint64_t handshakes_slow;        /* that got in, slowly (SYN or last-ACK drops) */
-	uint64_t handshakes_failed;      /* the client gave up */
-	uint64_t handshakes_delayed_1s;  /* delayed by >= 1 s */
-	struct cs_hist *handshake_extra_ns; /* connect delay beyond one round trip */
-
-	/*
-	 * Open connections and the acceptor's waits with them (limit.c): a
-	 * server at its connection limit stops calling accept() until one
-	 * closes, and comes back right after that close.
-	 */
-	uint32_t open_conns;         /* followed: accepted, not yet closed or forgotten */
-	uint32_t open_max;
-	uint64_t open_changed_ns;    /* when open_conns last changed */
-	uint64_t open_level_ns[CS_OPEN_LEVELS]; /* time with that many open (the last: or more) */
-	struct cs_limit_close limit_closes[CS_LIMIT_UNMATCHED]; /* since the last return, oldest first */
-	uint32_t limit_close_count;
-	uint64_t queued_gaps;        /* accepts of a connection queued before the call began */
-	uint64_t queued_gap_ns;      /* how long those waited with the acceptor out of accept() */
-	uint64_t limit_gaps;         /* of which the acceptor came back just after a close */
-	uint64_t limit_gap_ns;
-	uint32_t limit_open_min;     /* open connections when those closes came: the plateau */
-	uint64_t limit_level_ns[CS_OPEN_LEVELS]; /* those waits' time, by that open count */
-	uint64_t limit_freed_by[3];  /* those closes, by enum cs_slot_freer */
-	struct cs_limit_pending limit_pending[CS_LIMIT_UNMATCHED]; /* oldest first */
-	uint32_t limit_pending_count;
-
-	struct cs_listener_socket *sockets;
-	size_t socket_count, socket_cap;
-	struct cs_worker_stats *workers;
-	size_t worker_count, worker_cap;
-};
-
-/* What freed a slot: the close that ended a wait at a connection limit. */
-enum cs_slot_freer {
-	CS_FREED_BY_IDLE_CLOSE,   /* the server closed an idle keep-alive connection */
-	CS_FREED_BY_CLIENT,       /* the client closed first */
-	CS_FREED_BY_OTHER,        /* a server close after a response, or an abort */
-};
-
-/* What the connection's first request paid before it began. */
-struct cs_request_setup {
-	bool first;          /* it is the connection's first request */
-	uint64_t began_ns;   /* the connection's first bytes came (its first exchange began) */
-	uint64_t extra_ns;   /* SYN and last-ACK retries (cs_ev_handshake's extra delay) */
-	bool tls;            /* a TLS handshake ran from began_ns to the request's start */
-	uint64_t start_ns;   /* the request's own start when later than its record's (the
-	                        handshake's end shared its exchange); 0: the record's */
-};
-
-/* All requests: latency, and per latency bucket the time of each cause. */
-struct cs_request_stats {
-	uint64_t requests;            /* requests with a full timeline */
-	uint64_t first_on_connection; /* of which paid connection set-up */
-	uint64_t unanswered;          /* closed before the server answered */
-	uint64_t partial;             /* started before attach: no timeline */
-	uint64_t connections_adopted; /* older than the attach, followed from their first idle moment */
-	uint64_t adopted_tls;         /* ...of which TLS, re-synchronised at a record header there */
-	uint64_t not_a_start;         /* older ones whose bytes at an idle moment started no message */
-	uint64_t held_back;           /* response bytes held in the send queue */
-	uint64_t send_eagain;
-	struct cs_hist *latency_ns;
-	uint64_t (*bucket_cause_ns)[CS_CAUSE_COUNT]; /* [CS_HIST_BUCKETS] */
-	uint64_t (*bucket_dominant)[CS_CAUSE_COUNT]; /* requests whose largest cause it was */
-	struct cs_hist *cause_ns[CS_CAUSE_COUNT];    /* each request's time in each cause */
-	uint64_t setup_ns;            /* accept_queue + listen_overflow + tls_handshake of first requests */
-	uint64_t setup_accept_ns;     /* of which the accept queue */
-	uint64_t setup_tcp_ns;        /* ... SYN and last-ACK retries (listen_overflow) */
-	uint64_t setup_tls_ns;        /* ... the TLS handshake */
-	/* Connections that spoke TLS from their first bytes (exchanges.c). */
-	uint64_t tls_connections;
-	uint64_t tls_handshakes;      /* whose handshake ended before a request */
-	uint64_t tls12, tls13;        /* versions told by the client's second flight */
-	uint64_t tls_resumed;         /* TLS 1.2 abbreviated handshakes */
-	uint64_t tls13_psk_offered;   /* TLS 1.3 connections whose ClientHello offered a session */
-	uint64_t tls13_psk_resumed;   /* ...whose server's first flight had no room for a certificate */
-	uint64_t tls_psk_not_told;    /* TLS 1.3 connections whose ClientHello was cut before its
-	                                 extensions' end, and hellos of connections not followed
-	                                 that offered one or were cut: a session offer not told */
-	uint64_t tls13_hello_retries; /* second ClientHellos: the server asked for one (HelloRetryRequest) */
-	uint64_t tls_handshake_exchanges; /* exchanges kept out of the requests as set-up */
-	uint64_t tls_control_exchanges;   /* alerts, key updates: neither set-up nor requests */
-	uint64_t tls_lost;            /* connections whose records could not be followed: counted as
-	                                 requests from there on */
-	uint64_t bytes_unreadable;    /* connections whose first read's bytes could not be seen */
-	uint64_t bytes_unmatched;     /* bytes records of connections not followed (or closed) */
-	/* The last request record fed: cs_engine_request_verdict. */
-	uint64_t last_sk;
-	uint32_t last_index;
-	bool last_was_request;
-	struct cs_request_setup last_setup;
-	/*
-	 * Such records awaiting their request records (exchanges.c): each
-	 * comes just before its own, but records from several CPUs interleave.
-	 */
-	struct cs_orphan_exchange {
-		uint64_t sk; /* 0: a free slot */
-		uint32_t index;
-		uint8_t kind;  /* enum cs_exchange_kind */
-		uint8_t ended; /* its TLS handshake ended in that exchange */
-	} orphans[CS_ORPHAN_SLOTS];
-	uint32_t orphan_next; /* the slot to reuse when none is free */
-	uint64_t unfollowed_full;     /* connections not followed whose exchanges could not be
-	                                 remembered (table full): counted as requests */
-	uint64_t tls_alpn_h2;         /* TLS connections whose ClientHello offered HTTP/2 */
-	uint64_t tls_alpn_not_told;   /* ...whose ALPN offer could not be read (hello cut) */
-	uint64_t connections_multiplexed; /* overlapping requests, or HTTP/2's preface */
-	uint64_t multiplexed_h2;      /* of which by the preface */
-	uint64_t multiplexed_one_read; /* ...by a read that held more than one request */
-	uint64_t multiplexed_exchanges;   /* their exchanges from then on: not in any latency */
-	struct cs_exemplar exemplars[CS_EXEMPLARS]; /* min-heap on total_ns */
-	size_t exemplar_count;
-};
 
 struct cs_engine_totals {
 	uint64_t records;                  /* records accepted */
@@ -359,48 +72,6 @@ struct cs_engine_totals {
 	uint64_t exits;
 	uint64_t first_ts_ns;              /* earliest record */
 	uint64_t last_ts_ns;               /* latest record */
-};
-
-/* Programs whose cost is kept apart; more are summed in the totals only. */
-#define CS_COST_PROGRAMS 64
-
-/* One of connscope's BPF programs: what the kernel counted of its runs. */
-struct cs_prog_cost_stats {
-	uint32_t prog_id;
-	char name[CS_PROG_NAME_LEN];
-	uint64_t run_ns;
-	uint64_t runs;
-};
-
-/*
- * What connscope cost, summed from its cost records (cost.c): the BPF
- * programs' run time as the kernel counted it, and its own CPU time over
- * the wall time the readings covered.
- */
-struct cs_cost_stats {
-	uint64_t readings;         /* CS_EV_SELF_COST records: 0, the run's cost was not recorded */
-	uint32_t bpf_stats;        /* enum cs_bpf_stats of the latest reading */
-	int32_t bpf_stats_error;   /* its errno when the kernel refused */
-	uint64_t bpf_unmeasured_readings; /* readings with the run-time counting off */
-	uint64_t bpf_sampled_readings;     /* readings of sampled spans, held or not */
-	uint64_t user_ns;
-	uint64_t system_ns;
-	uint64_t wall_ns;
-	/*
-	 * Sampling: spans of tracing windows are all measured; of the others,
-	 * some. Each reading's run time goes to its span's kind (pending until
-	 * the reading's CS_EV_SELF_COST says which), so that the spans measured
-	 * outside windows stand for those outside windows only.
-	 */
-	uint64_t bpf_pending_run_ns;       /* program records since the last reading's self cost */
-	uint64_t bpf_window_run_ns, bpf_window_wall_ns;
-	uint64_t bpf_plain_run_ns;         /* outside windows, over the spans measured */
-	uint64_t bpf_plain_measured_wall_ns, bpf_plain_wall_ns;
-	uint64_t bpf_run_ns;       /* over every program */
-	uint64_t bpf_runs;
-	struct cs_prog_cost_stats programs[CS_COST_PROGRAMS];
-	size_t program_count;
-	uint64_t programs_unlisted; /* records of programs beyond CS_COST_PROGRAMS */
 };
 
 #define CS_MAX_CONNS (1u << 20)  /* connections followed at once */
@@ -467,20 +138,9 @@ struct cs_conn_partial cs_engine_partial(const struct cs_engine *engine);
 /* Listener of a port, or NULL. */
 const struct cs_listener_stats *cs_engine_listener(const struct cs_engine *engine, uint16_t port);
 
-/*
- * Listen-overflow drops since attach, as the kernel's ListenOverflows counts
- * them: the listeners' sk_drops deltas, less the second count sk_drops
- * takes for each third ACK dropped on a full queue.
- */
-uint64_t cs_listener_drops(const struct cs_listener_stats *listener);
-
-/* The worker that took the most accepts, or NULL when none did. */
-const struct cs_worker_stats *cs_listener_busiest_worker(const struct cs_listener_stats *listener);
-
 /* Split a request record into causes; false when it has no full timeline. */
 bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request *req,
 		      struct cs_request_split *split);
-
 
 /*
  * What the engine made of the request record it was fed last (a reader
@@ -497,13 +157,6 @@ void cs_setup_from_record(const struct cs_ev_request *req, struct cs_request_set
 /* cs_split_request with the set-up given (the engine's own use). */
 bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_request *req,
 			    const struct cs_request_setup *setup, struct cs_request_split *split);
-
-/*
- * Share of its active span (first accept call to last return) a worker
- * spent outside accept(): near 1 for an accept thread that never waits for
- * connections, i.e. one that cannot keep up.
- */
-double cs_worker_busy_share(const struct cs_worker_stats *worker);
 
 /*
  * The acceptor's time outside accept(), split (limit.c): on a CPU (its
@@ -546,8 +199,5 @@ struct cs_limit_evidence {
 };
 void cs_listener_limit(const struct cs_engine *engine, const struct cs_listener_stats *listener,
 		       struct cs_limit_evidence *evidence);
-
-/* Threads that took at least one connection. */
-size_t cs_listener_accepting_threads(const struct cs_listener_stats *listener);
 
 #endif /* CS_ENGINE_H */

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The engine's statistics of a server thread (struct cs_thread_stats):
+ * what it served, its waits for a CPU, its epoll path, and the roles its
+ * behaviour gives it (roles.c).
+ */
+#ifndef CS_THREAD_STATS_H
+#define CS_THREAD_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "connscope.h"
+#include "request_stats.h"
+
+/* A server thread: what it served and how long it waited for a CPU. */
+struct cs_thread_stats {
+	uint32_t tid;
+	uint32_t tgid;
+	char comm[CS_COMM_LEN];
+	char runtime_name[CS_RUNTIME_NAME_LEN]; /* its JVM's name for it; "": none known */
+	uint64_t requests;         /* requests it read */
+	uint64_t cause_ns[CS_CAUSE_COUNT]; /* of the requests it read */
+	uint64_t runq_total_ns;    /* from its samples: all its run-queue waits */
+	uint64_t runq_max_ns;
+	uint64_t runq_waits;
+	uint32_t runq_per_request[CS_COARSE_BUCKETS]; /* each request's run-queue time (ns) */
+	uint64_t cpu_ns;           /* from its samples: time on a CPU since attach */
+	uint64_t cpu_sampled_ns;   /* when that was read; 0: never (a trace without it) */
+	/* The epoll path (struct cs_ev_thread_polls, totals since attach). */
+	uint64_t ready_polls;
+	uint64_t reads_own;
+	uint64_t reads_handed;
+	uint64_t handed_out;
+	uint64_t reads_blocking;
+	uint64_t accepts;          /* connections it accepted, any listener */
+	uint64_t serving_ns;       /* first read to last send of the requests it read */
+	uint64_t first_read_ns;    /* the first of those requests' first read */
+	uint64_t last_send_ns;     /* the last of their last sends */
+	uint64_t handed_requests;  /* requests it read that a poller handed it */
+	uint64_t executed;         /* parked requests whose handler it ran for their reader */
+	uint64_t parked_out;       /* requests it read and another thread's handler answered */
+};
+
+/* What a thread does, from its behaviour (roles.c); a thread may have several. */
+enum cs_thread_role {
+	CS_ROLE_ACCEPTOR = 1 << 0,   /* calls accept() */
+	CS_ROLE_POLLER = 1 << 1,     /* polls; other threads read what it polled */
+	CS_ROLE_EVENT_LOOP = 1 << 2, /* polls and serves the sockets it polled */
+	CS_ROLE_WORKER = 1 << 3,     /* serves sockets another thread polled, reads blocking,
+	                                or runs handlers of requests a loop read (an executor) */
+};
+#define CS_ROLE_COUNT 4
+extern const char *const cs_role_names[CS_ROLE_COUNT]; /* by bit position */
+
+/* The roles of a thread. */
+unsigned cs_thread_roles(const struct cs_thread_stats *thread);
+/* "acceptor,poller" (at most 48 bytes), "" for none. */
+void cs_format_roles(char *out, size_t len, unsigned roles);
+
+#endif /* CS_THREAD_STATS_H */
