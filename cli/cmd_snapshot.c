@@ -17,7 +17,7 @@ static const char usage[] =
 	"since 'connscope reset'): the same report 'connscope attach' prints.\n"
 	"\n"
 	"  -j, --json         one JSON object: attach's, plus \"live\" (the last minute\n"
-	"                     second by second, per-thread rates; see the README)\n"
+	"                     second by second, per-thread rates; see docs/daemon.md)\n"
 	"  -t, --tail P       the tail is the requests at or above percentile P (50-99.999,\n"
 	"                     default 99)\n"
 	"      --slowest N    also list the N slowest requests (1-512), one by one\n"

@@ -360,7 +360,7 @@ static void help(struct cs_top_screen *s, int row)
 		"latency      the last minute's requests (window); p99 /s: each second's p99",
 		"listener     accepts in the last second; backlog now/max/limit; drops and",
 		"             accept-wait p99 since the statistics began",
-		"tail         where the slowest requests' time went (see README: the causes)",
+		"tail         where the slowest requests' time went (docs/request-model.md)",
 		"conditions   what shapes the tail, with one line of advice",
 		"threads      per server thread: requests in the last second, connections",
 		"             accepted, run-queue wait p99 per request, share of the last",
