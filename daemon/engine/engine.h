@@ -15,6 +15,7 @@
 
 #include "connscope.h"
 #include "hist.h"
+#include "pauses.h"
 #include "records.h"
 #include "u64map.h"
 #include "units.h"
@@ -29,6 +30,7 @@ enum cs_cause {
 	CS_CAUSE_HANDLER,         /* first read -> first send, on CPU or blocked */
 	CS_CAUSE_SEND_DRAIN,      /* first send -> the response's last byte left */
 	CS_CAUSE_TLS_HANDSHAKE,   /* the TLS handshake's exchanges before the first request */
+	CS_CAUSE_RUNTIME_PAUSE,   /* the runtime (a JVM's safepoint) had stopped the server's threads */
 	CS_CAUSE_COUNT,
 };
 
@@ -547,6 +549,7 @@ struct cs_engine {
 	struct cs_request_stats requests;
 	struct cs_lifecycle_stats lifecycle;
 	struct cs_cost_stats cost;
+	struct cs_pause_stats pauses;      /* runtime pauses (pauses.h) */
 	struct cs_u64map conns;            /* sk -> struct cs_conn */
 	struct cs_u64map threads;          /* tid -> struct cs_thread_stats */
 	struct cs_u64map idle_closed_from; /* remote address -> struct cs_idle_closes */

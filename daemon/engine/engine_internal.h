@@ -46,6 +46,24 @@ void cs_limit_on_accept(struct cs_listener_stats *listener, uint64_t previous_re
 			const struct cs_ev_accept *ev);
 int cs_on_thread_polls(struct cs_engine *engine, const struct cs_ev_thread_polls *ev);
 int cs_on_thread_name(struct cs_engine *engine, const struct cs_ev_thread_name *ev);
+/* Runtime pauses (pauses.c): the tables, each record, and the requests each overlapped. */
+int cs_pauses_init(struct cs_pause_stats *stats);
+void cs_pauses_free(struct cs_pause_stats *stats);
+int cs_on_runtime_pause(struct cs_engine *engine, const struct cs_ev_runtime_pause *ev);
+/* A request's phases as spans of time, for the pauses that overlap them. */
+struct cs_phase_spans {
+	uint32_t tgid;
+	enum cs_cause waited;         /* what the wait before the first read was: event_loop or worker_pool */
+	uint64_t accept_from_ns, accept_to_ns; /* the accept queue; 0: none */
+	uint64_t tls_from_ns, tls_to_ns;       /* the TLS handshake; 0: none */
+	uint64_t pickup_from_ns, first_read_ns, first_send_ns, drain_end_ns;
+};
+/* Each phase's overlap with the process's pauses moved to runtime_pause: the sum stays. */
+void cs_split_pauses(const struct cs_pause_stats *stats, const struct cs_phase_spans *spans,
+		     struct cs_request_split *split);
+/* The pauses that overlapped [from_ns, to_ns) of tgid's request of latency_ns. */
+void cs_pauses_note_request(struct cs_engine *engine, uint32_t tgid, uint64_t from_ns, uint64_t to_ns,
+			    uint64_t latency_ns);
 /* connscope's cost readings (cost.c). */
 int cs_on_prog_cost(struct cs_engine *engine, const struct cs_ev_prog_cost *ev);
 int cs_on_self_cost(struct cs_engine *engine, const struct cs_ev_self_cost *ev);

@@ -86,3 +86,28 @@ int cs_on_thread_polls(struct cs_engine *engine, const struct cs_ev_thread_polls
 	thread->reads_blocking = ev->reads_blocking;
 	return 0;
 }
+
+/* ---- a thread's samples: totals since the attach, the latest wins ---------- */
+
+int cs_on_thread_sample(struct cs_engine *engine, const struct cs_ev_thread_sample *ev)
+{
+	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, ev->comm);
+	if (!thread)
+		return -ENOMEM;
+	/* Samples carry totals since attach: the latest wins. */
+	thread->runq_total_ns = ev->runq_total_ns;
+	thread->runq_max_ns = ev->runq_max_ns;
+	thread->runq_waits = ev->runq_waits;
+	return 0;
+}
+
+int cs_on_thread_cpu(struct cs_engine *engine, const struct cs_ev_thread_cpu *ev)
+{
+	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, NULL);
+	if (!thread)
+		return -ENOMEM;
+	/* A total since attach, like the run-queue samples: the latest wins. */
+	thread->cpu_ns = ev->cpu_ns;
+	thread->cpu_sampled_ns = ev->hdr.ts_ns ? ev->hdr.ts_ns : 1;
+	return 0;
+}

@@ -22,6 +22,7 @@ struct connscope_bpf;
 struct ring_buffer;
 struct bpf_link;
 struct cs_listen_socket;
+struct cs_pause_probes;
 
 struct cs_probe_options {
 	uint32_t ring_bytes;         /* ring buffer size, a power of two */
@@ -90,6 +91,7 @@ struct cs_probes {
 	char *iter_buf;                      /* an iterator's records */
 	struct cs_listen_socket *listeners;  /* sock_diag's listeners, CS_MAX_LISTENERS */
 	struct cs_cost_sampler cost;
+	struct cs_pause_probes *pauses;      /* JVM targets' safepoints (probes_pauses.c); NULL: none */
 	cs_record_fn on_record;
 	void *ctx;
 };
