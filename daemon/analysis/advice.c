@@ -69,6 +69,11 @@ static const struct {
 		"size the pool for the load (Tomcat maxThreads, Jetty QueuedThreadPool, Netty's "
 		"executor group), or stop handlers blocking (virtual threads: pinned carriers)",
 		"a bigger pool (maxThreads, executor group), or no blocking" },
+	[CS_COND_RUNTIME_PAUSES] = { "runtime_pauses",
+		"size the heap for the live set and pick a collector for short pauses (-Xmx, G1's "
+		"-XX:MaxGCPauseMillis, ZGC), allocate less per request; for pauses that are no "
+		"collection, -Xlog:safepoint names the VM operations (thread dumps, deoptimisation, biased locking)",
+		"JVM pauses: heap size and collector, allocation rate; -Xlog:safepoint" },
 };
 
 static const char *const pool_kind_names[CS_POOL_KIND_COUNT] = {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime_pauses.h"
 #include "units.h"
 
 /* Below this share of the tail's time the accept path is no bottleneck. */
@@ -184,6 +185,36 @@ static void drain_evidence(const struct cs_engine *engine, const struct cs_tail 
 			 sizes[n / 2], sizes[n - 1], (unsigned long long)eagain, (unsigned long long)held);
 }
 
+/*
+ * The runtime's pauses that overlapped tail requests: how many, how long,
+ * what they were (collections, other VM operations by name), and the time
+ * to stop every thread where the probes tell it: a long one is a thread
+ * that would not stop, not the collector.
+ */
+static void pause_evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
+{
+	struct cs_pause_scan scan;
+	char p50[32], max[32], reach_p50[32], reach_max[32], other[80] = "";
+	cs_scan_pauses(engine, tail->threshold_ns, &scan);
+	cs_format_duration(p50, sizeof(p50), scan.p50_ns);
+	cs_format_duration(max, sizeof(max), scan.max_ns);
+	if (!scan.named) {
+		snprintf(c->evidence, sizeof(c->evidence), "%llu JVM safepoint(s) overlapped the tail's requests: p50 %s, "
+			 "max %s (what they were is not told: uprobes, not HotSpot's USDT probes)",
+			 (unsigned long long)scan.pauses, p50, max);
+		return;
+	}
+	if (scan.other_pauses)
+		snprintf(other, sizeof(other), " (%s)", scan.top_other_op[0] ? scan.top_other_op : "not named");
+	cs_format_duration(reach_p50, sizeof(reach_p50), scan.reach_p50_ns);
+	cs_format_duration(reach_max, sizeof(reach_max), scan.reach_max_ns);
+	snprintf(c->evidence, sizeof(c->evidence), "%llu JVM pause(s) overlapped the tail's requests: p50 %s, max %s; "
+		 "%llu collection(s)%s%s%s, %llu other VM operation(s)%s; time to safepoint p50 %s, max %s",
+		 (unsigned long long)scan.pauses, p50, max, (unsigned long long)scan.gc_pauses,
+		 scan.top_gc_op[0] ? " (" : "", scan.top_gc_op, scan.top_gc_op[0] ? ")" : "",
+		 (unsigned long long)scan.other_pauses, other, reach_p50, reach_max);
+}
+
 static void evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
 {
 	switch (c->cause) {
@@ -201,6 +232,9 @@ static void evidence(const struct cs_engine *engine, const struct cs_tail *tail,
 		break;
 	case CS_CAUSE_SEND_DRAIN:
 		drain_evidence(engine, tail, c);
+		break;
+	case CS_CAUSE_RUNTIME_PAUSE:
+		pause_evidence(engine, tail, c);
 		break;
 	default:
 		break;

@@ -13,7 +13,7 @@
 #include "engine.h"
 #include "run_meta.h"
 
-#define CS_EVIDENCE_LEN 256
+#define CS_EVIDENCE_LEN 512
 
 struct cs_tail_cause {
 	enum cs_cause cause;

@@ -184,6 +184,28 @@ static void text_pool_seen(FILE *out, const struct cs_pool_condition *pool)
 		100.0 * pool->blocked_share);
 }
 
+/* runtime_pauses' evidence: the run's pauses, what they were, and the tail's share. */
+static void text_pauses_seen(FILE *out, const struct cs_pauses_condition *p)
+{
+	char total[32], p50[32], max[32], reach[32];
+	cs_format_duration(total, sizeof(total), p->total_ns);
+	cs_format_duration(p50, sizeof(p50), p->p50_ns);
+	cs_format_duration(max, sizeof(max), p->max_ns);
+	cs_format_duration(reach, sizeof(reach), p->reach_max_ns);
+	fprintf(out, " the JVM stopped the server's threads %" PRIu64 " time(s), %s in all (%.1f%% of the run; "
+		"p50 %s, max %s), %.0f%% of the tail's time; %" PRIu64 " pause(s) overlapped tail requests",
+		p->pauses, total, 100.0 * p->stopped_share, p50, max, 100.0 * p->tail_share, p->tail_pauses);
+	if (!p->named) {
+		fprintf(out, "; what they were is not told (uprobes)");
+		return;
+	}
+	fprintf(out, "; %" PRIu64 " collection(s)%s%s%s, %" PRIu64 " other VM operation(s)", p->gc_pauses,
+		p->top_gc_op[0] ? " (" : "", p->top_gc_op, p->top_gc_op[0] ? ")" : "", p->other_pauses);
+	if (p->top_other_op[0])
+		fprintf(out, " (%s %" PRIu64 ")", p->top_other_op, p->top_other_op_pauses);
+	fprintf(out, "; longest time to safepoint %s", reach);
+}
+
 /*
  * What the run shows, after "  ! name:": one writer per condition. The switch
  * has no default, so a condition added to the enum without its line
@@ -240,6 +262,9 @@ static void text_condition_seen(FILE *out, const struct cs_conditions *c, enum c
 		break;
 	case CS_COND_POOL_SATURATION:
 		text_pool_seen(out, &c->pool_saturation);
+		break;
+	case CS_COND_RUNTIME_PAUSES:
+		text_pauses_seen(out, &c->runtime_pauses);
 		break;
 	case CS_CONDITION_COUNT:
 		break;
