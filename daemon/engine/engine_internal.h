@@ -54,6 +54,7 @@ int cs_on_runtime_pause(struct cs_engine *engine, const struct cs_ev_runtime_pau
 struct cs_phase_spans {
 	uint32_t tgid;
 	enum cs_cause waited;         /* what the wait before the first read was: event_loop or worker_pool */
+	bool handed_back;             /* first read to first send split by a hand-back (cs_split_handed_back) */
 	uint64_t accept_from_ns, accept_to_ns; /* the accept queue; 0: none */
 	uint64_t tls_from_ns, tls_to_ns;       /* the TLS handshake; 0: none */
 	uint64_t pickup_from_ns, first_read_ns, first_send_ns, drain_end_ns;

@@ -178,8 +178,8 @@ static uint64_t move_to_pause(struct cs_request_split *split, enum cs_cause from
 /*
  * A stopped thread is blocked, not runnable: the overlap comes out of the
  * phase's own cause, never its run-queue time. A parked request's first
- * read to first send may be split into handler, worker_pool and
- * event_loop (a hand-back): taken from them in that order.
+ * read to first send is split into handler, worker_pool and event_loop
+ * by its hand-back: taken from them in that order.
  */
 void cs_split_pauses(const struct cs_pause_stats *stats, const struct cs_phase_spans *spans,
 		     struct cs_request_split *split)
@@ -192,8 +192,10 @@ void cs_split_pauses(const struct cs_pause_stats *stats, const struct cs_phase_s
 		      cs_pause_overlap_ns(stats, tgid, spans->pickup_from_ns, spans->first_read_ns));
 	uint64_t left = cs_pause_overlap_ns(stats, tgid, spans->first_read_ns, spans->first_send_ns);
 	left -= move_to_pause(split, CS_CAUSE_HANDLER, left);
-	left -= move_to_pause(split, CS_CAUSE_WORKER_POOL, left);
-	move_to_pause(split, CS_CAUSE_EVENT_LOOP, left);
+	if (spans->handed_back) {
+		left -= move_to_pause(split, CS_CAUSE_WORKER_POOL, left);
+		move_to_pause(split, CS_CAUSE_EVENT_LOOP, left);
+	}
 	move_to_pause(split, CS_CAUSE_SEND_DRAIN,
 		      cs_pause_overlap_ns(stats, tgid, spans->first_send_ns, spans->drain_end_ns));
 }

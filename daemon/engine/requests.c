@@ -340,7 +340,8 @@ bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_r
 	enum cs_cause waited = req->flags & CS_REQ_HANDED_OFF ? CS_CAUSE_WORKER_POOL : CS_CAUSE_EVENT_LOOP;
 	split->cause_ns[waited] = pickup - pickup_runq;
 	const struct cs_handback *hb = cs_handback_of(engine, recorded);
-	if (hb && hb->handler_start_ns >= req->first_read_ns)
+	spans.handed_back = hb && hb->handler_start_ns >= req->first_read_ns;
+	if (spans.handed_back)
 		cs_split_handed_back(req, hb, handler_runq, split);
 	else
 		split->cause_ns[CS_CAUSE_HANDLER] = handler - handler_runq;
