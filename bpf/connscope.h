@@ -445,7 +445,11 @@ struct cs_ev_thread_name {
 /*
  * A JVM's safepoint: every Java thread of process tgid stopped, from
  * begin_ns (the VM thread asked them to stop) to hdr.ts_ns (it let them
- * go). Written by bpf/pauses.bpf.c from HotSpot's USDT probes
+ * go). Each pause writes two records: one as it begins (CS_PAUSE_BEGUN,
+ * hdr.ts_ns == begin_ns, nothing else known yet), so that a request whose
+ * record comes while its process is still stopped (the kernel goes on
+ * receiving meanwhile) finds the pause, and one as it ends. Written by
+ * bpf/pauses.bpf.c from HotSpot's USDT probes
  * (hs_private:safepoint__begin/end, hotspot:vmops__begin/end,
  * hotspot:gc__begin/end) or, without them, uprobes on
  * SafepointSynchronize::begin/end (the pause alone).
@@ -455,12 +459,14 @@ enum cs_pause_flags {
 	CS_PAUSE_GC_FULL = 1 << 1,  /* ...a full one */
 	CS_PAUSE_OP_NAMED = 1 << 2, /* op_name holds the VM operation's name */
 	CS_PAUSE_UPROBE = 1 << 3,   /* from the uprobe fallback: no operation, no collection told */
+	CS_PAUSE_BEGUN = 1 << 4,    /* the pause's first record: it began, and has not ended */
 };
 
 #define CS_PAUSE_OP_NAME_LEN 40
 
 struct cs_ev_runtime_pause {
-	struct cs_event_header hdr;
+	struct cs_event_header hdr; /* ts_ns: the pause's end, before the threads go on (the
+	                               operation's end, or the safepoint's without one) */
 	__u64 begin_ns;   /* the runtime asked its threads to stop */
 	__u64 reached_ns; /* all had stopped: the operation began; 0: not known */
 	__u64 op_end_ns;  /* the operation ended; 0: not known */

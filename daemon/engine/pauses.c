@@ -71,11 +71,45 @@ static void count_op(struct cs_pause_stats *stats, uint16_t op, uint64_t pause_n
 		o->max_ns = pause_ns;
 }
 
+/* A pause begins: open until its end's record; a process stops once at a time. */
+static void pause_begun(struct cs_pause_stats *stats, const struct cs_ev_runtime_pause *ev)
+{
+	size_t slot = 0;
+	while (slot < stats->open_count && stats->open[slot].tgid != ev->tgid)
+		slot++;
+	if (slot < stats->open_count) {
+		stats->open_replaced++; /* the process's previous end was lost */
+	} else if (stats->open_count < CS_PAUSES_OPEN) {
+		stats->open_count++;
+	} else {
+		stats->open_replaced++; /* more JVMs stopped at once than kept: one is forgotten */
+		slot = 0;
+	}
+	stats->open[slot] = (struct cs_pause){ .begin_ns = ev->begin_ns, .tgid = ev->tgid, .op = CS_PAUSE_OPS };
+}
+
+/* The open pause this end closes (what it was told meanwhile carried over), or none. */
+static void pause_ended(struct cs_pause_stats *stats, struct cs_pause *pause)
+{
+	for (size_t i = 0; i < stats->open_count; i++) {
+		if (stats->open[i].tgid != pause->tgid || stats->open[i].begin_ns != pause->begin_ns)
+			continue;
+		pause->requests = stats->open[i].requests;
+		pause->worst_request_ns = stats->open[i].worst_request_ns;
+		stats->open[i] = stats->open[--stats->open_count];
+		return;
+	}
+}
+
 int cs_on_runtime_pause(struct cs_engine *engine, const struct cs_ev_runtime_pause *ev)
 {
 	struct cs_pause_stats *stats = &engine->pauses;
 	if (ev->begin_ns > ev->hdr.ts_ns || !ev->begin_ns)
 		return -EINVAL;
+	if (ev->flags & CS_PAUSE_BEGUN) {
+		pause_begun(stats, ev);
+		return 0;
+	}
 	struct cs_pause pause = {
 		.begin_ns = ev->begin_ns,
 		.end_ns = ev->hdr.ts_ns,
@@ -85,6 +119,7 @@ int cs_on_runtime_pause(struct cs_engine *engine, const struct cs_ev_runtime_pau
 		.flags = ev->flags,
 		.op = op_index(stats, ev),
 	};
+	pause_ended(stats, &pause);
 	uint64_t length = cs_pause_ns(&pause), reach = cs_pause_reach_ns(&pause);
 	bool gc = ev->flags & CS_PAUSE_GC;
 	stats->pauses++;
@@ -120,10 +155,11 @@ int cs_on_runtime_pause(struct cs_engine *engine, const struct cs_ev_runtime_pau
 	return 0;
 }
 
+/* An open pause (end_ns 0) has not ended: it covers everything after its begin. */
 static uint64_t overlap(const struct cs_pause *pause, uint64_t from_ns, uint64_t to_ns)
 {
 	uint64_t a = pause->begin_ns > from_ns ? pause->begin_ns : from_ns;
-	uint64_t b = pause->end_ns < to_ns ? pause->end_ns : to_ns;
+	uint64_t b = pause->end_ns && pause->end_ns < to_ns ? pause->end_ns : to_ns;
 	return b > a ? b - a : 0;
 }
 
@@ -147,7 +183,19 @@ uint64_t cs_pause_overlap_ns(const struct cs_pause_stats *stats, uint32_t tgid, 
 		if (pause->tgid == tgid)
 			total += overlap(pause, from_ns, to_ns);
 	}
+	for (size_t i = 0; i < stats->open_count; i++)
+		if (stats->open[i].tgid == tgid)
+			total += overlap(&stats->open[i], from_ns, to_ns);
 	return total;
+}
+
+static void note(struct cs_pause *pause, uint32_t tgid, uint64_t from_ns, uint64_t to_ns, uint64_t latency_ns)
+{
+	if (pause->tgid != tgid || !overlap(pause, from_ns, to_ns))
+		return;
+	pause->requests++;
+	if (latency_ns > pause->worst_request_ns)
+		pause->worst_request_ns = latency_ns;
 }
 
 void cs_pauses_note_request(struct cs_engine *engine, uint32_t tgid, uint64_t from_ns, uint64_t to_ns,
@@ -158,12 +206,10 @@ void cs_pauses_note_request(struct cs_engine *engine, uint32_t tgid, uint64_t fr
 		struct cs_pause *pause = (struct cs_pause *)cs_pause_kept(stats, i);
 		if (pause->end_ns + PAUSE_ORDER_SLACK_NS < from_ns)
 			break;
-		if (pause->tgid != tgid || !overlap(pause, from_ns, to_ns))
-			continue;
-		pause->requests++;
-		if (latency_ns > pause->worst_request_ns)
-			pause->worst_request_ns = latency_ns;
+		note(pause, tgid, from_ns, to_ns, latency_ns);
 	}
+	for (size_t i = 0; i < stats->open_count; i++)
+		note(&stats->open[i], tgid, from_ns, to_ns, latency_ns);
 }
 
 /* Move up to ns of from's time to runtime_pause; returns what was moved. */

@@ -20,6 +20,8 @@
 #define CS_PAUSES_KEPT 2048
 /* Operations kept apart by name; more are summed in ops_unlisted. */
 #define CS_PAUSE_OPS 16
+/* Pauses begun and not ended at once: one per JVM; more replace one of them. */
+#define CS_PAUSES_OPEN 64
 
 /* One pause, as a request's split and the tail's evidence read it. */
 struct cs_pause {
@@ -64,7 +66,12 @@ struct cs_pause_stats {
 	struct cs_pause_op ops[CS_PAUSE_OPS];
 	size_t op_count;
 	uint64_t ops_unlisted;       /* pauses of operations beyond CS_PAUSE_OPS */
-	struct cs_pause *recent;     /* a ring of CS_PAUSES_KEPT, oldest at recent_next once full */
+	struct cs_pause open[CS_PAUSES_OPEN]; /* begun, not ended yet (end_ns 0): a request
+	                                 meanwhile overlaps them up to its own end */
+	size_t open_count;
+	uint64_t open_replaced;      /* a begun pause whose end never came (lost), replaced */
+	struct cs_pause *recent;     /* ended pauses in the order they ended: a ring of
+	                                CS_PAUSES_KEPT, oldest at recent_next once full */
 	size_t recent_count;
 	size_t recent_next;
 	uint64_t forgotten;          /* pushed out of the ring: no longer in requests' splits */
@@ -86,8 +93,9 @@ static inline uint64_t cs_pause_reach_ns(const struct cs_pause *pause)
 const struct cs_pause *cs_pause_kept(const struct cs_pause_stats *stats, size_t i);
 
 /*
- * How long process tgid was stopped in [from_ns, to_ns): the pauses kept
- * that overlap it, their overlap summed. Pauses do not overlap each other.
+ * How long process tgid was stopped in [from_ns, to_ns): the pauses kept,
+ * and those begun and not ended yet, that overlap it, their overlap
+ * summed. Pauses do not overlap each other.
  */
 uint64_t cs_pause_overlap_ns(const struct cs_pause_stats *stats, uint32_t tgid, uint64_t from_ns, uint64_t to_ns);
 

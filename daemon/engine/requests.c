@@ -346,7 +346,7 @@ bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_r
 	else
 		split->cause_ns[CS_CAUSE_HANDLER] = handler - handler_runq;
 	split->cause_ns[CS_CAUSE_SEND_DRAIN] = drain - drain_runq;
-	if (engine->pauses.recent_count) {
+	if (engine->pauses.recent_count || engine->pauses.open_count) {
 		spans.pickup_from_ns = pickup_from;
 		spans.first_read_ns = req->first_read_ns;
 		spans.first_send_ns = req->first_send_ns;

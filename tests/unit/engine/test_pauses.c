@@ -143,3 +143,29 @@ Test(pauses, the_ring_keeps_the_latest_and_counts_the_rest)
 	cr_assert_eq(cs_pause_kept(&engine->pauses, 0)->begin_ns, T0 + 3 * MS, "the oldest kept");
 	cr_assert_eq(cs_pause_kept(&engine->pauses, CS_PAUSES_KEPT - 1)->begin_ns, T0 + (CS_PAUSES_KEPT + 2) * MS);
 }
+
+/*
+ * The kernel goes on receiving while a JVM is stopped: the record of a
+ * request may come before the end of the pause it waited in. The pause's
+ * first record (it began) is enough: the request overlaps it to its end.
+ */
+Test(pauses, a_request_recorded_while_its_process_is_still_stopped_finds_the_pause)
+{
+	struct cs_ev_runtime_pause begun = make_pause(JVM, T0 + 5 * MS, T0 + 5 * MS, "", 0);
+	begun.flags = CS_PAUSE_BEGUN;
+	FEED_OK(engine, begun);
+	cr_assert_eq(engine->pauses.pauses, 0, "a pause is counted when it ends");
+	cr_assert_eq(engine->pauses.open_count, 1);
+	struct cs_ev_request req = handed_request(T0, JVM);
+	FEED_OK(engine, req);
+	const struct cs_exemplar *kept = &engine->requests.exemplars[0];
+	cr_assert_eq(kept->split.cause_ns[CS_CAUSE_RUNTIME_PAUSE], 25 * MS + 2 * MS + 1 * MS);
+	cr_assert_eq(kept->split.cause_ns[CS_CAUSE_WORKER_POOL], 5 * MS);
+	cr_assert_eq(kept->split.total_ns, 33 * MS);
+	FEED_OK(engine, make_pause(JVM, T0 + 5 * MS, T0 + 40 * MS, "GenCollectFull", CS_PAUSE_GC));
+	cr_assert_eq(engine->pauses.open_count, 0);
+	cr_assert_eq(engine->pauses.pauses, 1);
+	const struct cs_pause *pause = cs_pause_kept(&engine->pauses, 0);
+	cr_assert_eq(pause->requests, 1, "the request noted while it was open stays noted");
+	cr_assert_eq(pause->worst_request_ns, 33 * MS);
+}
