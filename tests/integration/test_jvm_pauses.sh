@@ -13,7 +13,8 @@
 #    window: the same collections, each collection's time within 10 %, no
 #    pause longer than the safepoint's total, the thread dumps counted and
 #    named ThreadDump, not GC; the p99 agrees with the clients'.
-# 2. G1 with garbage allocated at about 250 MB/s and no forced collection:
+# 2. G1 with garbage allocated at about 250 MB/s (the latest 4 MB of it kept)
+#    and no forced collection:
 #    young collections counted, each within 10 % of -Xlog:gc's (whatever
 #    leads the tail).
 # integration: exclusive

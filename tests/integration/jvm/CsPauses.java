@@ -2,8 +2,10 @@
 // on a fixed pool, and a JVM that pauses on a schedule: a live set held
 // for the whole run (a full collection has it all to mark and compact),
 // full collections forced every GC_MS, thread dumps (a VM operation that
-// is no collection) every DUMP_MS, and ALLOC_CHUNKS arrays of 64 KiB of
-// garbage allocated every millisecond (young collections). 0 turns each off.
+// is no collection) every DUMP_MS, and ALLOC_CHUNKS arrays of 64 KiB
+// allocated every millisecond (young collections), each kept until 64
+// newer ones replace it: a young collection has up to 4 MB of them to
+// copy, a pause of milliseconds. 0 turns each off.
 //
 //   java CsPauses PORT POOL_THREADS LIVE_MB GC_MS DUMP_MS ALLOC_CHUNKS
 import com.sun.net.httpserver.HttpServer;
@@ -14,7 +16,8 @@ import java.util.concurrent.Executors;
 
 public class CsPauses {
     static byte[][] live;
-    static volatile byte[] sink;
+    static final byte[][] young = new byte[64][];
+    static int next;
 
     static void every(long ms, Runnable work) {
         if (ms <= 0)
@@ -61,8 +64,10 @@ public class CsPauses {
         every(gcMs, System::gc);
         every(dumpMs, Thread::getAllStackTraces);
         every(allocChunks > 0 ? 1 : 0, () -> {
-            for (int i = 0; i < allocChunks; i++)
-                sink = new byte[64 * 1024];
+            for (int i = 0; i < allocChunks; i++) {
+                young[next] = new byte[64 * 1024];
+                next = (next + 1) % young.length;
+            }
         });
     }
 }
