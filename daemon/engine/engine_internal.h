@@ -60,11 +60,10 @@ struct cs_phase_spans {
 	uint64_t pickup_from_ns, first_read_ns, first_send_ns, drain_end_ns;
 };
 /* Each phase's overlap with the process's pauses moved to runtime_pause: the sum stays. */
-void cs_split_pauses(const struct cs_pause_stats *stats, const struct cs_phase_spans *spans,
-		     struct cs_request_split *split);
-/* The pauses that overlapped [from_ns, to_ns) of tgid's request of latency_ns. */
-void cs_pauses_note_request(struct cs_engine *engine, uint32_t tgid, uint64_t from_ns, uint64_t to_ns,
-			    uint64_t latency_ns);
+void cs_take_pauses(const struct cs_engine *engine, const struct cs_ev_request *req, struct cs_phase_spans *spans,
+		    uint64_t pickup_from, uint64_t drain_end, enum cs_cause waited, struct cs_request_split *split);
+/* The pauses a request of split waited in remember it (the tail's evidence). */
+void cs_note_pauses(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_request_split *split);
 /* connscope's cost readings (cost.c). */
 int cs_on_prog_cost(struct cs_engine *engine, const struct cs_ev_prog_cost *ev);
 int cs_on_self_cost(struct cs_engine *engine, const struct cs_ev_self_cost *ev);

@@ -198,7 +198,7 @@ static void note(struct cs_pause *pause, uint32_t tgid, uint64_t from_ns, uint64
 		pause->worst_request_ns = latency_ns;
 }
 
-void cs_pauses_note_request(struct cs_engine *engine, uint32_t tgid, uint64_t from_ns, uint64_t to_ns,
+static void note_request(struct cs_engine *engine, uint32_t tgid, uint64_t from_ns, uint64_t to_ns,
 			    uint64_t latency_ns)
 {
 	struct cs_pause_stats *stats = &engine->pauses;
@@ -227,7 +227,7 @@ static uint64_t move_to_pause(struct cs_request_split *split, enum cs_cause from
  * read to first send is split into handler, worker_pool and event_loop
  * by its hand-back: taken from them in that order.
  */
-void cs_split_pauses(const struct cs_pause_stats *stats, const struct cs_phase_spans *spans,
+static void split_pauses(const struct cs_pause_stats *stats, const struct cs_phase_spans *spans,
 		     struct cs_request_split *split)
 {
 	uint32_t tgid = spans->tgid;
@@ -244,4 +244,27 @@ void cs_split_pauses(const struct cs_pause_stats *stats, const struct cs_phase_s
 	}
 	move_to_pause(split, CS_CAUSE_SEND_DRAIN,
 		      cs_pause_overlap_ns(stats, tgid, spans->first_send_ns, spans->drain_end_ns));
+}
+
+/* A JVM's pauses, where its process had any: what they overlapped of each phase (pauses.c). */
+void cs_take_pauses(const struct cs_engine *engine, const struct cs_ev_request *req, struct cs_phase_spans *spans,
+		    uint64_t pickup_from, uint64_t drain_end, enum cs_cause waited, struct cs_request_split *split)
+{
+	if (!engine->pauses.recent_count && !engine->pauses.open_count)
+		return;
+	spans->pickup_from_ns = pickup_from;
+	spans->first_read_ns = req->first_read_ns;
+	spans->first_send_ns = req->first_send_ns;
+	spans->drain_end_ns = drain_end;
+	spans->waited = waited;
+	split_pauses(&engine->pauses, spans, split);
+}
+
+/* The pauses a request waited in remember it: the tail's evidence counts those that delayed the tail. */
+void cs_note_pauses(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_request_split *split)
+{
+	if (!split->cause_ns[CS_CAUSE_RUNTIME_PAUSE])
+		return;
+	uint64_t end_ns = req->drain_end_ns > req->last_send_ns ? req->drain_end_ns : req->last_send_ns;
+	note_request(engine, req->tgid, end_ns - split->total_ns, end_ns, split->total_ns);
 }

@@ -346,14 +346,7 @@ bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_r
 	else
 		split->cause_ns[CS_CAUSE_HANDLER] = handler - handler_runq;
 	split->cause_ns[CS_CAUSE_SEND_DRAIN] = drain - drain_runq;
-	if (engine->pauses.recent_count || engine->pauses.open_count) {
-		spans.pickup_from_ns = pickup_from;
-		spans.first_read_ns = req->first_read_ns;
-		spans.first_send_ns = req->first_send_ns;
-		spans.drain_end_ns = drain_end;
-		spans.waited = waited;
-		cs_split_pauses(&engine->pauses, &spans, split);
-	}
+	cs_take_pauses(engine, req, &spans, pickup_from, drain_end, waited, split);
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		split->total_ns += split->cause_ns[c];
 	return true;
@@ -443,10 +436,7 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	}
 	stats->bucket_dominant[bucket][dominant]++;
 
-	if (split.cause_ns[CS_CAUSE_RUNTIME_PAUSE]) {
-		uint64_t end_ns = req->drain_end_ns > req->last_send_ns ? req->drain_end_ns : req->last_send_ns;
-		cs_pauses_note_request(engine, req->tgid, end_ns - split.total_ns, end_ns, split.total_ns);
-	}
+	cs_note_pauses(engine, req, &split);
 	struct cs_listener_stats *listener = cs_get_listener(engine, req->listener_port);
 	if (listener && listener->latency_ns) {
 		cs_hist_record(listener->latency_ns, split.total_ns);
