@@ -158,6 +158,11 @@ enum cs_pause_watch cs_probes_watch_pauses(struct cs_probes *probes, pid_t pid, 
 	return found;
 }
 
+struct bpf_object *cs_probes_pauses_object(const struct cs_probes *probes)
+{
+	return probes->pauses && probes->pauses->skel ? probes->pauses->skel->obj : NULL;
+}
+
 void cs_probes_pauses_detach(struct cs_probes *probes)
 {
 	struct cs_pause_probes *pauses = probes->pauses;

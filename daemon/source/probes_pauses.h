@@ -27,6 +27,10 @@ enum cs_pause_watch {
  */
 enum cs_pause_watch cs_probes_watch_pauses(struct cs_probes *probes, pid_t pid, char *why, size_t why_len);
 
+struct bpf_object;
+/* The pause probes' object, once loaded (their programs' cost is read with the others'); NULL before. */
+struct bpf_object *cs_probes_pauses_object(const struct cs_probes *probes);
+
 /* Detach every pause probe (the run's end, before the last drain). */
 void cs_probes_pauses_detach(struct cs_probes *probes);
 /* Detach, and free the object. */
