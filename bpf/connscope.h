@@ -444,8 +444,8 @@ struct cs_ev_thread_name {
 
 /*
  * A JVM's safepoint: every Java thread of process tgid stopped, from
- * begin_ns (the VM thread asked them to stop) to hdr.ts_ns (it let them
- * go). Each pause writes two records: one as it begins (CS_PAUSE_BEGUN,
+ * begin_ns (the VM thread asked them to stop) to hdr.ts_ns (its operation
+ * ended; the threads go on right after). Each pause writes two records: one as it begins (CS_PAUSE_BEGUN,
  * hdr.ts_ns == begin_ns, nothing else known yet), so that a request whose
  * record comes while its process is still stopped (the kernel goes on
  * receiving meanwhile) finds the pause, and one as it ends. Written by
@@ -464,17 +464,17 @@ enum cs_pause_flags {
 
 #define CS_PAUSE_OP_NAME_LEN 40
 
+/* hdr.ts_ns: the pause's end, before the threads go on (its operation's end, or the safepoint's without one). */
 struct cs_ev_runtime_pause {
-	struct cs_event_header hdr; /* ts_ns: the pause's end, before the threads go on (the
-	                               operation's end, or the safepoint's without one) */
+	struct cs_event_header hdr;
 	__u64 begin_ns;   /* the runtime asked its threads to stop */
 	__u64 reached_ns; /* all had stopped: the operation began; 0: not known */
 	__u64 op_end_ns;  /* the operation ended; 0: not known */
 	__u64 gc_ns;      /* the collections' own time inside the pause (gc__begin to gc__end) */
 	__u32 tgid;
-	__u32 vm_tid;     /* the thread that ran the operation (HotSpot's VM Thread) */
-	__u16 flags;      /* enum cs_pause_flags */
-	__u16 gc_count;   /* collections inside the pause */
+	__u32 vm_tid;   /* the thread that ran the operation (HotSpot's VM Thread) */
+	__u16 flags;    /* enum cs_pause_flags */
+	__u16 gc_count; /* collections inside the pause */
 	__u32 pad;
 	char op_name[CS_PAUSE_OP_NAME_LEN]; /* "G1CollectForAllocation", "ThreadDump"; cut, NUL-padded */
 };
