@@ -92,9 +92,10 @@ static bool attach_usdt(struct cs_pause_probes *pauses, pid_t pid, const char *l
 		links[i] = bpf_program__attach_usdt(probes[i].prog, pid, lib, probes[i].provider, probes[i].name, NULL);
 		/* The safepoint pair is the pause; the rest only name it. */
 		if (!links[i] && i < 2) {
-			for (size_t j = 0; j < i; j++)
+			for (size_t j = 0; j < i; j++) {
 				bpf_link__destroy(links[j]);
-			memset(links, 0, sizeof(*links) * PAUSE_LINKS_PER_PID);
+				links[j] = NULL;
+			}
 			return false;
 		}
 	}
@@ -104,8 +105,8 @@ static bool attach_usdt(struct cs_pause_probes *pauses, pid_t pid, const char *l
 /* The fallback: SafepointSynchronize::begin() and ::end(), by symbol. */
 static bool attach_uprobes(struct cs_pause_probes *pauses, pid_t pid, const char *lib, struct bpf_link **links)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, begin, .func_name = "_ZN20SafepointSynchronize5beginEv");
-	LIBBPF_OPTS(bpf_uprobe_opts, end, .func_name = "_ZN20SafepointSynchronize3endEv");
+	struct bpf_uprobe_opts begin = { .sz = sizeof(begin), .func_name = "_ZN20SafepointSynchronize5beginEv" };
+	struct bpf_uprobe_opts end = { .sz = sizeof(end), .func_name = "_ZN20SafepointSynchronize3endEv" };
 	links[0] = bpf_program__attach_uprobe_opts(pauses->skel->progs.safepoint_begin_uprobe, pid, lib, 0, &begin);
 	links[1] = links[0] ? bpf_program__attach_uprobe_opts(pauses->skel->progs.safepoint_end_uprobe, pid, lib, 0, &end)
 			    : NULL;
