@@ -120,7 +120,8 @@ struct cs_conditions {
 		bool flagged;
 		uint64_t pauses;                /* the run's: the runtime stopped the server's threads */
 		uint64_t gc_pauses;             /* of which a collection ran in */
-		uint64_t other_pauses;          /* other VM operations (thread dumps, deoptimisation...) */
+		uint64_t other_pauses;          /* other VM operations (thread dumps, deoptimisation...); the
+		                                   uprobes' pauses are neither: not told */
 		uint64_t total_ns;
 		uint64_t max_ns;
 		uint64_t p50_ns;

@@ -68,7 +68,7 @@ void cs_scan_pauses(const struct cs_engine *engine, uint64_t min_request_ns, str
 			scan->reach_max_ns = reach;
 		if (pause->flags & CS_PAUSE_GC)
 			scan->gc_pauses++;
-		else
+		else if (!(pause->flags & CS_PAUSE_UPROBE))
 			scan->other_pauses++;
 		per_op[pause->op]++;
 	}
@@ -97,7 +97,7 @@ void cs_runtime_pauses_condition(const struct cs_engine *engine, const struct cs
 	cs_scan_pauses(engine, tail->requests ? tail->threshold_ns : UINT64_MAX, &in_tail);
 	c->pauses = stats->pauses;
 	c->gc_pauses = stats->gc_pauses;
-	c->other_pauses = stats->pauses - stats->gc_pauses;
+	c->other_pauses = stats->pauses - stats->gc_pauses - stats->uprobe_pauses; /* the uprobes tell neither */
 	c->total_ns = stats->total_ns;
 	c->max_ns = stats->max_ns;
 	c->p50_ns = run.p50_ns;

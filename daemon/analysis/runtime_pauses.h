@@ -16,7 +16,7 @@
 struct cs_pause_scan {
 	uint64_t pauses;
 	uint64_t gc_pauses;           /* a collection ran in them */
-	uint64_t other_pauses;        /* VM operations that are no collection (named, or not told) */
+	uint64_t other_pauses;        /* VM operations that are no collection (from the USDT probes) */
 	uint64_t total_ns;
 	uint64_t p50_ns;
 	uint64_t max_ns;

@@ -165,3 +165,22 @@ Test(runtime_pauses, the_reports_name_the_condition_and_list_the_pauses)
 	json_free(root);
 	free(buf);
 }
+
+/* Without HotSpot's USDT probes (the uprobes): pauses, neither collections nor other operations. */
+Test(runtime_pauses, pauses_from_the_uprobes_are_not_told_apart)
+{
+	for (uint64_t i = 0; i < 10; i++)
+		FEED_OK(engine, make_pause(JVM, T0 + i * SEC, T0 + i * SEC + 30 * MS, "", CS_PAUSE_UPROBE));
+	struct cs_conditions cond;
+	cs_compute_conditions(engine, &meta, &cond);
+	const struct cs_pauses_condition *p = &cond.runtime_pauses;
+	cr_assert_eq(p->pauses, 10);
+	cr_assert_eq(p->gc_pauses, 0);
+	cr_assert_eq(p->other_pauses, 0);
+	cr_assert_not(p->named);
+	cr_assert_float_eq(p->stopped_share, 0.03, 1e-9);
+	cr_assert_not(p->flagged, "3 % of the run stopped, no tail");
+	char *text = render(false);
+	cr_assert_null(strstr(text, "runtime_pauses:"), "%s", text);
+	free(text);
+}
