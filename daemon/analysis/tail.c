@@ -59,6 +59,7 @@ static void scan_pool_thread(uint64_t key, void *value, void *ctx)
 	struct cs_pool_scan *pool = ctx;
 	if (t->handed_requests || t->executed) {
 		pool->threads++;
+		pool->carriers += cs_thread_is_carrier(t);
 		pool->serving_ns += t->serving_ns;
 		if (t->last_send_ns > t->first_read_ns)
 			pool->serving_span_ns += t->last_send_ns - t->first_read_ns;
@@ -88,11 +89,41 @@ double cs_pool_busy_share(const struct cs_pool_scan *pool)
 	return share > 1.0 ? 1.0 : share;
 }
 
-static void pool_evidence(const struct cs_engine *engine, struct cs_tail_cause *c)
+/*
+ * Waiting for a carrier: virtual threads are not preempted, so one that
+ * runs on the CPU holds its carrier while the others wait. Loom's words.
+ */
+static void carrier_evidence(struct cs_tail_cause *c, const char *carrier, uint32_t tid, uint32_t carriers,
+			     double busy_share)
+{
+	char waited[32];
+	cs_format_duration(waited, sizeof(waited), c->ns);
+	snprintf(c->evidence, sizeof(c->evidence), "virtual threads waited %s in all for one of %u carrier(s) (%s, tid %u), "
+		 "busy %.0f%% of the time they served: a virtual thread that runs on the CPU is not preempted; run "
+		 "CPU-bound work on a platform thread pool, or raise jdk.virtualThreadScheduler.parallelism",
+		 waited, carriers, carrier, tid, 100.0 * busy_share);
+}
+
+/* The busiest carrier's share of the time it served (first read to last send). */
+static double thread_busy_share(const struct cs_thread_stats *t)
+{
+	uint64_t span = t && t->last_send_ns > t->first_read_ns ? t->last_send_ns - t->first_read_ns : 0;
+	double share = span ? (double)t->serving_ns / (double)span : 0.0;
+	return share > 1.0 ? 1.0 : share;
+}
+
+static void pool_evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
 {
 	struct cs_pool_scan pool;
 	char waited[32];
 	cs_scan_pool(engine, &pool);
+	if (pool.carriers && pool.carriers == pool.threads) {
+		uint64_t ns, requests;
+		uint32_t tid = top_thread(engine, tail->threshold_ns, c->cause, &ns, &requests);
+		const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
+		carrier_evidence(c, t ? t->runtime_name : "?", tid, pool.carriers, cs_pool_busy_share(&pool));
+		return;
+	}
 	cs_format_duration(waited, sizeof(waited), c->ns);
 	snprintf(c->evidence, sizeof(c->evidence), "%s (tid %u) polled and handed the ready requests on; tail requests "
 		 "waited %s in all for one of %u pool thread(s), busy %.0f%% of the time they served",
@@ -132,6 +163,25 @@ static void accept_evidence(const struct cs_engine *engine, struct cs_tail_cause
 	}
 }
 
+static bool is_carrier_tid(const struct cs_engine *engine, uint32_t tid)
+{
+	const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
+	return t && cs_thread_is_carrier(t);
+}
+
+static void count_carrier(uint64_t key, void *value, void *ctx)
+{
+	(void)key;
+	*(uint32_t *)ctx += cs_thread_is_carrier(value);
+}
+
+static uint32_t carriers_of(const struct cs_engine *engine)
+{
+	uint32_t count = 0;
+	cs_u64map_each(&engine->threads, count_carrier, &count);
+	return count;
+}
+
 /* The thread with the most of the cause's time among the tail's exemplars. */
 static void thread_evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
 {
@@ -148,6 +198,9 @@ static void thread_evidence(const struct cs_engine *engine, const struct cs_tail
 		cs_format_duration(b, sizeof(b), t ? t->runq_max_ns : 0);
 		snprintf(out, len, "%s (tid %u) was runnable but not running for %s of %llu tail request(s); its longest wait for a CPU %s",
 			 thread_comm(engine, tid), tid, a, (unsigned long long)requests, b);
+	} else if (c->cause == CS_CAUSE_EVENT_LOOP && is_carrier_tid(engine, tid)) {
+		const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
+		carrier_evidence(c, t->runtime_name, tid, carriers_of(engine), thread_busy_share(t));
 	} else if (c->cause == CS_CAUSE_EVENT_LOOP) {
 		snprintf(out, len, "on %s (tid %u): %llu tail request(s) waited %s in all with data ready while the loop was busy elsewhere",
 			 thread_comm(engine, tid), tid, (unsigned long long)requests, a);
@@ -228,7 +281,7 @@ static void evidence(const struct cs_engine *engine, const struct cs_tail *tail,
 		thread_evidence(engine, tail, c);
 		break;
 	case CS_CAUSE_WORKER_POOL:
-		pool_evidence(engine, c);
+		pool_evidence(engine, tail, c);
 		break;
 	case CS_CAUSE_SEND_DRAIN:
 		drain_evidence(engine, tail, c);
