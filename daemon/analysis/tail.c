@@ -90,18 +90,35 @@ double cs_pool_busy_share(const struct cs_pool_scan *pool)
 }
 
 /*
- * Waiting for a carrier: virtual threads are not preempted, so one that
- * runs on the CPU holds its carrier while the others wait. Loom's words.
+ * Waiting for a carrier, in Loom's words. A carrier mostly on its CPU
+ * ran virtual threads that do not yield (they are not preempted); one
+ * mostly off it while it served was blocked holding its virtual thread:
+ * pinned (file I/O and native frames pin on every JDK, synchronized
+ * before JDK 24). Its CPU time counts its polls too: the blocked time is
+ * a lower bound.
  */
-static void carrier_evidence(struct cs_tail_cause *c, const char *carrier, uint32_t tid, uint32_t carriers,
-			     double busy_share)
+static void carrier_evidence(struct cs_tail_cause *c, const struct cs_thread_stats *t, uint32_t tid,
+			     uint32_t carriers, double busy_share)
 {
-	char waited[32];
+	char waited[32], blocked[32], served[32];
+	const char *name = t && t->runtime_name[0] ? t->runtime_name : "?";
+	uint64_t serving = t ? t->serving_ns : 0;
+	uint64_t blocked_ns = t && t->cpu_sampled_ns && t->cpu_ns < serving ? serving - t->cpu_ns : 0;
 	cs_format_duration(waited, sizeof(waited), c->ns);
+	if (serving && blocked_ns * 2 >= serving) {
+		cs_format_duration(blocked, sizeof(blocked), blocked_ns);
+		cs_format_duration(served, sizeof(served), serving);
+		snprintf(c->evidence, sizeof(c->evidence), "virtual threads waited %s in all for one of %u carrier(s) (%s, "
+			 "tid %u); pinned: the carrier was blocked off its CPU %s of the %s it served, holding its virtual "
+			 "thread (file I/O, native frames; synchronized before JDK 24): move that work off virtual "
+			 "threads, or raise jdk.virtualThreadScheduler.maxPoolSize", waited, carriers, name, tid, blocked,
+			 served);
+		return;
+	}
 	snprintf(c->evidence, sizeof(c->evidence), "virtual threads waited %s in all for one of %u carrier(s) (%s, tid %u), "
 		 "busy %.0f%% of the time they served: a virtual thread that runs on the CPU is not preempted; run "
 		 "CPU-bound work on a platform thread pool, or raise jdk.virtualThreadScheduler.parallelism",
-		 waited, carriers, carrier, tid, 100.0 * busy_share);
+		 waited, carriers, name, tid, 100.0 * busy_share);
 }
 
 /* The busiest carrier's share of the time it served (first read to last send). */
@@ -121,7 +138,7 @@ static void pool_evidence(const struct cs_engine *engine, const struct cs_tail *
 		uint64_t ns, requests;
 		uint32_t tid = top_thread(engine, tail->threshold_ns, c->cause, &ns, &requests);
 		const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
-		carrier_evidence(c, t ? t->runtime_name : "?", tid, pool.carriers, cs_pool_busy_share(&pool));
+		carrier_evidence(c, t, tid, pool.carriers, cs_pool_busy_share(&pool));
 		return;
 	}
 	cs_format_duration(waited, sizeof(waited), c->ns);
@@ -200,7 +217,7 @@ static void thread_evidence(const struct cs_engine *engine, const struct cs_tail
 			 thread_comm(engine, tid), tid, a, (unsigned long long)requests, b);
 	} else if (c->cause == CS_CAUSE_EVENT_LOOP && is_carrier_tid(engine, tid)) {
 		const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
-		carrier_evidence(c, t->runtime_name, tid, carriers_of(engine), thread_busy_share(t));
+		carrier_evidence(c, t, tid, carriers_of(engine), thread_busy_share(t));
 	} else if (c->cause == CS_CAUSE_EVENT_LOOP) {
 		snprintf(out, len, "on %s (tid %u): %llu tail request(s) waited %s in all with data ready while the loop was busy elsewhere",
 			 thread_comm(engine, tid), tid, (unsigned long long)requests, a);

@@ -6,6 +6,7 @@
 //
 //   java CsLoom PORT SPIN_MS
 import com.sun.net.httpserver.HttpServer;
+import java.io.FileInputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -15,6 +16,7 @@ public class CsLoom {
     public static void main(String[] args) throws Exception {
         int port = Integer.parseInt(args[0]);
         long spinNs = Long.parseLong(args[1]) * 1_000_000L;
+        String fifo = args[2];
         byte[] body = "ok\n".getBytes(StandardCharsets.US_ASCII);
         HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 128);
         server.createContext("/", exchange -> {
@@ -23,6 +25,10 @@ public class CsLoom {
                 long end = System.nanoTime() + spinNs;
                 while (System.nanoTime() < end) {
                     Thread.onSpinWait();
+                }
+            } else if (exchange.getRequestURI().getPath().startsWith("/fifo")) {
+                try (FileInputStream in = new FileInputStream(fifo)) {
+                    in.read();
                 }
             }
             exchange.sendResponseHeaders(200, body.length);

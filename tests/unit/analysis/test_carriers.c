@@ -135,3 +135,29 @@ Test(carriers, other_pool_threads_are_no_carriers)
 	snprintf(other.runtime_name, sizeof(other.runtime_name), "ForkJoinPool-1-worker-2-extra");
 	cr_assert_not(cs_thread_is_carrier(&other));
 }
+
+/*
+ * A carrier blocked in its handlers (file I/O on a FIFO, holding its
+ * virtual thread) is pinned: its CPU time is a fraction of its serving.
+ */
+Test(carriers, a_carrier_blocked_while_it_served_is_pinned)
+{
+	one_carrier("ForkJoinPool-1-worker-1");
+	struct cs_ev_thread_cpu cpu = {
+		.hdr = { .ts_ns = T0 + 5 * SEC, .type = CS_EV_THREAD_CPU, .size = sizeof(cpu) },
+		.tid = CARRIER,
+		.tgid = JVM,
+		.cpu_ns = 50 * MS, /* of the 20 x 40 ms + 980 x 100 us = 898 ms it served */
+	};
+	FEED_OK(engine, cpu);
+	struct cs_tail tail;
+	cs_compute_tail(engine, 90.0, &tail);
+	const char *evidence = NULL;
+	for (int i = 0; i < CS_CAUSE_COUNT; i++)
+		if (tail.causes[i].cause == CS_CAUSE_WORKER_POOL)
+			evidence = tail.causes[i].evidence;
+	cr_assert_not_null(evidence);
+	cr_assert(strstr(evidence, "pinned: the carrier was blocked off its CPU 848 ms of the 898 ms it served"), "%s",
+		  evidence);
+	cr_assert(strstr(evidence, "jdk.virtualThreadScheduler.maxPoolSize"), "%s", evidence);
+}
