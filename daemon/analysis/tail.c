@@ -94,8 +94,8 @@ double cs_pool_busy_share(const struct cs_pool_scan *pool)
  * ran virtual threads that do not yield (they are not preempted); one
  * mostly off it while it served was blocked holding its virtual thread:
  * pinned (file I/O and native frames pin on every JDK, synchronized
- * before JDK 24). Its CPU time counts its polls too: the blocked time is
- * a lower bound.
+ * before JDK 24). Its CPU time and its waits for a CPU count its polls
+ * too: the blocked time is a lower bound.
  */
 static void carrier_evidence(struct cs_tail_cause *c, const struct cs_thread_stats *t, uint32_t tid,
 			     uint32_t carriers, double busy_share)
@@ -103,7 +103,8 @@ static void carrier_evidence(struct cs_tail_cause *c, const struct cs_thread_sta
 	char waited[32], blocked[32], served[32];
 	const char *name = t && t->runtime_name[0] ? t->runtime_name : "?";
 	uint64_t serving = t ? t->serving_ns : 0;
-	uint64_t blocked_ns = t && t->cpu_sampled_ns && t->cpu_ns < serving ? serving - t->cpu_ns : 0;
+	uint64_t ran = t ? t->cpu_ns + t->runq_total_ns : 0; /* on a CPU, or waiting for one: not blocked */
+	uint64_t blocked_ns = t && t->cpu_sampled_ns && ran < serving ? serving - ran : 0;
 	cs_format_duration(waited, sizeof(waited), c->ns);
 	if (serving && blocked_ns * 2 >= serving) {
 		cs_format_duration(blocked, sizeof(blocked), blocked_ns);
