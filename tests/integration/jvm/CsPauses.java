@@ -3,8 +3,8 @@
 // for the whole run (a full collection has it all to mark and compact),
 // full collections forced every GC_MS, thread dumps (a VM operation that
 // is no collection) every DUMP_MS, and ALLOC_CHUNKS arrays of 64 KiB
-// allocated every millisecond (young collections), each kept until 64
-// newer ones replace it: a young collection has up to 4 MB of them to
+// allocated every millisecond (young collections), each kept until 192
+// newer ones replace it: a young collection has up to 12 MB of them to
 // copy, a pause of milliseconds. 0 turns each off.
 //
 //   java CsPauses PORT POOL_THREADS LIVE_MB GC_MS DUMP_MS ALLOC_CHUNKS
@@ -16,7 +16,7 @@ import java.util.concurrent.Executors;
 
 public class CsPauses {
     static byte[][] live;
-    static final byte[][] young = new byte[64][];
+    static final byte[][] young = new byte[192][];
     static int next;
 
     static void every(long ms, Runnable work) {
