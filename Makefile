@@ -42,7 +42,8 @@ SYMBOL_SRCS := daemon/flame/symbols.c daemon/flame/elf_symbols.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$(DAEMON_SRCS))
 # connscoped's: targets followed in a session, the config file, capabilities.
 LOADER_SRCS += daemon/service/session_targets.c daemon/service/session_resolve.c daemon/service/config_file.c daemon/service/privileges.c
-LOADER_SRCS += daemon/source/probes_targets.c daemon/source/probes_samples.c daemon/source/probes_cost.c
+LOADER_SRCS += daemon/source/probes_targets.c daemon/source/probes_samples.c daemon/source/probes_cost.c \
+               daemon/source/probes_pauses.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS),$(ENGINE_SRCS))
 # connscope's commands: cli/connscope.c dispatches from its command table to
 # cli/cmd_*.c, one file a command; connscoped's main is apart, and shares with
@@ -103,13 +104,17 @@ $(BUILD)/vmlinux.h: | $(DEPS_OK)
 	$(Q)test -r /sys/kernel/btf/vmlinux || { echo "connscope: /sys/kernel/btf/vmlinux is missing: this kernel was built without CONFIG_DEBUG_INFO_BTF" >&2; exit 1; }
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
+# libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> is in
+# the multiarch folder that -target bpf does not search.
+BPF_SYS_INCLUDES := -idirafter /usr/include/$(shell $(CC) -dumpmachine)
+
 # Every bpf/NAME.bpf.c is an object of its own, $(BUILD)/NAME.bpf.o, and a
 # skeleton, $(BUILD)/NAME.skel.h, whose structures are named NAME_bpf
 # (connscope_bpf, stacks_bpf).
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 	$(msg) BPF $@
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ \
-		-I$(BUILD) -Ibpf -Wall -Werror -c $< -o $@
+		-I$(BUILD) -Ibpf $(BPF_SYS_INCLUDES) -Wall -Werror -c $< -o $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(msg) SKEL $@
@@ -129,8 +134,9 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-# Loader and CLI objects include the skeleton.
-$(LOADER_OBJS) $(CLI_OBJS) $(DAEMON_OBJS): $(SKEL)
+# Loader and CLI objects include the skeleton; the loader the pause probes' too.
+PAUSES_SKEL := $(BUILD)/pauses.skel.h
+$(LOADER_OBJS) $(CLI_OBJS) $(DAEMON_OBJS): $(SKEL) $(PAUSES_SKEL)
 $(FLAME_LOADER_OBJS) $(CLI_OBJS): $(SKEL) $(STACKS_SKEL)
 
 # connscope top draws with ncurses (wide-character build: UTF-8 sparklines).

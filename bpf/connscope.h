@@ -34,8 +34,9 @@
  * 10: CS_REQ_ADOPTED, CS_REQ_ADOPTED_TLS, CS_REQ_NOT_A_START: requests of
  *    connections older than the attach are whole after their first idle
  *    moment (a version 9 reader reads them right, but cannot say how many
- *    connections were adopted). */
-#define CS_WIRE_VERSION 10
+ *    connections were adopted).
+ * 11: CS_EV_RUNTIME_PAUSE: a runtime (a JVM) stopped its threads. */
+#define CS_WIRE_VERSION 11
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -58,6 +59,7 @@ enum cs_event_type {
 	CS_EV_HANDBACK = 14,       /* a parked request's handler, run by another thread */
 	CS_EV_REQUEST_BYTES = 15,  /* the first bytes and TLS records of one of a connection's first exchanges */
 	CS_EV_CLIENT_HELLO = 16,   /* the start of a TLS connection's ClientHello (its ALPN offer) */
+	CS_EV_RUNTIME_PAUSE = 17,  /* a runtime stopped every thread of its process (a JVM's safepoint) */
 	CS_EV_PROG_COST = 20,      /* one of connscope's BPF programs: its run time (user space) */
 	CS_EV_SELF_COST = 21,      /* connscope's own CPU time, and whether BPF run time is counted */
 	CS_EV_TYPE_MAX,
@@ -441,6 +443,43 @@ struct cs_ev_thread_name {
 };
 
 /*
+ * A JVM's safepoint: every Java thread of process tgid stopped, from
+ * begin_ns (the VM thread asked them to stop) to hdr.ts_ns (its operation
+ * ended; the threads go on right after). Each pause writes two records: one as it begins (CS_PAUSE_BEGUN,
+ * hdr.ts_ns == begin_ns, nothing else known yet), so that a request whose
+ * record comes while its process is still stopped (the kernel goes on
+ * receiving meanwhile) finds the pause, and one as it ends. Written by
+ * bpf/pauses.bpf.c from HotSpot's USDT probes
+ * (hs_private:safepoint__begin/end, hotspot:vmops__begin/end,
+ * hotspot:gc__begin/end) or, without them, uprobes on
+ * SafepointSynchronize::begin/end (the pause alone).
+ */
+enum cs_pause_flags {
+	CS_PAUSE_GC = 1 << 0,       /* a collection ran in it (gc__begin) */
+	CS_PAUSE_GC_FULL = 1 << 1,  /* ...a full one */
+	CS_PAUSE_OP_NAMED = 1 << 2, /* op_name holds the VM operation's name */
+	CS_PAUSE_UPROBE = 1 << 3,   /* from the uprobe fallback: no operation, no collection told */
+	CS_PAUSE_BEGUN = 1 << 4,    /* the pause's first record: it began, and has not ended */
+};
+
+#define CS_PAUSE_OP_NAME_LEN 40
+
+/* hdr.ts_ns: the pause's end, before the threads go on (its operation's end, or the safepoint's without one). */
+struct cs_ev_runtime_pause {
+	struct cs_event_header hdr;
+	__u64 begin_ns;   /* the runtime asked its threads to stop */
+	__u64 reached_ns; /* all had stopped: the operation began; 0: not known */
+	__u64 op_end_ns;  /* the operation ended; 0: not known */
+	__u64 gc_ns;      /* the collections' own time inside the pause (gc__begin to gc__end) */
+	__u32 tgid;
+	__u32 vm_tid;   /* the thread that ran the operation (HotSpot's VM Thread) */
+	__u16 flags;    /* enum cs_pause_flags */
+	__u16 gc_count; /* collections inside the pause */
+	__u32 pad;
+	char op_name[CS_PAUSE_OP_NAME_LEN]; /* "G1CollectForAllocation", "ThreadDump"; cut, NUL-padded */
+};
+
+/*
  * What connscope costs: user space reads each of its BPF programs' run
  * time from the kernel (bpf_prog_info.run_time_ns and run_cnt) and its own
  * CPU time (getrusage) about once a second, and records what each grew by
@@ -668,6 +707,7 @@ _Static_assert(sizeof(struct cs_ev_off_cpu) == 40 + sizeof(struct cs_stack), "wi
 _Static_assert(sizeof(struct cs_ev_thread_cpu) == 32, "wire: thread cpu size");
 _Static_assert(sizeof(struct cs_ev_thread_polls) == 64, "wire: thread polls size");
 _Static_assert(sizeof(struct cs_ev_thread_name) == 88, "wire: thread name size");
+_Static_assert(sizeof(struct cs_ev_runtime_pause) == 104, "wire: runtime pause size");
 _Static_assert(sizeof(struct cs_ev_handback) == 56, "wire: request hand-back size");
 _Static_assert(sizeof(struct cs_ev_prog_cost) == 56, "wire: prog cost size");
 _Static_assert(sizeof(struct cs_ev_self_cost) == 48, "wire: self cost size");

@@ -259,7 +259,7 @@ lint-includes:
 	$(Q)echo "  INCLUDES  daemon/ rooms: $(DAEMON_ROOMS)"
 	$(Q)python3 tests/lint/test_includes.py $(DAEMON_ROOMS)
 
-lint-tidy: $(SKEL) | $(TEST_DEPS_OK)
+lint-tidy: $(SKEL) $(PAUSES_SKEL) $(STACKS_SKEL) | $(TEST_DEPS_OK)
 	$(Q)echo "  TIDY      $(words $(LINT_SRCS)) files"
 	$(Q)printf '%s\n' $(LINT_SRCS) | xargs -P $(NPROC) -n 4 sh -c \
 		'clang-tidy --quiet --warnings-as-errors="*" "$$@" -- $(LINT_CFLAGS) 2>/dev/null' clang-tidy
@@ -285,7 +285,7 @@ lint-tidy-bpf: $(BUILD)/vmlinux.h | $(TEST_DEPS_OK)
 	$(Q)echo "  TIDY-BPF  $(LINT_BPF_SRCS)"
 	$(Q)clang-tidy --quiet --warnings-as-errors="*" \
 		--checks=-misc-unused-parameters $(LINT_BPF_SRCS) \
-		-- -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -I$(BUILD) -Ibpf 2>/dev/null
+		-- -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -I$(BUILD) -Ibpf $(BPF_SYS_INCLUDES) 2>/dev/null
 
 # The files already in .clang-format's style, which must stay so: the
 # reference server, the load tools and the BPF programs. The rest of the

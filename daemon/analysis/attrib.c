@@ -104,6 +104,7 @@ const char *const cs_pool_wait_cause_names[CS_POOL_WAIT_CAUSE_COUNT] = {
 	[CS_POOL_WAIT_POOL] = "pool",
 	[CS_POOL_WAIT_RUN_QUEUE] = "run_queue",
 	[CS_POOL_WAIT_NOT_KNOWN] = "not_known",
+	[CS_POOL_WAIT_RUNTIME_PAUSE] = "runtime_pause",
 };
 
 /* The tail's share and mean wait per tail request of cause. */
@@ -181,8 +182,9 @@ static void accept_pool(const struct cs_engine *engine, const struct cs_tail *ta
 /*
  * pool_saturation: requests waited for a pool, a large part of the tail,
  * while its threads were busy serving. A wait for a pool whose threads
- * were not busy (a pause stopped them) is not the pool's: the run queue
- * when the CPUs were saturated, else not known. After cpu_saturation.
+ * were not busy is not the pool's: a runtime pause stopped them, or the
+ * run queue when the CPUs were saturated, else not known. After
+ * cpu_saturation and runtime_pauses.
  */
 static void pool_saturation(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_conditions *cond)
 {
@@ -195,6 +197,8 @@ static void pool_saturation(const struct cs_engine *engine, const struct cs_tail
 		c->wait_cause = CS_POOL_WAIT_NONE;
 	else if (c->busy)
 		c->wait_cause = CS_POOL_WAIT_POOL;
+	else if (cond->runtime_pauses.flagged)
+		c->wait_cause = CS_POOL_WAIT_RUNTIME_PAUSE;
 	else
 		c->wait_cause = cond->cpu_saturation.flagged ? CS_POOL_WAIT_RUN_QUEUE : CS_POOL_WAIT_NOT_KNOWN;
 }
@@ -381,6 +385,7 @@ void cs_conditions_from(const struct cs_engine *engine, const struct cs_report_m
 	compute_connection_limit(engine, cond);
 	accept_contention(findings, finding_count, cond);
 	cpu_saturation(engine, meta, tail, cond);
+	cs_runtime_pauses_condition(engine, meta, tail, cond);
 	pool_saturation(engine, tail, cond);
 	lifecycle(engine, cond);
 	cs_conditions_figures(cond);
@@ -404,6 +409,8 @@ bool cs_condition_flagged(const struct cs_conditions *cond, enum cs_condition co
 		return cond->cpu_saturation.flagged;
 	case CS_COND_POOL_SATURATION:
 		return cond->pool_saturation.flagged;
+	case CS_COND_RUNTIME_PAUSES:
+		return cond->runtime_pauses.flagged;
 	case CS_CONDITION_COUNT:
 		break;
 	}

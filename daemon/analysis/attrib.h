@@ -27,10 +27,11 @@ enum cs_pool_wait_cause {
 	CS_POOL_WAIT_POOL,       /* the pool's threads were busy serving: saturated */
 	CS_POOL_WAIT_RUN_QUEUE,  /* they were not busy, and the server's threads waited for CPUs */
 	CS_POOL_WAIT_NOT_KNOWN,  /* they were not busy, and nothing else seen explains it */
+	CS_POOL_WAIT_RUNTIME_PAUSE, /* they were not busy: the runtime had stopped them (runtime_pauses) */
 	CS_POOL_WAIT_CAUSE_COUNT
 };
 
-/* "pool", "run_queue", "not_known", "none". */
+/* "pool", "run_queue", "not_known", "runtime_pause", "none". */
 extern const char *const cs_pool_wait_cause_names[CS_POOL_WAIT_CAUSE_COUNT];
 
 struct cs_conditions {
@@ -116,6 +117,25 @@ struct cs_conditions {
 		double tail_wait_mean_us;       /* a tail request's mean wait for the pool */
 		double wait_p99_us;             /* over all requests (accept: the listener's accept wait) */
 	} pool_saturation;
+	struct cs_pauses_condition {
+		bool flagged;
+		uint64_t pauses;                /* the run's: the runtime stopped the server's threads */
+		uint64_t gc_pauses;             /* of which a collection ran in */
+		uint64_t other_pauses;          /* other VM operations (thread dumps, deoptimisation...); the
+		                                   uprobes' pauses are neither: not told */
+		uint64_t total_ns;
+		uint64_t max_ns;
+		uint64_t p50_ns;
+		uint64_t reach_p50_ns;          /* time to stop every thread (time to safepoint); 0: not known */
+		uint64_t reach_max_ns;
+		double stopped_share;           /* of the run's duration, stopped */
+		double tail_share;              /* runtime_pause's share of the tail's time */
+		uint64_t tail_pauses;           /* pauses that overlapped requests of the tail */
+		char top_gc_op[CS_PAUSE_OP_NAME_LEN];    /* the collections' VM operation ("G1CollectForAllocation") */
+		char top_other_op[CS_PAUSE_OP_NAME_LEN]; /* the commonest other one ("ThreadDump"); "": none */
+		uint64_t top_other_op_pauses;
+		bool named;                     /* operations told (USDT); false: uprobes saw the pauses alone */
+	} runtime_pauses;
 	struct {
 		uint64_t closed_by_server;
 		uint64_t closed_by_client;
@@ -139,6 +159,10 @@ void cs_conditions_from(const struct cs_engine *engine, const struct cs_report_m
 
 /* Fills conditions->seen from the conditions' fields (condition_figures.c; cs_conditions_from's last step). */
 void cs_conditions_figures(struct cs_conditions *conditions);
+
+/* runtime_pauses, from the engine's pauses and the tail (runtime_pauses.c); before pool_saturation. */
+void cs_runtime_pauses_condition(const struct cs_engine *engine, const struct cs_report_meta *meta,
+				 const struct cs_tail *tail, struct cs_conditions *conditions);
 
 /* Whether condition is flagged: the conditions read by enum, never by name. */
 bool cs_condition_flagged(const struct cs_conditions *conditions, enum cs_condition condition);

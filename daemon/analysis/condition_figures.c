@@ -69,6 +69,30 @@ static void pool_saturation(const struct cs_pool_condition *pool, struct cs_figu
 	cs_figures_share(f, "blocked_share", pool->blocked_share);
 }
 
+/* The run's pauses, what they were, the tail's share. */
+static void runtime_pauses(const struct cs_pauses_condition *p, struct cs_figures *f)
+{
+	cs_figures_count(f, "pauses", p->pauses);
+	cs_figures_ns(f, "total", p->total_ns);
+	cs_figures_share(f, "stopped_share", p->stopped_share);
+	cs_figures_ns(f, "pause_p50", p->p50_ns);
+	cs_figures_ns(f, "pause_max", p->max_ns);
+	cs_figures_share(f, "tail_share", p->tail_share);
+	cs_figures_count(f, "tail_pauses", p->tail_pauses);
+	cs_figures_flag(f, "named", p->named);
+	if (!p->named)
+		return;
+	cs_figures_count(f, "gc_pauses", p->gc_pauses);
+	if (p->top_gc_op[0])
+		cs_figures_name(f, "gc_operation", p->top_gc_op);
+	cs_figures_count(f, "other_pauses", p->other_pauses);
+	if (p->top_other_op[0]) {
+		cs_figures_name(f, "other_operation", p->top_other_op);
+		cs_figures_count(f, "other_operation_pauses", p->top_other_op_pauses);
+	}
+	cs_figures_ns(f, "time_to_safepoint_max", p->reach_max_ns);
+}
+
 /* No default: a condition added to the enum without its figures here is a -Wswitch error. */
 static void figures_of(const struct cs_conditions *c, enum cs_condition condition, struct cs_figures *f)
 {
@@ -103,6 +127,9 @@ static void figures_of(const struct cs_conditions *c, enum cs_condition conditio
 		break;
 	case CS_COND_POOL_SATURATION:
 		pool_saturation(&c->pool_saturation, f);
+		break;
+	case CS_COND_RUNTIME_PAUSES:
+		runtime_pauses(&c->runtime_pauses, f);
 		break;
 	case CS_CONDITION_COUNT:
 		break;

@@ -64,6 +64,18 @@ void cs_figures_comm(struct cs_figures *figures, const char *key, const char *co
 	figure->comm[len] = '\0';
 }
 
+void cs_figures_name(struct cs_figures *figures, const char *key, const char *name)
+{
+	struct cs_figure *figure = add(figures, key, CS_FIG_NAME);
+	if (!figure)
+		return;
+	if (!name || !name[0])
+		name = "?";
+	size_t len = strnlen(name, CS_RUNTIME_NAME_LEN - 1);
+	memcpy(figure->name, name, len);
+	figure->name[len] = '\0';
+}
+
 const struct cs_figure *cs_figures_get(const struct cs_figures *figures, const char *key)
 {
 	for (size_t i = 0; i < figures->count; i++)
@@ -80,6 +92,8 @@ bool cs_figure_nonzero(const struct cs_figure *figure)
 		return figure->value != 0.0;
 	case CS_FIG_COMM:
 		return figure->comm[0] != '\0';
+	case CS_FIG_NAME:
+		return figure->name[0] != '\0';
 	case CS_FIG_COUNT:
 	case CS_FIG_NS:
 	case CS_FIG_FLAG:

@@ -22,6 +22,7 @@ enum cs_figure_unit {
 	CS_FIG_RATIO,  /* a mean or a rate */
 	CS_FIG_FLAG,   /* yes or no */
 	CS_FIG_COMM,   /* a thread's command name, as the kernel gave it */
+	CS_FIG_NAME,   /* a longer name: a JVM's for a thread, a VM operation's */
 };
 
 struct cs_figure {
@@ -31,6 +32,7 @@ struct cs_figure {
 		uint64_t count;        /* CS_FIG_COUNT, CS_FIG_NS, CS_FIG_FLAG (0 or 1) */
 		double value;          /* CS_FIG_SHARE, CS_FIG_RATIO */
 		char comm[CS_COMM_LEN];
+		char name[CS_RUNTIME_NAME_LEN];
 	};
 };
 
@@ -51,6 +53,8 @@ void cs_figures_ratio(struct cs_figures *figures, const char *key, double value)
 void cs_figures_flag(struct cs_figures *figures, const char *key, bool flag);
 /* An empty comm is kept as "?": a thread whose name was never seen. */
 void cs_figures_comm(struct cs_figures *figures, const char *key, const char *comm);
+/* The same for a name of up to CS_RUNTIME_NAME_LEN - 1 bytes (longer: cut there). */
+void cs_figures_name(struct cs_figures *figures, const char *key, const char *name);
 
 /* The figure of key, NULL when the analysis did not give it. */
 const struct cs_figure *cs_figures_get(const struct cs_figures *figures, const char *key);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime_pauses.h"
+
 /* Below this share of the tail's time the accept path is no bottleneck. */
 #define ACCEPT_TAIL_SHARE_MIN 0.05
 
@@ -56,6 +58,7 @@ static void scan_pool_thread(uint64_t key, void *value, void *ctx)
 	struct cs_pool_scan *pool = ctx;
 	if (t->handed_requests || t->executed) {
 		pool->threads++;
+		pool->carriers += cs_thread_is_carrier(t);
 		pool->serving_ns += t->serving_ns;
 		if (t->last_send_ns > t->first_read_ns)
 			pool->serving_span_ns += t->last_send_ns - t->first_read_ns;
@@ -85,10 +88,54 @@ double cs_pool_busy_share(const struct cs_pool_scan *pool)
 	return share > 1.0 ? 1.0 : share;
 }
 
-static void pool_evidence(const struct cs_engine *engine, struct cs_tail_cause *c)
+/*
+ * Waiting for a carrier, in Loom's words. A carrier mostly on its CPU
+ * ran virtual threads that do not yield (they are not preempted); one
+ * mostly off it while it served was blocked holding its virtual thread:
+ * pinned (file I/O and native frames pin on every JDK, synchronized
+ * before JDK 24). Its CPU time and its waits for a CPU count its polls
+ * too: the blocked time is a lower bound.
+ */
+static void carrier_evidence(struct cs_tail_cause *c, const struct cs_thread_stats *t, uint32_t tid,
+			     uint32_t carriers, double busy_share)
+{
+	uint64_t serving = t ? t->serving_ns : 0;
+	uint64_t ran = t ? t->cpu_ns + t->runq_total_ns : 0; /* on a CPU, or waiting for one: not blocked */
+	uint64_t blocked_ns = t && t->cpu_sampled_ns && ran < serving ? serving - ran : 0;
+	bool pinned = serving && blocked_ns * 2 >= serving;
+	struct cs_figures *f = &c->evidence;
+	cs_figures_flag(f, "virtual_threads", true);
+	cs_figures_ns(f, "tail_wait", c->ns);
+	cs_figures_count(f, "carriers", carriers);
+	cs_figures_name(f, "carrier_name", t ? t->runtime_name : NULL);
+	cs_figures_count(f, "carrier_tid", tid);
+	cs_figures_flag(f, "pinned", pinned);
+	if (pinned) {
+		cs_figures_ns(f, "carrier_blocked", blocked_ns);
+		cs_figures_ns(f, "carrier_served", serving);
+	} else {
+		cs_figures_share(f, "carrier_busy_share", busy_share);
+	}
+}
+
+/* The busiest carrier's share of the time it served (first read to last send). */
+static double thread_busy_share(const struct cs_thread_stats *t)
+{
+	uint64_t span = t && t->last_send_ns > t->first_read_ns ? t->last_send_ns - t->first_read_ns : 0;
+	double share = span ? (double)t->serving_ns / (double)span : 0.0;
+	return share > 1.0 ? 1.0 : share;
+}
+
+static void pool_evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
 {
 	struct cs_pool_scan pool;
 	cs_scan_pool(engine, &pool);
+	if (pool.carriers && pool.carriers == pool.threads) {
+		uint64_t ns, requests;
+		uint32_t tid = top_thread(engine, tail->threshold_ns, c->cause, &ns, &requests);
+		carrier_evidence(c, cs_u64map_get(&engine->threads, tid), tid, pool.carriers, cs_pool_busy_share(&pool));
+		return;
+	}
 	cs_figures_comm(&c->evidence, "poller_comm", pool.poller_comm);
 	cs_figures_count(&c->evidence, "poller_tid", pool.poller_tid);
 	cs_figures_ns(&c->evidence, "tail_wait", c->ns);
@@ -129,6 +176,25 @@ static void accept_evidence(const struct cs_engine *engine, struct cs_tail_cause
 	}
 }
 
+static bool is_carrier_tid(const struct cs_engine *engine, uint32_t tid)
+{
+	const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
+	return t && cs_thread_is_carrier(t);
+}
+
+static void count_carrier(uint64_t key, void *value, void *ctx)
+{
+	(void)key;
+	*(uint32_t *)ctx += cs_thread_is_carrier(value);
+}
+
+static uint32_t carriers_of(const struct cs_engine *engine)
+{
+	uint32_t count = 0;
+	cs_u64map_each(&engine->threads, count_carrier, &count);
+	return count;
+}
+
 /* The thread with the most of the cause's time among the tail's exemplars. */
 static void thread_evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
 {
@@ -144,6 +210,9 @@ static void thread_evidence(const struct cs_engine *engine, const struct cs_tail
 	if (c->cause == CS_CAUSE_RUN_QUEUE) {
 		const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
 		cs_figures_ns(f, "runq_max", t ? t->runq_max_ns : 0);
+	} else if (c->cause == CS_CAUSE_EVENT_LOOP && is_carrier_tid(engine, tid)) {
+		const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
+		carrier_evidence(c, t, tid, carriers_of(engine), thread_busy_share(t));
 	}
 }
 
@@ -174,6 +243,33 @@ static void drain_evidence(const struct cs_engine *engine, const struct cs_tail 
 	cs_figures_flag(f, "mostly_held_back", held * 2 >= n);
 }
 
+/*
+ * The runtime's pauses that overlapped tail requests: how many, how long,
+ * what they were (collections, other VM operations by name), and the time
+ * to stop every thread where the probes tell it: a long one is a thread
+ * that would not stop, not the collector.
+ */
+static void pause_evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
+{
+	struct cs_pause_scan scan;
+	cs_scan_pauses(engine, tail->threshold_ns, &scan);
+	struct cs_figures *f = &c->evidence;
+	cs_figures_count(f, "pauses", scan.pauses);
+	cs_figures_ns(f, "pause_p50", scan.p50_ns);
+	cs_figures_ns(f, "pause_max", scan.max_ns);
+	cs_figures_flag(f, "named", scan.named);
+	if (!scan.named)
+		return;
+	cs_figures_count(f, "gc_pauses", scan.gc_pauses);
+	if (scan.top_gc_op[0])
+		cs_figures_name(f, "gc_operation", scan.top_gc_op);
+	cs_figures_count(f, "other_pauses", scan.other_pauses);
+	if (scan.other_pauses)
+		cs_figures_name(f, "other_operation", scan.top_other_op[0] ? scan.top_other_op : "not named");
+	cs_figures_ns(f, "time_to_safepoint_p50", scan.reach_p50_ns);
+	cs_figures_ns(f, "time_to_safepoint_max", scan.reach_max_ns);
+}
+
 static void evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
 {
 	switch (c->cause) {
@@ -187,10 +283,13 @@ static void evidence(const struct cs_engine *engine, const struct cs_tail *tail,
 		thread_evidence(engine, tail, c);
 		break;
 	case CS_CAUSE_WORKER_POOL:
-		pool_evidence(engine, c);
+		pool_evidence(engine, tail, c);
 		break;
 	case CS_CAUSE_SEND_DRAIN:
 		drain_evidence(engine, tail, c);
+		break;
+	case CS_CAUSE_RUNTIME_PAUSE:
+		pause_evidence(engine, tail, c);
 		break;
 	default:
 		break;

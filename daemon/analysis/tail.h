@@ -58,6 +58,7 @@ bool cs_accept_path_negligible(const struct cs_engine *engine, const struct cs_r
 /* The pool behind handed-off requests: its threads, their serving time, the poller. */
 struct cs_pool_scan {
 	uint32_t threads;
+	uint32_t carriers;         /* of which a JVM's virtual-thread carriers */
 	uint64_t serving_ns;
 	uint64_t serving_span_ns;  /* each pool thread's first read to last send, summed */
 	uint32_t poller_tid;

@@ -18,7 +18,7 @@
 struct cs_engine *cs_engine_new(void)
 {
 	struct cs_engine *engine = calloc(1, sizeof(struct cs_engine));
-	if (engine && cs_requests_init(engine)) {
+	if (engine && (cs_requests_init(engine) || cs_pauses_init(&engine->pauses))) {
 		cs_engine_free(engine);
 		return NULL;
 	}
@@ -33,6 +33,7 @@ void cs_engine_free(struct cs_engine *engine)
 		cs_listener_free(&engine->listeners[i]);
 	free(engine->listeners);
 	cs_requests_free(engine);
+	cs_pauses_free(&engine->pauses);
 	free(engine);
 }
 
@@ -162,6 +163,7 @@ union any_record {
 	struct cs_ev_self_cost self_cost;
 	struct cs_ev_request_bytes bytes;
 	struct cs_ev_client_hello hello;
+	struct cs_ev_runtime_pause pause;
 };
 
 /* The header, checked against the type's size. Returns the record's size, or 0 when malformed. */
@@ -219,6 +221,8 @@ static int dispatch(struct cs_engine *engine, uint16_t type, const union any_rec
 		return cs_on_request_bytes(engine, &ev->bytes);
 	case CS_EV_CLIENT_HELLO:
 		return cs_on_client_hello(engine, &ev->hello);
+	case CS_EV_RUNTIME_PAUSE:
+		return cs_on_runtime_pause(engine, &ev->pause);
 	case CS_EV_ACK_OVERFLOW:
 		return on_ack_overflow(engine, &ev->ack_overflow);
 	case CS_EV_HANDBACK:

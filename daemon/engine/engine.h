@@ -24,6 +24,7 @@
 #include "hist.h"
 #include "lifecycle_stats.h"
 #include "listener_stats.h"
+#include "pauses.h"
 #include "records.h"
 #include "request_stats.h"
 #include "thread_stats.h"
@@ -100,6 +101,7 @@ struct cs_engine {
 	struct cs_request_stats requests;
 	struct cs_lifecycle_stats lifecycle;
 	struct cs_cost_stats cost;
+	struct cs_pause_stats pauses;      /* runtime pauses (pauses.h) */
 	struct cs_u64map conns;            /* sk -> struct cs_conn */
 	struct cs_u64map threads;          /* tid -> struct cs_thread_stats */
 	struct cs_u64map idle_closed_from; /* remote address -> struct cs_idle_closes */

@@ -78,6 +78,24 @@ void cs_limit_on_accept(struct cs_listener_stats *listener, uint64_t previous_re
 			const struct cs_ev_accept *ev);
 int cs_on_thread_polls(struct cs_engine *engine, const struct cs_ev_thread_polls *ev);
 int cs_on_thread_name(struct cs_engine *engine, const struct cs_ev_thread_name *ev);
+/* Runtime pauses (pauses.c): the tables, each record, and the requests each overlapped. */
+int cs_pauses_init(struct cs_pause_stats *stats);
+void cs_pauses_free(struct cs_pause_stats *stats);
+int cs_on_runtime_pause(struct cs_engine *engine, const struct cs_ev_runtime_pause *ev);
+/* A request's phases as spans of time, for the pauses that overlap them. */
+struct cs_phase_spans {
+	uint32_t tgid;
+	enum cs_cause waited;         /* what the wait before the first read was: event_loop or worker_pool */
+	bool handed_back;             /* first read to first send split by a hand-back (cs_split_handed_back) */
+	uint64_t accept_from_ns, accept_to_ns; /* the accept queue; 0: none */
+	uint64_t tls_from_ns, tls_to_ns;       /* the TLS handshake; 0: none */
+	uint64_t pickup_from_ns, first_read_ns, first_send_ns, drain_end_ns;
+};
+/* Each phase's overlap with the process's pauses moved to runtime_pause: the sum stays. */
+void cs_take_pauses(const struct cs_engine *engine, const struct cs_ev_request *req, struct cs_phase_spans *spans,
+		    uint64_t pickup_from, uint64_t drain_end, enum cs_cause waited, struct cs_request_split *split);
+/* The pauses a request of split waited in remember it (the tail's evidence). */
+void cs_note_pauses(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_request_split *split);
 /* connscope's cost readings (cost.c). */
 int cs_on_prog_cost(struct cs_engine *engine, const struct cs_ev_prog_cost *ev);
 int cs_on_self_cost(struct cs_engine *engine, const struct cs_ev_self_cost *ev);

@@ -26,6 +26,7 @@ enum cs_cause {
 	CS_CAUSE_HANDLER,         /* first read -> first send, on CPU or blocked */
 	CS_CAUSE_SEND_DRAIN,      /* first send -> the response's last byte left */
 	CS_CAUSE_TLS_HANDSHAKE,   /* the TLS handshake's exchanges before the first request */
+	CS_CAUSE_RUNTIME_PAUSE,   /* the runtime (a JVM's safepoint) had stopped the server's threads */
 	CS_CAUSE_COUNT,
 };
 

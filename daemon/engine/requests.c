@@ -37,6 +37,7 @@ const char *const cs_cause_names[CS_CAUSE_COUNT] = {
 	[CS_CAUSE_HANDLER] = "handler",
 	[CS_CAUSE_SEND_DRAIN] = "send_drain",
 	[CS_CAUSE_TLS_HANDSHAKE] = "tls_handshake",
+	[CS_CAUSE_RUNTIME_PAUSE] = "runtime_pause",
 };
 
 int cs_requests_init(struct cs_engine *engine)
@@ -306,18 +307,24 @@ bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_r
 	 * the handshake ran.
 	 */
 	uint64_t pickup_from = req->start_ns;
+	struct cs_phase_spans spans = { .tgid = req->tgid };
 	if (setup->first) {
 		const struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
 		uint64_t tls_from = setup->began_ns;
 		if (conn && conn->accept_ns && conn->established_ns && setup->began_ns <= conn->accept_ns) {
 			split->cause_ns[CS_CAUSE_ACCEPT_QUEUE] = span(conn->established_ns, conn->accept_ns);
+			spans.accept_from_ns = conn->established_ns;
+			spans.accept_to_ns = conn->accept_ns;
 			tls_from = conn->accept_ns;
 			if (!setup->tls)
 				pickup_from = conn->accept_ns;
 		}
 		split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = setup->extra_ns;
-		if (setup->tls)
+		if (setup->tls) {
 			split->cause_ns[CS_CAUSE_TLS_HANDSHAKE] = span(tls_from, req->start_ns);
+			spans.tls_from_ns = tls_from;
+			spans.tls_to_ns = req->start_ns;
+		}
 	}
 
 	uint64_t pickup = span(pickup_from, req->first_read_ns);
@@ -333,11 +340,13 @@ bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_r
 	enum cs_cause waited = req->flags & CS_REQ_HANDED_OFF ? CS_CAUSE_WORKER_POOL : CS_CAUSE_EVENT_LOOP;
 	split->cause_ns[waited] = pickup - pickup_runq;
 	const struct cs_handback *hb = cs_handback_of(engine, recorded);
-	if (hb && hb->handler_start_ns >= req->first_read_ns)
+	spans.handed_back = hb && hb->handler_start_ns >= req->first_read_ns;
+	if (spans.handed_back)
 		cs_split_handed_back(req, hb, handler_runq, split);
 	else
 		split->cause_ns[CS_CAUSE_HANDLER] = handler - handler_runq;
 	split->cause_ns[CS_CAUSE_SEND_DRAIN] = drain - drain_runq;
+	cs_take_pauses(engine, req, &spans, pickup_from, drain_end, waited, split);
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		split->total_ns += split->cause_ns[c];
 	return true;
@@ -427,6 +436,7 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	}
 	stats->bucket_dominant[bucket][dominant]++;
 
+	cs_note_pauses(engine, req, &split);
 	struct cs_listener_stats *listener = cs_get_listener(engine, req->listener_port);
 	if (listener && listener->latency_ns) {
 		cs_hist_record(listener->latency_ns, split.total_ns);
@@ -570,28 +580,5 @@ int cs_on_reset(struct cs_engine *engine, const struct cs_ev_reset *ev)
 		}
 		life->keepalive_race_resets++;
 	}
-	return 0;
-}
-
-int cs_on_thread_sample(struct cs_engine *engine, const struct cs_ev_thread_sample *ev)
-{
-	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, ev->comm);
-	if (!thread)
-		return -ENOMEM;
-	/* Samples carry totals since attach: the latest wins. */
-	thread->runq_total_ns = ev->runq_total_ns;
-	thread->runq_max_ns = ev->runq_max_ns;
-	thread->runq_waits = ev->runq_waits;
-	return 0;
-}
-
-int cs_on_thread_cpu(struct cs_engine *engine, const struct cs_ev_thread_cpu *ev)
-{
-	struct cs_thread_stats *thread = cs_get_thread(engine, ev->tid, ev->tgid, NULL);
-	if (!thread)
-		return -ENOMEM;
-	/* A total since attach, like the run-queue samples: the latest wins. */
-	thread->cpu_ns = ev->cpu_ns;
-	thread->cpu_sampled_ns = ev->hdr.ts_ns ? ev->hdr.ts_ns : 1;
 	return 0;
 }

@@ -7,6 +7,7 @@
 #ifndef CS_THREAD_STATS_H
 #define CS_THREAD_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,12 +50,21 @@ enum cs_thread_role {
 	CS_ROLE_EVENT_LOOP = 1 << 2, /* polls and serves the sockets it polled */
 	CS_ROLE_WORKER = 1 << 3,     /* serves sockets another thread polled, reads blocking,
 	                                or runs handlers of requests a loop read (an executor) */
+	CS_ROLE_CARRIER = 1 << 4,    /* a JVM's virtual-thread carrier that served requests: its
+	                                virtual threads' polls and reads are the carrier's */
 };
-#define CS_ROLE_COUNT 4
+#define CS_ROLE_COUNT 5
 extern const char *const cs_role_names[CS_ROLE_COUNT]; /* by bit position */
 
 /* The roles of a thread. */
 unsigned cs_thread_roles(const struct cs_thread_stats *thread);
+/*
+ * A JVM's virtual-thread carrier: the JVM names the virtual-thread
+ * scheduler's threads ForkJoinPool-N-worker-M (known at the end of a run),
+ * and one that served requests ran virtual threads (a ForkJoinPool of the
+ * server's own that reads sockets is taken for one too).
+ */
+bool cs_thread_is_carrier(const struct cs_thread_stats *thread);
 /* "acceptor,poller" (at most 48 bytes), "" for none. */
 void cs_format_roles(char *out, size_t len, unsigned roles);
 

@@ -13,6 +13,7 @@ const char *const cs_flame_phase_names[CS_FLAME_PHASE_COUNT] = {
 	[CS_FLAME_OFF_CPU] = "off-cpu",
 	[CS_FLAME_RUNNABLE] = "runnable",
 	[CS_FLAME_UNSAMPLED] = "not sampled",
+	[CS_FLAME_STOPPED] = "[stopped by the JVM: safepoint]",
 };
 
 /* What one cause of one request gets, before scaling to the cause's time. */
@@ -218,6 +219,12 @@ int cs_flame_join(struct cs_flame_input *in, cs_flame_emit_fn emit, void *ctx, s
 		for (size_t c = 0; c < sizeof(plain) / sizeof(plain[0]); c++)
 			emit_one(r, plain[c], CS_FLAME_NONE, CS_FLAME_NO_STACK, r->split.cause_ns[plain[c]], emit,
 				 ctx, stats);
+		/*
+		 * A pause is its own frame beside the code that ran: the stopped
+		 * threads' stacks (the safepoint's wait) say nothing the frame does not.
+		 */
+		emit_one(r, CS_CAUSE_RUNTIME_PAUSE, CS_FLAME_STOPPED, CS_FLAME_NO_STACK,
+			 r->split.cause_ns[CS_CAUSE_RUNTIME_PAUSE], emit, ctx, stats);
 
 		/* event_loop: the reader, from data ready to its first read. */
 		reset(&list);

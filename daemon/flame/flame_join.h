@@ -64,6 +64,7 @@ enum cs_flame_phase {
 	CS_FLAME_OFF_CPU,     /* blocked (off-CPU intervals, before the wake-up) */
 	CS_FLAME_RUNNABLE,    /* waiting for a CPU (off-CPU intervals, after it) */
 	CS_FLAME_UNSAMPLED,   /* no sample or interval fell there */
+	CS_FLAME_STOPPED,     /* runtime_pause: the runtime had stopped every thread (a JVM's safepoint) */
 	CS_FLAME_PHASE_COUNT,
 };
 

@@ -174,6 +174,23 @@ static json_t *pool_value(const struct cs_pool_condition *pool)
 	return p;
 }
 
+/* runtime_pauses: the run's pauses, what they were, the tail's share. */
+static json_t *pauses_value(const struct cs_pauses_condition *p)
+{
+	json_t *o = json_pack("{s:b,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "flagged", p->flagged, "pauses", JI(p->pauses),
+			      "gc_pauses", JI(p->gc_pauses), "other_pauses", JI(p->other_pauses), "total_us",
+			      cs_json_us(p->total_ns), "max_us", cs_json_us(p->max_ns), "p50_us", cs_json_us(p->p50_ns),
+			      "stopped_share", cs_json_4(p->stopped_share), "tail_share", cs_json_4(p->tail_share));
+	json_object_set_new(o, "tail_pauses", json_integer(JI(p->tail_pauses)));
+	json_object_set_new(o, "named", json_boolean(p->named));
+	json_object_set_new(o, "time_to_safepoint_p50_us", p->reach_p50_ns ? cs_json_us(p->reach_p50_ns) : json_null());
+	json_object_set_new(o, "time_to_safepoint_max_us", p->reach_max_ns ? cs_json_us(p->reach_max_ns) : json_null());
+	json_object_set_new(o, "gc_operation", p->top_gc_op[0] ? cs_json_text(p->top_gc_op) : json_null());
+	json_object_set_new(o, "other_operation", p->top_other_op[0] ? cs_json_text(p->top_other_op) : json_null());
+	json_object_set_new(o, "other_operation_pauses", json_integer(JI(p->top_other_op_pauses)));
+	return o;
+}
+
 static json_t *saturation(const struct cs_conditions *c, json_t *conditions)
 {
 	const typeof(c->cpu_saturation) *cpu = &c->cpu_saturation;
@@ -185,6 +202,7 @@ static json_t *saturation(const struct cs_conditions *c, json_t *conditions)
 				      "top_runq_share", cs_json_4(cpu->top_runq_share), "runq_max_us",
 				      cs_json_us(cpu->runq_max_ns)));
 	json_object_set_new(conditions, "pool_saturation", pool_value(pool));
+	json_object_set_new(conditions, "runtime_pauses", pauses_value(&c->runtime_pauses));
 	return conditions;
 }
 
@@ -331,6 +349,33 @@ static json_t *findings_value(const struct cs_analysis *analysis)
 	return list;
 }
 
+/*
+ * The latest pauses kept, oldest first, on the probes' clock
+ * (CLOCK_MONOTONIC ns, the JVM's -Xlog decorator "tn"): to set beside
+ * the JVM's own log.
+ */
+#define JSON_PAUSES_MAX 512
+
+static json_t *pauses_list(const struct cs_pause_stats *stats)
+{
+	json_t *list = json_array();
+	size_t from = stats->recent_count > JSON_PAUSES_MAX ? stats->recent_count - JSON_PAUSES_MAX : 0;
+	for (size_t i = from; i < stats->recent_count; i++) {
+		const struct cs_pause *p = cs_pause_kept(stats, i);
+		const struct cs_pause_op *op = p->op < stats->op_count ? &stats->ops[p->op] : NULL;
+		uint64_t reach = cs_pause_reach_ns(p);
+		json_t *o = json_pack("{s:I,s:I,s:o,s:b,s:b,s:o}", "begin_ns", JI(p->begin_ns), "end_ns", JI(p->end_ns),
+				      "pause_us", cs_json_us(cs_pause_ns(p)), "gc", (p->flags & CS_PAUSE_GC) != 0, "full",
+				      (p->flags & CS_PAUSE_GC_FULL) != 0, "gc_us", cs_json_us(p->gc_ns));
+		json_object_set_new(o, "time_to_safepoint_us", reach ? cs_json_us(reach) : json_null());
+		json_object_set_new(o, "operation", op && op->name[0] ? cs_json_text(op->name) : json_null());
+		json_object_set_new(o, "requests", json_integer(JI(p->requests)));
+		json_object_set_new(o, "worst_request_us", cs_json_us(p->worst_request_ns));
+		json_array_append_new(list, o);
+	}
+	return list;
+}
+
 json_t *cs_report_view_value(const struct cs_report_view *view)
 {
 	const struct cs_report_meta *meta = view->meta;
@@ -342,6 +387,7 @@ json_t *cs_report_view_value(const struct cs_report_view *view)
 	json_object_set_new(report, "listeners", listeners);
 	add_requests(report, view);
 	json_object_set_new(report, "findings", findings_value(&view->analysis));
+	json_object_set_new(report, "pauses", pauses_list(view->pauses));
 	json_object_set_new(report, "cost", cs_cost_value(view->bpf_cost, &view->analysis.cost, true));
 	if (meta->slowest)
 		json_object_set_new(report, "slowest", cs_report_slowest_value(view));

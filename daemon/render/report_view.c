@@ -17,6 +17,7 @@ struct cs_report_view *cs_report_view_new(const struct cs_engine *engine, const 
 	view->requests = &engine->requests;
 	view->lifecycle = &engine->lifecycle;
 	view->bpf_cost = &engine->cost;
+	view->pauses = &engine->pauses;
 	view->threads = &engine->threads;
 	view->partial = cs_engine_partial(engine);
 	view->conns_followed = engine->conns.count;

@@ -26,6 +26,7 @@ struct cs_report_view {
 	const struct cs_request_stats *requests;
 	const struct cs_lifecycle_stats *lifecycle;
 	const struct cs_cost_stats *bpf_cost;       /* the BPF programs' run time, as read */
+	const struct cs_pause_stats *pauses;        /* the runtime's pauses (a JVM's safepoints) */
 	const struct cs_u64map *threads;            /* tid -> struct cs_thread_stats */
 	struct cs_conn_partial partial;             /* connections not followed whole */
 	uint64_t conns_followed;                    /* at the view's making */

@@ -60,6 +60,9 @@ static void put_value(struct sink *s, const struct cs_figure *figure, int decima
 	case CS_FIG_COMM:
 		put(s, figure->comm, strlen(figure->comm));
 		break;
+	case CS_FIG_NAME:
+		put(s, figure->name, strlen(figure->name));
+		break;
 	}
 }
 
@@ -176,6 +179,9 @@ json_t *cs_figures_value(const struct cs_figures *figures)
 			break;
 		case CS_FIG_COMM:
 			value = cs_json_text(f->comm);
+			break;
+		case CS_FIG_NAME:
+			value = cs_json_text(f->name);
 			break;
 		}
 		/* The first of a key twice, as the templates read it. */

@@ -67,7 +67,7 @@ static void listeners(const json_t *root, const json_t *live, struct cs_top_mode
 static void role_letters(const json_t *roles, char *out, size_t len)
 {
 	static const struct { const char *name; char letter; } known[] = {
-		{ "acceptor", 'a' }, { "poller", 'p' }, { "event_loop", 'l' }, { "worker", 'w' },
+		{ "acceptor", 'a' }, { "poller", 'p' }, { "event_loop", 'l' }, { "worker", 'w' }, { "carrier", 'c' },
 	};
 	size_t used = 0, i;
 	const json_t *r;

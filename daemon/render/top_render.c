@@ -365,7 +365,8 @@ static void help(struct cs_top_screen *s, int row)
 		"threads      per server thread: requests in the last second, connections",
 		"             accepted, run-queue wait p99 per request, share of the last",
 		"             second spent in handlers (busy), roles from what it does:",
-		"             a accepts, p polls for others, l event loop, w pool worker",
+		"             a accepts, p polls for others, l event loop, w pool worker,",
+		"             c a JVM's virtual-thread carrier",
 		"             (the letters under 'threads')",
 	};
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)

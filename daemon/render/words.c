@@ -9,6 +9,21 @@
 
 #include "template.h"
 
+/*
+ * Waiting for a carrier, in Loom's words (worker_pool's and event_loop's
+ * evidence when the threads are a JVM's virtual-thread carriers): one
+ * blocked off its CPU while it served held its virtual thread (pinned);
+ * one on its CPU ran virtual threads that are not preempted.
+ */
+#define CARRIER_WAIT \
+		"[+virtual_threads|virtual threads waited {tail_wait} in all for one of {carriers} carrier(s) ({carrier_name}, "\
+		"tid {carrier_tid})[+pinned|; pinned: the carrier was blocked off its CPU {carrier_blocked} of the "\
+		"{carrier_served} it served, holding its virtual thread (file I/O, native frames; synchronized before "\
+		"JDK 24): move that work off virtual threads, or raise jdk.virtualThreadScheduler.maxPoolSize]"\
+		"[!pinned|, busy {carrier_busy_share}% of the time they served: a virtual thread that runs on the CPU "\
+		"is not preempted; run CPU-bound work on a platform thread pool, or raise "\
+		"jdk.virtualThreadScheduler.parallelism]]"
+
 static const struct {
 	const char *summary;
 	const char *evidence;
@@ -23,12 +38,14 @@ static const struct {
 		"{thread_comm} (tid {thread_tid}) was runnable but not running for {thread_time} of {tail_requests} "
 		"tail request(s); its longest wait for a CPU {runq_max}" },
 	[CS_CAUSE_EVENT_LOOP] = { "data ready while the event loop was busy elsewhere",
-		"on {thread_comm} (tid {thread_tid}): {tail_requests} tail request(s) waited {thread_time} in all "
-		"with data ready while the loop was busy elsewhere" },
+		"[!virtual_threads|on {thread_comm} (tid {thread_tid}): {tail_requests} tail request(s) waited "
+		"{thread_time} in all with data ready while the loop was busy elsewhere]"
+		CARRIER_WAIT },
 	[CS_CAUSE_WORKER_POOL] = { "handed off by a poller, waiting for a free pool thread",
-		"{poller_comm} (tid {poller_tid}) polled and handed the ready requests on; tail requests waited "
-		"{tail_wait} in all for one of {pool_threads} pool thread(s), busy {busy_share}% of the time they "
-		"served" },
+		"[!virtual_threads|{poller_comm} (tid {poller_tid}) polled and handed the ready requests on; tail "
+		"requests waited {tail_wait} in all for one of {pool_threads} pool thread(s), busy {busy_share}% of "
+		"the time they served]"
+		CARRIER_WAIT },
 	[CS_CAUSE_HANDLER] = { "in the handler: first read to first send",
 		"{thread_comm} (tid {thread_tid}) spent {thread_time} handling {tail_requests} tail request(s)" },
 	[CS_CAUSE_SEND_DRAIN] = { "draining the response: first send to its last byte out",
@@ -38,6 +55,13 @@ static const struct {
 		"[!mostly_held_back|tail responses: median {median_bytes} bytes, largest {largest_bytes}; "
 		"{send_eagain} send(s) found the buffer full; {held_back} held back in the send queue]" },
 	[CS_CAUSE_TLS_HANDSHAKE] = { "the TLS handshake before a connection's first request", "" },
+	[CS_CAUSE_RUNTIME_PAUSE] = { "stopped with the server's threads at a JVM safepoint",
+		"[!named|{pauses} JVM safepoint(s) overlapped the tail's requests: p50 {pause_p50}, max {pause_max} "
+		"(what they were is not told: uprobes, not HotSpot's USDT probes)]"
+		"[+named|{pauses} JVM pause(s) overlapped the tail's requests: p50 {pause_p50}, max {pause_max}; "
+		"{gc_pauses} collection(s)[?gc_operation| ({gc_operation})], {other_pauses} other VM operation(s)"
+		"[?other_operation| ({other_operation})]; time to safepoint p50 {time_to_safepoint_p50}, max "
+		"{time_to_safepoint_max}]" },
 };
 
 static const struct {
@@ -173,6 +197,17 @@ static const struct {
 		"size the pool for the load (Tomcat maxThreads, Jetty QueuedThreadPool, Netty's "
 		"executor group), or stop handlers blocking (virtual threads: pinned carriers)",
 		"a bigger pool (maxThreads, executor group), or no blocking" },
+	[CS_COND_RUNTIME_PAUSES] = { "a JVM's safepoints stopped the server's threads",
+		"the JVM stopped the server's threads {pauses} time(s), {total} in all ({stopped_share:1}% of the "
+		"run; p50 {pause_p50}, max {pause_max}), {tail_share}% of the tail's time; {tail_pauses} pause(s) "
+		"overlapped tail requests[!named|; what they were is not told (uprobes)][+named|; {gc_pauses} "
+		"collection(s)[?gc_operation| ({gc_operation})], {other_pauses} other VM operation(s)"
+		"[?other_operation| ({other_operation} {other_operation_pauses})]; longest time to safepoint "
+		"{time_to_safepoint_max}]", NULL,
+		"size the heap for the live set and pick a collector for short pauses (-Xmx, G1's "
+		"-XX:MaxGCPauseMillis, ZGC), allocate less per request; for pauses that are no "
+		"collection, -Xlog:safepoint names the VM operations (thread dumps, deoptimisation, biased locking)",
+		"JVM pauses: heap size and collector, allocation rate; -Xlog:safepoint" },
 };
 
 /* An accept pool's advice, per server: the settings that size it, or an async worker. */

@@ -173,6 +173,8 @@ static int start_probes(struct session *s)
 	for (size_t i = 0; i < s->live_count; i++)
 		if (cs_probes_add_tgid(&s->probes, (uint32_t)s->live[i]))
 			return cs_fail(s->errmsg, s->errlen, "cannot add pid %d to the target map", (int)s->live[i]);
+	for (size_t i = 0; i < s->live_count; i++)
+		cs_watch_pauses(&s->probes, s->live[i], opts->quiet, opts->probe.verbose);
 	for (size_t i = 0; i < s->port_count; i++)
 		if (cs_probes_add_endpoint(&s->probes, s->port_netns[i], s->ports[i]))
 			return cs_fail(s->errmsg, s->errlen, "cannot add port %u to the target map", s->ports[i]);

@@ -189,6 +189,7 @@ size_t cs_session_rescan(struct session *s)
 			if (s->live_count == before)
 				continue;
 			cs_probes_add_tgid(&s->probes, (uint32_t)pids[j]);
+			cs_watch_pauses(&s->probes, pids[j], s->opts.quiet, false);
 			added++;
 			if (!opts->quiet)
 				fprintf(stderr, "connscope: now watching pid %d on port %u\n", (int)pids[j],
@@ -226,6 +227,7 @@ static void readd_pids(struct session *s, struct cs_watch *watch)
 		}
 		cs_session_live_add(s, opts->pids[i]);
 		cs_probes_add_tgid(&s->probes, (uint32_t)opts->pids[i]);
+		cs_watch_pauses(&s->probes, opts->pids[i], s->opts.quiet, false);
 		for (size_t j = 0; j < n; j++)
 			cs_watch_add_port(watch, netns_ino, found[j]);
 	}

@@ -8,6 +8,7 @@
 
 #include "container.h"
 #include "netns.h"
+#include "probes_pauses.h"
 #include "session.h"
 
 bool cs_watch_add_port(struct cs_watch *watch, uint32_t netns_ino, uint16_t port)
@@ -22,6 +23,18 @@ bool cs_watch_add_port(struct cs_watch *watch, uint32_t netns_ino, uint16_t port
 	if (watch->probes)
 		cs_probes_add_endpoint(watch->probes, netns_ino, port);
 	return true;
+}
+
+void cs_watch_pauses(struct cs_probes *probes, pid_t pid, bool quiet, bool verbose)
+{
+	char why[512];
+	enum cs_pause_watch found = cs_probes_watch_pauses(probes, pid, why, sizeof(why));
+	if (found == CS_PAUSES_NONE && !quiet)
+		fprintf(stderr, "connscope: pid %d runs a JVM whose pauses cannot be followed (%s); "
+			"runtime_pause is not measured for it\n", (int)pid, why);
+	else if ((found == CS_PAUSES_USDT || found == CS_PAUSES_UPROBES) && verbose)
+		fprintf(stderr, "connscope: pid %d: JVM pauses followed through %s\n", (int)pid,
+			found == CS_PAUSES_USDT ? "HotSpot's USDT probes" : "uprobes on SafepointSynchronize::begin/end");
 }
 
 static bool watched(const struct cs_watch *watch, pid_t pid)
@@ -57,8 +70,10 @@ size_t cs_watch_add_matching(struct cs_watch *watch, const struct cs_target_matc
 		if (port_count == 0)
 			continue;
 		watch->pids[(*watch->pid_count)++] = pid;
-		if (watch->probes)
+		if (watch->probes) {
 			cs_probes_add_tgid(watch->probes, (uint32_t)pid);
+			cs_watch_pauses(watch->probes, pid, watch->quiet, false);
+		}
 		char port_list[128] = "";
 		size_t used = 0;
 		for (size_t j = 0; j < port_count; j++) {

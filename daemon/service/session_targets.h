@@ -32,6 +32,12 @@ struct cs_watch {
 };
 
 /*
+ * Follow pid's pauses when it runs a JVM; one line on stderr when its
+ * pauses cannot be followed (unless quiet), and how they are with verbose.
+ */
+void cs_watch_pauses(struct cs_probes *probes, pid_t pid, bool quiet, bool verbose);
+
+/*
  * Add port of network namespace netns_ino to the watched ports (and the
  * probes' maps); false if it was there.
  */

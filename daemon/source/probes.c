@@ -7,6 +7,7 @@
 #include "probes.h"
 #include "errmsg.h"
 #include "probes_internal.h"
+#include "probes_pauses.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -465,6 +466,7 @@ int cs_probes_detach_and_drain(struct cs_probes *probes)
 	slots[count++] = &probes->xmit_link;
 	slots[count++] = &probes->waking_link;
 	destroy_links(slots, count);
+	cs_probes_pauses_detach(probes);
 	probes->detached = true;
 	/*
 	 * A program that was running at the detach may still be writing its
@@ -493,6 +495,7 @@ void cs_probes_stop(struct cs_probes *probes)
 	bpf_link__destroy(probes->xmit_link);
 	bpf_link__destroy(probes->waking_link);
 	cs_probes_samples_free(probes);
+	cs_probes_pauses_free(probes);
 	connscope_bpf__destroy(probes->skel);
 	cs_probes_cost_free(probes);
 	memset(probes, 0, sizeof(*probes));

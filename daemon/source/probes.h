@@ -22,6 +22,7 @@ struct connscope_bpf;
 struct ring_buffer;
 struct bpf_link;
 struct cs_listen_socket;
+struct cs_pause_probes;
 
 /* Listener queue samples per second (--sample-hz, the config's sample-hz). */
 #define CS_SAMPLE_HZ_DEFAULT 10
@@ -92,6 +93,7 @@ struct cs_probes {
 	char *iter_buf;                      /* an iterator's records */
 	struct cs_listen_socket *listeners;  /* sock_diag's listeners, CS_MAX_LISTENERS */
 	struct cs_cost_sampler cost;
+	struct cs_pause_probes *pauses;      /* JVM targets' safepoints (probes_pauses.c); NULL: none */
 	cs_record_fn on_record;
 	void *ctx;
 };

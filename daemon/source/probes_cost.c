@@ -16,6 +16,7 @@
  */
 #include "probes.h"
 #include "probes_internal.h"
+#include "probes_pauses.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -151,12 +152,18 @@ void cs_probes_sample_cost(struct cs_probes *probes, uint64_t now_ns, bool next_
 	/* Let go before the reading, take hold after it: no run of one span counts in the other. */
 	if (sampling && cost->holder.on && !next_on)
 		hold(cost, false);
+	/* The pause probes' programs after the main object's: their places stay when they load later. */
+	struct bpf_object *objects[] = { probes->skel->obj, cs_probes_pauses_object(probes) };
 	struct bpf_program *prog;
 	size_t index = 0;
-	bpf_object__for_each_program(prog, probes->skel->obj) {
-		if (index == CS_COST_PROGS_MAX)
-			break;
-		sample_program(probes, prog, index++, now_ns, span_stats != CS_BPF_STATS_SAMPLED_OFF);
+	for (size_t o = 0; o < sizeof(objects) / sizeof(objects[0]); o++) {
+		if (!objects[o])
+			continue;
+		bpf_object__for_each_program(prog, objects[o]) {
+			if (index == CS_COST_PROGS_MAX)
+				break;
+			sample_program(probes, prog, index++, now_ns, span_stats != CS_BPF_STATS_SAMPLED_OFF);
+		}
 	}
 	uint64_t user_ns, system_ns;
 	self_cpu_ns(&user_ns, &system_ns);

@@ -451,4 +451,25 @@ static inline struct cs_ev_self_cost make_self_cost(uint64_t ts_ns, uint64_t use
 	return ev;
 }
 
+/* A JVM safepoint of process tgid from begin_ns to end_ns (the operation named op, or "" for none). */
+static inline struct cs_ev_runtime_pause make_pause(uint32_t tgid, uint64_t begin_ns, uint64_t end_ns, const char *op,
+						    uint16_t flags)
+{
+	struct cs_ev_runtime_pause ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_RUNTIME_PAUSE, sizeof(ev), end_ns);
+	ev.begin_ns = begin_ns;
+	ev.reached_ns = begin_ns + 50 * US;
+	ev.op_end_ns = end_ns - 10 * US;
+	ev.tgid = tgid;
+	ev.vm_tid = tgid + 1;
+	ev.flags = flags | (op[0] ? CS_PAUSE_OP_NAMED : 0);
+	if (flags & CS_PAUSE_GC) {
+		ev.gc_ns = end_ns - begin_ns - 100 * US;
+		ev.gc_count = 1;
+	}
+	snprintf(ev.op_name, sizeof(ev.op_name), "%s", op);
+	return ev;
+}
+
 #endif /* CS_TEST_EVENTS_H */

@@ -784,7 +784,7 @@ static char *render_json(void)
 
 static const char *const expected_causes[CS_CAUSE_COUNT] = {
 	"accept_queue", "listen_overflow", "run_queue", "event_loop", "worker_pool", "handler", "send_drain",
-	"tls_handshake",
+	"tls_handshake", "runtime_pause",
 };
 
 Test(requests_json, cause_names_are_the_documented_ones)

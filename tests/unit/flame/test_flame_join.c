@@ -89,7 +89,8 @@ Test(flame_join, causes_without_a_thread_are_plain_paths)
 	struct cs_flame_request r = request(10 * MS, 10 * MS, 10 * MS, 12 * MS);
 	r.split.cause_ns[CS_CAUSE_ACCEPT_QUEUE] = 3 * MS;
 	r.split.cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = 1000 * MS;
-	r.split.total_ns += 1003 * MS;
+	r.split.cause_ns[CS_CAUSE_RUNTIME_PAUSE] = 40 * MS;
+	r.split.total_ns += 1043 * MS;
 	struct emitted e;
 	struct cs_flame_stats stats;
 	join(&r, 1, NULL, 0, NULL, 0, &e, &stats);
@@ -98,6 +99,9 @@ Test(flame_join, causes_without_a_thread_are_plain_paths)
 	cr_assert_eq(weight_of(&e, CS_CAUSE_ACCEPT_QUEUE, CS_FLAME_NONE, CS_FLAME_NO_STACK), 3 * MS);
 	cr_assert_eq(weight_of(&e, CS_CAUSE_LISTEN_OVERFLOW, CS_FLAME_NONE, CS_FLAME_NO_STACK), 1000 * MS);
 	cr_assert_eq(weight_of(&e, CS_CAUSE_SEND_DRAIN, CS_FLAME_NONE, CS_FLAME_NO_STACK), 2 * MS);
+	/* A JVM's pause: a frame of its own under runtime_pause. */
+	cr_assert_eq(weight_of(&e, CS_CAUSE_RUNTIME_PAUSE, CS_FLAME_STOPPED, CS_FLAME_NO_STACK), 40 * MS);
+	cr_assert_str_eq(cs_flame_phase_names[CS_FLAME_STOPPED], "[stopped by the JVM: safepoint]");
 	cr_assert_eq(e.paths[0].tgid, 100);
 	cr_assert_eq(e.paths[0].port, 8080);
 	cr_assert_eq(stats.sampled_ns, 0);
@@ -252,6 +256,10 @@ Test(flame_join, every_request_s_weights_add_up_to_its_time)
 		uint64_t runq = requests[i].split.cause_ns[CS_CAUSE_EVENT_LOOP] / 3;
 		requests[i].split.cause_ns[CS_CAUSE_EVENT_LOOP] -= runq;
 		requests[i].split.cause_ns[CS_CAUSE_RUN_QUEUE] = runq;
+		/* ...and some handler time a JVM's pause stopped. */
+		uint64_t paused = requests[i].split.cause_ns[CS_CAUSE_HANDLER] / 4;
+		requests[i].split.cause_ns[CS_CAUSE_HANDLER] -= paused;
+		requests[i].split.cause_ns[CS_CAUSE_RUNTIME_PAUSE] = paused;
 		expected += requests[i].split.total_ns;
 	}
 	for (size_t i = 0; i < SAMPLES; i++)
