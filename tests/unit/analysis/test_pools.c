@@ -16,6 +16,7 @@
 #include "json_check.h"
 #include "jvm.h"
 #include "report.h"
+#include "report_render.h"
 
 #define PORT 8080
 #define T0 (100 * SEC)
@@ -135,16 +136,7 @@ Test(pools, a_saturated_pool_leads_the_tail_with_its_evidence)
 
 static char *render(bool json)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
-	cr_assert_not_null(out);
-	if (json)
-		cs_report_json(out, engine, &meta);
-	else
-		cs_report_text(out, engine, &meta);
-	cr_assert_eq(fclose(out), 0);
-	return buf;
+	return render_report(engine, &meta, json);
 }
 
 /* The roles of thread tid in the JSON threads[], comma-joined; NULL when it is not there. */

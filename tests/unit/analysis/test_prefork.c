@@ -19,6 +19,7 @@
 #include "json_check.h"
 #include "live.h"
 #include "report.h"
+#include "report_render.h"
 #include "words.h"
 
 #define PORT 8000
@@ -114,16 +115,7 @@ static double cause_share(const struct cs_tail *tail, enum cs_cause cause)
 
 static char *render(bool json)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
-	cr_assert_not_null(out);
-	if (json)
-		cs_report_json(out, engine, &meta);
-	else
-		cs_report_text(out, engine, &meta);
-	cr_assert_eq(fclose(out), 0);
-	return buf;
+	return render_report(engine, &meta, json);
 }
 
 /* gunicorn's shape: 2 sync workers, 40 ms handlers, 6 clients. */

@@ -15,6 +15,7 @@
 #include "figures_check.h"
 #include "json_check.h"
 #include "report.h"
+#include "report_render.h"
 #include "words.h"
 
 #define PORT 8080
@@ -133,16 +134,7 @@ Test(runtime_pauses, a_pool_that_waited_on_pauses_says_so)
 
 static char *render(bool json)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
-	cr_assert_not_null(out);
-	if (json)
-		cs_report_json(out, engine, &meta);
-	else
-		cs_report_text(out, engine, &meta);
-	cr_assert_eq(fclose(out), 0);
-	return buf;
+	return render_report(engine, &meta, json);
 }
 
 Test(runtime_pauses, the_reports_name_the_condition_and_list_the_pauses)
