@@ -34,15 +34,11 @@
  * of the run: the tail says run_queue then, and the CPU is not saturated.
  */
 #define RUNQ_TAIL_SHARE_MIN 0.2
-/* Pool saturation: requests waiting for a pool thread this large a share of the tail. */
-#define POOL_TAIL_SHARE_MIN 0.2
 /*
- * ...while its threads served at least this share of the time they
- * served in: threads a JVM pause stopped serve under a hundredth of it.
- * Low, since a pool saturated in bursts (requests queued behind a few
- * slow ones) serves little of the whole run.
+ * Pool saturation: requests waiting for a pool thread this large a share
+ * of the tail, while the pool was busy (CS_POOL_BUSY_WHILE_WAITING_MIN).
  */
-#define POOL_BUSY_SHARE_MIN 0.05
+#define POOL_TAIL_SHARE_MIN 0.2
 
 struct runq_scan {
 	uint64_t total, top_ns, max_wait;
@@ -131,7 +127,13 @@ static void handoff_pool(const struct cs_engine *engine, const struct cs_tail *t
 	c->poller_tid = pool.poller_tid;
 	memcpy(c->poller_comm, pool.poller_comm, CS_COMM_LEN);
 	c->busy_share = cs_pool_busy_share(&pool);
-	c->busy = c->busy_share >= POOL_BUSY_SHARE_MIN;
+	/*
+	 * Busy while the tail's requests waited, not over the whole run: a
+	 * pool saturated in bursts serves little of the run, and one whose
+	 * threads a pause stopped may have served much of it.
+	 */
+	c->busy_while_waiting_share = cs_tail_pool_busy_share(tail);
+	c->busy = c->busy_while_waiting_share >= CS_POOL_BUSY_WHILE_WAITING_MIN;
 	c->wait_p99_us = (double)cs_hist_percentile(engine->requests.cause_ns[CS_CAUSE_WORKER_POOL], 99.0) / 1e3;
 	tail_wait(tail, CS_CAUSE_WORKER_POOL, &c->tail_share, &c->tail_wait_mean_us);
 }
@@ -170,6 +172,7 @@ static void accept_pool(const struct cs_engine *engine, const struct cs_tail *ta
 	c->busy_threads = pool.busy_workers;
 	c->busy = cs_accept_pool_saturated(&pool);
 	c->busy_share = pool.busy_share;
+	c->busy_while_waiting_share = -1.0; /* an accept pool's is its queue's: busy_threads */
 	c->on_cpu_share = pool.on_cpu_share;
 	c->runq_share = pool.runq_share;
 	c->blocked_share = pool.blocked_share;

@@ -102,13 +102,15 @@ struct cs_conditions {
 		uint32_t pool_threads;          /* handoff: threads that read requests a poller handed them;
 		                                   accept: threads that accept and serve what they accept */
 		uint32_t busy_threads;          /* accept: of which served most of their time away from accept() */
-		bool busy;                      /* the pool was busy: its threads served (handoff: at least
-		                                   POOL_BUSY_SHARE_MIN of their time; accept: all of them) */
+		bool busy;                      /* the pool was busy: its threads served (handoff: while the
+		                                   tail's requests waited; accept: all of them) */
 		enum cs_pool_wait_cause wait_cause; /* what the tail's wait for the pool was */
 		uint32_t poller_tid;            /* handoff: the thread that handed out the most */
 		char poller_comm[CS_COMM_LEN];
 		double busy_share;              /* handoff: serving time over each thread's first request to its
 		                                   last; accept: over their time away from accept() */
+		double busy_while_waiting_share; /* handoff: of the tail's waits for the pool, the time the
+		                                   threads that took the requests served others; -1: none */
 		double on_cpu_share;            /* accept: of that time away, on a CPU (-1: not sampled), */
 		double runq_share;              /* waiting for a CPU, */
 		double blocked_share;           /* blocked off a CPU in handlers */

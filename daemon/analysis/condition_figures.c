@@ -54,6 +54,8 @@ static void pool_saturation(const struct cs_pool_condition *pool, struct cs_figu
 	cs_figures_count(f, "pool_threads", pool->pool_threads);
 	cs_figures_share(f, "busy_share", pool->busy_share);
 	if (!accept) {
+		if (pool->busy_while_waiting_share >= 0)
+			cs_figures_share(f, "busy_while_waiting_share", pool->busy_while_waiting_share);
 		cs_figures_comm(f, "poller_comm", pool->poller_comm);
 		cs_figures_count(f, "poller_tid", pool->poller_tid);
 		return;

@@ -141,6 +141,12 @@ static void pool_evidence(const struct cs_engine *engine, const struct cs_tail *
 	cs_figures_ns(&c->evidence, "tail_wait", c->ns);
 	cs_figures_count(&c->evidence, "pool_threads", pool.threads);
 	cs_figures_share(&c->evidence, "busy_share", cs_pool_busy_share(&pool));
+	double busy_while_waiting = cs_tail_pool_busy_share(tail);
+	if (busy_while_waiting >= 0) {
+		cs_figures_share(&c->evidence, "busy_while_waiting_share", busy_while_waiting);
+		cs_figures_flag(&c->evidence, "busy_while_waiting",
+				busy_while_waiting >= CS_POOL_BUSY_WHILE_WAITING_MIN);
+	}
 }
 
 static int compare_u32(const void *a, const void *b)
@@ -332,11 +338,32 @@ void cs_tail_sum(const struct cs_hist *latency, const uint64_t (*bucket_cause_ns
 		}
 }
 
+/* The tail's buckets' pool_busy_ns: cs_tail_sum's buckets, from the threshold's up. */
+static uint64_t tail_pool_busy_ns(const struct cs_request_stats *stats, const struct cs_tail *tail)
+{
+	uint64_t busy = 0;
+	if (!tail->requests)
+		return 0;
+	for (size_t b = cs_hist_bucket_index(tail->threshold_ns); b < CS_HIST_BUCKETS; b++)
+		if (stats->latency_ns->buckets[b])
+			busy += stats->bucket_pool_busy_ns[b];
+	return busy;
+}
+
+double cs_tail_pool_busy_share(const struct cs_tail *tail)
+{
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		if (tail->causes[c].cause == CS_CAUSE_WORKER_POOL)
+			return tail->causes[c].ns ? (double)tail->pool_busy_ns / (double)tail->causes[c].ns : -1.0;
+	return -1.0;
+}
+
 void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail)
 {
 	const struct cs_request_stats *stats = &engine->requests;
 	cs_tail_sum(stats->latency_ns, (const uint64_t (*)[CS_CAUSE_COUNT])stats->bucket_cause_ns,
 		    (const uint64_t (*)[CS_CAUSE_COUNT])stats->bucket_dominant, percentile, tail);
+	tail->pool_busy_ns = tail_pool_busy_ns(stats, tail);
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		if (tail->causes[c].ns)
 			evidence(engine, tail, &tail->causes[c]);

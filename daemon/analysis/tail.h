@@ -28,7 +28,19 @@ struct cs_tail {
 	uint64_t requests;
 	uint64_t total_ns;
 	struct cs_tail_cause causes[CS_CAUSE_COUNT]; /* largest share first */
+	uint64_t pool_busy_ns;   /* of its worker_pool time: the pool's threads were serving others */
 };
+
+/*
+ * A pool was busy while requests waited for it when the threads that took
+ * them were serving others for at least this share of those waits: a
+ * full pool's are, nearly all the time; a pool stopped by a pause, or
+ * kept from a CPU, is idle through them.
+ */
+#define CS_POOL_BUSY_WHILE_WAITING_MIN 0.5
+
+/* The tail's pool_busy_ns over its worker_pool time; -1: it had none. */
+double cs_tail_pool_busy_share(const struct cs_tail *tail);
 
 void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail);
 

@@ -56,6 +56,15 @@ void cs_split_handed_back(const struct cs_ev_request *req, const struct cs_handb
 			  struct cs_request_split *split);
 /* Credit the worker that ran a parked request, and its reader's parked_out. */
 void cs_note_worker(struct cs_engine *engine, const struct cs_ev_request *req);
+/* A span a thread served, into its ring of recent ones (pool_waits.c). */
+void cs_note_served(struct cs_thread_stats *thread, uint64_t from_ns, uint64_t to_ns);
+/*
+ * Of a request's wait for a pool thread (split's worker_pool), the time the
+ * thread that took it was serving others: from pickup_from to its first
+ * read, or, for a parked request (hb), from its read to its handler's start.
+ */
+uint64_t cs_pool_wait_busy_ns(const struct cs_engine *engine, const struct cs_ev_request *req,
+			      const struct cs_handback *hb, uint64_t pickup_from, const struct cs_request_split *split);
 /* exchanges.c: what the server read in a connection's first exchanges, and what each exchange is. */
 int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_bytes *ev);
 int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello *ev);

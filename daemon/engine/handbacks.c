@@ -90,6 +90,7 @@ void cs_note_worker(struct cs_engine *engine, const struct cs_ev_request *req)
 		return;
 	worker->executed++;
 	worker->serving_ns += span(hb->handler_start_ns, hb->handler_end_ns);
+	cs_note_served(worker, hb->handler_start_ns, hb->handler_end_ns);
 	if (!worker->first_read_ns || hb->handler_start_ns < worker->first_read_ns)
 		worker->first_read_ns = hb->handler_start_ns;
 	if (hb->handler_end_ns > worker->last_send_ns)

@@ -36,6 +36,8 @@ extern const char *const cs_cause_names[CS_CAUSE_COUNT];
 struct cs_request_split {
 	uint64_t cause_ns[CS_CAUSE_COUNT];
 	uint64_t total_ns;
+	uint64_t pool_busy_ns; /* of cause_ns[CS_CAUSE_WORKER_POOL]: the thread that took the
+	                          request was serving others meanwhile (the pool was busy) */
 };
 
 /* A slow request kept whole, as evidence for the tail's causes. */
@@ -84,6 +86,7 @@ struct cs_request_stats {
 	struct cs_hist *latency_ns;
 	uint64_t (*bucket_cause_ns)[CS_CAUSE_COUNT]; /* [CS_HIST_BUCKETS] */
 	uint64_t (*bucket_dominant)[CS_CAUSE_COUNT]; /* requests whose largest cause it was */
+	uint64_t *bucket_pool_busy_ns;               /* [CS_HIST_BUCKETS]: their pool_busy_ns */
 	struct cs_hist *cause_ns[CS_CAUSE_COUNT];    /* each request's time in each cause */
 	uint64_t setup_ns;            /* accept_queue + listen_overflow + tls_handshake of first requests */
 	uint64_t setup_accept_ns;     /* of which the accept queue */

@@ -47,6 +47,7 @@ int cs_requests_init(struct cs_engine *engine)
 	r->latency_ns = malloc(sizeof(*r->latency_ns));
 	r->bucket_cause_ns = calloc(CS_HIST_BUCKETS, sizeof(*r->bucket_cause_ns));
 	r->bucket_dominant = calloc(CS_HIST_BUCKETS, sizeof(*r->bucket_dominant));
+	r->bucket_pool_busy_ns = calloc(CS_HIST_BUCKETS, sizeof(*r->bucket_pool_busy_ns));
 	l->idle_gap_ns = malloc(sizeof(*l->idle_gap_ns));
 	l->lifetime_ns = malloc(sizeof(*l->lifetime_ns));
 	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
@@ -55,7 +56,8 @@ int cs_requests_init(struct cs_engine *engine)
 			return -ENOMEM;
 		cs_hist_init(r->cause_ns[c]);
 	}
-	if (!r->latency_ns || !r->bucket_cause_ns || !r->bucket_dominant || !l->idle_gap_ns || !l->lifetime_ns)
+	if (!r->latency_ns || !r->bucket_cause_ns || !r->bucket_dominant || !r->bucket_pool_busy_ns ||
+	    !l->idle_gap_ns || !l->lifetime_ns)
 		return -ENOMEM;
 	cs_hist_init(r->latency_ns);
 	cs_hist_init(l->idle_gap_ns);
@@ -75,6 +77,7 @@ void cs_requests_free(struct cs_engine *engine)
 	free(engine->requests.latency_ns);
 	free(engine->requests.bucket_cause_ns);
 	free(engine->requests.bucket_dominant);
+	free(engine->requests.bucket_pool_busy_ns);
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		free(engine->requests.cause_ns[c]);
 	free(engine->lifecycle.idle_gap_ns);
@@ -347,6 +350,7 @@ bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_r
 		split->cause_ns[CS_CAUSE_HANDLER] = handler - handler_runq;
 	split->cause_ns[CS_CAUSE_SEND_DRAIN] = drain - drain_runq;
 	cs_take_pauses(engine, req, &spans, pickup_from, drain_end, waited, split);
+	split->pool_busy_ns = cs_pool_wait_busy_ns(engine, req, spans.handed_back ? hb : NULL, pickup_from, split);
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		split->total_ns += split->cause_ns[c];
 	return true;
@@ -364,6 +368,7 @@ static void thread_took(struct cs_engine *engine, const struct cs_ev_request *re
 	cs_coarse_record(thread->runq_per_request, split->cause_ns[CS_CAUSE_RUN_QUEUE]);
 	uint64_t end_ns = req->last_send_ns > req->first_read_ns ? req->last_send_ns : req->first_send_ns;
 	thread->serving_ns += span(req->first_read_ns, end_ns);
+	cs_note_served(thread, req->first_read_ns, end_ns);
 	if (!thread->first_read_ns || req->first_read_ns < thread->first_read_ns)
 		thread->first_read_ns = req->first_read_ns;
 	if (end_ns > thread->last_send_ns)
@@ -435,6 +440,7 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 			dominant = c;
 	}
 	stats->bucket_dominant[bucket][dominant]++;
+	stats->bucket_pool_busy_ns[bucket] += split.pool_busy_ns;
 
 	cs_note_pauses(engine, req, &split);
 	struct cs_listener_stats *listener = cs_get_listener(engine, req->listener_port);

@@ -14,6 +14,18 @@
 #include "connscope.h"
 #include "request_stats.h"
 
+/* One request a thread served: its first read (or handler's start) to its last send. */
+struct cs_served_span {
+	uint64_t from_ns;
+	uint64_t to_ns;
+};
+
+/*
+ * A thread's latest served spans: enough to cover the wait of the request
+ * it takes next, which a busy pool thread spends serving the few before.
+ */
+#define CS_SERVED_RECENT 16
+
 /* A server thread: what it served and how long it waited for a CPU. */
 struct cs_thread_stats {
 	uint32_t tid;
@@ -41,6 +53,8 @@ struct cs_thread_stats {
 	uint64_t handed_requests;  /* requests it read that a poller handed it */
 	uint64_t executed;         /* parked requests whose handler it ran for their reader */
 	uint64_t parked_out;       /* requests it read and another thread's handler answered */
+	struct cs_served_span served_recent[CS_SERVED_RECENT]; /* a ring, oldest overwritten */
+	uint32_t served_next;      /* the ring's next slot */
 };
 
 /* What a thread does, from its behaviour (roles.c); a thread may have several. */

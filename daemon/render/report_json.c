@@ -163,6 +163,9 @@ static json_t *pool_value(const struct cs_pool_condition *pool)
 	json_object_set_new(p, "workers", json_integer(JI(pool->pool_threads)));
 	json_object_set_new(p, "busy_workers", accept ? json_integer(JI(pool->busy_threads)) : json_null());
 	json_object_set_new(p, "busy", json_boolean(pool->busy));
+	json_object_set_new(p, "busy_while_waiting_share", !accept && pool->busy_while_waiting_share >= 0
+								    ? cs_json_4(pool->busy_while_waiting_share)
+								    : json_null());
 	json_object_set_new(p, "wait_cause", json_string(cs_pool_wait_cause_names[pool->wait_cause]));
 	json_object_set_new(p, "port", accept ? json_integer(JI(pool->port)) : json_null());
 	json_object_set_new(p, "server", accept ? json_string(cs_pool_server_name(pool->server)) : json_null());

@@ -44,7 +44,9 @@ static const struct {
 	[CS_CAUSE_WORKER_POOL] = { "handed off by a poller, waiting for a free pool thread",
 		"[!virtual_threads|{poller_comm} (tid {poller_tid}) polled and handed the ready requests on; tail "
 		"requests waited {tail_wait} in all for one of {pool_threads} pool thread(s), busy {busy_share}% of "
-		"the time they served]"
+		"the time they served[?busy_while_waiting_share|; the threads that took them were serving other "
+		"requests {busy_while_waiting_share}% of those waits[!busy_while_waiting|: not a full pool, its "
+		"threads were idle or held (see runtime_pauses, cpu_saturation)]]]"
 		CARRIER_WAIT },
 	[CS_CAUSE_HANDLER] = { "in the handler: first read to first send",
 		"{thread_comm} (tid {thread_tid}) spent {thread_time} handling {tail_requests} tail request(s)" },
@@ -187,7 +189,8 @@ static const struct {
 	[CS_COND_POOL_SATURATION] = { "work waited for a busy pool of threads or workers",
 		"[!accept_pool|(handoff pool) ready requests waited for a pool thread ({tail_share}% of the tail's "
 		"time, {tail_wait_mean} per tail request): {poller_comm} (tid {poller_tid}) polls and hands them to "
-		"{pool_threads} pool thread(s), busy {busy_share}% of the time they served]"
+		"{pool_threads} pool thread(s)[?busy_while_waiting_share|, serving other requests "
+		"{busy_while_waiting_share}% of the time they waited] (busy {busy_share}% of the time they served)]"
 		"[+accept_pool|(accept pool) connections waited in :{port}'s accept queue for a free worker "
 		"({tail_share}% of the tail's time, {tail_wait_mean} per tail request; accept wait p99 {wait_p99}): "
 		"{busy_threads} of {pool_threads} workers that accept and serve were busy, serving {busy_share}% of "

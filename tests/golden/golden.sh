@@ -60,6 +60,11 @@ if [[ ${#json_pairs[@]} -gt 0 ]]; then
   differ=$?
   checked=$((checked - differ)) failed=$((failed + differ))
 fi
+# No verdict of the fixtures' reports may contradict its evidence.
+if ! python3 "$here/../integration/consistent.py" --reports-in "$tmp"; then
+  echo "golden: a report's verdict contradicts its evidence (consistent.py)"
+  failed=$((failed + 1))
+fi
 if [[ $failed -gt 0 ]]; then
   echo "golden: $failed of $((checked + failed)) outputs differ (after a reviewed change: bash tests/golden/golden.sh update $build)"
   exit 1

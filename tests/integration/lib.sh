@@ -48,6 +48,11 @@ cs_cleanup() {
     sleep 0.1
   done
   for p in "${all[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  # A passing test's reports: no flagged condition may contradict its evidence.
+  if [[ $rc -eq 0 ]] && ! python3 "$(dirname "${BASH_SOURCE[0]}")/consistent.py" --reports-in "$CS_TMP" >&2; then
+    echo "FAIL: a report's verdict contradicts its evidence (consistent.py)" >&2
+    rc=1
+  fi
   if [[ $rc -ne 0 && -d ${CS_BUILD:-}/integration ]]; then
     local kept=$CS_BUILD/integration/$(basename "$0" .sh).failed
     rm -rf "$kept" && mkdir -p "$kept" &&
@@ -56,8 +61,9 @@ cs_cleanup() {
   fi
   if [[ -n ${CS_NETNS:-} ]]; then ip netns del "$CS_NETNS" 2>/dev/null || true; fi
   rm -rf "$CS_TMP"
+  return "$rc"
 }
-trap cs_cleanup EXIT
+trap 'cs_cleanup || exit' EXIT
 
 # Debian's interpreter: a pyenv shim, where there is one, costs 0.7 s a call.
 CS_PYTHON=$(command -v python3)

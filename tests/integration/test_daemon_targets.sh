@@ -106,13 +106,15 @@ cg_dir=$cg_root$cgroup
 mkdir "$cg_dir" "$cg_dir/sub"
 # Only this test's processes can be in them: any left is killed.
 cg_cleanup() {
-  cs_cleanup
+  local rc=$?
+  cs_cleanup "$rc" || rc=$?
   for _ in $(seq 50); do
     cat "$cg_dir/sub/cgroup.procs" "$cg_dir/cgroup.procs" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
     rmdir "$cg_dir/sub" "$cg_dir" 2>/dev/null || true
     [[ -d $cg_dir ]] || break
     sleep 0.1
   done
+  exit "$rc"
 }
 trap cg_cleanup EXIT
 echo "cgroup $cg_dir"

@@ -15,7 +15,7 @@ ns_b=cs-itest-b-$$
 veth=csv$$ # the veth pair's ends, veth-a and veth-b: within the 15 bytes of a link name
 netns_cleanup() {
   local rc=$?
-  cs_cleanup "$rc"
+  cs_cleanup "$rc" || rc=$?
   ip netns del "$ns_a" 2>/dev/null || true
   ip netns del "$ns_b" 2>/dev/null || true
   exit "$rc"

@@ -22,7 +22,7 @@ ns_next=cs-itest-next-$$
 ns_out=cs-itest-out-$$
 netns_daemon_cleanup() {
   local rc=$?
-  cs_cleanup "$rc"
+  cs_cleanup "$rc" || rc=$?
   for _ in $(seq 50); do
     xargs -r kill -KILL <"$cg_dir/cgroup.procs" 2>/dev/null || true
     rmdir "$cg_dir" 2>/dev/null || true

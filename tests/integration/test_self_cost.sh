@@ -30,7 +30,7 @@ CS_DAEMON=$CS_BUILD/connscoped
 stats_sysctl() { sysctl -n kernel.bpf_stats_enabled; }
 sysctl_before=$(stats_sysctl)
 # Whatever happens, the machine keeps the setting it had.
-trap 'rc=$?; set +e; sysctl -qw kernel.bpf_stats_enabled="$sysctl_before"; cs_cleanup "$rc"' EXIT
+trap 'rc=$?; set +e; sysctl -qw kernel.bpf_stats_enabled="$sysctl_before"; cs_cleanup "$rc" || exit' EXIT
 sysctl -qw kernel.bpf_stats_enabled=0
 
 cs_start_server --workers 2 --quiet

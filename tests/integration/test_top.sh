@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 CS_DAEMON=$CS_BUILD/connscoped
 TM=cs-top-$$
 tm() { tmux -L "$TM" "$@"; }
-trap 'rc=$?; tmux -L "$TM" kill-server 2>/dev/null; cs_cleanup "$rc"' EXIT
+trap 'rc=$?; tmux -L "$TM" kill-server 2>/dev/null; cs_cleanup "$rc" || exit' EXIT
 screen() { tm capture-pane -p -t top; }
 # wait_screen PYTHON_EXPR WHAT: until the expression over `s` (the screen) is true, 10 s at most.
 wait_screen() {
