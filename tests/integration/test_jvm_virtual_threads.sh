@@ -10,6 +10,11 @@
 # a writer fills every 100 ms or so: file I/O blocks the carrier, holding
 # its virtual thread (pinned), and no carrier is added (maxPoolSize=1).
 #
+# Last, a thread per connection on virtual threads (jvm/CsVtSockets.java)
+# with the JDK's pollers on platform threads of their own
+# (-Djdk.pollerMode=1): the poller that wakes the virtual threads is told
+# apart from the carrier that runs them.
+#
 # What is asserted: the carrier (the JVM's ForkJoinPool-1-worker-1) has
 # the role carrier and no other, and read the requests; worker_pool is in
 # the tail, its evidence says virtual threads, names the carrier and gives
@@ -27,7 +32,8 @@ for candidate in /usr/lib/jvm/*/bin/java; do
 done
 [[ -n $java ]] || fail "no JDK 21 or later in /usr/lib/jvm (virtual threads need one; these machines have Temurin 25 there)"
 note "JDK: $java"
-"${java%/java}/javac" -d "$CS_TMP/classes" "$(dirname "$0")/jvm/CsLoom.java" || fail "javac CsLoom.java"
+"${java%/java}/javac" -d "$CS_TMP/classes" "$(dirname "$0")/jvm/CsLoom.java" \
+  "$(dirname "$0")/jvm/CsVtSockets.java" || fail "javac CsLoom.java CsVtSockets.java"
 
 port=$(cs_free_port)
 cs_bg "$java" -Djdk.virtualThreadScheduler.parallelism=1 -Djdk.virtualThreadScheduler.maxPoolSize=1 \
@@ -71,3 +77,18 @@ note "worker_pool: $evidence"
 [[ $evidence == "virtual threads waited "*"(ForkJoinPool-1-worker-1, tid "*"pinned: the carrier was blocked off its CPU "* ]] ||
   fail "worker_pool's evidence does not say the carrier was pinned: '$evidence'"
 echo "ok: worker_pool's evidence: pinned, the carrier, the time it was blocked"
+
+# ---- the JDK's own poller, a platform thread apart from the carrier
+kill "$SERVER_PID" 2>/dev/null
+port=$(cs_free_port)
+cs_bg "$java" -Djdk.pollerMode=1 -Djdk.virtualThreadScheduler.parallelism=1 -cp "$CS_TMP/classes" CsVtSockets "$port"
+SERVER_PID=$BG_PID
+cs_wait_port "$port"
+cs_profile pollers "$CS_LOAD" --port "$port" --connections 8 --rate 300 --duration 2 --quiet
+r=$CS_TMP/pollers.json
+note "pollers: threads $(json_get "$r" 'sorted((t["java_name"], t["roles"], t["requests"]) for t in j["threads"] if t["roles"])')"
+poller_roles=$(json_get "$r" "[t['roles'] for t in j['threads'] if t['java_name'] == 'Read-Poller']")
+[[ $poller_roles == "[['poller']]" ]] || fail "the JDK's Read-Poller has the roles $poller_roles, expected [['poller']]"
+carriers=$(json_get "$r" "[t['java_name'] for t in j['threads'] if 'carrier' in t['roles']]")
+[[ $carriers == "['ForkJoinPool-1-worker-1']" ]] || fail "the carriers are $carriers, expected ['ForkJoinPool-1-worker-1']"
+echo "ok: the JDK's poller is a poller, the carrier the one carrier"
