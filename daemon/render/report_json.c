@@ -293,15 +293,33 @@ static void add_requests(json_t *report, const struct cs_report_view *view)
 	json_object_set_new(report, "threads", threads);
 }
 
-/* When and where the run started: start_utc, host, kernel; nulls when unknown (older traces). */
-static json_t *run_stamp(const struct cs_run_stamp *stamp)
+/* A CLOCK_MONOTONIC time, null when not known. */
+static json_t *mono_ns(uint64_t ns)
 {
-	if (stamp->start_unix_ns <= 0)
-		return json_pack("{s:n,s:n,s:n}", "start_utc", "host", "kernel");
-	char started[48];
-	cs_run_stamp_format_utc(stamp, started, sizeof(started));
-	return json_pack("{s:o,s:o,s:o}", "start_utc", cs_json_text(started), "host", cs_json_text(stamp->host),
-			 "kernel", cs_json_text(stamp->kernel));
+	return ns ? json_integer(JI(ns)) : json_null();
+}
+
+/*
+ * When and where the run started: start_utc, host, kernel; nulls when
+ * unknown (older traces). A live run's probes were live from live_from_ns
+ * to live_to_ns on CLOCK_MONOTONIC: what a client's own log is compared
+ * over (nulls from a trace file).
+ */
+static json_t *run_stamp(const struct cs_report_meta *meta)
+{
+	const struct cs_run_stamp *stamp = &meta->stamp;
+	json_t *run;
+	if (stamp->start_unix_ns <= 0) {
+		run = json_pack("{s:n,s:n,s:n}", "start_utc", "host", "kernel");
+	} else {
+		char started[48];
+		cs_run_stamp_format_utc(stamp, started, sizeof(started));
+		run = json_pack("{s:o,s:o,s:o}", "start_utc", cs_json_text(started), "host",
+				cs_json_text(stamp->host), "kernel", cs_json_text(stamp->kernel));
+	}
+	json_object_set_new(run, "live_from_mono_ns", mono_ns(meta->live_from_ns));
+	json_object_set_new(run, "live_to_mono_ns", mono_ns(meta->live_to_ns));
+	return run;
 }
 
 /* The run: what was watched, where, for how long, and what of its records was kept. */
@@ -309,7 +327,7 @@ static void add_run(json_t *report, const struct cs_report_view *view)
 {
 	const struct cs_report_meta *meta = view->meta;
 	json_object_set_new(report, "target", cs_json_text(meta->target));
-	json_object_set_new(report, "run", run_stamp(&meta->stamp));
+	json_object_set_new(report, "run", run_stamp(meta));
 	if (meta->window_to_s > 0)
 		json_object_set_new(report, "window", json_pack("{s:o,s:o}", "from_s", cs_json_3(meta->window_from_s),
 								"to_s", cs_json_3(meta->window_to_s)));

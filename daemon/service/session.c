@@ -114,19 +114,24 @@ static void unlock_engine(const struct session *s)
 		pthread_mutex_unlock(s->opts.engine_lock);
 }
 
-/* The figures only the probes know, for a report or a scrape mid-run. */
-static void update_meta(struct session *s, uint64_t start_ns, struct cs_report_meta *meta)
+/*
+ * The figures only the probes know, for a report or a scrape mid-run, the
+ * probes live from start_ns to end_ns (now, or their detach: the work
+ * after it, a JVM's thread names, is no part of the run).
+ */
+static void update_meta(struct session *s, uint64_t start_ns, uint64_t end_ns, struct cs_report_meta *meta)
 {
 	uint64_t counters[CS_CTR_MAX] = {};
 	cs_probes_counters(&s->probes, counters);
-	uint64_t now = cs_monotonic_ns();
-	meta->duration_s = (double)(now - start_ns) / NS_PER_SEC;
+	meta->duration_s = (double)(end_ns - start_ns) / NS_PER_SEC;
+	meta->live_from_ns = start_ns;
+	meta->live_to_ns = end_ns;
 	meta->events_lost = counters[CS_CTR_LOST];
 	meta->probe_runs_skipped = cs_probes_skipped_runs(&s->probes, NULL);
 	/* A socket's storage not created is an in-kernel table insert that failed too. */
 	meta->table_full = counters[CS_CTR_TABLE_FULL] + counters[CS_CTR_SOCKET_STORAGE];
 	meta->records_read = s->records;
-	cs_trace_windows_meta(&s->windows, now, &meta->trace);
+	cs_trace_windows_meta(&s->windows, end_ns, &meta->trace);
 	meta->trace.requests_cut = counters[CS_CTR_WINDOW_CUT];
 	update_labels(s, meta);
 }
@@ -207,7 +212,7 @@ static int first_walk(struct session *s, uint64_t *start_ns)
 	cs_probes_sample_threads(&s->probes, *start_ns);
 	if (opts->live_meta) { /* the first window is open now: readers see it from here on */
 		lock_engine(s);
-		update_meta(s, *start_ns, opts->live_meta);
+		update_meta(s, *start_ns, cs_monotonic_ns(), opts->live_meta);
 		unlock_engine(s);
 	}
 	if (opts->attached && opts->attached(opts->hooks_ctx, s->errmsg, s->errlen))
@@ -295,7 +300,7 @@ static void check_alive_when_due(struct session *s, struct loop_clock *clock, ui
 	if (now >= s->probes.cost.last_ns + COST_SPAN_MIN_NS)
 		cs_probes_sample_cost(&s->probes, now, in_cost_window(s));
 	if (s->opts.live_meta)
-		update_meta(s, clock->start_ns, s->opts.live_meta);
+		update_meta(s, clock->start_ns, cs_monotonic_ns(), s->opts.live_meta);
 	unlock_engine(s);
 	prune_dead(s);
 	clock->next_alive_ns = now + ALIVE_CHECK_NS;
@@ -385,6 +390,7 @@ static int collect(struct session *s, uint64_t start_ns)
 static int finish(struct session *s, uint64_t start_ns, const struct netstat_window *netstat)
 {
 	struct cs_session_result *result = s->result;
+	uint64_t detached_ns = cs_monotonic_ns();
 	lock_engine(s);
 	int err = cs_probes_detach_and_drain(&s->probes);
 	unlock_engine(s);
@@ -400,7 +406,7 @@ static int finish(struct session *s, uint64_t start_ns, const struct netstat_win
 	if (!s->opts.no_jvm)
 		cs_jvm_collect(s->live, s->live_count, s->opts.quiet, on_record_locked, s, cs_monotonic_ns());
 	lock_engine(s); /* the labels are the live meta's too */
-	update_meta(s, start_ns, &result->meta);
+	update_meta(s, start_ns, detached_ns, &result->meta);
 	unlock_engine(s);
 	struct cs_tcp_counters after = {};
 	if (netstat->valid && cs_netns_tcp_counters(netstat->netns_ino, &after) == 0) {

@@ -57,6 +57,8 @@ struct cs_report_meta {
 	double window_to_s;        /* first record; to 0: the whole run */
 	struct cs_netstat_delta netstat;
 	struct cs_run_stamp stamp;  /* when and where the run started */
+	uint64_t live_from_ns;      /* CLOCK_MONOTONIC: the probes live (the first walk after the */
+	uint64_t live_to_ns;        /* attach) to the report; 0: not known (a trace file) */
 	const struct cs_target_labels *labels; /* NULL: not known (a trace file) */
 	struct cs_trace_meta trace; /* zero: traced all the time */
 };

@@ -168,9 +168,12 @@ cs_wait_closed() {
 cs_monotonic_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
 # cs_attach_window NAME SECONDS: connscope attach to $SERVER_PID for
 # SECONDS, its report in $CS_TMP/NAME.json; WINDOW_FROM_NS and
-# WINDOW_TO_NS are the times it was seen attached (if anything late) and
-# stopped. CS_ON_ATTACHED and CS_ON_STOPPING, as for cs_profile, run at
-# those times (a server's own count read over the same window).
+# WINDOW_TO_NS are the times its probes were live, from the report's own
+# run.live_from_mono_ns and live_to_mono_ns: the test's view of the attach
+# lags (a poll, a process start), most of all on a busy machine, and the
+# requests of that lag are connscope's. CS_ON_ATTACHED and CS_ON_STOPPING,
+# as for cs_profile, run when the attach is seen and before the stop (a
+# server's own count read over about the same window).
 cs_attach_window() {
   local name=$1 seconds=$2 cs
   "$CS_BIN" attach --pid "$SERVER_PID" --json >"$CS_TMP/$name.json" 2>"$CS_TMP/$name.err" &
@@ -184,6 +187,8 @@ cs_attach_window() {
   WINDOW_TO_NS=$(cs_monotonic_ns)
   kill -INT "$cs"
   wait "$cs" || { cat "$CS_TMP/$name.err"; fail "connscope failed ($name)"; }
+  read -r WINDOW_FROM_NS WINDOW_TO_NS < <(json_get "$CS_TMP/$name.json" \
+    '"%d %d" % (j["run"]["live_from_mono_ns"], j["run"]["live_to_mono_ns"])')
 }
 # cs_client_window LOG: "COUNT P99_US" of the client's requests sent and
 # answered within the window (from its send).

@@ -15,7 +15,7 @@ cs_start_nginx 5s 512 deferred
 port=$NGINX_PORT
 ss -Hltn "sport = :$port" | grep -q . || fail "nginx does not listen on :$port"
 overflows_before=$(netstat_counter ListenOverflows)
-cs_profile nginx "$CS_LOAD" --port "$port" --connections 4 --requests 2000 --no-keepalive \
+cs_profile nginx "$CS_LOAD" --busy-poll --port "$port" --connections 4 --requests 2000 --no-keepalive \
   --json "$CS_TMP/client.json" --quiet
 overflows=$(( $(netstat_counter ListenOverflows) - overflows_before ))
 r=$CS_TMP/nginx.json c=$CS_TMP/client.json
