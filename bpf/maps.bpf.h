@@ -14,6 +14,7 @@
 #include "cs_helpers.bpf.h"
 #include "conn_state.bpf.h"
 #include "target_tgids.bpf.h"
+#include "stream.bpf.h"
 
 /* Set by user space between open and load. */
 const volatile __u64 wakeup_bytes = CS_WAKEUP_BYTES_DEFAULT; /* wake the consumer past this much queued data */
@@ -249,19 +250,6 @@ __u32 trace_window = 1;
 
 /* Numbers the listener walks (set by user space before each): see cs_endpoint_state. */
 __u32 listener_walk = 0;
-
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CS_CTR_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, CS_RING_MB_DEFAULT << 20); /* user space sets it before load */
-} events SEC(".maps");
 
 
 /* The helpers of cs_helpers.bpf.h, bound to this object's maps. */

@@ -30,21 +30,9 @@
 #include <bpf/usdt.bpf.h>
 #include "connscope.h"
 #include "cs_helpers.bpf.h"
+#include "stream.bpf.h" /* the main object's maps, reused by user space before load */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-/* The main object's, reused by user space before load. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096);
-} events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CS_CTR_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
 
 /* A safepoint in progress, per process: the record it will become. */
 struct pause_state {
