@@ -282,6 +282,7 @@ static void listener_figures(const struct cs_engine *engine, const struct cs_rep
 	for (size_t i = 0; i < engine->listener_count; i++) {
 		const struct cs_listener_stats *l = &engine->listeners[i];
 		cond->listen_overflow.drops += cs_listener_drops_seen(l, meta);
+		cond->listen_overflow.ack_drops += cs_listener_ack_drops_seen(l, meta);
 		cond->listen_overflow.delayed_connections += l->handshakes_delayed_1s;
 		cond->listen_overflow.failed_connections += l->handshakes_failed;
 		cond->accept_contention.eagain += l->eagain;

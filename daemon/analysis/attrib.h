@@ -56,7 +56,8 @@ struct cs_conditions {
 	} idle_timeout;
 	struct {
 		bool flagged;
-		uint64_t drops;
+		uint64_t drops;                 /* as the kernel's ListenOverflows: SYNs and ... */
+		uint64_t ack_drops;             /* ... handshakes' last ACKs dropped on a full queue */
 		uint64_t delayed_connections;   /* local clients delayed >= 1 s */
 		uint64_t failed_connections;    /* local clients that gave up */
 	} listen_overflow;

@@ -110,6 +110,8 @@ static void figures_of(const struct cs_conditions *c, enum cs_condition conditio
 		break;
 	case CS_COND_LISTEN_OVERFLOW:
 		cs_figures_count(f, "drops", c->listen_overflow.drops);
+		cs_figures_count(f, "syn_drops", c->listen_overflow.drops - c->listen_overflow.ack_drops);
+		cs_figures_count(f, "ack_drops", c->listen_overflow.ack_drops);
 		cs_figures_count(f, "delayed_connections", c->listen_overflow.delayed_connections);
 		cs_figures_count(f, "failed_connections", c->listen_overflow.failed_connections);
 		break;

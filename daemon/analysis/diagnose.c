@@ -64,6 +64,12 @@ uint64_t cs_listener_drops_seen(const struct cs_listener_stats *l, const struct 
 	return drops;
 }
 
+uint64_t cs_listener_ack_drops_seen(const struct cs_listener_stats *l, const struct cs_report_meta *meta)
+{
+	uint64_t drops = cs_listener_drops_seen(l, meta);
+	return l->ack_overflows < drops ? l->ack_overflows : drops;
+}
+
 static void diagnose_backlog(const struct cs_listener_stats *l, const struct cs_report_meta *meta,
 			     struct findings *list)
 {
@@ -77,6 +83,9 @@ static void diagnose_backlog(const struct cs_listener_stats *l, const struct cs_
 	cs_figures_share(f, "backlog_full_share", full_share);
 	cs_figures_count(f, "backlog_limit", l->backlog_limit);
 	cs_figures_count(f, "drops", drops);
+	uint64_t ack_drops = cs_listener_ack_drops_seen(l, meta);
+	cs_figures_count(f, "syn_drops", drops - ack_drops);
+	cs_figures_count(f, "ack_drops", ack_drops);
 	/* Evidence from local clients, where there were any. */
 	cs_figures_count(f, "handshakes_delayed_1s", l->handshakes_delayed_1s);
 	cs_figures_ns(f, "handshake_extra_max", l->handshake_extra_ns->max);

@@ -33,6 +33,12 @@ struct cs_finding {
  * bare handshake ACK, counted there too, and no queue overflowed.
  */
 uint64_t cs_listener_drops_seen(const struct cs_listener_stats *l, const struct cs_report_meta *meta);
+/*
+ * Of those, the handshakes' last ACKs (or first data) dropped on the full
+ * queue: the client believes it is connected and retransmits its data;
+ * the rest were SYNs, retried after 1 s, 3 s, ...
+ */
+uint64_t cs_listener_ack_drops_seen(const struct cs_listener_stats *l, const struct cs_report_meta *meta);
 
 /* Fills at most max findings, most serious first; returns how many. */
 size_t cs_diagnose_tail(const struct cs_engine *engine, const struct cs_report_meta *meta,

@@ -176,7 +176,11 @@ static void accept_evidence(const struct cs_engine *engine, struct cs_tail_cause
 		cs_figures_share(f, "worker_accept_share",
 				 w && l->accepts ? (double)w->accepts / (double)l->accepts : 0.0);
 	} else {
-		cs_figures_count(f, "drops", cs_listener_drops(l));
+		uint64_t drops = cs_listener_drops(l);
+		uint64_t ack_drops = l->ack_overflows < drops ? l->ack_overflows : drops;
+		cs_figures_count(f, "drops", drops);
+		cs_figures_count(f, "syn_drops", drops - ack_drops);
+		cs_figures_count(f, "ack_drops", ack_drops);
 		cs_figures_count(f, "handshakes_delayed_1s", l->handshakes_delayed_1s);
 		cs_figures_ns(f, "handshake_extra_max", l->handshake_extra_ns->max);
 	}

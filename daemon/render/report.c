@@ -50,7 +50,11 @@ static void text_listener(FILE *out, const struct cs_listener_stats *l, const st
 		100.0 * share(l->backlog_full_samples, l->backlog_samples), l->backlog_samples,
 		100.0 * share(l->backlog_nonempty_samples, l->backlog_samples),
 		l->backlog_samples ? (double)l->backlog_sample_sum / (double)l->backlog_samples : 0.0);
-	fprintf(out, "  %-11s %" PRIu64 " SYN(s) dropped on this listener", "drops", cs_listener_drops_seen(l, meta));
+	uint64_t drops = cs_listener_drops_seen(l, meta), ack_drops = cs_listener_ack_drops_seen(l, meta);
+	fprintf(out, "  %-11s %" PRIu64 " SYN(s)", "drops", drops - ack_drops);
+	if (ack_drops)
+		fprintf(out, " and %" PRIu64 " handshake ACK(s)", ack_drops);
+	fprintf(out, " dropped on this listener");
 	if (meta->netstat.valid)
 		fprintf(out, "  (kernel: ListenOverflows +%" PRIu64 ", ListenDrops +%" PRIu64
 			", SyncookiesSent +%" PRIu64 ")", meta->netstat.listen_overflows,

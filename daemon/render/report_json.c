@@ -65,7 +65,7 @@ static json_t *listener(const struct cs_listener_stats *l, const struct cs_repor
 	json_t *handshakes = json_pack("{s:I,s:I,s:I,s:o}", "retransmitted", JI(l->handshakes_retransmitted),
 				       "delayed_1s", JI(l->handshakes_delayed_1s), "failed", JI(l->handshakes_failed),
 				       "extra_us", cs_report_percentiles_us(l->handshake_extra_ns));
-	return json_pack("{s:I,s:I,s:I,s:o,s:I,s:I,s:o,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:o,s:o,s:o}",
+	json_t *value = json_pack("{s:I,s:I,s:I,s:o,s:I,s:I,s:o,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:o,s:o,s:o}",
 			 "port", JI(l->port), "sockets", JI(l->socket_count), "accepts", JI(l->accepts),
 			 "accepts_per_s", cs_json_3(per_second(l->accepts, meta->duration_s)),
 			 "accepts_partial", JI(l->accepts_unmatched), "accept_errors", JI(l->accept_errors),
@@ -77,6 +77,9 @@ static json_t *listener(const struct cs_listener_stats *l, const struct cs_repor
 			 "eagain", JI(l->eagain), "handshakes", handshakes,
 			 "busiest_worker_share", cs_json_4(busiest ? share(busiest->accepts, l->accepts) : 0.0),
 			 "workers", workers(l));
+	/* Of the drops (as ListenOverflows counts them), the handshakes' last ACKs; the rest SYNs. */
+	json_object_set_new(value, "ack_drops", json_integer(JI(cs_listener_ack_drops_seen(l, meta))));
+	return value;
 }
 
 /* ["acceptor",...]: what the thread does, from its behaviour. */

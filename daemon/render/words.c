@@ -32,7 +32,8 @@ static const struct {
 		"listener :{port} accept wait p99 {accept_wait_p99}, backlog max {backlog_max} of {backlog_limit}; "
 		"{worker_comm} (tid {worker_tid}) took {worker_accept_share}% of accepts" },
 	[CS_CAUSE_LISTEN_OVERFLOW] = { "waiting for a SYN retransmit after the backlog overflowed",
-		"listener :{port} dropped {drops} SYN(s); {handshakes_delayed_1s} connection(s) delayed >= 1 s "
+		"listener :{port} dropped {syn_drops} SYN(s)[+ack_drops| and {ack_drops} handshake ACK(s)]; "
+		"{handshakes_delayed_1s} connection(s) delayed >= 1 s "
 		"(max {handshake_extra_max})" },
 	[CS_CAUSE_RUN_QUEUE] = { "the serving thread runnable, waiting for a CPU",
 		"{thread_comm} (tid {thread_tid}) was runnable but not running for {thread_time} of {tail_requests} "
@@ -74,7 +75,8 @@ static const struct {
 		"{events_lost} event(s) could not be recorded (ring buffer full): figures are a lower bound",
 		"raise --ring-mb, or shorten the run" },
 	[CS_FINDING_BACKLOG_FULL] = {
-		"backlog full {backlog_full_share}% of the time (limit {backlog_limit}) with {drops} SYN(s) dropped"
+		"backlog full {backlog_full_share}% of the time (limit {backlog_limit}) with {syn_drops} SYN(s)"
+		"[+ack_drops| and {ack_drops} handshake ACK(s)] dropped"
 		"[+handshakes_delayed_1s|; {handshakes_delayed_1s} local connection(s) waited >= 1 s for SYN "
 		"retransmits (max {handshake_extra_max})]"
 		"[+handshakes_failed|; {handshakes_failed} local connection(s) never got in: their clients gave up "
@@ -164,7 +166,7 @@ static const struct {
 		"make the server's idle timeout longer than the clients' (or have clients close first)",
 		"make the server's idle timeout longer than the clients'" },
 	[CS_COND_LISTEN_OVERFLOW] = { "the listen backlog overflowed: SYNs dropped and retried",
-		"{drops} SYN(s) dropped; {delayed_connections} local connection(s) delayed >= 1 s, {failed_connections} "
+		"{syn_drops} SYN(s)[+ack_drops| and {ack_drops} handshake ACK(s)] dropped; {delayed_connections} local connection(s) delayed >= 1 s, {failed_connections} "
 		"never got in (their clients gave up retrying)", NULL,
 		"raise the listen backlog and net.core.somaxconn; accept faster",
 		"raise the listen backlog and somaxconn; accept faster" },

@@ -574,6 +574,9 @@ Test(conditions, listen_drops_flag_an_overflow)
 	struct cs_conditions c = conditions();
 	cr_assert(c.listen_overflow.flagged);
 	cr_assert_eq(c.listen_overflow.drops, 5);
+	/* As ListenOverflows counts them: three SYNs, two handshake ACKs. */
+	cr_assert_eq(c.listen_overflow.ack_drops, 2);
+	cr_assert_eq(figure_count(&c.seen[CS_COND_LISTEN_OVERFLOW], "syn_drops"), 3);
 	cr_assert_eq(c.listen_overflow.delayed_connections, 0);
 }
 
