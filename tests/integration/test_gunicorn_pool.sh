@@ -54,3 +54,15 @@ assert_cmp "$(json_get "$r" 'j["conditions"]["pool_saturation"]["busy_workers"]'
 grep -q -- '--workers' "$CS_TMP/gunicorn.txt" || fail "the advice does not name gunicorn's --workers"
 echo "ok: pool_saturation (accept, 2 of 2 busy, gunicorn's --workers), no acceptor bottleneck"
 assert_p99_agrees "$r" "$CS_TMP/client.json"
+
+# The flame graph of the same pool: a connection's accept_queue wait is
+# the time both workers spent serving others, in time.sleep: Python's
+# frames are the interpreter's own, but the sleep's system call
+# (clock_nanosleep, its kernel path) under [pool threads busy] holds most
+# of accept_queue's time.
+cs_flamegraph "$CS_TMP/fg.err" \
+  "$CS_LOAD" --port "$port" --connections 6 --duration 1.5 --no-keepalive --quiet -- \
+  --port "$port" -o "$CS_TMP/pool.folded" >/dev/null
+pool_stacks "$CS_TMP/pool.folded" accept_queue 'clock_nanosleep|do_nanosleep' \
+  || fail "time.sleep does not fill accept_queue's time with the pool workers' stacks"
+echo "ok: accept_queue's time is the pool workers' sleep in time.sleep"

@@ -50,3 +50,14 @@ echo "ok: the acceptor, poller and workers carry Tomcat's names for them"
 "$CS_BIN" report "$CS_TMP/tomcat.cstrace" >"$CS_TMP/tomcat.txt" || fail "text report failed"
 grep -q -- "-$port-Poller" "$CS_TMP/tomcat.txt" || fail "the text report does not show the names"
 echo "ok: the text report shows them"
+
+# The flame graph of the same pool: a request's worker_pool wait is the
+# time the 4 pool threads spent on other requests, in the JSP's
+# Thread.sleep: the JVM's sleep (JVM_Sleep, in libjvm's .dynsym) under
+# [pool threads busy] holds most of worker_pool's time.
+cs_flamegraph "$CS_TMP/fg.err" \
+  "$CS_LOAD" --port "$port" --connections 12 --duration 1.5 --path /block.jsp --quiet -- \
+  --pid "$SERVER_PID" -o "$CS_TMP/pool.folded" >/dev/null
+pool_stacks "$CS_TMP/pool.folded" worker_pool 'JVM_Sleep|Thread\.sleep' \
+  || fail "the JSP's sleep does not fill worker_pool's time with the pool threads' stacks"
+echo "ok: worker_pool's time is the pool threads' sleep in the JSP"
