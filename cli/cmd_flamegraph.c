@@ -198,6 +198,10 @@ static int join_tail(struct fg_run *run)
 			run->result.target, run->result.meta.duration_s);
 		return CS_EXIT_RUNTIME;
 	}
+	if (cs_flame_collect_pools(&run->collector, run->engine)) {
+		fprintf(stderr, "connscope: out of memory while finding the pools' threads\n");
+		return CS_EXIT_RUNTIME;
+	}
 	run->stack_names = calloc(run->collector.stack_count + 1, sizeof(*run->stack_names));
 	run->stack_name_counts = calloc(run->collector.stack_count + 1, sizeof(*run->stack_name_counts));
 	struct cs_flame_input input = {
@@ -207,6 +211,10 @@ static int join_tail(struct fg_run *run)
 		.sample_count = run->collector.sample_count,
 		.off_cpu = run->collector.off_cpu,
 		.off_cpu_count = run->collector.off_cpu_count,
+		.serving = run->collector.serving,
+		.serving_count = run->collector.serving_count,
+		.pool_threads = run->collector.pool_threads,
+		.pool_thread_count = run->collector.pool_thread_count,
 		.sample_period_ns = 1000000000ull / run->args.hz,
 	};
 	if (!run->stack_names || !run->stack_name_counts || cs_flame_join(&input, fg_add_path, run, &run->stats)) {

@@ -317,7 +317,7 @@ pool_stacks() {
   python3 - "$@" <<'EOF'
 import re, sys
 folded, cause, pattern = sys.argv[1], sys.argv[2], re.compile(sys.argv[3])
-POOL = "[pool threads busy]"
+POOL = re.compile(r"\[pool (threads|workers) busy\]")
 total = stacked = matched = 0
 widths = {}
 for line in open(folded):
@@ -326,7 +326,7 @@ for line in open(folded):
     if len(frames) < 3 or frames[2] != cause:
         continue
     total += weight
-    if len(frames) > 5 and frames[3] == POOL and frames[4] in ("on-cpu", "off-cpu", "runnable"):
+    if len(frames) > 5 and POOL.fullmatch(frames[3]) and frames[4] in ("on-cpu", "off-cpu", "runnable"):
         stacked += weight
         for name in set(frames[5:]):
             widths[name] = widths.get(name, 0) + weight
@@ -336,7 +336,7 @@ if not total:
     sys.exit("no %s time in the tail" % cause)
 top = sorted(widths.items(), key=lambda kv: -kv[1])[:8]
 print("%s: %d us; under %s with stacks %.0f%%, through /%s/ %.0f%%" %
-      (cause, total, POOL, 100.0 * stacked / total, pattern.pattern, 100.0 * matched / total))
+      (cause, total, POOL.pattern, 100.0 * stacked / total, pattern.pattern, 100.0 * matched / total))
 print("  widest frames: " + ", ".join("%s %.0f%%" % (n, 100.0 * w / total) for n, w in top))
 sys.exit(0 if matched * 2 > total else 1)
 EOF
