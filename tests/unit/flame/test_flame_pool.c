@@ -289,3 +289,87 @@ Test(flame_pool, every_pool_wait_adds_up_to_its_cause_time)
 	cr_assert_gt(pool_sampled_ns, 0, "some waits had their pool's stacks");
 	free(e);
 }
+
+/* ---- what the collector keeps for the pools ------------------------------------------ */
+
+static void collect(struct cs_engine *engine, struct cs_flame_collector *c, struct cs_ev_request req)
+{
+	FEED_OK(engine, req);
+	cs_flame_collect_request(c, engine, &req, sizeof(req));
+}
+
+static const struct cs_flame_serving *serving_of(const struct cs_flame_collector *c, uint32_t tid)
+{
+	for (size_t i = 0; i < c->serving_count; i++)
+		if (c->serving[i].tid == tid)
+			return &c->serving[i];
+	return NULL;
+}
+
+static bool has_pool_thread(const struct cs_flame_collector *c, enum cs_cause cause, uint32_t key, uint32_t tid)
+{
+	for (size_t i = 0; i < c->pool_thread_count; i++)
+		if (c->pool_threads[i].cause == cause && c->pool_threads[i].key == key && c->pool_threads[i].tid == tid)
+			return true;
+	return false;
+}
+
+Test(flame_collect, a_handed_off_request_keeps_its_pool_wait_and_its_serving)
+{
+	struct cs_engine *engine = cs_engine_new();
+	struct cs_flame_collector c;
+	cr_assert_not_null(engine);
+	cr_assert_eq(cs_flame_collect_init(&c), 0);
+	/* Thread 21 reads what a poller handed it (Tomcat's exec threads): a pool worker. */
+	FEED_OK(engine, make_thread_polls(1 * MS, 21, 0, 0, 10, 0, 0));
+	collect(engine, &c, make_request((struct request_spec){
+		.sk = 0x5001, .start_ns = 100 * MS, .first_read_ns = 130 * MS, .first_send_ns = 141 * MS,
+		.last_send_ns = 142 * MS, .port = PORT, .reader_tid = 21, .flags = CS_REQ_HANDED_OFF,
+	}));
+	cr_assert_eq(c.request_count, 1);
+	cr_assert_eq(c.requests[0].split.cause_ns[CS_CAUSE_WORKER_POOL], 30 * MS);
+	cr_assert_eq(c.requests[0].pool_from_ns, 100 * MS);
+	cr_assert_eq(c.requests[0].pool_to_ns, 130 * MS);
+	const struct cs_flame_serving *s = serving_of(&c, 21);
+	cr_assert_not_null(s);
+	cr_assert_eq(s->from_ns, 130 * MS, "first read");
+	cr_assert_eq(s->to_ns, 142 * MS, "last send");
+
+	cr_assert_eq(cs_flame_collect_pools(&c, engine), 0);
+	cr_assert(has_pool_thread(&c, CS_CAUSE_WORKER_POOL, TGID, 21));
+	cs_flame_collect_free(&c);
+	cs_engine_free(engine);
+}
+
+Test(flame_collect, a_listener_s_accept_pool_workers_are_its_pool)
+{
+	struct cs_engine *engine = cs_engine_new();
+	struct cs_flame_collector c;
+	cr_assert_not_null(engine);
+	cr_assert_eq(cs_flame_collect_init(&c), 0);
+	/* Worker 31 (a gunicorn sync worker) accepts, reads blocking, serves, accepts again. */
+	FEED_OK(engine, make_thread_polls(1 * MS, 31, 0, 0, 0, 0, 4));
+	for (uint64_t i = 0; i < 4; i++) {
+		uint64_t at = (100 + 50 * i) * MS;
+		struct cs_ev_accept accept = make_accept_of(
+			(struct accept_spec){ .ts_ns = at, .established_ns = at - 20 * MS, .port = PORT, .tgid = TGID,
+					      .tid = 31 },
+			0x6000 + i, 0x0a000002u, (uint16_t)(40000 + i));
+		FEED_OK(engine, accept);
+		collect(engine, &c, make_request((struct request_spec){
+			/* the request's bytes came while the connection sat in the queue */
+			.sk = 0x6000 + i, .start_ns = at - 10 * MS, .first_read_ns = at + 1 * MS,
+			.first_send_ns = at + 41 * MS, .last_send_ns = at + 41 * MS, .port = PORT, .reader_tid = 31,
+		}));
+	}
+	cr_assert_eq(c.request_count, 4);
+	const struct cs_flame_request *r = &c.requests[0];
+	cr_assert_eq(r->split.cause_ns[CS_CAUSE_ACCEPT_QUEUE], 20 * MS);
+	cr_assert_eq(r->accept_to_ns - r->accept_from_ns, 20 * MS, "established -> accepted");
+	cr_assert_eq(r->pool_from_ns, 0, "no worker_pool wait");
+
+	cr_assert_eq(cs_flame_collect_pools(&c, engine), 0);
+	cr_assert(has_pool_thread(&c, CS_CAUSE_ACCEPT_QUEUE, PORT, 31), "%zu pool threads", c.pool_thread_count);
+	cs_flame_collect_free(&c);
+	cs_engine_free(engine);
+}
