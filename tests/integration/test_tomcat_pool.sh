@@ -8,7 +8,8 @@
 # threads' roles are found from what they did (their names are all
 # "http-nio-127.0."): one acceptor, a poller, 4 workers. At the end
 # connscope asks the JVM for its threads' names: the roles' threads are
-# the ones Tomcat named Acceptor, Poller and exec-N.
+# the ones Tomcat named Acceptor, Poller and exec-N. Then connscope
+# flamegraph: worker_pool's time is the pool threads' sleep in the JSP.
 # integration: exclusive
 # integration: plain build
 # Runs alone: connscope's p99 is compared with the client's (see scenario 6).
@@ -60,7 +61,7 @@ echo "ok: the text report shows them"
 # time. An idle pool thread waits in a futex too, but it is not serving,
 # so its stacks are not the pool's.
 cs_flamegraph "$CS_TMP/fg.err" \
-  "$CS_LOAD" --port "$port" --connections 12 --duration 1.5 --path /block.jsp --quiet -- \
+  "$CS_LOAD" --port "$port" --connections 12 --duration 1 --path /block.jsp --quiet -- \
   --pid "$SERVER_PID" -o "$CS_TMP/pool.folded" >/dev/null
 pool_stacks "$CS_TMP/pool.folded" worker_pool '^futex_wait_\[k\]$' \
   || fail "the JSP's sleep does not fill worker_pool's time with the pool threads' stacks"
