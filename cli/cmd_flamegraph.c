@@ -31,9 +31,12 @@ static const char usage[] =
 	"Where the tail requests' time went, as stacks. Follows every request as attach\n"
 	"does and samples the target threads on and off their CPUs; then each tail\n"
 	"request's event_loop, handler and run_queue time is filled with its serving\n"
-	"thread's stacks inside that phase. Frames, root to leaf: target, listener,\n"
-	"cause, what the thread was doing (on-cpu, off-cpu, runnable, [not sampled]),\n"
-	"then the stack. accept_queue, listen_overflow and send_drain have no stack.\n"
+	"thread's stacks inside that phase; a wait for a pool (worker_pool; accept_queue\n"
+	"in a pool of workers that accept) with the stacks of the pool's threads that\n"
+	"were serving meanwhile, under [pool threads busy] or [pool workers busy].\n"
+	"Frames, root to leaf: target, listener, cause, what the thread was doing\n"
+	"(on-cpu, off-cpu, runnable, [not sampled]), then the stack. listen_overflow,\n"
+	"send_drain and other accept_queue time have no stack.\n"
 	"\n"
 	"Targets (at least one; each repeatable):\n"
 	"  -p, --pid PID         all threads of process PID and the TCP ports it listens on\n"
@@ -198,6 +201,10 @@ static int join_tail(struct fg_run *run)
 			run->result.target, run->result.meta.duration_s);
 		return CS_EXIT_RUNTIME;
 	}
+	if (cs_flame_collect_pools(&run->collector, run->engine)) {
+		fprintf(stderr, "connscope: out of memory while finding the pools' threads\n");
+		return CS_EXIT_RUNTIME;
+	}
 	run->stack_names = calloc(run->collector.stack_count + 1, sizeof(*run->stack_names));
 	run->stack_name_counts = calloc(run->collector.stack_count + 1, sizeof(*run->stack_name_counts));
 	struct cs_flame_input input = {
@@ -207,6 +214,10 @@ static int join_tail(struct fg_run *run)
 		.sample_count = run->collector.sample_count,
 		.off_cpu = run->collector.off_cpu,
 		.off_cpu_count = run->collector.off_cpu_count,
+		.serving = run->collector.serving,
+		.serving_count = run->collector.serving_count,
+		.pool_threads = run->collector.pool_threads,
+		.pool_thread_count = run->collector.pool_thread_count,
 		.sample_period_ns = 1000000000ull / run->args.hz,
 	};
 	if (!run->stack_names || !run->stack_name_counts || cs_flame_join(&input, fg_add_path, run, &run->stats)) {

@@ -13,6 +13,7 @@
 #include "attrib.h"
 #include "jvm.h"
 #include "procfs.h"
+#include "words.h"
 
 int fg_collect_request(void *ctx, const void *record, size_t len)
 {
@@ -194,12 +195,15 @@ void fg_add_path(void *ctx, const struct cs_flame_path *path, uint64_t weight_ns
 {
 	struct fg_run *run = ctx;
 	char target[FG_NAME_LEN], port[32];
-	const char *frames[4 + 2 * CS_STACK_DEPTH];
+	const char *frames[5 + 2 * CS_STACK_DEPTH]; /* target, port, cause, pool, phase, stack */
 	size_t n = 0;
 	frames[n++] = target_name(run, path->tgid, target, sizeof(target));
 	snprintf(port, sizeof(port), "port %u", path->port);
 	frames[n++] = port;
 	frames[n++] = cs_cause_names[path->cause];
+	const char *pool = path->pool ? cs_cause_pool_frame(path->cause) : NULL;
+	if (pool)
+		frames[n++] = pool;
 	if (path->phase == CS_FLAME_UNSAMPLED)
 		frames[n++] = "[not sampled]";
 	else if (path->phase != CS_FLAME_NONE)

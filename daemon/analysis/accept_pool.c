@@ -56,6 +56,12 @@ static enum cs_pool_server server_of(const char *comm)
 	return CS_POOL_SERVER_OTHER;
 }
 
+/* The test cs_listener_accept_pool applies to each of a listener's accepting threads. */
+bool cs_accept_pool_worker(const struct cs_engine *engine, const struct cs_worker_stats *w)
+{
+	return w->accepts && serves_what_it_accepts(cs_u64map_get(&engine->threads, w->tid));
+}
+
 struct serving_sums {
 	uint64_t on_cpu_ns, runq_ns, blocked_ns;
 	bool cpu_known;

@@ -39,6 +39,9 @@ struct cs_accept_pool {
 bool cs_listener_accept_pool(const struct cs_engine *engine, const struct cs_listener_stats *l,
 			     struct cs_accept_pool *pool);
 
+/* Worker w of a listener is one of its accept pool's (if it has one): it serves what it accepts. */
+bool cs_accept_pool_worker(const struct cs_engine *engine, const struct cs_worker_stats *w);
+
 /* Every worker of the pool served most of its time away from accept(). */
 bool cs_accept_pool_saturated(const struct cs_accept_pool *pool);
 

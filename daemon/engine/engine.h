@@ -160,6 +160,18 @@ void cs_setup_from_record(const struct cs_ev_request *req, struct cs_request_set
 bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_request *req,
 			    const struct cs_request_setup *setup, struct cs_request_split *split);
 
+/* The handler a worker ran for a parked request's reader (handbacks.c), as its split takes it. */
+struct cs_request_worker {
+	uint64_t handler_start_ns;
+	uint64_t handler_end_ns;
+	uint32_t worker_tid;
+	uint32_t pad;
+};
+
+/* The worker of request req (fed last): false when no thread ran its handler for its reader. */
+bool cs_request_worker(const struct cs_engine *engine, const struct cs_ev_request *req,
+		       struct cs_request_worker *worker);
+
 /*
  * The acceptor's time outside accept(), split (limit.c): on a CPU (its
  * sampled CPU time), in handlers (requests it read), waiting for a CPU

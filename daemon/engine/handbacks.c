@@ -52,6 +52,19 @@ const struct cs_handback *cs_handback_of(const struct cs_engine *engine, const s
 	return hb;
 }
 
+bool cs_request_worker(const struct cs_engine *engine, const struct cs_ev_request *req,
+		       struct cs_request_worker *worker)
+{
+	const struct cs_handback *hb = cs_handback_of(engine, req);
+	if (!hb)
+		return false;
+	*worker = (struct cs_request_worker){
+		.handler_start_ns = hb->handler_start_ns, .handler_end_ns = hb->handler_end_ns,
+		.worker_tid = hb->worker_tid,
+	};
+	return true;
+}
+
 /* Take up to *left from part: what the thread spent runnable, not running, out of it. */
 static uint64_t less_runq(uint64_t part, uint64_t *left)
 {

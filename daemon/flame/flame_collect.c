@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* What flamegraph keeps while it runs (see flame_collect.h). Pure. */
 #include "flame_collect.h"
+#include "accept_pool.h"
 #include "slowest.h"
 
 #include <errno.h>
@@ -27,6 +28,8 @@ void cs_flame_collect_free(struct cs_flame_collector *c)
 	free(c->samples);
 	free(c->off_cpu);
 	free(c->requests);
+	free(c->serving);
+	free(c->pool_threads);
 	cs_u64map_free(&c->stack_index);
 	memset(c, 0, sizeof(*c));
 }
@@ -149,6 +152,43 @@ static void keep_request(struct cs_flame_collector *c, const struct cs_flame_req
 	cs_slowest_keep(c->requests, &c->request_count, CS_FLAME_MAX_REQUESTS, sizeof(*r), r);
 }
 
+static void add_serving(struct cs_flame_collector *c, uint32_t tid, uint64_t from_ns, uint64_t to_ns)
+{
+	if (!tid || to_ns <= from_ns)
+		return;
+	if (!grow((void **)&c->serving, &c->serving_cap, c->serving_count, sizeof(*c->serving),
+		  CS_FLAME_MAX_RECORDS)) {
+		c->records_dropped++;
+		return;
+	}
+	c->serving[c->serving_count++] = (struct cs_flame_serving){ .from_ns = from_ns, .to_ns = to_ns, .tid = tid };
+}
+
+/*
+ * The request's waits for a pool, the windows the split measured
+ * (requests.c, handbacks.c), and the serving it gave its threads: the
+ * reader's first read to last send, a worker's handler run for the reader.
+ */
+static void pool_waits(struct cs_flame_collector *c, const struct cs_engine *engine, const struct cs_ev_request *req,
+		       struct cs_flame_request *r)
+{
+	const struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
+	if (r->split.cause_ns[CS_CAUSE_ACCEPT_QUEUE] && conn) {
+		r->accept_from_ns = conn->established_ns;
+		r->accept_to_ns = conn->accept_ns;
+	}
+	struct cs_request_worker worker;
+	bool handed_back = cs_request_worker(engine, req, &worker);
+	if (r->split.cause_ns[CS_CAUSE_WORKER_POOL]) {
+		r->pool_from_ns = req->flags & CS_REQ_HANDED_OFF ? r->pickup_ns : req->first_read_ns;
+		r->pool_to_ns = handed_back ? worker.handler_start_ns : req->first_read_ns;
+	}
+	uint64_t end_ns = req->last_send_ns > req->first_read_ns ? req->last_send_ns : req->first_send_ns;
+	add_serving(c, req->reader_tid, req->first_read_ns, end_ns);
+	if (handed_back)
+		add_serving(c, worker.worker_tid, worker.handler_start_ns, worker.handler_end_ns);
+}
+
 void cs_flame_collect_request(struct cs_flame_collector *c, const struct cs_engine *engine, const void *record,
 			      size_t len)
 {
@@ -181,7 +221,44 @@ void cs_flame_collect_request(struct cs_flame_collector *c, const struct cs_engi
 	r.sender_tid = req->sender_tid ? req->sender_tid : req->reader_tid;
 	r.tgid = req->tgid;
 	r.port = req->listener_port;
+	pool_waits(c, engine, req, &r);
 	keep_request(c, &r);
+}
+
+/* ---- the pools' threads ------------------------------------------------------------ */
+
+static void add_pool_thread(struct cs_flame_collector *c, enum cs_cause cause, uint32_t key, uint32_t tid)
+{
+	if (!grow((void **)&c->pool_threads, &c->pool_thread_cap, c->pool_thread_count, sizeof(*c->pool_threads),
+		  CS_FLAME_MAX_RECORDS)) {
+		c->records_dropped++;
+		return;
+	}
+	c->pool_threads[c->pool_thread_count++] = (struct cs_flame_pool_thread){ .cause = cause, .key = key, .tid = tid };
+}
+
+static void visit_thread(uint64_t tid, void *value, void *ctx)
+{
+	const struct cs_thread_stats *t = value;
+	if (cs_thread_roles(t) & (CS_ROLE_WORKER | CS_ROLE_CARRIER))
+		add_pool_thread(ctx, CS_CAUSE_WORKER_POOL, t->tgid, (uint32_t)tid);
+}
+
+int cs_flame_collect_pools(struct cs_flame_collector *c, const struct cs_engine *engine)
+{
+	uint64_t dropped = c->records_dropped;
+	c->pool_thread_count = 0;
+	cs_u64map_each(&engine->threads, visit_thread, c);
+	for (size_t i = 0; i < engine->listener_count; i++) {
+		const struct cs_listener_stats *l = &engine->listeners[i];
+		struct cs_accept_pool pool;
+		if (!cs_listener_accept_pool(engine, l, &pool))
+			continue;
+		for (size_t w = 0; w < l->worker_count; w++)
+			if (cs_accept_pool_worker(engine, &l->workers[w]))
+				add_pool_thread(c, CS_CAUSE_ACCEPT_QUEUE, l->port, l->workers[w].tid);
+	}
+	return c->records_dropped == dropped ? 0 : -ENOMEM;
 }
 
 static int cmp_slowest_first(const void *a, const void *b)

@@ -38,6 +38,10 @@ struct cs_flame_collector {
 	struct cs_u64map stack_index;      /* stack hash -> index + 1 */
 	struct cs_flame_request *requests; /* min-heap on split.total_ns */
 	size_t request_count;
+	struct cs_flame_serving *serving;  /* every request's, for the pools' waits */
+	size_t serving_count, serving_cap;
+	struct cs_flame_pool_thread *pool_threads;
+	size_t pool_thread_count, pool_thread_cap;
 
 	uint64_t requests_seen;            /* requests with a full timeline */
 	uint64_t requests_not_kept;        /* pushed out of (or never in) the heap */
@@ -58,6 +62,13 @@ int cs_flame_collect_stack_record(struct cs_flame_collector *c, const void *reco
  */
 void cs_flame_collect_request(struct cs_flame_collector *c, const struct cs_engine *engine, const void *record,
 			      size_t len);
+
+/*
+ * The pools' threads, once the run is over (roles are known from all of
+ * it): every pool worker or virtual-thread carrier of a process, and the
+ * threads of a listener's accept pool (accept_pool.h). Returns 0 or -ENOMEM.
+ */
+int cs_flame_collect_pools(struct cs_flame_collector *c, const struct cs_engine *engine);
 
 /* The kept requests at or above threshold_ns, moved to the front; returns how many. */
 size_t cs_flame_collect_tail(struct cs_flame_collector *c, uint64_t threshold_ns);

@@ -15,13 +15,22 @@
  *
  * A cause's weights always add up to the cause's time: when the samples
  * weigh more (sampling is statistical), they are scaled down; the time
- * nothing explains goes to a "not sampled" path. The other causes
- * (accept_queue, listen_overflow, send_drain) are paths of their own, with
- * their time and no stack.
+ * nothing explains goes to a "not sampled" path.
+ *
+ * A pool's wait (worker_pool; accept_queue in an accept pool, whose
+ * workers accept for themselves) is filled with the pool's threads
+ * instead: the request waited because they were busy, so what they did
+ * meanwhile is what held it. Only the threads that were serving a request
+ * count, each instant of the wait shared equally among those serving
+ * then: the parts add up to the waited time. The wait's instants when no
+ * pool thread was seen serving keep the cause's bare path, and so do the
+ * other causes (listen_overflow, send_drain, accept_queue outside an
+ * accept pool): their time and no stack.
  */
 #ifndef CS_FLAME_JOIN_H
 #define CS_FLAME_JOIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +43,11 @@ struct cs_flame_request {
 	uint64_t first_read_ns;
 	uint64_t first_send_ns;
 	uint64_t drain_end_ns;   /* last send, or the last byte leaving, whichever is later */
+	/* The pools' waits (0, 0: none): worker_pool's, handed off -> read, or
+	   read -> the handler a worker ran for the reader; accept_queue's,
+	   established -> accepted. */
+	uint64_t pool_from_ns, pool_to_ns;
+	uint64_t accept_from_ns, accept_to_ns;
 	uint32_t reader_tid;
 	uint32_t sender_tid;
 	uint32_t tgid;
@@ -55,6 +69,26 @@ struct cs_flame_off_cpu {
 	uint64_t on_ns;
 	uint32_t tid;
 	uint32_t stack;
+};
+
+/* A thread serving a request: its first read to its last send, or a handler it ran for the reader. */
+struct cs_flame_serving {
+	uint64_t from_ns;
+	uint64_t to_ns;
+	uint32_t tid;
+	uint32_t pad;
+};
+
+/*
+ * A thread of a pool: worker_pool's are a process's (key: its tgid),
+ * threads that read what a poller handed off or ran handlers for a loop,
+ * or a JVM's carriers; accept_queue's are a listener's (key: its port),
+ * threads that accept and serve what they accepted.
+ */
+struct cs_flame_pool_thread {
+	enum cs_cause cause;     /* CS_CAUSE_WORKER_POOL or CS_CAUSE_ACCEPT_QUEUE */
+	uint32_t key;
+	uint32_t tid;
 };
 
 /* What the serving thread was doing during a cause's time. */
@@ -79,6 +113,7 @@ struct cs_flame_path {
 	enum cs_cause cause;
 	enum cs_flame_phase phase;
 	uint32_t stack;          /* CS_FLAME_NO_STACK: none */
+	bool pool;               /* the pool's threads, busy while the request waited, not its own */
 };
 
 typedef void (*cs_flame_emit_fn)(void *ctx, const struct cs_flame_path *path, uint64_t weight_ns);
@@ -90,6 +125,10 @@ struct cs_flame_input {
 	size_t sample_count;
 	struct cs_flame_off_cpu *off_cpu;    /* sorted in place by (tid, off) */
 	size_t off_cpu_count;
+	struct cs_flame_serving *serving;    /* sorted in place by (tid, from) */
+	size_t serving_count;
+	struct cs_flame_pool_thread *pool_threads; /* sorted in place by (cause, key, tid) */
+	size_t pool_thread_count;
 	uint64_t sample_period_ns;           /* what one on-CPU sample weighs */
 };
 
@@ -98,13 +137,14 @@ struct cs_flame_stats {
 	uint64_t requests;
 	uint64_t total_ns;             /* all weights emitted: the requests' time */
 	uint64_t sampled_ns;           /* of which on-CPU, off-CPU or runnable */
+	uint64_t pool_sampled_ns;      /* of which the pool threads' stacks, in pools' waits */
 	uint64_t samples_joined;       /* samples inside some tail window */
 	uint64_t intervals_joined;     /* intervals overlapping some tail window */
 };
 
 /*
- * Emits every request's time as weighted paths. Sorts samples and off_cpu
- * in place. Weights of one request add up to its split.total_ns exactly.
+ * Emits every request's time as weighted paths. Sorts samples, off_cpu,
+ * serving and pool_threads in place. Weights of one request add up to its split.total_ns exactly.
  * Returns 0, or -ENOMEM.
  */
 int cs_flame_join(struct cs_flame_input *input, cs_flame_emit_fn emit, void *ctx,

@@ -67,6 +67,15 @@ static const struct {
 		"{time_to_safepoint_max}]" },
 };
 
+const char *cs_cause_pool_frame(enum cs_cause cause)
+{
+	if (cause == CS_CAUSE_WORKER_POOL)
+		return "[pool threads busy]";
+	if (cause == CS_CAUSE_ACCEPT_QUEUE)
+		return "[pool workers busy]"; /* threads or processes that accept for themselves */
+	return NULL;
+}
+
 static const struct {
 	const char *seen;
 	const char *advice;

@@ -57,6 +57,13 @@ const char *cs_pool_advice(enum cs_pool_kind kind, enum cs_pool_server server);
 /* The same in one short line (the live view and connscope top). */
 const char *cs_pool_brief(enum cs_pool_kind kind, enum cs_pool_server server);
 
+/*
+ * The flame graph's frame over a pool's threads' stacks in a wait for the
+ * pool (worker_pool, accept_queue): what they did meanwhile, not the
+ * request's own thread. NULL for the other causes.
+ */
+const char *cs_cause_pool_frame(enum cs_cause cause);
+
 /* Every cause and condition by name with its line, for a --help text. */
 void cs_words_print_kinds(FILE *out);
 

@@ -298,6 +298,61 @@ top_cause() { json_get "$1" 'j["tail"]["causes"][0]["cause"]'; }
 # flagged JSON: the conditions flagged, space-separated (empty: none).
 flagged() { json_get "$1" '" ".join(k for k, v in j["conditions"].items() if isinstance(v, dict) and v.get("flagged"))'; }
 
+# cs_flamegraph ERRFILE CLIENT_CMD... -- FLAMEGRAPH_ARGS...: runs connscope
+# flamegraph while the client runs, then stops it as Ctrl-C would.
+cs_flamegraph() {
+  local err=$1; shift
+  local client=()
+  while [[ $1 != -- ]]; do client+=("$1"); shift; done
+  shift
+  "$CS_BIN" flamegraph --duration 120 "$@" 2>"$err" &
+  local cs=$!
+  cs_wait_attached "$err"
+  "${client[@]}" || { kill -INT "$cs"; fail "client failed: ${client[*]}"; }
+  sleep 0.3
+  kill -INT "$cs"
+  wait "$cs" || { cat "$err"; fail "connscope flamegraph failed"; }
+  cat "$err"
+}
+
+# The total connscope says the graph holds, in microseconds.
+reported_total_us() { sed -n 's/.*; total \([0-9]*\) us;.*/\1/p' "$1"; }
+
+# pool_stacks FOLDED CAUSE REGEX: how much of CAUSE's time (a pool's
+# wait: worker_pool, or accept_queue in an accept pool) the graph fills
+# with the pool threads' stacks, and how much with stacks that have a
+# frame matching REGEX (the code that kept the pool busy); prints both
+# and the widest frames under the pool's frame. Fails unless REGEX's
+# stacks hold most of the cause's time.
+pool_stacks() {
+  python3 - "$@" <<'EOF'
+import re, sys
+folded, cause, pattern = sys.argv[1], sys.argv[2], re.compile(sys.argv[3])
+POOL = re.compile(r"\[pool (threads|workers) busy\]")
+total = stacked = matched = 0
+widths = {}
+for line in open(folded):
+    frames, weight = line.rsplit(" ", 1)
+    frames, weight = frames.split(";"), int(weight)
+    if len(frames) < 3 or frames[2] != cause:
+        continue
+    total += weight
+    if len(frames) > 5 and POOL.fullmatch(frames[3]) and frames[4] in ("on-cpu", "off-cpu", "runnable"):
+        stacked += weight
+        for name in set(frames[5:]):
+            widths[name] = widths.get(name, 0) + weight
+        if any(pattern.search(f) for f in frames[5:]):
+            matched += weight
+if not total:
+    sys.exit("no %s time in the tail" % cause)
+top = sorted(widths.items(), key=lambda kv: -kv[1])[:8]
+print("%s: %d us; under %s with stacks %.0f%%, through /%s/ %.0f%%" %
+      (cause, total, POOL.pattern, 100.0 * stacked / total, pattern.pattern, 100.0 * matched / total))
+print("  widest frames: " + ", ".join("%s %.0f%%" % (n, 100.0 * w / total) for n, w in top))
+sys.exit(0 if matched * 2 > total else 1)
+EOF
+}
+
 # The kernel's own account of a process's waits for a CPU: the sum over its
 # threads of run_delay (ns runnable but not running; /proc/PID/task/*/
 # schedstat, second field), as "TID NS" lines. Tests take it before and

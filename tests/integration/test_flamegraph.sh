@@ -19,26 +19,6 @@ for tool in chromium nginx; do
   command -v "$tool" >/dev/null || fail "$tool is missing: make deps (scripts/deps.sh) installs it"
 done
 
-# cs_flamegraph ERRFILE CLIENT_CMD... -- FLAMEGRAPH_ARGS...: runs connscope
-# flamegraph while the client runs, then stops it as Ctrl-C would.
-cs_flamegraph() {
-  local err=$1; shift
-  local client=()
-  while [[ $1 != -- ]]; do client+=("$1"); shift; done
-  shift
-  "$CS_BIN" flamegraph --duration 120 "$@" 2>"$err" &
-  local cs=$!
-  cs_wait_attached "$err"
-  "${client[@]}" || { kill -INT "$cs"; fail "client failed: ${client[*]}"; }
-  sleep 0.3
-  kill -INT "$cs"
-  wait "$cs" || { cat "$err"; fail "connscope flamegraph failed"; }
-  cat "$err"
-}
-
-# The total connscope says the graph holds, in microseconds.
-reported_total_us() { sed -n 's/.*; total \([0-9]*\) us;.*/\1/p' "$1"; }
-
 # folded_check FILE TOTAL_US: every line "frames N", the Ns add up to TOTAL_US (+-1).
 folded_check() {
   python3 - "$1" "$2" <<'EOF'

@@ -7,7 +7,8 @@
 # connections wait in the listen queue. accept_queue leads the tail,
 # pool_saturation is flagged with kind accept and 2 of 2 workers busy,
 # the advice names gunicorn's --workers, and no worker is called an
-# acceptor bottleneck. connscope's p99 agrees with the clients'.
+# acceptor bottleneck. connscope's p99 agrees with the clients'. Then
+# connscope flamegraph: accept_queue's time is the workers' time.sleep.
 # integration: plain build
 # (a real server's behaviour; seconds of start-up)
 source "$(dirname "$0")/lib.sh"
@@ -54,3 +55,17 @@ assert_cmp "$(json_get "$r" 'j["conditions"]["pool_saturation"]["busy_workers"]'
 grep -q -- '--workers' "$CS_TMP/gunicorn.txt" || fail "the advice does not name gunicorn's --workers"
 echo "ok: pool_saturation (accept, 2 of 2 busy, gunicorn's --workers), no acceptor bottleneck"
 assert_p99_agrees "$r" "$CS_TMP/client.json"
+
+# The flame graph of the same pool: a connection's accept_queue wait is
+# the time both workers spent serving others, in time.sleep. Debian's
+# python3 has no symbols for its own functions (time.sleep is pysleep, a
+# static one) and its frames no frame pointers: what shows is the sleep's
+# system call, libc's clock_nanosleep and its kernel path, under
+# [pool workers busy]; it holds most of accept_queue's time. The tail is
+# p90's here: a 1 s run has about 50 requests.
+cs_flamegraph "$CS_TMP/fg.err" \
+  "$CS_LOAD" --port "$port" --connections 6 --duration 1 --no-keepalive --quiet -- \
+  --port "$port" --tail 90 -o "$CS_TMP/pool.folded" >/dev/null
+pool_stacks "$CS_TMP/pool.folded" accept_queue '^(clock_nanosleep|hrtimer_nanosleep_\[k\])$' \
+  || fail "time.sleep does not fill accept_queue's time with the pool workers' stacks"
+echo "ok: accept_queue's time is the pool workers' sleep in time.sleep"

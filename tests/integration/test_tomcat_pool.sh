@@ -8,7 +8,8 @@
 # threads' roles are found from what they did (their names are all
 # "http-nio-127.0."): one acceptor, a poller, 4 workers. At the end
 # connscope asks the JVM for its threads' names: the roles' threads are
-# the ones Tomcat named Acceptor, Poller and exec-N.
+# the ones Tomcat named Acceptor, Poller and exec-N. Then connscope
+# flamegraph: worker_pool's time is the pool threads' sleep in the JSP.
 # integration: exclusive
 # integration: plain build
 # Runs alone: connscope's p99 is compared with the client's (see scenario 6).
@@ -50,3 +51,18 @@ echo "ok: the acceptor, poller and workers carry Tomcat's names for them"
 "$CS_BIN" report "$CS_TMP/tomcat.cstrace" >"$CS_TMP/tomcat.txt" || fail "text report failed"
 grep -q -- "-$port-Poller" "$CS_TMP/tomcat.txt" || fail "the text report does not show the names"
 echo "ok: the text report shows them"
+
+# The flame graph of the same pool: a request's worker_pool wait is the
+# time the 4 pool threads spent on other requests, in the JSP's
+# Thread.sleep, which parks the thread in a futex wait. The user stack
+# ends in glibc's futex wrapper (Debian's glibc keeps no frame pointers,
+# so the walk does not reach JVM_Sleep or the JSP): the sleep's futex wait
+# (its kernel path) under [pool threads busy] holds most of worker_pool's
+# time. An idle pool thread waits in a futex too, but it is not serving,
+# so its stacks are not the pool's.
+cs_flamegraph "$CS_TMP/fg.err" \
+  "$CS_LOAD" --port "$port" --connections 12 --duration 1 --path /block.jsp --quiet -- \
+  --pid "$SERVER_PID" -o "$CS_TMP/pool.folded" >/dev/null
+pool_stacks "$CS_TMP/pool.folded" worker_pool '^futex_wait_\[k\]$' \
+  || fail "the JSP's sleep does not fill worker_pool's time with the pool threads' stacks"
+echo "ok: worker_pool's time is the pool threads' sleep in the JSP"

@@ -29,6 +29,16 @@ Test(words, every_cause_has_its_summary_and_evidence)
 	cr_expect_null(cs_cause_evidence_template((enum cs_cause)-1));
 }
 
+/* A flame graph's pool frame: a bracketed pseudo-frame (drawn grey), only over a pool's waits. */
+Test(words, the_pool_waits_have_a_frame_for_the_pool_s_threads)
+{
+	cr_assert_str_eq(cs_cause_pool_frame(CS_CAUSE_WORKER_POOL), "[pool threads busy]");
+	cr_assert_str_eq(cs_cause_pool_frame(CS_CAUSE_ACCEPT_QUEUE), "[pool workers busy]");
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		if (c != CS_CAUSE_WORKER_POOL && c != CS_CAUSE_ACCEPT_QUEUE)
+			cr_assert_null(cs_cause_pool_frame((enum cs_cause)c), "cause %d", c);
+}
+
 Test(words, every_finding_has_its_sentence_and_advice)
 {
 	for (int k = 0; k < CS_FINDING_KIND_COUNT; k++) {
