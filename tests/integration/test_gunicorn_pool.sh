@@ -16,11 +16,12 @@ source "$(dirname "$0")/lib.sh"
 app=$CS_TMP/app
 mkdir -p "$app"
 cat >"$app/blockapp.py" <<'PY'
+import os
 import time
 
 def app(environ, start_response):
     time.sleep(0.04)  # the handler blocks its worker
-    body = b"ok\n"
+    body = b"ok %d\n" % os.getpid()
     start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
     return [body]
 PY
@@ -29,6 +30,16 @@ cs_bg gunicorn --chdir "$app" --workers 2 --worker-class sync --bind "127.0.0.1:
   --log-file "$CS_TMP/gunicorn.log" blockapp:app
 SERVER_PID=$BG_PID SERVER_PORT=$port
 cs_wait_port "$port"
+# The arbiter listens before its workers have loaded the app (seconds on a
+# busy machine): two requests at a time until each worker has answered
+# one, so that both serve from the load's start (at most 20 s).
+for _ in $(seq 100); do
+  pids=$( (curl -s --max-time 5 "http://127.0.0.1:$port/" & curl -s --max-time 5 "http://127.0.0.1:$port/"; wait) |
+    awk '$1 == "ok" { print $2 }' | sort -u | wc -l)
+  [[ $pids -ge 2 ]] && break
+  sleep 0.2
+done
+[[ $pids -ge 2 ]] || fail "gunicorn's two workers did not both answer within 20 s"
 # The workers are the arbiter's children: they share its listener, so
 # --port takes them (--pid alone is the arbiter, which never accepts).
 CS_ATTACH_OPTS="--port $port"
