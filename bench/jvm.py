@@ -196,7 +196,7 @@ def summarize(runs):
         "bpf_ns_pause_no_gc": sum(per_call[n] for n in PAUSE_PROGRAMS[:4]),
         "bpf_ns_pause_gc": sum(per_call[n] for n in PAUSE_PROGRAMS),
         "pause_bpf_ns_per_req": pause_ns / sum(x["requests"] for x in with_runs) if with_runs else None,
-        "request_bpf_ns_per_req": {s: median([x["request_bpf_ns_per_req"] for x in runs if x["side"] == s])
+        "request_bpf_ns_per_req": {s: [x["request_bpf_ns_per_req"] for x in runs if x["side"] == s]
                                    for s in (WITH, WITHOUT)},
         "server_cpu_ns_per_req": {s: [x["server_cpu_ns_per_req"] for x in runs if x["side"] == s]
                                   for s in (WITH, WITHOUT)},

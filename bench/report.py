@@ -339,9 +339,9 @@ def jvm_report(results, w):
     w(f"   BPF a pause: {per_pause or 0:.0f} ns on average; {s['bpf_ns_pause_no_gc']:.0f} without a collection "
       f"(safepoint and operation pairs), {s['bpf_ns_pause_gc']:.0f} with one; the uprobe traps not counted\n")
     req = s["request_bpf_ns_per_req"]
-    w(f"   BPF a request, the request path's programs: {req['with'] or 0:.0f} ns with the pause probes, "
-      f"{req['without'] or 0:.0f} without (medians); the pause programs spread over the requests: "
-      f"{s['pause_bpf_ns_per_req'] or 0:.1f} ns\n")
+    w(f"   BPF a request, the request path's programs (us, median [min-max]): with the pause probes "
+      f"{us_cell(req['with'])}, without {us_cell(req['without'])};\n   the pause programs' time spread "
+      f"over the requests: {s['pause_bpf_ns_per_req'] or 0:.1f} ns a request\n")
     cpu = s["server_cpu_ns_per_req"]
     w(f"   server CPU a request (us, median [min-max]): with {us_cell(cpu['with'])}, without "
       f"{us_cell(cpu['without'])}; with/without per round: {fmt_ratio(s['cpu_ratio'])}\n")
