@@ -22,9 +22,10 @@ COMPARE = f"{REPO}/tests/integration/jvm/pauses_vs_log.py"
 # CsPauses' schedule: a live set of 20 MB (full collections of about 10 ms), one
 # forced every 300 ms, a thread dump every 100 ms: about 13 pauses a second.
 SCHEDULE = (20, 300, 100)
-# The pause probes' programs (bpftool's names: 15 characters; the uprobe fallback's
-# safepoint_begin_uprobe reads as safepoint_begin, and runs only where USDT is missing).
+# The pause probes' programs. The uprobe fallback's pair (a JDK without HotSpot's USDT
+# probes) is counted as the safepoint's.
 PAUSE_PROGRAMS = ("safepoint_begin", "safepoint_end", "vmop_begin", "vmop_end", "gc_begin", "gc_end")
+FALLBACK = {"safepoint_begin_uprobe": "safepoint_begin", "safepoint_end_uprobe": "safepoint_end"}
 # Both sides: connscope attach --port, without asking the JVM for its threads' names at the
 # end (that is a safepoint of its own, and an attach to the JVM); the B side without the
 # pause probes.
@@ -68,7 +69,8 @@ def program_deltas(before, after):
         if p["name"].startswith("sample_listener"):
             continue
         b = before.get(prog_id, {})
-        x = progs.setdefault(p["name"], {"name": p["name"], "calls": 0, "ns": 0})
+        name = FALLBACK.get(p["name"], p["name"])
+        x = progs.setdefault(name, {"name": name, "calls": 0, "ns": 0})
         x["calls"] += p["run_cnt"] - b.get("run_cnt", 0)
         x["ns"] += p["run_time_ns"] - b.get("run_time_ns", 0)
     return sorted(progs.values(), key=lambda x: -x["ns"])
@@ -118,6 +120,20 @@ def one_run(args, procs, server, side, r, pinned):
     return res
 
 
+def warm_up(args, procs, server, pinned):
+    """Not counted: 3 s of load (the JIT compiles the server's path), then 3 s more with
+    connscope attached with the pause probes. The first run after a bare warm-up was the
+    slowest of its section in three runs of three (its server CPU a request up to 3.5 times
+    the next one's), and it was always the same side's."""
+    run_csload(args, server.port, 3, pinned)
+    tool = SIDES[0](procs, args.build, server)
+    tool.start()
+    try:
+        run_csload(args, server.port, 3, pinned)
+    finally:
+        tool.stop()
+
+
 def jvm_pauses(args, procs, results):
     """Rounds of the two sides, order rotated, on one JVM; the sysctl put back after."""
     java = f"{JDK}/java"
@@ -135,12 +151,13 @@ def jvm_pauses(args, procs, results):
         log(f"jvm: CsPauses (SerialGC, live {SCHEDULE[0]} MB, a full collection every {SCHEDULE[1]} ms, "
             f"a thread dump every {SCHEDULE[2]} ms), {args.jvm_rounds} rounds of connscope with and "
             f"without the pause probes, {args.jvm_seconds} s runs")
-        # Warm-up, not counted: the JIT compiles the server's path over the first ~30 000
-        # requests (a first run after 3 s of warm-up served less than half the next one).
-        for _ in range(2):
-            run_csload(args, server.port, 3, pinned)
+        warm_up(args, procs, server, pinned)
         for r in range(args.jvm_rounds):
             wait_for_quiet_cpu(round_max_s=5.0)  # this section's 90 s leave less to wait
+            # A round's first run came after that idle wait, its second after a load: the
+            # first cost the server more CPU a request, whichever side (by 1-25 % over the
+            # second in 7 rounds of 8 on a busy machine). 1 s of load, not counted, evens it.
+            run_csload(args, server.port, 1, pinned)
             for side in (SIDES if r % 2 == 0 else SIDES[::-1]):
                 runs.append(one_run(args, procs, server, side, r, pinned))
     finally:
