@@ -253,6 +253,7 @@ def report(results, out):
         costs(results, w)
     floor_and_engine(results, w)
     scale_report(results, w)
+    jvm_report(results, w)
     summary(results, w)
 
 
@@ -306,6 +307,49 @@ def scale_report(results, w):
             w("   maps at the largest count (bytes_memlock): " +
               ", ".join(f"{k} {mib(v)}" for k, v in sorted(big["maps"].items(), key=lambda kv: -(kv[1] or 0)))
               + "\n")
+
+
+def opt(value, spec):
+    """A figure that may be missing, formatted."""
+    return "-" if value is None else format(value, spec)
+
+
+def jvm_report(results, w):
+    """Section 6: the JVM pause probes, per pause and (not) per request."""
+    j = results.get("jvm")
+    if not j:
+        return
+    s, sch = j["summary"], j["schedule"]
+    rounds = len(s["rps_ratio"])
+    w(f"\n6. JVM pauses: java CsPauses (OpenJDK 17, HttpServer, SerialGC, live set {sch['live_mb']} MB, a full\n"
+      f"   collection every {sch['gc_ms']} ms, a thread dump every {sch['dump_ms']} ms), csload -c16 keep-alive, "
+      f"{j['seconds_s']} s runs,\n   {'pinned' if j['pinned'] else 'unpinned'}; connscope attach with and without "
+      f"the pause probes (--no-pauses), {rounds} rounds, order rotated;\n"
+      f"   kernel.bpf_stats_enabled=1 throughout. {j['section_s']:.0f} s in all; others' CPU "
+      f"{fmt_pct(s.get('others_cpu'))} (median of the runs).\n")
+    w(f"   pauses (runs with the probes): connscope {s['pauses_connscope']} ({s['collections_connscope']} "
+      f"collections), the JVM's -Xlog:safepoint {s['pauses_jvm']} (-Xlog:gc {s['collections_jvm']}); "
+      f"matched both ways: {s['pauses_matched']} and {s['safepoints_matched']}; without the probes the JVM "
+      f"logged {s['pauses_jvm_without']}\n")
+    w(f"   {'program':16} {'calls':>7} {'ns/call':>8} {'calls/pause':>11} {'calls/1000 req':>14}\n")
+    for p in s["pause_programs"]:
+        w(f"   {p['name']:16} {p['calls']:>7} {opt(p['ns_per_call'], '>8.0f')} "
+          f"{opt(p['calls_per_pause'], '>11.2f')} {opt(p['calls_per_1000_req'], '>14.2f')}\n")
+    per_pause = s["bpf_ns_per_pause"]
+    w(f"   BPF a pause: {per_pause or 0:.0f} ns on average; {s['bpf_ns_pause_no_gc']:.0f} without a collection "
+      f"(safepoint and operation pairs), {s['bpf_ns_pause_gc']:.0f} with one; the uprobe traps not counted\n")
+    req = s["request_bpf_ns_per_req"]
+    w(f"   BPF a request, the request path's programs (us, median [min-max]): with the pause probes "
+      f"{us_cell(req['with'])}, without {us_cell(req['without'])};\n   the pause programs' time spread "
+      f"over the requests: {s['pause_bpf_ns_per_req'] or 0:.1f} ns a request\n")
+    cpu = s["server_cpu_ns_per_req"]
+    w(f"   server CPU a request (us, median [min-max]): with {us_cell(cpu['with'])}, without "
+      f"{us_cell(cpu['without'])}; with/without per round: {fmt_ratio(s['cpu_ratio'])}\n")
+    w(f"   req/s: with {median(s['rps']['with']) or 0:.0f}, without {median(s['rps']['without']) or 0:.0f}; "
+      f"with/without per round: {fmt_ratio(s['rps_ratio'])}\n")
+    w("   calls/pause: over connscope's pauses (a safepoint and its operation: 1 each; the collections'\n"
+      "   pair only in a collection); calls/1000 req: they follow the pauses (the JVM's clock), not the\n"
+      "   requests. Server CPU: the JVM's threads (schedstat), the uprobe traps and collections included.\n")
 
 
 def git_commit(repo):

@@ -16,6 +16,9 @@ Measures, in one run, and prints one report:
                 per CPU second
   5. scale      daemon memory and BPF map memory with 10k/50k/100k idle
                 connections, and under connection churn
+  6. jvm        the JVM pause probes on a JVM that pauses on a schedule, under
+                keep-alive load: pauses seen vs the JVM's log, BPF ns per pause
+                and per request, server CPU per request with and without them
 and a summary table of the overhead ratios at the end.
 
 Needs root, the tools of scripts/deps.sh plus bpftrace, and a quiet
@@ -23,7 +26,7 @@ machine: other tracing programs and busy CPUs move every figure. Every run
 is bounded in time and every load goes to 127.0.0.1 only.
 
 Modules (each imports only those listed before it): common, targets,
-loads, tools, bpfinfo, overhead, engine_scale, report; run.py ties them.
+loads, tools, bpfinfo, overhead, engine_scale, jvm, report; run.py ties them.
 """
 import argparse
 import json
@@ -37,6 +40,7 @@ import time
 from common import PIN, QUIET, Procs, load_average, log, wait_quiet
 from bpfinfo import other_tracing_programs
 from engine_scale import engine_speed, scale
+from jvm import jvm_pauses
 from loads import LOADS
 from overhead import floor_split, overhead, peak_rate
 from report import append_results, report
@@ -70,7 +74,11 @@ def main():
     ap.add_argument("--split-pairs", type=int, default=3, help="A/B rounds of the floor split")
     ap.add_argument("--split-targets", default="csserver", help="targets of the floor split")
     ap.add_argument("--split-loads", default="wrk,ab", help="loads of the floor split")
-    ap.add_argument("--only", default="overhead,floorsplit,engine,scale",
+    ap.add_argument("--jvm-rounds", type=int, default=4,
+                    help="jvm: rounds of connscope with and without the pause probes, each side first "
+                         "in every other (default 4)")
+    ap.add_argument("--jvm-seconds", type=int, default=5, help="jvm: each run's load, in s (default 5)")
+    ap.add_argument("--only", default="overhead,floorsplit,engine,scale,jvm",
                     help="sections to run (default: all; overhead includes accuracy and costs)")
     ap.add_argument("--probe-groups", action="store_true",
                     help="overhead: also run connscope with sched_waking from the start, and "
@@ -141,7 +149,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     t0 = time.monotonic()
     sections = [("overhead", overhead), ("overhead", peak_rate), ("floorsplit", floor_split),
-                ("engine", engine_speed), ("scale", scale)]
+                ("engine", engine_speed), ("scale", scale), ("jvm", jvm_pauses)]
     try:
         for name, run in sections:
             if name not in only:

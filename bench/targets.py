@@ -1,4 +1,6 @@
-"""The servers measured: Debian's nginx and csserver, one worker each."""
+"""The servers measured: Debian's nginx and csserver, one worker each; and, for
+the JVM pause probes' cost, Debian's OpenJDK 17 running the JDK's own HttpServer
+(tests/integration/jvm/CsPauses.java) with pauses on a schedule."""
 import os
 import shutil
 import signal
@@ -86,6 +88,36 @@ class CsServer:
             raise RuntimeError("csserver did not start")
         self.port = int(m.group(1))
         self.pid = int(m.group(2))
+        self.pids = [self.pid]
+
+    def close(self):
+        self.procs.stop(self.proc, signal.SIGTERM)
+
+
+class JavaServer:
+    """CsPauses (tests/integration/jvm/CsPauses.java) on Debian's OpenJDK 17: the JDK's
+    HttpServer on a pool of 4 threads, and a JVM that pauses on its own clock, whatever
+    the load: SerialGC with a live set of live_mb MB, a full collection forced every
+    gc_ms, a thread dump (the VM operation ThreadDump, no collection) every dump_ms.
+    The JVM logs every collection and safepoint (-Xlog:gc,safepoint, each line stamped
+    with CLOCK_MONOTONIC ns: the probes' clock) to self.log."""
+
+    name = "java"
+
+    def __init__(self, procs, java, classes, log, schedule, pinned=True):
+        self.procs = procs
+        self.port = free_port()
+        self.log = log
+        live_mb, gc_ms, dump_ms = schedule
+        self.proc = procs.start([*pin("server", pinned), java, "-XX:+UseSerialGC", "-Xms256m", "-Xmx256m",
+                                 "-Dsun.net.httpserver.nodelay=true", f"-Xlog:gc,safepoint:file={log}:tn",
+                                 "-cp", classes, "CsPauses", str(self.port), "4", str(live_mb), str(gc_ms),
+                                 str(dump_ms), "0"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not wait_port(self.port, 20):
+            self.close()
+            raise RuntimeError(f"java CsPauses did not listen on {self.port}")
+        self.pid = self.proc.pid
         self.pids = [self.pid]
 
     def close(self):

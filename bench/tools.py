@@ -42,6 +42,7 @@ class Connscope(Tool):
     probes = None  # CONNSCOPE_BENCH_PROBES (daemon/source/probes.c): groups left out or forced in
 
     def start(self):
+        self.report = None
         self.out = tempfile.TemporaryFile(mode="w+")
         env = dict(os.environ)
         env.pop("CONNSCOPE_BENCH_PROBES", None)
@@ -69,6 +70,7 @@ class Connscope(Tool):
             report = json.loads(text)
         except ValueError:
             return {"error": "no JSON report"}
+        self.report = report  # the whole of it, for a section that needs more than the figures below
         return {"daemon_cpu": cpu_s / alive_s if alive_s > 0 else None,
                 "lost": report["events"]["lost"], "received": report["events"]["received"],
                 "table_full": report["events"]["table_full"],

@@ -122,6 +122,7 @@ static const struct option catalogue[] = {
 	{ "ring-mb", required_argument, NULL, CS_OPT_RING_MB },
 	{ "trace", required_argument, NULL, CS_OPT_TRACE },
 	{ "no-handshakes", no_argument, NULL, CS_OPT_NO_HANDSHAKES },
+	{ "no-pauses", no_argument, NULL, CS_OPT_NO_PAUSES },
 	{ "no-jvm", no_argument, NULL, CS_OPT_NO_JVM },
 	{ "no-bpf-stats", no_argument, NULL, CS_OPT_NO_BPF_STATS },
 	{ "bpf-stats", required_argument, NULL, CS_OPT_BPF_STATS }, /* yes, always or no */

@@ -31,6 +31,7 @@ struct cs_probe_options {
 	uint32_t ring_bytes;         /* ring buffer size, a power of two */
 	uint32_t wakeup_bytes;       /* wake the consumer past this much queued data */
 	bool trace_handshakes;       /* follow local clients' SYN retransmits */
+	bool no_pauses;              /* never attach the JVM pause probes (--no-pauses) */
 	bool no_bpf_stats;           /* do not turn the kernel's BPF run-time counting on */
 	bool bpf_stats_always;       /* hold it on the whole run, not in sampled seconds */
 	bool verbose;                /* echo libbpf's log to stderr */
@@ -75,6 +76,7 @@ struct cs_probes {
 	bool waking_attached;                /* it was attached during the run */
 	bool waking_at_start;                /* bench only: attach it without a parked request */
 	bool windows_only;                   /* bench only: every event probe detached between windows */
+	bool no_pauses;                      /* --no-pauses: JVM targets' pauses not followed */
 	bool waking_failed;                  /* attaching it failed: not tried again */
 	bool detached;                       /* event probes gone: the run is ending */
 	bool window_closed;                  /* between tracing windows: the request probes are detached */

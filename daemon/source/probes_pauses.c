@@ -129,6 +129,8 @@ enum cs_pause_watch cs_probes_watch_pauses(struct cs_probes *probes, pid_t pid, 
 {
 	char lib[4096];
 	why[0] = '\0';
+	if (probes->no_pauses)
+		return CS_PAUSES_OFF;
 	if (!probes->skel || !find_libjvm(pid, lib, sizeof(lib)))
 		return CS_PAUSES_NOT_JAVA;
 	if (!probes->pauses && !(probes->pauses = calloc(1, sizeof(*probes->pauses)))) {

@@ -15,6 +15,7 @@
 /* What cs_probes_watch_pauses found. */
 enum cs_pause_watch {
 	CS_PAUSES_NOT_JAVA, /* no libjvm.so in the process: nothing to follow */
+	CS_PAUSES_OFF,      /* --no-pauses: never followed */
 	CS_PAUSES_ALREADY,  /* followed already */
 	CS_PAUSES_USDT,     /* HotSpot's USDT probes: pauses, their operations and collections */
 	CS_PAUSES_UPROBES,  /* uprobes on SafepointSynchronize::begin/end: the pauses alone */
