@@ -25,7 +25,7 @@ void cs_note_served(struct cs_thread_stats *thread, uint64_t from_ns, uint64_t t
  */
 static uint64_t served_within(const struct cs_thread_stats *thread, uint64_t from, uint64_t to)
 {
-	struct cs_served_span clipped[CS_SERVED_RECENT];
+	struct cs_served_span clipped[CS_SERVED_RECENT] = { 0 }; /* cppcheck cannot tell the sort reads only what it wrote */
 	size_t n = 0;
 	for (size_t i = 0; i < CS_SERVED_RECENT; i++) {
 		struct cs_served_span s = thread->served_recent[i];
