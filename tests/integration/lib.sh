@@ -197,6 +197,19 @@ cs_client_window() {
     sort -n | awk '{ v[NR] = $1 } END { i = int(NR * 0.99 + 0.999); print NR, (NR ? v[i] : 0) }'
 }
 
+# cs_client_adoptable LOG: how many of the client's connections connscope
+# adopts over the window: those older than it (a request sent before
+# WINDOW_FROM_NS) that sent another within it. A server that closes a
+# connection after the request in flight at the attach (Tomcat's
+# maxKeepAliveRequests, every 100th request) leaves it no idle moment to
+# be adopted at; the client's reconnection is a new connection.
+cs_client_adoptable() {
+  awk -v from="$WINDOW_FROM_NS" -v to="$WINDOW_TO_NS" '
+    $2 < from { older[$5] = 1 }
+    $2 >= from && $3 <= to { within[$5] = 1 }
+    END { n = 0; for (port in older) if (port in within) n++; print n }' "$1"
+}
+
 json_get() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 
 # assert_cmp A OP B [what]: numeric comparison with floats, OP one of < <= > >= ==.

@@ -29,7 +29,11 @@ r=$CS_TMP/report.json
 read -r client_count client_p99_us < <(cs_client_window "$CS_TMP/client.log")
 note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], round(c["share"], 3)) for c in j["tail"]["causes"][:3]]'), flagged: '$(flagged "$r")'"
 note "connscope: $(json_get "$r" 'j["requests"]') requests, adopted $(json_get "$r" 'j["connections_adopted"]'), in flight at the attach $(json_get "$r" 'j["requests_in_flight_at_attach"]'); the client in the window: $client_count, p99 $client_p99_us us"
-assert_cmp "$(json_get "$r" 'j["connections_adopted"]')" == "$CONNS" "connections adopted"
+# At most the client's connections; fewer when Tomcat closed one after the
+# request in flight at the attach (every 100th request, by default).
+adoptable=$(cs_client_adoptable "$CS_TMP/client.log")
+assert_cmp "$adoptable" '<=' "$CONNS" "the client's connections that connscope can adopt"
+assert_cmp "$(json_get "$r" 'j["connections_adopted"]')" == "$adoptable" "connections adopted"
 assert_cmp "$(json_get "$r" 'j["requests_in_flight_at_attach"]')" '<=' "$CONNS" "requests left out (at most one a connection)"
 assert_cmp "$(json_get "$r" 'j["requests"]')" '>=' "$(python3 -c "print(0.95 * $client_count)")" \
   "requests timed against the client's in the window (95 %)"
