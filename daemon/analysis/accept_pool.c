@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "tail.h"
+
 /*
  * A worker busy serving at least this share of its time away from
  * accept() is "busy": a gunicorn sync worker held by a 40 ms handler
@@ -40,7 +42,7 @@ static bool serves_what_it_accepts(const struct cs_thread_stats *t)
 }
 
 /* The server a pool process belongs to, by its name: the advice speaks its settings. */
-static enum cs_pool_server server_of(const char *comm)
+enum cs_pool_server cs_pool_server_of(const char *comm)
 {
 	static const struct {
 		const char *prefix;
@@ -82,7 +84,7 @@ static void add_worker(const struct cs_engine *engine, const struct cs_worker_st
 	/* A handler's time on a CPU is counted there already: the rest was off a CPU. */
 	sums->blocked_ns += handler > on_cpu ? handler - on_cpu : 0;
 	if (pool->server == CS_POOL_SERVER_OTHER)
-		pool->server = server_of(w->comm);
+		pool->server = cs_pool_server_of(w->comm);
 }
 
 bool cs_listener_accept_pool(const struct cs_engine *engine, const struct cs_listener_stats *l,
@@ -111,4 +113,30 @@ bool cs_listener_accept_pool(const struct cs_engine *engine, const struct cs_lis
 bool cs_accept_pool_saturated(const struct cs_accept_pool *pool)
 {
 	return pool->workers && pool->busy_workers == pool->workers;
+}
+
+/*
+ * A hand-off pool is full when its threads served at least this share of
+ * the time they served in (first read to last send): Apache's event MPM
+ * workers held by a 40 ms handler serve ~99 % of it; a pool that sits
+ * idle while an acceptor waits at a real limit serves little of it.
+ */
+#define HANDOFF_FULL_SHARE_MIN 0.5
+
+bool cs_limit_held_by_handoff_pool(const struct cs_engine *engine, const struct cs_limit_evidence *limit,
+				   struct cs_handoff_limit *pool)
+{
+	struct cs_pool_scan scan;
+	if (!limit->flagged || !limit->acceptor_tid)
+		return false;
+	cs_scan_pool(engine, &scan);
+	double busy = cs_pool_busy_share(&scan);
+	if (!scan.threads || scan.poller_tid != limit->acceptor_tid || busy < HANDOFF_FULL_SHARE_MIN)
+		return false;
+	if (pool)
+		*pool = (struct cs_handoff_limit){
+			.pool_threads = scan.threads, .busy_share = busy,
+			.server = cs_pool_server_of(limit->acceptor_comm),
+		};
+	return true;
 }

@@ -42,4 +42,25 @@ bool cs_listener_accept_pool(const struct cs_engine *engine, const struct cs_lis
 /* Every worker of the pool served most of its time away from accept(). */
 bool cs_accept_pool_saturated(const struct cs_accept_pool *pool);
 
+/* The server a pool's process belongs to, from its name ("apache2", "gunicorn: worker"). */
+enum cs_pool_server cs_pool_server_of(const char *comm);
+
+/*
+ * A connection limit that is the acceptor's own hand-off pool, full: the
+ * thread that accepts also polls and hands ready connections to a pool
+ * (Apache's event MPM: each child's listener thread), and stops
+ * accepting while none of the pool's threads is free. The limit's
+ * waits for a close were waits for a pool thread: its acceptor is the
+ * pool's poller, and the pool's threads served most of the time they
+ * served in. A limit held with the pool idle, or by an acceptor that
+ * hands nothing on (nginx, Tomcat's Acceptor), stays a limit.
+ */
+struct cs_handoff_limit {
+	uint32_t pool_threads;   /* the threads the acceptor handed ready requests to */
+	double busy_share;       /* their serving time over the time they served */
+	enum cs_pool_server server; /* told from the acceptor's process name */
+};
+bool cs_limit_held_by_handoff_pool(const struct cs_engine *engine, const struct cs_limit_evidence *limit,
+				   struct cs_handoff_limit *pool);
+
 #endif /* CS_ACCEPT_POOL_H */

@@ -97,6 +97,9 @@ static void compute_connection_limit(const struct cs_engine *engine, struct cs_c
 	c->freed_by_idle_close = best.freed_by[CS_FREED_BY_IDLE_CLOSE];
 	c->freed_by_client = best.freed_by[CS_FREED_BY_CLIENT];
 	c->freed_other = best.freed_by[CS_FREED_BY_OTHER];
+	/* The acceptor's own hand-off pool, full, is no limit to raise: pool_saturation says it. */
+	c->held_by_pool = cs_limit_held_by_handoff_pool(engine, &best, NULL);
+	c->flagged = c->flagged && !c->held_by_pool;
 }
 
 const char *const cs_pool_wait_cause_names[CS_POOL_WAIT_CAUSE_COUNT] = {
@@ -179,6 +182,44 @@ static void accept_pool(const struct cs_engine *engine, const struct cs_tail *ta
 	c->wait_p99_us = (double)cs_hist_percentile(l->accept_wait_ns, 99.0) / 1e3;
 }
 
+/* The hand-off pool's server, from its poller's process name (accept: from its workers'). */
+static void handoff_pool_server(struct cs_conditions *cond)
+{
+	typeof(cond->pool_saturation) *c = &cond->pool_saturation;
+	if (c->kind == CS_POOL_HANDOFF)
+		c->server = cs_pool_server_of(c->poller_comm);
+}
+
+/*
+ * A hand-off pool whose poller is its acceptor (Apache's event MPM
+ * listener thread) stops accepting while none of its threads is free:
+ * the connection limit that held was the pool's, and so is the accept
+ * queue's wait. Such a poller also closes the keep-alive connections it
+ * holds rather than wait for a thread: those with a request already
+ * waiting (not idle, no timeout's doing) are the pool's too. The pool
+ * was seen full (cs_limit_held_by_handoff_pool): busy.
+ */
+static void handoff_pool_accepts(const struct cs_engine *engine, const struct cs_tail *tail,
+				 struct cs_conditions *cond)
+{
+	typeof(cond->pool_saturation) *c = &cond->pool_saturation;
+	if (c->kind != CS_POOL_HANDOFF || !cond->connection_limit.held_by_pool)
+		return;
+	double share, mean_us;
+	tail_wait(tail, CS_CAUSE_ACCEPT_QUEUE, &share, &mean_us);
+	c->accept_held = true;
+	c->busy = true;
+	c->port = cond->connection_limit.port;
+	c->accept_wait_p99_us = cond->connection_limit.accept_wait_p99_us;
+	c->tail_share += share;
+	c->tail_wait_mean_us += mean_us;
+	const struct cs_lifecycle_stats *life = &engine->lifecycle;
+	c->dropped_closes = life->server_unread_closes;
+	if (life->server_unread_closes)
+		c->dropped_wait_mean_us =
+			(double)life->unread_close_wait_ns / (double)life->server_unread_closes / 1e3;
+}
+
 /*
  * pool_saturation: requests waited for a pool, a large part of the tail,
  * while its threads were busy serving. A wait for a pool whose threads
@@ -191,6 +232,8 @@ static void pool_saturation(const struct cs_engine *engine, const struct cs_tail
 	typeof(cond->pool_saturation) *c = &cond->pool_saturation;
 	handoff_pool(engine, tail, cond);
 	accept_pool(engine, tail, cond);
+	handoff_pool_server(cond);
+	handoff_pool_accepts(engine, tail, cond);
 	bool waits = engine->requests.requests >= REQUESTS_MIN && c->tail_share >= POOL_TAIL_SHARE_MIN;
 	c->flagged = waits && c->busy;
 	if (!waits)
@@ -315,8 +358,9 @@ static void accept_contention(const struct cs_finding *findings, size_t count, s
 		case CS_FINDING_THUNDERING_HERD:
 			c->thundering_herd = true;
 			break;
-		/* A full accept pool is pool_saturation's; a negligible spread nothing to change. */
+		/* A full pool is pool_saturation's; a negligible spread nothing to change. */
 		case CS_FINDING_ACCEPT_POOL_FULL:
+		case CS_FINDING_HANDOFF_POOL_FULL:
 		case CS_FINDING_ACCEPT_NEGLIGIBLE:
 		case CS_FINDING_EVENTS_LOST:
 		case CS_FINDING_BACKLOG_FULL:

@@ -84,6 +84,8 @@ struct cs_conditions {
 		uint64_t freed_by_idle_close;   /* the closes that freed those slots */
 		uint64_t freed_by_client;
 		uint64_t freed_other;
+		bool held_by_pool;              /* a limit the acceptor's own hand-off pool held (Apache's
+		                                   event MPM): pool_saturation's, not flagged here */
 	} connection_limit;
 	struct {
 		bool flagged;
@@ -116,6 +118,17 @@ struct cs_conditions {
 		double tail_share;              /* the wait's share of the tail's time (worker_pool; accept_queue) */
 		double tail_wait_mean_us;       /* a tail request's mean wait for the pool */
 		double wait_p99_us;             /* over all requests (accept: the listener's accept wait) */
+		/*
+		 * handoff: its poller is its acceptor, and stopped accepting
+		 * while no pool thread was free (connection_limit.held_by_pool):
+		 * the accept queue's wait is the pool's too, in tail_share and
+		 * tail_wait_mean_us; port and accept_wait_p99_us are the listener's.
+		 */
+		bool accept_held;
+		double accept_wait_p99_us;
+		uint64_t dropped_closes;        /* handoff: keep-alive connections closed with a request
+		                                   waiting unread while the pool was saturated */
+		double dropped_wait_mean_us;    /* how long those requests had waited */
 	} pool_saturation;
 	struct cs_pauses_condition {
 		bool flagged;

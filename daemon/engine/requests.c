@@ -394,6 +394,8 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
 	if (conn && req->hdr.ts_ns > conn->last_seen_ns)
 		conn->last_seen_ns = req->hdr.ts_ns;
+	if (conn && (req->flags & CS_REQ_UNREAD))
+		conn->request_unread = 1;
 	if (req->flags & CS_REQ_HELD_BACK)
 		stats->held_back++;
 	count_adopted(stats, conn, req);
@@ -499,7 +501,12 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 		/* An unfollowed connection's requests were not counted: that it received data tells. */
 		bool had_requests = ev->requests > 0 || (ev->flags & CS_CLOSE_RECEIVED_DATA);
 		uint64_t waited_ns = gap_ns - (ev->closer_runq_ns < gap_ns ? ev->closer_runq_ns : gap_ns);
-		if (had_requests && ev->last_activity_ns && waited_ns >= IDLE_CLOSE_MIN_NS) {
+		/* Its last activity a request it never read: not idle, that request dropped. */
+		if (had_requests && ev->last_activity_ns && waited_ns >= IDLE_CLOSE_MIN_NS && conn &&
+		    conn->request_unread) {
+			life->server_unread_closes++;
+			life->unread_close_wait_ns += gap_ns;
+		} else if (had_requests && ev->last_activity_ns && waited_ns >= IDLE_CLOSE_MIN_NS) {
 			life->server_idle_closes++;
 			freer = CS_FREED_BY_IDLE_CLOSE;
 			cs_hist_record(life->idle_gap_ns, gap_ns);

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Apache 2.4's event MPM, one child of 2 worker threads (ThreadsPerChild
+# and MaxRequestWorkers 2), and a mod_lua handler that blocks its thread
+# 40 ms. Six keep-alive clients send their next request as soon as the
+# last is answered. The child's listener thread accepts and polls the
+# keep-alive connections, and hands each ready one to a worker: a
+# hand-off pool, as Tomcat's. With both workers serving, the listener
+# stops accepting (no idle worker) and closes keep-alive connections
+# early; connections wait in the accept queue for the pool. Those are the
+# pool's symptoms: pool_saturation of kind handoff (2 workers,
+# MaxRequestWorkers advised), worker_pool or accept_queue leading, no
+# connection_limit, no idle_timeout; the listener thread an acceptor;
+# connscope's p99 agrees with the clients'. connscope attaches before the
+# load, then once more to the load already running.
+# integration: plain build
+# (a real server's behaviour)
+source "$(dirname "$0")/lib.sh"
+
+dir=$CS_TMP/apache
+mkdir -p "$dir"
+# The child runs as nobody: it must reach the handler's script.
+chmod o+x "$CS_TMP"
+chmod 755 "$dir"
+cat >"$dir/block.lua" <<'LUA'
+function handle(r)
+  r.usleep(40000) -- the handler blocks its worker thread
+  r.content_type = "text/plain"
+  r:puts("ok\n")
+  return apache2.OK
+end
+LUA
+chmod 644 "$dir/block.lua"
+port=$(cs_free_port)
+cat >"$dir/apache.conf" <<CONF
+LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
+LoadModule lua_module /usr/lib/apache2/modules/mod_lua.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+<Location />
+  Require all granted
+</Location>
+ServerName localhost
+Listen 127.0.0.1:$port
+PidFile $dir/apache.pid
+DefaultRuntimeDir $dir
+ErrorLog $dir/error.log
+DocumentRoot $dir
+User nobody
+Group nogroup
+StartServers 1
+ServerLimit 1
+ThreadsPerChild 2
+ThreadLimit 2
+MaxRequestWorkers 2
+MinSpareThreads 1
+MaxSpareThreads 2
+KeepAlive On
+KeepAliveTimeout 5
+MaxKeepAliveRequests 0
+LuaMapHandler ^/ $dir/block.lua handle
+CONF
+# In a session of its own: at its stop Apache signals its whole process
+# group, which would be this test's.
+cs_bg setsid apache2 -f "$dir/apache.conf" -DFOREGROUND
+SERVER_PID=$BG_PID SERVER_PORT=$port
+cs_wait_port "$port"
+CS_ATTACH_OPTS="--port $port"
+cs_profile apache "$CS_LOAD" --port "$port" --connections 6 --duration 3 \
+  --json "$CS_TMP/client.json" --quiet
+r=$CS_TMP/apache.json
+"$CS_BIN" report "$CS_TMP/apache.cstrace" >"$CS_TMP/apache.txt" || fail "connscope report (text) failed"
+note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, client from connect $(json_get "$CS_TMP/client.json" 'j["service_us"]["p99"]') us, from send $(json_get "$CS_TMP/client.json" 'j["from_send_us"]["p99"]') us"
+note "causes $(json_get "$r" '[(c["cause"], round(c["share"], 3)) for c in j["tail"]["causes"][:3]]')"
+note "roles $(json_get "$r" 'sorted((t["tid"], t["comm"], t["roles"], t["requests"]) for t in j["threads"] if t["roles"])')"
+note "pool_saturation $(json_get "$r" 'j["conditions"]["pool_saturation"]')"
+note "flagged: $(flagged "$r")"
+grep -A2 -E '^  ! ' "$CS_TMP/apache.txt" | sed 's/^/   | /'
+
+cause=$(top_cause "$r")
+[[ $cause == worker_pool || $cause == accept_queue ]] || fail "top tail cause is $cause, expected worker_pool or accept_queue"
+echo "ok: top cause $cause"
+flags=$(flagged "$r")
+[[ " $flags " == *" pool_saturation "* ]] || fail "pool_saturation not flagged (flagged: $flags)"
+[[ $(json_get "$r" 'j["conditions"]["pool_saturation"]["kind"]') == handoff ]] || fail "pool kind is not handoff"
+[[ " $flags " != *" connection_limit "* ]] || fail "connection_limit flagged: the listener stopped accepting because its pool was busy"
+[[ " $flags " != *" idle_timeout "* ]] || fail "idle_timeout flagged: the listener closed keep-alive connections because its pool was busy"
+echo "ok: pool_saturation (handoff), neither connection_limit nor idle_timeout"
+assert_cmp "$(json_get "$r" 'j["conditions"]["pool_saturation"]["workers"]')" '==' 2 "pool threads (ThreadsPerChild)"
+[[ $(json_get "$r" 'j["conditions"]["pool_saturation"]["server"]') == apache ]] || fail "the server is not told apache"
+grep -q 'MaxRequestWorkers' "$CS_TMP/apache.txt" || fail "the advice does not name MaxRequestWorkers"
+grep -qE 'raise the (connection limit|server.s idle timeout)|idle timeout longer' "$CS_TMP/apache.txt" \
+  && fail "the text report advises a connection limit or an idle timeout"
+assert_cmp "$(json_get "$r" "sum(1 for t in j['threads'] if 'acceptor' in t['roles'])")" '>=' 1 "threads with the role acceptor"
+assert_p99_agrees "$r" "$CS_TMP/client.json"
