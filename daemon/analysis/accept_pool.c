@@ -122,12 +122,25 @@ bool cs_accept_pool_saturated(const struct cs_accept_pool *pool)
  * idle while an acceptor waits at a real limit serves little of it.
  */
 #define HANDOFF_FULL_SHARE_MIN 0.5
+/*
+ * The acceptor waited, not worked, away from accept(): as a connection
+ * limit's acceptor (limit.c's thresholds). One busy in handlers or on a
+ * CPU is slow at accepting, which accept_contention says.
+ */
+#define ACCEPTOR_BLOCKED_SHARE_MIN 0.5
+#define ACCEPTOR_HANDLER_SHARE_MAX 0.2
+/* Accept-queue waits above 1 ms at p99 are visible in client tails. */
+#define HELD_WAIT_P99_MIN_NS 1000000ull
 
-bool cs_limit_held_by_handoff_pool(const struct cs_engine *engine, const struct cs_limit_evidence *limit,
-				   struct cs_handoff_limit *pool)
+bool cs_listener_held_by_handoff_pool(const struct cs_engine *engine, const struct cs_listener_stats *l,
+				      const struct cs_limit_evidence *limit, struct cs_handoff_limit *pool)
 {
 	struct cs_pool_scan scan;
-	if (!limit->flagged || !limit->acceptor_tid)
+	if (!limit->acceptor_tid || cs_hist_percentile(l->accept_wait_ns, 99.0) < HELD_WAIT_P99_MIN_NS)
+		return false;
+	bool waited = limit->handler_share <= ACCEPTOR_HANDLER_SHARE_MAX &&
+		      (limit->blocked_share < 0 || limit->blocked_share >= ACCEPTOR_BLOCKED_SHARE_MIN);
+	if (!waited)
 		return false;
 	cs_scan_pool(engine, &scan);
 	double busy = cs_pool_busy_share(&scan);

@@ -98,7 +98,7 @@ static void compute_connection_limit(const struct cs_engine *engine, struct cs_c
 	c->freed_by_client = best.freed_by[CS_FREED_BY_CLIENT];
 	c->freed_other = best.freed_by[CS_FREED_BY_OTHER];
 	/* The acceptor's own hand-off pool, full, is no limit to raise: pool_saturation says it. */
-	c->held_by_pool = cs_limit_held_by_handoff_pool(engine, &best, NULL);
+	c->held_by_pool = cs_listener_held_by_handoff_pool(engine, best_listener, &best, NULL);
 	c->flagged = c->flagged && !c->held_by_pool;
 }
 
@@ -190,11 +190,26 @@ static void handoff_pool_server(struct cs_conditions *cond)
 		c->server = cs_pool_server_of(c->poller_comm);
 }
 
+/* The listener a full hand-off pool held (its poller accepts), the one with the longest accept waits. */
+static const struct cs_listener_stats *handoff_held_listener(const struct cs_engine *engine)
+{
+	const struct cs_listener_stats *found = NULL;
+	for (size_t i = 0; i < engine->listener_count; i++) {
+		const struct cs_listener_stats *l = &engine->listeners[i];
+		struct cs_limit_evidence limit;
+		cs_listener_limit(engine, l, &limit);
+		if (cs_listener_held_by_handoff_pool(engine, l, &limit, NULL) &&
+		    (!found || l->accept_wait_ns->sum > found->accept_wait_ns->sum))
+			found = l;
+	}
+	return found;
+}
+
 /*
  * A hand-off pool whose poller is its acceptor (Apache's event MPM
  * listener thread) stops accepting while none of its threads is free:
- * the connection limit that held was the pool's, and so is the accept
- * queue's wait. Such a poller also closes the keep-alive connections it
+ * the accept queue's wait is the pool's, and so is any connection limit
+ * it seemed to hold. Such a poller also closes the keep-alive connections it
  * holds rather than wait for a thread: those with a request already
  * waiting (not idle, no timeout's doing) are the pool's too. The pool
  * was seen full (cs_limit_held_by_handoff_pool): busy.
@@ -203,14 +218,15 @@ static void handoff_pool_accepts(const struct cs_engine *engine, const struct cs
 				 struct cs_conditions *cond)
 {
 	typeof(cond->pool_saturation) *c = &cond->pool_saturation;
-	if (c->kind != CS_POOL_HANDOFF || !cond->connection_limit.held_by_pool)
+	const struct cs_listener_stats *held = c->kind == CS_POOL_HANDOFF ? handoff_held_listener(engine) : NULL;
+	if (!held)
 		return;
 	double share, mean_us;
 	tail_wait(tail, CS_CAUSE_ACCEPT_QUEUE, &share, &mean_us);
 	c->accept_held = true;
 	c->busy = true;
-	c->port = cond->connection_limit.port;
-	c->accept_wait_p99_us = cond->connection_limit.accept_wait_p99_us;
+	c->port = held->port;
+	c->accept_wait_p99_us = (double)cs_hist_percentile(held->accept_wait_ns, 99.0) / 1e3;
 	c->tail_share += share;
 	c->tail_wait_mean_us += mean_us;
 	const struct cs_lifecycle_stats *life = &engine->lifecycle;
@@ -218,6 +234,38 @@ static void handoff_pool_accepts(const struct cs_engine *engine, const struct cs
 	if (life->server_unread_closes)
 		c->dropped_wait_mean_us =
 			(double)life->unread_close_wait_ns / (double)life->server_unread_closes / 1e3;
+}
+
+/*
+ * The idle closes of a full hand-off pool's poller. One that holds the
+ * accept limit for its pool (accept_held: Apache's event MPM) also closes
+ * the idle keep-alive connections it holds while no pool thread is free,
+ * as soon as it runs: within about a request's serving time of their last
+ * activity, when a worker frees. A timer that short would close
+ * connections between a client's requests. So idle closes whose gaps
+ * (all but the odd tenth) stay within the handlers' p99, give or take a
+ * half for the closing thread's own delays, are the pool's, not
+ * idle_timeout's; a keep-alive race still flags that.
+ */
+#define POOL_IDLE_GAP_PERCENTILE 90.0
+#define POOL_IDLE_GAP_SLACK 1.5
+
+static void idle_closes_of_the_pool(const struct cs_engine *engine, struct cs_conditions *cond)
+{
+	typeof(cond->pool_saturation) *pool = &cond->pool_saturation;
+	typeof(cond->idle_timeout) *idle = &cond->idle_timeout;
+	const struct cs_lifecycle_stats *life = &engine->lifecycle;
+	if (!pool->flagged || !pool->accept_held || !idle->server_idle_closes)
+		return;
+	uint64_t gap_ns = cs_hist_percentile(life->idle_gap_ns, POOL_IDLE_GAP_PERCENTILE);
+	uint64_t handler_p99_ns = cs_hist_percentile(engine->requests.cause_ns[CS_CAUSE_HANDLER], 99.0);
+	if ((double)gap_ns > POOL_IDLE_GAP_SLACK * (double)handler_p99_ns)
+		return;
+	pool->idle_closes = idle->server_idle_closes;
+	pool->idle_gap_p90_us = (double)gap_ns / 1e3;
+	pool->handler_p99_us = (double)handler_p99_ns / 1e3;
+	idle->pool_closes = true;
+	idle->flagged = idle->keepalive_race_resets > 0;
 }
 
 /*
@@ -298,9 +346,11 @@ static void non_persistent(const struct cs_engine *engine, struct cs_conditions 
 		c->setup_time_share = (double)req->setup_ns / (double)total_ns;
 	/*
 	 * Connections the server's idle timeout ended are that condition's
-	 * doing, not the client's choice: do not blame keep-alive for them.
+	 * doing, not the client's choice: do not blame keep-alive for them;
+	 * nor for those it closed with a request waiting (a full pool's).
 	 */
-	bool idle_closes_explain = engine->lifecycle.server_idle_closes * 2 >= req->first_on_connection;
+	const struct cs_lifecycle_stats *life = &engine->lifecycle;
+	bool idle_closes_explain = (life->server_idle_closes + life->server_unread_closes) * 2 >= req->first_on_connection;
 	c->flagged = req->requests >= REQUESTS_MIN && req->first_on_connection &&
 		     c->requests_per_connection < NON_PERSISTENT_RPC && !idle_closes_explain;
 }
@@ -431,6 +481,7 @@ void cs_conditions_from(const struct cs_engine *engine, const struct cs_report_m
 	cpu_saturation(engine, meta, tail, cond);
 	cs_runtime_pauses_condition(engine, meta, tail, cond);
 	pool_saturation(engine, tail, cond);
+	idle_closes_of_the_pool(engine, cond);
 	lifecycle(engine, cond);
 	cs_conditions_figures(cond);
 }

@@ -54,6 +54,11 @@ static void handoff_accepts(const struct cs_pool_condition *pool, struct cs_figu
 	figure_us(f, "accept_wait_p99", pool->accept_wait_p99_us);
 	cs_figures_count(f, "dropped_closes", pool->dropped_closes);
 	figure_us(f, "dropped_wait_mean", pool->dropped_wait_mean_us);
+	cs_figures_count(f, "idle_closes", pool->idle_closes);
+	if (!pool->idle_closes)
+		return;
+	figure_us(f, "idle_gap_p90", pool->idle_gap_p90_us);
+	figure_us(f, "handler_p99", pool->handler_p99_us);
 }
 
 /* A hand-off pool's poller; an accept pool's listener and what its workers' time away was. */

@@ -169,11 +169,11 @@ static void diagnose_handoff_full(const struct cs_listener_stats *l, const struc
 		return;
 	cs_figures_comm(f, "acceptor_comm", e->acceptor_comm);
 	cs_figures_count(f, "acceptor_tid", e->acceptor_tid);
-	cs_figures_count(f, "open_connections", e->open_connections);
 	cs_figures_count(f, "pool_threads", pool->pool_threads);
 	cs_figures_share(f, "busy_share", pool->busy_share);
-	cs_figures_share(f, "wait_share", e->wait_share);
 	cs_figures_count(f, "waits", e->waits);
+	if (e->waits)
+		cs_figures_share(f, "wait_share", e->wait_share);
 	accept_wait(f, l);
 }
 
@@ -201,7 +201,7 @@ static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_li
 	struct cs_limit_evidence limit;
 	struct cs_handoff_limit handoff;
 	cs_listener_limit(engine, l, &limit);
-	if (cs_limit_held_by_handoff_pool(engine, &limit, &handoff)) {
+	if (cs_listener_held_by_handoff_pool(engine, l, &limit, &handoff)) {
 		diagnose_handoff_full(l, &limit, &handoff, list);
 		return;
 	}

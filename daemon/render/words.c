@@ -120,9 +120,9 @@ static const struct {
 	[CS_FINDING_HANDOFF_POOL_FULL] = {
 		"connections waited in the accept queue for a free pool thread: {acceptor_comm} (tid {acceptor_tid}) "
 		"accepts and hands ready connections to {pool_threads} pool thread(s), busy {busy_share}% of the time "
-		"they served, and stopped accepting while none was free ({open_connections} connection(s) open); "
-		"{wait_share}% of the time connections queued for it ended right after a close ({waits} waits); "
-		"accept wait p50 {accept_wait_p50}, p99 {accept_wait_p99}: the pool's limit, no connection limit",
+		"they served, and stopped accepting while none was free ([+waits|{wait_share}% of the time "
+		"connections queued for it ended right after a close ({waits} waits); ]accept wait p50 {accept_wait_p50}, p99 {accept_wait_p99}): the pool's limit, no connection "
+		"limit",
 		"see pool_saturation: more pool threads, or handlers that do not block" },
 	[CS_FINDING_UNFAIR_ACCEPTS] = {
 		"one worker took {worker_share}% of accepts: {worker_comm} (tid {worker_tid}) took {worker_accepts} "
@@ -200,7 +200,9 @@ static const struct {
 		"{poller_tid}) accepts on :{port}, polls and hands them to {pool_threads} pool thread(s), busy "
 		"{busy_share}% of the time they served, and stopped accepting while none was free"
 		"[+dropped_closes|; it closed {dropped_closes} keep-alive connection(s) with a request waiting "
-		"({dropped_wait_mean} on average) rather than wait for one: not idle, no timeout]]]"
+		"({dropped_wait_mean} on average) rather than wait for one: not idle, no timeout]"
+		"[+idle_closes|; it closed {idle_closes} idle keep-alive connection(s) within a request's serving "
+		"time (idle p90 {idle_gap_p90}, handlers p99 {handler_p99}): a worker freeing, no timeout]]]"
 		"[+accept_pool|(accept pool) connections waited in :{port}'s accept queue for a free worker "
 		"({tail_share}% of the tail's time, {tail_wait_mean} per tail request; accept wait p99 {wait_p99}): "
 		"{busy_threads} of {pool_threads} workers that accept and serve were busy, serving {busy_share}% of "

@@ -164,10 +164,11 @@ cs_monotonic_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
 # SECONDS, its report in $CS_TMP/NAME.json; WINDOW_FROM_NS and
 # WINDOW_TO_NS are the times it was seen attached (if anything late) and
 # stopped. CS_ON_ATTACHED and CS_ON_STOPPING, as for cs_profile, run at
-# those times (a server's own count read over the same window).
+# those times (a server's own count read over the same window); and
+# CS_ATTACH_OPTS, as for cs_profile, are more options of the attach.
 cs_attach_window() {
   local name=$1 seconds=$2 cs
-  "$CS_BIN" attach --pid "$SERVER_PID" --json >"$CS_TMP/$name.json" 2>"$CS_TMP/$name.err" &
+  "$CS_BIN" attach --pid "$SERVER_PID" --json ${CS_ATTACH_OPTS:-} >"$CS_TMP/$name.json" 2>"$CS_TMP/$name.err" &
   cs=$!
   cs_pids+=("$cs")
   cs_wait_attached "$CS_TMP/$name.err"
