@@ -221,3 +221,31 @@ Test(handoff_limit, a_limit_whose_acceptor_is_not_the_pools_poller_stays_a_conne
 	cr_assert_not(c.pool_saturation.accept_held);
 	cr_assert(has_finding("connection_limit"));
 }
+
+/*
+ * The listener also closes idle keep-alive connections while no worker is
+ * free (the client had not sent its next request): ~40 ms after their
+ * answers, within a request's 80 ms serving time. A worker freeing, not a
+ * timer: the pool's closes, not idle_timeout.
+ */
+Test(handoff_limit, idle_closes_within_a_requests_serving_time_are_the_full_pools)
+{
+	run(&(struct shape){ .serve_ns = 2 * CYCLE - 250 * US, .poller_tid = LISTENER, .sends_next = false });
+	struct cs_conditions c;
+	cs_compute_conditions(engine, &meta, &c);
+	cr_assert(c.pool_saturation.flagged);
+	cr_assert(c.pool_saturation.accept_held);
+	cr_assert_eq(c.idle_timeout.server_idle_closes, CYCLES - 3);
+	cr_assert(c.idle_timeout.pool_closes);
+	cr_assert_not(c.idle_timeout.flagged);
+	cr_assert_eq(c.pool_saturation.idle_closes, CYCLES - 3);
+	cr_assert_eq(c.pool_saturation.dropped_closes, 0);
+	/* Closed 40.1 ms after their answers, the handlers 79.75 ms. */
+	cr_assert_float_eq(c.pool_saturation.idle_gap_p90_us, 40100.0, 400.0);
+	cr_assert_float_eq(c.pool_saturation.handler_p99_us, 79750.0, 800.0);
+	cr_assert_not(c.non_persistent.flagged);
+	char *text = render_report(engine, &meta, false);
+	cr_assert_not_null(strstr(text, "idle keep-alive connection(s) within a request's serving time"), "%s", text);
+	cr_assert_null(strstr(text, "idle timeout longer"), "%s", text);
+	free(text);
+}
