@@ -15,6 +15,7 @@
 #include "diagnose.h"
 #include "engine.h"
 #include "events.h"
+#include "live.h"
 #include "report_render.h"
 #include "words.h"
 
@@ -190,6 +191,30 @@ Test(handoff_limit, closes_with_a_request_waiting_are_the_pools_not_idle_timeout
 	cr_assert_null(strstr(text, "raise the connection limit"), "%s", text);
 	cr_assert_null(strstr(text, "?}"), "%s", text);
 	free(text);
+}
+
+/* The JSON and the live view (connscope top) say the pool's kind, its size, its listener and Apache's knobs. */
+Test(handoff_limit, the_json_and_the_live_view_say_a_handoff_pool_of_two_and_apaches_knobs)
+{
+	run(&apache_event);
+	char *json = render_report(engine, &meta, true);
+	cr_assert_not_null(strstr(json, "\"kind\":\"handoff\",\"pool_threads\":2,"), "%s", json);
+	cr_assert_not_null(strstr(json, "\"server\":\"apache\",\"accept_held\":true,"), "%s", json);
+	cr_assert_not_null(strstr(json, "\"held_by_pool\":true"), "%s", json);
+	cr_assert_not_null(strstr(json, "\"code\":\"handoff_pool_full\""), "%s", json);
+	free(json);
+	struct cs_window window;
+	cr_assert_eq(cs_window_init(&window), 0);
+	struct cs_live_info info = { .source = "daemon", .uptime_s = 10, .since_reset_s = 10 };
+	char *snapshot = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&snapshot, &len);
+	cr_assert_eq(cs_snapshot_json(out, engine, &meta, &window, &info), 0);
+	fclose(out);
+	cr_assert_not_null(strstr(snapshot, "\"advice\":\"handoff pool of 2: Apache: raise ThreadsPerChild and "
+					    "MaxRequestWorkers\""), "%s", snapshot);
+	free(snapshot);
+	cs_window_free(&window);
 }
 
 /* A real limit: the listener stops at three open connections, idle ones, while its workers are idle. */
