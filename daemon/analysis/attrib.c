@@ -242,12 +242,12 @@ static void handoff_pool_accepts(const struct cs_engine *engine, const struct cs
  * the idle keep-alive connections it holds while no pool thread is free,
  * as soon as it runs: within about a request's serving time of their last
  * activity, when a worker frees. A timer that short would close
- * connections between a client's requests. So idle closes whose gaps
- * (all but the odd tenth) stay within the handlers' p99, give or take a
- * half for the closing thread's own delays, are the pool's, not
- * idle_timeout's; a keep-alive race still flags that.
+ * connections between a client's requests. So idle closes within the
+ * handlers' p99, give or take a half for the closing thread's own delays,
+ * are the pool's; idle_timeout is flagged only for as many closes beyond
+ * that as it needs (a connection older than the attach, whose request
+ * state was never followed, may be one), or a keep-alive race.
  */
-#define POOL_IDLE_GAP_PERCENTILE 90.0
 #define POOL_IDLE_GAP_SLACK 1.5
 
 static void idle_closes_of_the_pool(const struct cs_engine *engine, struct cs_conditions *cond)
@@ -257,15 +257,17 @@ static void idle_closes_of_the_pool(const struct cs_engine *engine, struct cs_co
 	const struct cs_lifecycle_stats *life = &engine->lifecycle;
 	if (!pool->flagged || !pool->accept_held || !idle->server_idle_closes)
 		return;
-	uint64_t gap_ns = cs_hist_percentile(life->idle_gap_ns, POOL_IDLE_GAP_PERCENTILE);
 	uint64_t handler_p99_ns = cs_hist_percentile(engine->requests.cause_ns[CS_CAUSE_HANDLER], 99.0);
-	if ((double)gap_ns > POOL_IDLE_GAP_SLACK * (double)handler_p99_ns)
+	uint64_t bound_ns = (uint64_t)(POOL_IDLE_GAP_SLACK * (double)handler_p99_ns);
+	uint64_t within = cs_hist_count_at_or_below(life->idle_gap_ns, bound_ns);
+	if (!within)
 		return;
-	pool->idle_closes = idle->server_idle_closes;
-	pool->idle_gap_p90_us = (double)gap_ns / 1e3;
+	pool->idle_closes = within;
+	pool->idle_gap_max_us = (double)cs_hist_percentile(life->idle_gap_ns, 100.0 * (double)within /
+									   (double)life->idle_gap_ns->count) / 1e3;
 	pool->handler_p99_us = (double)handler_p99_ns / 1e3;
-	idle->pool_closes = true;
-	idle->flagged = idle->keepalive_race_resets > 0;
+	idle->pool_closes = within;
+	idle->flagged = idle->server_idle_closes - within >= IDLE_CLOSES_MIN || idle->keepalive_race_resets > 0;
 }
 
 /*

@@ -53,7 +53,7 @@ struct cs_conditions {
 		double inferred_timeout_ms;     /* the idle gaps' mode */
 		uint64_t reconnects;
 		uint64_t keepalive_race_resets;
-		bool pool_closes;               /* the closes were a full hand-off pool's poller's, within a
+		uint64_t pool_closes;           /* of which a full hand-off pool's poller's, within a
 		                                   request's serving time (pool_saturation.idle_closes) */
 	} idle_timeout;
 	struct {
@@ -133,7 +133,7 @@ struct cs_conditions {
 		double dropped_wait_mean_us;    /* how long those requests had waited */
 		uint64_t idle_closes;           /* handoff: idle ones it closed within a request's serving
 		                                   time (idle_timeout.pool_closes) */
-		double idle_gap_p90_us;         /* their gaps' p90 */
+		double idle_gap_max_us;         /* the longest of their gaps */
 		double handler_p99_us;          /* the handlers' p99 it stayed within */
 	} pool_saturation;
 	struct cs_pauses_condition {

@@ -57,7 +57,7 @@ static void handoff_accepts(const struct cs_pool_condition *pool, struct cs_figu
 	cs_figures_count(f, "idle_closes", pool->idle_closes);
 	if (!pool->idle_closes)
 		return;
-	figure_us(f, "idle_gap_p90", pool->idle_gap_p90_us);
+	figure_us(f, "idle_gap_max", pool->idle_gap_max_us);
 	figure_us(f, "handler_p99", pool->handler_p99_us);
 }
 

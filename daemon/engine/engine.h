@@ -55,8 +55,7 @@ struct cs_conn {
 	uint8_t tls_phase;           /* enum cs_tls_phase; CS_TLS_NONE: not TLS (or unknown) */
 	uint8_t multiplexed;         /* enum cs_multiplex_reason; 0: not seen */
 	uint8_t hello_psk;           /* its ClientHello's session offer: 1 + enum cs_psk_offer; 0: no hello */
-	uint8_t request_unread;      /* 1: a request came that the server closed without reading */
-	uint8_t pad2;
+	uint8_t pad2[2];
 	uint32_t first_flight_bytes; /* bytes the server sent in its first exchange: a TLS
 	                                server's first flight */
 	uint32_t bytes_data_us;      /* in that exchange, after the handshake's end: when its first

@@ -26,6 +26,8 @@ struct cs_lifecycle_stats {
 	 */
 	uint64_t server_unread_closes;
 	uint64_t unread_close_wait_ns;  /* those requests' waits, summed */
+	uint64_t unread_sk;             /* the connection of the latest request closed unread
+	                                   (adopted ones too): its close record is next */
 	struct cs_hist *lifetime_ns;    /* ESTABLISHED -> close */
 	uint64_t reconnects;            /* a client connected again soon after an idle close */
 	uint64_t resets_sent;

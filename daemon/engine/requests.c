@@ -394,8 +394,8 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
 	if (conn && req->hdr.ts_ns > conn->last_seen_ns)
 		conn->last_seen_ns = req->hdr.ts_ns;
-	if (conn && (req->flags & CS_REQ_UNREAD))
-		conn->request_unread = 1;
+	if (req->flags & CS_REQ_UNREAD) /* its close follows: the probes write the two together */
+		engine->lifecycle.unread_sk = req->sk;
 	if (req->flags & CS_REQ_HELD_BACK)
 		stats->held_back++;
 	count_adopted(stats, conn, req);
@@ -470,8 +470,7 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 /* ---- connection ends and resets ------------------------------------------ */
 
 /* A server's close: TIME_WAIT, and an idle close or a dropped request; what it freed. */
-static enum cs_slot_freer server_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev,
-				       const struct cs_conn *conn)
+static enum cs_slot_freer server_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev)
 {
 	struct cs_lifecycle_stats *life = &engine->lifecycle;
 	/* The side that closes first keeps the socket in TIME_WAIT. */
@@ -489,7 +488,7 @@ static enum cs_slot_freer server_close(struct cs_engine *engine, const struct cs
 	if (!had_requests || !ev->last_activity_ns || waited_ns < IDLE_CLOSE_MIN_NS)
 		return CS_FREED_BY_OTHER;
 	/* Its last activity a request it never read: not idle, that request dropped. */
-	if (conn && conn->request_unread) {
+	if (life->unread_sk == ev->sk) {
 		life->server_unread_closes++;
 		life->unread_close_wait_ns += gap_ns;
 		return CS_FREED_BY_OTHER;
@@ -527,7 +526,7 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 
 	enum cs_slot_freer freer = ev->closed_by == CS_CLOSED_BY_CLIENT ? CS_FREED_BY_CLIENT : CS_FREED_BY_OTHER;
 	if (ev->closed_by == CS_CLOSED_BY_SERVER)
-		freer = server_close(engine, ev, conn);
+		freer = server_close(engine, ev);
 	/* Its client's close_notify may come after (or with) the close, and draw a reset. */
 	struct cs_unfollowed *unfollowed = conn ? NULL : cs_u64map_get(&engine->unfollowed, ev->sk);
 	if (unfollowed)

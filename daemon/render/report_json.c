@@ -178,7 +178,7 @@ static json_t *pool_value(const struct cs_pool_condition *pool)
 	json_object_set_new(p, "dropped_closes", json_integer(JI(pool->dropped_closes)));
 	json_object_set_new(p, "dropped_wait_mean_us", held ? cs_json_3(pool->dropped_wait_mean_us) : json_null());
 	json_object_set_new(p, "idle_closes", json_integer(JI(pool->idle_closes)));
-	json_object_set_new(p, "idle_gap_p90_us", pool->idle_closes ? cs_json_3(pool->idle_gap_p90_us) : json_null());
+	json_object_set_new(p, "idle_gap_max_us", pool->idle_closes ? cs_json_3(pool->idle_gap_max_us) : json_null());
 	json_object_set_new(p, "handler_p99_us", pool->idle_closes ? cs_json_3(pool->handler_p99_us) : json_null());
 	json_object_set_new(p, "on_cpu_share",
 			    accept && pool->on_cpu_share >= 0 ? cs_json_4(pool->on_cpu_share) : json_null());
@@ -245,7 +245,7 @@ static json_t *conditions_value(const struct cs_conditions *c)
 		cs_json_4(ac->busiest_worker_share), "eagain", JI(ac->eagain), "accept_wait_p99_us",
 		cs_json_3(ac->accept_wait_p99_us),
 		"connection_limit", connection_limit(c));
-	json_object_set_new(json_object_get(o, "idle_timeout"), "pool_closes", json_boolean(c->idle_timeout.pool_closes));
+	json_object_set_new(json_object_get(o, "idle_timeout"), "pool_closes", json_integer(JI(c->idle_timeout.pool_closes)));
 	return saturation(c, o);
 }
 

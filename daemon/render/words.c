@@ -202,7 +202,7 @@ static const struct {
 		"[+dropped_closes|; it closed {dropped_closes} keep-alive connection(s) with a request waiting "
 		"({dropped_wait_mean} on average) rather than wait for one: not idle, no timeout]"
 		"[+idle_closes|; it closed {idle_closes} idle keep-alive connection(s) within a request's serving "
-		"time (idle p90 {idle_gap_p90}, handlers p99 {handler_p99}): a worker freeing, no timeout]]]"
+		"time (idle at most {idle_gap_max}, handlers p99 {handler_p99}): a worker freeing, no timeout]]]"
 		"[+accept_pool|(accept pool) connections waited in :{port}'s accept queue for a free worker "
 		"({tail_share}% of the tail's time, {tail_wait_mean} per tail request; accept wait p99 {wait_p99}): "
 		"{busy_threads} of {pool_threads} workers that accept and serve were busy, serving {busy_share}% of "

@@ -102,3 +102,18 @@ Test(closes, a_request_that_met_the_close_is_neither_idle_nor_dropped)
 	cr_expect_eq(engine->lifecycle.server_idle_closes, 0);
 	cr_expect_eq(engine->lifecycle.server_unread_closes, 0);
 }
+
+Test(closes, an_adopted_connections_close_with_a_request_waiting_is_not_idle)
+{
+	/* Older than the attach (its accept unseen), followed from an idle moment: the records alone. */
+	uint64_t sk = 0xffff880000003000ull;
+	feed_request(engine, (struct request_spec){ .sk = sk, .port = PORT, .index = 1, .ts_ns = SEC + 40 * MS,
+						    .start_ns = SEC,
+						    .flags = CS_REQ_UNREAD | CS_REQ_NO_RESPONSE | CS_REQ_ADOPTED });
+	feed_conn_close(engine, (struct close_spec){ .sk = sk, .port = PORT, .ts_ns = SEC + 40 * MS,
+						     .established_ns = SEC / 2, .last_activity_ns = SEC, .requests = 1,
+						     .closed_by = CS_CLOSED_BY_SERVER, .partial = 1 });
+	cr_expect_eq(engine->lifecycle.server_idle_closes, 0);
+	cr_expect_eq(engine->lifecycle.server_unread_closes, 1);
+	cr_expect_eq(engine->lifecycle.unread_close_wait_ns, 40 * MS);
+}
