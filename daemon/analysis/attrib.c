@@ -255,7 +255,8 @@ static void idle_closes_of_the_pool(const struct cs_engine *engine, struct cs_co
 	typeof(cond->pool_saturation) *pool = &cond->pool_saturation;
 	typeof(cond->idle_timeout) *idle = &cond->idle_timeout;
 	const struct cs_lifecycle_stats *life = &engine->lifecycle;
-	if (!pool->flagged || !pool->accept_held || !idle->server_idle_closes)
+	/* Seen full, however few its requests (pool_saturation flags from REQUESTS_MIN). */
+	if (!pool->accept_held || !idle->server_idle_closes)
 		return;
 	uint64_t handler_p99_ns = cs_hist_percentile(engine->requests.cause_ns[CS_CAUSE_HANDLER], 99.0);
 	uint64_t bound_ns = (uint64_t)(POOL_IDLE_GAP_SLACK * (double)handler_p99_ns);

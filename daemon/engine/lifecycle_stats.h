@@ -22,7 +22,8 @@ struct cs_lifecycle_stats {
 	 * The server closed with a request waiting that it never read: the
 	 * connection was not idle, the request was dropped (Apache's event MPM
 	 * closes its keep-alive connections when no worker is free). Not an
-	 * idle close; counted from the same gap, the request's wait.
+	 * idle close, whatever the gap (the request's wait); nor the client's
+	 * choice of one request per connection.
 	 */
 	uint64_t server_unread_closes;
 	uint64_t unread_close_wait_ns;  /* those requests' waits, summed */

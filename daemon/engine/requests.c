@@ -485,14 +485,14 @@ static enum cs_slot_freer server_close(struct cs_engine *engine, const struct cs
 	/* An unfollowed connection's requests were not counted: that it received data tells. */
 	bool had_requests = ev->requests > 0 || (ev->flags & CS_CLOSE_RECEIVED_DATA);
 	uint64_t waited_ns = gap_ns - (ev->closer_runq_ns < gap_ns ? ev->closer_runq_ns : gap_ns);
-	if (!had_requests || !ev->last_activity_ns || waited_ns < IDLE_CLOSE_MIN_NS)
-		return CS_FREED_BY_OTHER;
-	/* Its last activity a request it never read: not idle, that request dropped. */
+	/* Its last activity a request it never read, however recent: not idle, that request dropped. */
 	if (life->unread_sk == ev->sk) {
 		life->server_unread_closes++;
 		life->unread_close_wait_ns += gap_ns;
 		return CS_FREED_BY_OTHER;
 	}
+	if (!had_requests || !ev->last_activity_ns || waited_ns < IDLE_CLOSE_MIN_NS)
+		return CS_FREED_BY_OTHER;
 	life->server_idle_closes++;
 	cs_hist_record(life->idle_gap_ns, gap_ns);
 	struct cs_idle_closes *closes = cs_u64map_put(&engine->idle_closed_from, cs_addr_hash(ev->tuple.remote_addr), NULL);
