@@ -209,10 +209,10 @@ static const struct cs_listener_stats *handoff_held_listener(const struct cs_eng
  * A hand-off pool whose poller is its acceptor (Apache's event MPM
  * listener thread) stops accepting while none of its threads is free:
  * the accept queue's wait is the pool's, and so is any connection limit
- * it seemed to hold. Such a poller also closes the keep-alive connections it
- * holds rather than wait for a thread: those with a request already
- * waiting (not idle, no timeout's doing) are the pool's too. The pool
- * was seen full (cs_limit_held_by_handoff_pool): busy.
+ * it seemed to hold. Such a poller also closes the keep-alive connections
+ * it holds rather than wait for a thread: those with a request already
+ * waiting (not idle, no timeout's doing) are the pool's too. The pool was
+ * seen full (cs_listener_held_by_handoff_pool): busy.
  */
 static void handoff_pool_accepts(const struct cs_engine *engine, const struct cs_tail *tail,
 				 struct cs_conditions *cond)
