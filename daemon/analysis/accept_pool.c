@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "tail.h"
+
 /*
  * A worker busy serving at least this share of its time away from
  * accept() is "busy": a gunicorn sync worker held by a 40 ms handler
@@ -40,7 +42,7 @@ static bool serves_what_it_accepts(const struct cs_thread_stats *t)
 }
 
 /* The server a pool process belongs to, by its name: the advice speaks its settings. */
-static enum cs_pool_server server_of(const char *comm)
+enum cs_pool_server cs_pool_server_of(const char *comm)
 {
 	static const struct {
 		const char *prefix;
@@ -88,7 +90,7 @@ static void add_worker(const struct cs_engine *engine, const struct cs_worker_st
 	/* A handler's time on a CPU is counted there already: the rest was off a CPU. */
 	sums->blocked_ns += handler > on_cpu ? handler - on_cpu : 0;
 	if (pool->server == CS_POOL_SERVER_OTHER)
-		pool->server = server_of(w->comm);
+		pool->server = cs_pool_server_of(w->comm);
 }
 
 bool cs_listener_accept_pool(const struct cs_engine *engine, const struct cs_listener_stats *l,
@@ -117,4 +119,43 @@ bool cs_listener_accept_pool(const struct cs_engine *engine, const struct cs_lis
 bool cs_accept_pool_saturated(const struct cs_accept_pool *pool)
 {
 	return pool->workers && pool->busy_workers == pool->workers;
+}
+
+/*
+ * A hand-off pool is full when its threads served at least this share of
+ * the time they served in (first read to last send): Apache's event MPM
+ * workers held by a 40 ms handler serve ~99 % of it; a pool that sits
+ * idle while an acceptor waits at a real limit serves little of it.
+ */
+#define HANDOFF_FULL_SHARE_MIN 0.5
+/*
+ * The acceptor waited, not worked, away from accept(): as a connection
+ * limit's acceptor (limit.c's thresholds). One busy in handlers or on a
+ * CPU is slow at accepting, which accept_contention says.
+ */
+#define ACCEPTOR_BLOCKED_SHARE_MIN 0.5
+#define ACCEPTOR_HANDLER_SHARE_MAX 0.2
+/* Accept-queue waits above 1 ms at p99 are visible in client tails. */
+#define HELD_WAIT_P99_MIN_NS 1000000ull
+
+bool cs_listener_held_by_handoff_pool(const struct cs_engine *engine, const struct cs_listener_stats *l,
+				      const struct cs_limit_evidence *limit, struct cs_handoff_limit *pool)
+{
+	struct cs_pool_scan scan;
+	if (!limit->acceptor_tid || cs_hist_percentile(l->accept_wait_ns, 99.0) < HELD_WAIT_P99_MIN_NS)
+		return false;
+	bool waited = limit->handler_share <= ACCEPTOR_HANDLER_SHARE_MAX &&
+		      (limit->blocked_share < 0 || limit->blocked_share >= ACCEPTOR_BLOCKED_SHARE_MIN);
+	if (!waited)
+		return false;
+	cs_scan_pool(engine, &scan);
+	double busy = cs_pool_busy_share(&scan);
+	if (!scan.threads || scan.poller_tid != limit->acceptor_tid || busy < HANDOFF_FULL_SHARE_MIN)
+		return false;
+	if (pool)
+		*pool = (struct cs_handoff_limit){
+			.pool_threads = scan.threads, .busy_share = busy,
+			.server = cs_pool_server_of(limit->acceptor_comm),
+		};
+	return true;
 }

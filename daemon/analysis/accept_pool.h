@@ -45,4 +45,28 @@ bool cs_accept_pool_worker(const struct cs_engine *engine, const struct cs_worke
 /* Every worker of the pool served most of its time away from accept(). */
 bool cs_accept_pool_saturated(const struct cs_accept_pool *pool);
 
+/* The server a pool's process belongs to, from its name ("apache2", "gunicorn: worker"). */
+enum cs_pool_server cs_pool_server_of(const char *comm);
+
+/*
+ * A listener held by the acceptor's own hand-off pool, full: the thread
+ * that accepts also polls and hands ready connections to a pool (Apache's
+ * event MPM: each child's listener thread), and stops accepting while
+ * none of the pool's threads is free. Connections waited in its accept
+ * queue (p99 at least 1 ms) while the acceptor waited, not worked, away
+ * from accept(), the acceptor is the pool's poller, and the pool's
+ * threads served most of the time they served in: the wait was for a
+ * pool thread, and a connection limit it seemed to hold (waits that end
+ * with closes) was the pool's. With the pool idle, or an acceptor that
+ * hands nothing on (nginx, Tomcat's Acceptor), a limit stays a limit.
+ * limit: the listener's (cs_listener_limit), for its acceptor.
+ */
+struct cs_handoff_limit {
+	uint32_t pool_threads;   /* the threads the acceptor handed ready requests to */
+	double busy_share;       /* their serving time over the time they served */
+	enum cs_pool_server server; /* told from the acceptor's process name */
+};
+bool cs_listener_held_by_handoff_pool(const struct cs_engine *engine, const struct cs_listener_stats *l,
+				      const struct cs_limit_evidence *limit, struct cs_handoff_limit *pool);
+
 #endif /* CS_ACCEPT_POOL_H */

@@ -93,6 +93,9 @@ static void compute_connection_limit(const struct cs_engine *engine, struct cs_c
 	c->freed_by_idle_close = best.freed_by[CS_FREED_BY_IDLE_CLOSE];
 	c->freed_by_client = best.freed_by[CS_FREED_BY_CLIENT];
 	c->freed_other = best.freed_by[CS_FREED_BY_OTHER];
+	/* The acceptor's own hand-off pool, full, is no limit to raise: pool_saturation says it. */
+	c->held_by_pool = cs_listener_held_by_handoff_pool(engine, best_listener, &best, NULL);
+	c->flagged = c->flagged && !c->held_by_pool;
 }
 
 const char *const cs_pool_wait_cause_names[CS_POOL_WAIT_CAUSE_COUNT] = {
@@ -182,6 +185,95 @@ static void accept_pool(const struct cs_engine *engine, const struct cs_tail *ta
 	c->wait_p99_us = (double)cs_hist_percentile(l->accept_wait_ns, 99.0) / 1e3;
 }
 
+/* The hand-off pool's server, from its poller's process name (accept: from its workers'). */
+static void handoff_pool_server(struct cs_conditions *cond)
+{
+	typeof(cond->pool_saturation) *c = &cond->pool_saturation;
+	if (c->kind == CS_POOL_HANDOFF)
+		c->server = cs_pool_server_of(c->poller_comm);
+}
+
+/* The listener a full hand-off pool held (its poller accepts), the one with the longest accept waits. */
+static const struct cs_listener_stats *handoff_held_listener(const struct cs_engine *engine)
+{
+	const struct cs_listener_stats *found = NULL;
+	for (size_t i = 0; i < engine->listener_count; i++) {
+		const struct cs_listener_stats *l = &engine->listeners[i];
+		struct cs_limit_evidence limit;
+		cs_listener_limit(engine, l, &limit);
+		if (cs_listener_held_by_handoff_pool(engine, l, &limit, NULL) &&
+		    (!found || l->accept_wait_ns->sum > found->accept_wait_ns->sum))
+			found = l;
+	}
+	return found;
+}
+
+/*
+ * A hand-off pool whose poller is its acceptor (Apache's event MPM
+ * listener thread) stops accepting while none of its threads is free:
+ * the accept queue's wait is the pool's, and so is any connection limit
+ * it seemed to hold. Such a poller also closes the keep-alive connections
+ * it holds rather than wait for a thread: those with a request already
+ * waiting (not idle, no timeout's doing) are the pool's too. The pool was
+ * seen full (cs_listener_held_by_handoff_pool): busy.
+ */
+static void handoff_pool_accepts(const struct cs_engine *engine, const struct cs_tail *tail,
+				 struct cs_conditions *cond)
+{
+	typeof(cond->pool_saturation) *c = &cond->pool_saturation;
+	const struct cs_listener_stats *held = c->kind == CS_POOL_HANDOFF ? handoff_held_listener(engine) : NULL;
+	if (!held)
+		return;
+	double share, mean_us;
+	tail_wait(tail, CS_CAUSE_ACCEPT_QUEUE, &share, &mean_us);
+	c->accept_held = true;
+	c->busy = true;
+	c->port = held->port;
+	c->accept_wait_p99_us = (double)cs_hist_percentile(held->accept_wait_ns, 99.0) / 1e3;
+	c->tail_share += share;
+	c->tail_wait_mean_us += mean_us;
+	const struct cs_lifecycle_stats *life = &engine->lifecycle;
+	c->dropped_closes = life->server_unread_closes;
+	if (life->server_unread_closes)
+		c->dropped_wait_mean_us =
+			(double)life->unread_close_wait_ns / (double)life->server_unread_closes / 1e3;
+}
+
+/*
+ * The idle closes of a full hand-off pool's poller. One that holds the
+ * accept limit for its pool (accept_held: Apache's event MPM) also closes
+ * the idle keep-alive connections it holds while no pool thread is free,
+ * as soon as it runs: within about a request's serving time of their last
+ * activity, when a worker frees. A timer that short would close
+ * connections between a client's requests. So idle closes within the
+ * handlers' p99, give or take a half for the closing thread's own delays,
+ * are the pool's; idle_timeout is flagged only for as many closes beyond
+ * that as it needs (a connection older than the attach, whose request
+ * state was never followed, may be one), or a keep-alive race.
+ */
+#define POOL_IDLE_GAP_SLACK 1.5
+
+static void idle_closes_of_the_pool(const struct cs_engine *engine, struct cs_conditions *cond)
+{
+	typeof(cond->pool_saturation) *pool = &cond->pool_saturation;
+	typeof(cond->idle_timeout) *idle = &cond->idle_timeout;
+	const struct cs_lifecycle_stats *life = &engine->lifecycle;
+	/* Seen full, however few its requests (pool_saturation flags from REQUESTS_MIN). */
+	if (!pool->accept_held || !idle->server_idle_closes)
+		return;
+	uint64_t handler_p99_ns = cs_hist_percentile(engine->requests.cause_ns[CS_CAUSE_HANDLER], 99.0);
+	uint64_t bound_ns = (uint64_t)(POOL_IDLE_GAP_SLACK * (double)handler_p99_ns);
+	uint64_t within = cs_hist_count_at_or_below(life->idle_gap_ns, bound_ns);
+	if (!within)
+		return;
+	pool->idle_closes = within;
+	pool->idle_gap_max_us = (double)cs_hist_percentile(life->idle_gap_ns, 100.0 * (double)within /
+									   (double)life->idle_gap_ns->count) / 1e3;
+	pool->handler_p99_us = (double)handler_p99_ns / 1e3;
+	idle->pool_closes = within;
+	idle->flagged = idle->server_idle_closes - within >= IDLE_CLOSES_MIN || idle->keepalive_race_resets > 0;
+}
+
 /*
  * pool_saturation: requests waited for a pool, a large part of the tail,
  * while its threads were busy serving. A wait for a pool whose threads
@@ -194,6 +286,8 @@ static void pool_saturation(const struct cs_engine *engine, const struct cs_tail
 	typeof(cond->pool_saturation) *c = &cond->pool_saturation;
 	handoff_pool(engine, tail, cond);
 	accept_pool(engine, tail, cond);
+	handoff_pool_server(cond);
+	handoff_pool_accepts(engine, tail, cond);
 	bool waits = engine->requests.requests >= REQUESTS_MIN && c->tail_share >= POOL_TAIL_SHARE_MIN;
 	c->flagged = waits && c->busy;
 	if (!waits)
@@ -258,9 +352,11 @@ static void non_persistent(const struct cs_engine *engine, struct cs_conditions 
 		c->setup_time_share = (double)req->setup_ns / (double)total_ns;
 	/*
 	 * Connections the server's idle timeout ended are that condition's
-	 * doing, not the client's choice: do not blame keep-alive for them.
+	 * doing, not the client's choice: do not blame keep-alive for them;
+	 * nor for those it closed with a request waiting (a full pool's).
 	 */
-	bool idle_closes_explain = engine->lifecycle.server_idle_closes * 2 >= req->first_on_connection;
+	const struct cs_lifecycle_stats *life = &engine->lifecycle;
+	bool idle_closes_explain = (life->server_idle_closes + life->server_unread_closes) * 2 >= req->first_on_connection;
 	c->flagged = req->requests >= REQUESTS_MIN && req->first_on_connection &&
 		     c->requests_per_connection < NON_PERSISTENT_RPC && !idle_closes_explain;
 }
@@ -319,8 +415,9 @@ static void accept_contention(const struct cs_finding *findings, size_t count, s
 		case CS_FINDING_THUNDERING_HERD:
 			c->thundering_herd = true;
 			break;
-		/* A full accept pool is pool_saturation's; a negligible spread nothing to change. */
+		/* A full pool is pool_saturation's; a negligible spread nothing to change. */
 		case CS_FINDING_ACCEPT_POOL_FULL:
+		case CS_FINDING_HANDOFF_POOL_FULL:
 		case CS_FINDING_ACCEPT_NEGLIGIBLE:
 		case CS_FINDING_EVENTS_LOST:
 		case CS_FINDING_BACKLOG_FULL:
@@ -391,6 +488,7 @@ void cs_conditions_from(const struct cs_engine *engine, const struct cs_report_m
 	cpu_saturation(engine, meta, tail, cond);
 	cs_runtime_pauses_condition(engine, meta, tail, cond);
 	pool_saturation(engine, tail, cond);
+	idle_closes_of_the_pool(engine, cond);
 	lifecycle(engine, cond);
 	cs_conditions_figures(cond);
 }

@@ -53,6 +53,8 @@ struct cs_conditions {
 		double inferred_timeout_ms;     /* the idle gaps' mode */
 		uint64_t reconnects;
 		uint64_t keepalive_race_resets;
+		uint64_t pool_closes;           /* of which a full hand-off pool's poller's, within a
+		                                   request's serving time (pool_saturation.idle_closes) */
 	} idle_timeout;
 	struct {
 		bool flagged;
@@ -85,6 +87,8 @@ struct cs_conditions {
 		uint64_t freed_by_idle_close;   /* the closes that freed those slots */
 		uint64_t freed_by_client;
 		uint64_t freed_other;
+		bool held_by_pool;              /* a limit the acceptor's own hand-off pool held (Apache's
+		                                   event MPM): pool_saturation's, not flagged here */
 	} connection_limit;
 	struct {
 		bool flagged;
@@ -119,6 +123,21 @@ struct cs_conditions {
 		double tail_share;              /* the wait's share of the tail's time (worker_pool; accept_queue) */
 		double tail_wait_mean_us;       /* a tail request's mean wait for the pool */
 		double wait_p99_us;             /* over all requests (accept: the listener's accept wait) */
+		/*
+		 * handoff: its poller is its acceptor, and stopped accepting
+		 * while no pool thread was free (connection_limit.held_by_pool):
+		 * the accept queue's wait is the pool's too, in tail_share and
+		 * tail_wait_mean_us; port and accept_wait_p99_us are the listener's.
+		 */
+		bool accept_held;
+		double accept_wait_p99_us;
+		uint64_t dropped_closes;        /* handoff: keep-alive connections closed with a request
+		                                   waiting unread while the pool was saturated */
+		double dropped_wait_mean_us;    /* how long those requests had waited */
+		uint64_t idle_closes;           /* handoff: idle ones it closed within a request's serving
+		                                   time (idle_timeout.pool_closes) */
+		double idle_gap_max_us;         /* the longest of their gaps */
+		double handler_p99_us;          /* the handlers' p99 it stayed within */
 	} pool_saturation;
 	struct cs_pauses_condition {
 		bool flagged;

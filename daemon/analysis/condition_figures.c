@@ -44,6 +44,23 @@ static void cpu_saturation(const struct cs_conditions *c, struct cs_figures *f)
 	cs_figures_ns(f, "runq_max", c->cpu_saturation.runq_max_ns);
 }
 
+/* A hand-off pool whose poller accepts: the accept queue it left waiting, the requests it dropped. */
+static void handoff_accepts(const struct cs_pool_condition *pool, struct cs_figures *f)
+{
+	cs_figures_flag(f, "accept_held", pool->accept_held);
+	if (!pool->accept_held)
+		return;
+	cs_figures_count(f, "port", pool->port);
+	figure_us(f, "accept_wait_p99", pool->accept_wait_p99_us);
+	cs_figures_count(f, "dropped_closes", pool->dropped_closes);
+	figure_us(f, "dropped_wait_mean", pool->dropped_wait_mean_us);
+	cs_figures_count(f, "idle_closes", pool->idle_closes);
+	if (!pool->idle_closes)
+		return;
+	figure_us(f, "idle_gap_max", pool->idle_gap_max_us);
+	figure_us(f, "handler_p99", pool->handler_p99_us);
+}
+
 /* A hand-off pool's poller; an accept pool's listener and what its workers' time away was. */
 static void pool_saturation(const struct cs_pool_condition *pool, struct cs_figures *f)
 {
@@ -58,6 +75,7 @@ static void pool_saturation(const struct cs_pool_condition *pool, struct cs_figu
 			cs_figures_share(f, "busy_while_waiting_share", pool->busy_while_waiting_share);
 		cs_figures_comm(f, "poller_comm", pool->poller_comm);
 		cs_figures_count(f, "poller_tid", pool->poller_tid);
+		handoff_accepts(pool, f);
 		return;
 	}
 	cs_figures_count(f, "port", pool->port);

@@ -165,6 +165,27 @@ static void diagnose_pool_full(const struct cs_listener_stats *l, const struct c
 	accept_wait(f, l);
 }
 
+/*
+ * The acceptor stopped accepting while none of the pool threads it hands
+ * connections to was free: connections waited in the accept queue for a
+ * pool thread, not for a connection limit to be raised.
+ */
+static void diagnose_handoff_full(const struct cs_listener_stats *l, const struct cs_limit_evidence *e,
+				  const struct cs_handoff_limit *pool, struct findings *list)
+{
+	struct cs_figures *f = add(list, CS_FINDING_HANDOFF_POOL_FULL, l->port);
+	if (!f)
+		return;
+	cs_figures_comm(f, "acceptor_comm", e->acceptor_comm);
+	cs_figures_count(f, "acceptor_tid", e->acceptor_tid);
+	cs_figures_count(f, "pool_threads", pool->pool_threads);
+	cs_figures_share(f, "busy_share", pool->busy_share);
+	cs_figures_count(f, "waits", e->waits);
+	if (e->waits)
+		cs_figures_share(f, "wait_share", e->wait_share);
+	accept_wait(f, l);
+}
+
 static void bottleneck(const struct cs_engine *engine, const struct cs_listener_stats *l,
 		       const struct cs_worker_stats *busiest, double queue_busy, double mean_left, struct findings *list)
 {
@@ -187,7 +208,12 @@ static void diagnose_acceptor(const struct cs_engine *engine, const struct cs_li
 {
 	/* A limit has its own minimum (a few waits of seconds each are plenty). */
 	struct cs_limit_evidence limit;
+	struct cs_handoff_limit handoff;
 	cs_listener_limit(engine, l, &limit);
+	if (cs_listener_held_by_handoff_pool(engine, l, &limit, &handoff)) {
+		diagnose_handoff_full(l, &limit, &handoff, list);
+		return;
+	}
 	if (limit.flagged) {
 		diagnose_limit(l, &limit, list);
 		return;

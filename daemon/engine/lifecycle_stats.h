@@ -18,6 +18,17 @@ struct cs_lifecycle_stats {
 	uint64_t requests_on_closed;    /* requests carried by closed connections */
 	uint64_t server_idle_closes;    /* the server closed after an idle gap */
 	struct cs_hist *idle_gap_ns;    /* that gap */
+	/*
+	 * The server closed with a request waiting that it never read: the
+	 * connection was not idle, the request was dropped (Apache's event MPM
+	 * closes its keep-alive connections when no worker is free). Not an
+	 * idle close, whatever the gap (the request's wait); nor the client's
+	 * choice of one request per connection.
+	 */
+	uint64_t server_unread_closes;
+	uint64_t unread_close_wait_ns;  /* those requests' waits, summed */
+	uint64_t unread_sk;             /* the connection of the latest request closed unread
+	                                   (adopted ones too): its close record is next */
 	struct cs_hist *lifetime_ns;    /* ESTABLISHED -> close */
 	uint64_t reconnects;            /* a client connected again soon after an idle close */
 	uint64_t resets_sent;

@@ -399,6 +399,8 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
 	if (conn && req->hdr.ts_ns > conn->last_seen_ns)
 		conn->last_seen_ns = req->hdr.ts_ns;
+	if (req->flags & CS_REQ_UNREAD) /* its close follows: the probes write the two together */
+		engine->lifecycle.unread_sk = req->sk;
 	if (req->flags & CS_REQ_HELD_BACK)
 		stats->held_back++;
 	count_adopted(stats, conn, req);
@@ -473,6 +475,43 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 
 /* ---- connection ends and resets ------------------------------------------ */
 
+/* A server's close: TIME_WAIT, and an idle close or a dropped request; what it freed. */
+static enum cs_slot_freer server_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev)
+{
+	struct cs_lifecycle_stats *life = &engine->lifecycle;
+	/* The side that closes first keeps the socket in TIME_WAIT. */
+	life->time_wait_created++;
+	uint64_t second = ev->hdr.ts_ns / NS_PER_SEC;
+	if (life->server_close_second[second % 64] != second) {
+		life->server_close_second[second % 64] = second;
+		life->server_close_count[second % 64] = 0;
+	}
+	life->server_close_count[second % 64]++;
+	uint64_t gap_ns = span(ev->last_activity_ns, ev->hdr.ts_ns);
+	/* An unfollowed connection's requests were not counted: that it received data tells. */
+	bool had_requests = ev->requests > 0 || (ev->flags & CS_CLOSE_RECEIVED_DATA);
+	uint64_t waited_ns = gap_ns - (ev->closer_runq_ns < gap_ns ? ev->closer_runq_ns : gap_ns);
+	/* Its last activity a request it never read, however recent: not idle, that request dropped. */
+	if (life->unread_sk == ev->sk) {
+		life->server_unread_closes++;
+		life->unread_close_wait_ns += gap_ns;
+		return CS_FREED_BY_OTHER;
+	}
+	if (!had_requests || !ev->last_activity_ns || waited_ns < IDLE_CLOSE_MIN_NS)
+		return CS_FREED_BY_OTHER;
+	life->server_idle_closes++;
+	cs_hist_record(life->idle_gap_ns, gap_ns);
+	struct cs_idle_closes *closes = cs_u64map_put(&engine->idle_closed_from, cs_addr_hash(ev->tuple.remote_addr), NULL);
+	if (closes) {
+		/* Closes older than the window can no longer be answered. */
+		if (ev->hdr.ts_ns - closes->last_close_ns > RECONNECT_WINDOW_NS)
+			closes->pending = 0;
+		closes->pending++;
+		closes->last_close_ns = ev->hdr.ts_ns;
+	}
+	return CS_FREED_BY_IDLE_CLOSE;
+}
+
 int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev)
 {
 	struct cs_lifecycle_stats *life = &engine->lifecycle;
@@ -492,34 +531,8 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 		cs_hist_record(life->lifetime_ns, ev->hdr.ts_ns - established_ns);
 
 	enum cs_slot_freer freer = ev->closed_by == CS_CLOSED_BY_CLIENT ? CS_FREED_BY_CLIENT : CS_FREED_BY_OTHER;
-	if (ev->closed_by == CS_CLOSED_BY_SERVER) {
-		/* The side that closes first keeps the socket in TIME_WAIT. */
-		life->time_wait_created++;
-		uint64_t second = ev->hdr.ts_ns / NS_PER_SEC;
-		if (life->server_close_second[second % 64] != second) {
-			life->server_close_second[second % 64] = second;
-			life->server_close_count[second % 64] = 0;
-		}
-		life->server_close_count[second % 64]++;
-		uint64_t gap_ns = span(ev->last_activity_ns, ev->hdr.ts_ns);
-		/* An unfollowed connection's requests were not counted: that it received data tells. */
-		bool had_requests = ev->requests > 0 || (ev->flags & CS_CLOSE_RECEIVED_DATA);
-		uint64_t waited_ns = gap_ns - (ev->closer_runq_ns < gap_ns ? ev->closer_runq_ns : gap_ns);
-		if (had_requests && ev->last_activity_ns && waited_ns >= IDLE_CLOSE_MIN_NS) {
-			life->server_idle_closes++;
-			freer = CS_FREED_BY_IDLE_CLOSE;
-			cs_hist_record(life->idle_gap_ns, gap_ns);
-			struct cs_idle_closes *closes = cs_u64map_put(&engine->idle_closed_from,
-								      cs_addr_hash(ev->tuple.remote_addr), NULL);
-			if (closes) {
-				/* Closes older than the window can no longer be answered. */
-				if (ev->hdr.ts_ns - closes->last_close_ns > RECONNECT_WINDOW_NS)
-					closes->pending = 0;
-				closes->pending++;
-				closes->last_close_ns = ev->hdr.ts_ns;
-			}
-		}
-	}
+	if (ev->closed_by == CS_CLOSED_BY_SERVER)
+		freer = server_close(engine, ev);
 	/* Its client's close_notify may come after (or with) the close, and draw a reset. */
 	struct cs_unfollowed *unfollowed = conn ? NULL : cs_u64map_get(&engine->unfollowed, ev->sk);
 	if (unfollowed)

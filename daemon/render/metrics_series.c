@@ -133,11 +133,15 @@ static void render_threads(const struct cs_mx_out *w)
 static void render_conditions(const struct cs_mx_out *w)
 {
 	const struct cs_conditions *c = &w->analysis->conditions;
-	cs_mx_header(w, "connscope_pool_threads", "gauge", "Threads that read requests a poller handed them.");
-	cs_mx_sample(w, "connscope_pool_threads", NULL, c->pool_saturation.pool_threads);
+	/* The pool's kind: handoff (a poller hands requests on) or accept (its workers accept). */
+	char kind[40];
+	snprintf(kind, sizeof(kind), "kind=\"%s\"", cs_pool_kind_name(c->pool_saturation.kind));
+	cs_mx_header(w, "connscope_pool_threads", "gauge",
+		     "The pool's threads: handed requests by a poller (handoff), or accepting their own (accept).");
+	cs_mx_sample(w, "connscope_pool_threads", kind, c->pool_saturation.pool_threads);
 	cs_mx_header(w, "connscope_pool_busy_ratio", "gauge",
-		     "Pool threads' serving time over the span they served, per thread.");
-	cs_mx_sample_double(w, "connscope_pool_busy_ratio", NULL, c->pool_saturation.busy_share);
+		     "Pool threads' serving time over the span they served (accept: over their time away from accept()).");
+	cs_mx_sample_double(w, "connscope_pool_busy_ratio", kind, c->pool_saturation.busy_share);
 	cs_mx_header(w, "connscope_condition", "gauge",
 		     "1 when the diagnosis flags the condition over what was seen since attach (or reset), else 0.");
 	for (int i = 0; i < CS_CONDITION_COUNT; i++) {

@@ -143,7 +143,7 @@ static json_t *connection_limit(const struct cs_conditions *conditions)
 {
 	const typeof(conditions->connection_limit) *c = &conditions->connection_limit;
 	bool known = c->blocked_share >= 0;
-	return json_pack("{s:b,s:I,s:I,s:o,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:I,s:I,s:I}", "flagged", c->flagged,
+	json_t *o = json_pack("{s:b,s:I,s:I,s:o,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:I,s:I,s:I}", "flagged", c->flagged,
 			 "port", JI(c->port), "open_connections", JI(c->open_connections), "plateau_s",
 			 cs_json_3(c->plateau_s), "blocked_share", known ? cs_json_4(c->blocked_share) : json_null(),
 			 "on_cpu_share", known ? cs_json_4(c->on_cpu_share) : json_null(), "handler_share",
@@ -151,9 +151,15 @@ static json_t *connection_limit(const struct cs_conditions *conditions)
 			 "wait_share", cs_json_4(c->wait_share), "accept_wait_p99_us", cs_json_3(c->accept_wait_p99_us),
 			 "freed_by_idle_close", JI(c->freed_by_idle_close), "freed_by_client", JI(c->freed_by_client),
 			 "freed_other", JI(c->freed_other));
+	json_object_set_new(o, "held_by_pool", json_boolean(c->held_by_pool));
+	return o;
 }
 
-/* pool_saturation: the hand-off pool's figures, and an accept pool's (null for a hand-off pool). */
+/*
+ * pool_saturation: the hand-off pool's figures, and an accept pool's (null
+ * for a hand-off pool); a hand-off pool's server when its poller's name
+ * tells it, its listener when its poller accepts (accept_held).
+ */
 static json_t *pool_value(const struct cs_pool_condition *pool)
 {
 	bool accept = pool->kind == CS_POOL_ACCEPT;
@@ -170,8 +176,16 @@ static json_t *pool_value(const struct cs_pool_condition *pool)
 								    ? cs_json_4(pool->busy_while_waiting_share)
 								    : json_null());
 	json_object_set_new(p, "wait_cause", json_string(cs_pool_wait_cause_names[pool->wait_cause]));
-	json_object_set_new(p, "port", accept ? json_integer(JI(pool->port)) : json_null());
-	json_object_set_new(p, "server", accept ? json_string(cs_pool_server_name(pool->server)) : json_null());
+	bool held = pool->accept_held, named = accept || pool->server != CS_POOL_SERVER_OTHER;
+	json_object_set_new(p, "port", accept || held ? json_integer(JI(pool->port)) : json_null());
+	json_object_set_new(p, "server", named ? json_string(cs_pool_server_name(pool->server)) : json_null());
+	json_object_set_new(p, "accept_held", json_boolean(held));
+	json_object_set_new(p, "accept_wait_p99_us", held ? cs_json_3(pool->accept_wait_p99_us) : json_null());
+	json_object_set_new(p, "dropped_closes", json_integer(JI(pool->dropped_closes)));
+	json_object_set_new(p, "dropped_wait_mean_us", held ? cs_json_3(pool->dropped_wait_mean_us) : json_null());
+	json_object_set_new(p, "idle_closes", json_integer(JI(pool->idle_closes)));
+	json_object_set_new(p, "idle_gap_max_us", pool->idle_closes ? cs_json_3(pool->idle_gap_max_us) : json_null());
+	json_object_set_new(p, "handler_p99_us", pool->idle_closes ? cs_json_3(pool->handler_p99_us) : json_null());
 	json_object_set_new(p, "on_cpu_share",
 			    accept && pool->on_cpu_share >= 0 ? cs_json_4(pool->on_cpu_share) : json_null());
 	json_object_set_new(p, "runq_share", accept ? cs_json_4(pool->runq_share) : json_null());
@@ -237,6 +251,7 @@ static json_t *conditions_value(const struct cs_conditions *c)
 		cs_json_4(ac->busiest_worker_share), "eagain", JI(ac->eagain), "accept_wait_p99_us",
 		cs_json_3(ac->accept_wait_p99_us),
 		"connection_limit", connection_limit(c));
+	json_object_set_new(json_object_get(o, "idle_timeout"), "pool_closes", json_integer(JI(c->idle_timeout.pool_closes)));
 	return saturation(c, o);
 }
 

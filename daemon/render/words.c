@@ -130,6 +130,13 @@ static const struct {
 		"wait p50 {accept_wait_p50}, p99 {accept_wait_p99}; their time away: [?on_cpu_share|on a CPU "
 		"{on_cpu_share}%, ]waiting for a CPU {runq_share}%, blocked off a CPU in handlers {blocked_share}%",
 		"see pool_saturation: more workers, or handlers that do not block" },
+	[CS_FINDING_HANDOFF_POOL_FULL] = {
+		"connections waited in the accept queue for a free pool thread: {acceptor_comm} (tid {acceptor_tid}) "
+		"accepts and hands ready connections to {pool_threads} pool thread(s), busy {busy_share}% of the time "
+		"they served, and stopped accepting while none was free ([+waits|{wait_share}% of the time "
+		"connections queued for it ended right after a close ({waits} waits); ]accept wait p50 {accept_wait_p50}, p99 {accept_wait_p99}): the pool's limit, no connection "
+		"limit",
+		"see pool_saturation: more pool threads, or handlers that do not block" },
 	[CS_FINDING_UNFAIR_ACCEPTS] = {
 		"one worker took {worker_share}% of accepts: {worker_comm} (tid {worker_tid}) took {worker_accepts} "
 		"of {accepts} across {threads} threads (a fair share is {fair_share}%)",
@@ -198,10 +205,19 @@ static const struct {
 		"reduce parallelism (fewer threads than cores), or move other work off these CPUs",
 		"fewer threads than cores, or move other work elsewhere" },
 	[CS_COND_POOL_SATURATION] = { "work waited for a busy pool of threads or workers",
-		"[!accept_pool|(handoff pool) ready requests waited for a pool thread ({tail_share}% of the tail's "
-		"time, {tail_wait_mean} per tail request): {poller_comm} (tid {poller_tid}) polls and hands them to "
-		"{pool_threads} pool thread(s)[?busy_while_waiting_share|, serving other requests "
+		"[!accept_pool|(handoff pool) [!accept_held|ready requests waited for a pool thread ({tail_share}% of "
+		"the tail's time, {tail_wait_mean} per tail request): {poller_comm} (tid {poller_tid}) polls and hands "
+		"them to {pool_threads} pool thread(s)[?busy_while_waiting_share|, serving other requests "
 		"{busy_while_waiting_share}% of the time they waited] (busy {busy_share}% of the time they served)]"
+		"[+accept_held|connections and requests waited for a pool thread ({tail_share}% of the tail's time, "
+		"{tail_wait_mean} per tail request; accept wait p99 {accept_wait_p99}): {poller_comm} (tid "
+		"{poller_tid}) accepts on :{port}, polls and hands them to {pool_threads} pool thread(s)"
+		"[?busy_while_waiting_share|, serving other requests {busy_while_waiting_share}% of the time they "
+		"waited] (busy {busy_share}% of the time they served), and stopped accepting while none was free"
+		"[+dropped_closes|; it closed {dropped_closes} keep-alive connection(s) with a request waiting "
+		"({dropped_wait_mean} on average) rather than wait for one: not idle, no timeout]"
+		"[+idle_closes|; it closed {idle_closes} idle keep-alive connection(s) within a request's serving "
+		"time (idle at most {idle_gap_max}, handlers p99 {handler_p99}): a worker freeing, no timeout]]]"
 		"[+accept_pool|(accept pool) connections waited in :{port}'s accept queue for a free worker "
 		"({tail_share}% of the tail's time, {tail_wait_mean} per tail request; accept wait p99 {wait_p99}): "
 		"{busy_threads} of {pool_threads} workers that accept and serve were busy, serving {busy_share}% of "
@@ -246,6 +262,21 @@ static const struct {
 	[CS_POOL_SERVER_UWSGI] = {
 		"raise uWSGI's processes (or threads), or use its async mode for handlers that wait",
 		"uWSGI: more processes/threads" },
+};
+
+/*
+ * A hand-off pool's advice, per server whose words differ from the
+ * condition's own (Tomcat, Jetty, Netty): NULL keeps those.
+ */
+static const struct {
+	const char *advice;
+	const char *brief;
+} handoff_server_words[CS_POOL_SERVER_COUNT] = {
+	[CS_POOL_SERVER_APACHE] = {
+		"raise Apache's ThreadsPerChild (each child's worker threads) and MaxRequestWorkers (with "
+		"ServerLimit for more children), or make the handlers stop blocking: with no worker free, the "
+		"event MPM's listener stops accepting and closes its keep-alive connections",
+		"Apache: raise ThreadsPerChild and MaxRequestWorkers" },
 };
 
 const char *cs_cause_summary(enum cs_cause cause)
@@ -318,18 +349,24 @@ const char *cs_condition_brief(enum cs_condition condition)
 	return (unsigned)condition < CS_CONDITION_COUNT ? condition_words[condition].brief : NULL;
 }
 
-/* A hand-off pool keeps the condition's own advice (Tomcat, Jetty, Netty). */
+/* A hand-off pool keeps the condition's own advice (Tomcat, Jetty, Netty) unless its server has its own. */
 const char *cs_pool_advice(enum cs_pool_kind kind, enum cs_pool_server server)
 {
-	if (kind != CS_POOL_ACCEPT || (unsigned)server >= CS_POOL_SERVER_COUNT)
+	if ((unsigned)server >= CS_POOL_SERVER_COUNT)
 		return cs_condition_advice(CS_COND_POOL_SATURATION);
+	if (kind != CS_POOL_ACCEPT)
+		return handoff_server_words[server].advice ? handoff_server_words[server].advice
+							   : cs_condition_advice(CS_COND_POOL_SATURATION);
 	return pool_server_words[server].advice;
 }
 
 const char *cs_pool_brief(enum cs_pool_kind kind, enum cs_pool_server server)
 {
-	if (kind != CS_POOL_ACCEPT || (unsigned)server >= CS_POOL_SERVER_COUNT)
+	if ((unsigned)server >= CS_POOL_SERVER_COUNT)
 		return cs_condition_brief(CS_COND_POOL_SATURATION);
+	if (kind != CS_POOL_ACCEPT)
+		return handoff_server_words[server].brief ? handoff_server_words[server].brief
+							  : cs_condition_brief(CS_COND_POOL_SATURATION);
 	return pool_server_words[server].brief;
 }
 

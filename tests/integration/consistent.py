@@ -30,7 +30,13 @@ def pool_contradictions(pool, tail):
         return
     if not pool["busy"]:
         yield "pool_saturation: flagged for a pool that was not busy"
-    if pool["kind"] == "handoff":
+    if pool["kind"] == "handoff" and pool.get("accept_held"):
+        # Its poller stopped accepting while no pool thread was free: the
+        # wait is in the accept queue too, and the pool busy over its serving.
+        if pool["busy_share"] < POOL_BUSY_WHILE_WAITING_MIN:
+            yield "pool_saturation: flagged (accept held), its threads busy %.3f" % pool["busy_share"]
+        waited = tail.get("worker_pool", 0.0) + tail.get("accept_queue", 0.0)
+    elif pool["kind"] == "handoff":
         busy = pool["busy_while_waiting_share"]
         if busy is None or busy < POOL_BUSY_WHILE_WAITING_MIN:
             yield "pool_saturation: flagged, its threads serving others %s of the waits" % busy
@@ -65,6 +71,8 @@ def contradictions(report):
     limit = cond["connection_limit"]
     if limit["flagged"] and not (limit["open_connections"] and limit["waits"]):
         yield "connection_limit: flagged with %s open, %s waits" % (limit["open_connections"], limit["waits"])
+    if limit["flagged"] and limit.get("held_by_pool"):
+        yield "connection_limit: flagged for a limit its own full pool held"
 
 
 def is_report(value):

@@ -173,10 +173,11 @@ cs_monotonic_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
 # lags (a poll, a process start), most of all on a busy machine, and the
 # requests of that lag are connscope's. CS_ON_ATTACHED and CS_ON_STOPPING,
 # as for cs_profile, run when the attach is seen and before the stop (a
-# server's own count read over about the same window).
+# server's own count read over about the same window); and CS_ATTACH_OPTS,
+# as for cs_profile, are more options of the attach.
 cs_attach_window() {
   local name=$1 seconds=$2 cs
-  "$CS_BIN" attach --pid "$SERVER_PID" --json >"$CS_TMP/$name.json" 2>"$CS_TMP/$name.err" &
+  "$CS_BIN" attach --pid "$SERVER_PID" --json ${CS_ATTACH_OPTS:-} >"$CS_TMP/$name.json" 2>"$CS_TMP/$name.err" &
   cs=$!
   cs_pids+=("$cs")
   cs_wait_attached "$CS_TMP/$name.err"

@@ -40,6 +40,7 @@ static const char *const finding_names[CS_FINDING_KIND_COUNT] = {
 	[CS_FINDING_ACCEPT_THREAD_BOTTLENECK] = "accept_thread_bottleneck",
 	[CS_FINDING_ACCEPT_QUEUE_WAIT] = "accept_queue_wait",
 	[CS_FINDING_ACCEPT_POOL_FULL] = "accept_pool_full",
+	[CS_FINDING_HANDOFF_POOL_FULL] = "handoff_pool_full",
 	[CS_FINDING_UNFAIR_ACCEPTS] = "unfair_accepts",
 	[CS_FINDING_THUNDERING_HERD] = "thundering_herd",
 	[CS_FINDING_ACCEPT_NEGLIGIBLE] = "accept_side_negligible",

@@ -332,3 +332,16 @@ Test(metrics, backlog_depth_build_info_and_listener_info)
 	free(text);
 	cs_engine_free(engine);
 }
+
+/* The pool's series say its kind: no accept pool here, so the hand-off pool (of none). */
+Test(metrics, pool_series_carry_the_pools_kind)
+{
+	struct cs_engine *engine = cs_engine_new();
+	feed_accept(engine, (struct accept_spec){ .port = PORT, .tid = 5, .ts_ns = 10 * SEC,
+						  .established_ns = 10 * SEC - 1000, .comm = "apache2" });
+	char *text = render(engine, "web");
+	cr_expect_not_null(strstr(text, "connscope_pool_threads{target=\"web\",kind=\"handoff\"} 0\n"), "%s", text);
+	cr_expect_not_null(strstr(text, "connscope_pool_busy_ratio{target=\"web\",kind=\"handoff\"} "), "%s", text);
+	free(text);
+	cs_engine_free(engine);
+}
