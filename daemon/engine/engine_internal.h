@@ -19,6 +19,15 @@ struct cs_handback {
 	uint32_t pad;
 };
 
+/* A new connection from the same client this soon after an idle close is a reconnect. */
+#define CS_RECONNECT_WINDOW_NS NS_PER_SEC
+/*
+ * A connection's peer and ports as one key (never 0). local_port: the
+ * tuple's, or the listener's when the tuple lost it (an aborted socket's
+ * is cleared before its close record is written).
+ */
+uint64_t cs_tuple_key(const struct cs_tuple *tuple, uint16_t listener_port);
+
 /* A client address's recent idle closes, waiting to be answered by reconnects. */
 struct cs_idle_closes {
 	uint64_t last_close_ns;
