@@ -402,6 +402,52 @@ print("%.0f %.0f %.4f" % (total / 1e3, top / 1e3, top / (float(sys.argv[3]) * 1e
 PY
 }
 
+# cs_start_apache MPM DIRECTIVES: Debian's Apache 2.4 with the MPM (prefork,
+# event), in a private directory ($APACHE_DIR), on a free port, every
+# request handled by a mod_lua handler that blocks its worker 40 ms;
+# DIRECTIVES (lines) size the MPM and set keep-alive. Sets SERVER_PID (the
+# parent, in a session of its own: at its stop Apache signals its whole
+# process group, which would be the test's) and SERVER_PORT.
+cs_start_apache() {
+  local mpm=$1 directives=$2
+  APACHE_DIR=$CS_TMP/apache
+  mkdir -p "$APACHE_DIR"
+  # The children run as nobody: they must reach the handler's script.
+  chmod o+x "$CS_TMP"
+  chmod 755 "$APACHE_DIR"
+  cat >"$APACHE_DIR/block.lua" <<'LUA'
+function handle(r)
+  r.usleep(40000) -- the handler blocks its worker
+  r.content_type = "text/plain"
+  r:puts("ok\n")
+  return apache2.OK
+end
+LUA
+  chmod 644 "$APACHE_DIR/block.lua"
+  SERVER_PORT=$(cs_free_port)
+  cat >"$APACHE_DIR/apache.conf" <<CONF
+LoadModule mpm_${mpm}_module /usr/lib/apache2/modules/mod_mpm_${mpm}.so
+LoadModule lua_module /usr/lib/apache2/modules/mod_lua.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+<Location />
+  Require all granted
+</Location>
+ServerName localhost
+Listen 127.0.0.1:$SERVER_PORT
+PidFile $APACHE_DIR/apache.pid
+DefaultRuntimeDir $APACHE_DIR
+ErrorLog $APACHE_DIR/error.log
+DocumentRoot $APACHE_DIR
+User nobody
+Group nogroup
+$directives
+LuaMapHandler ^/ $APACHE_DIR/block.lua handle
+CONF
+  cs_bg setsid apache2 -f "$APACHE_DIR/apache.conf" -DFOREGROUND
+  SERVER_PID=$BG_PID
+  cs_wait_port "$SERVER_PORT"
+}
+
 # cs_start_nginx KEEPALIVE_TIMEOUT WORKER_CONNECTIONS [LISTEN_PARAMETERS]:
 # Debian's nginx, one worker, in a private directory ($NGINX_DIR, its error
 # log there) on a free port ($NGINX_PORT), answering "ok" to every request.

@@ -11,49 +11,13 @@
 # (a real server's behaviour)
 source "$(dirname "$0")/lib.sh"
 
-dir=$CS_TMP/apache
-mkdir -p "$dir"
-# The children run as nobody: they must reach the handler's script.
-chmod o+x "$CS_TMP"
-chmod 755 "$dir"
-cat >"$dir/block.lua" <<'LUA'
-function handle(r)
-  r.usleep(40000) -- the handler blocks its process
-  r.content_type = "text/plain"
-  r:puts("ok\n")
-  return apache2.OK
-end
-LUA
-chmod 644 "$dir/block.lua"
-port=$(cs_free_port)
-cat >"$dir/apache.conf" <<CONF
-LoadModule mpm_prefork_module /usr/lib/apache2/modules/mod_mpm_prefork.so
-LoadModule lua_module /usr/lib/apache2/modules/mod_lua.so
-LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
-<Location />
-  Require all granted
-</Location>
-ServerName localhost
-Listen 127.0.0.1:$port
-PidFile $dir/apache.pid
-DefaultRuntimeDir $dir
-ErrorLog $dir/error.log
-DocumentRoot $dir
-User nobody
-Group nogroup
-StartServers 2
+cs_start_apache prefork "StartServers 2
 MinSpareServers 2
 MaxSpareServers 2
 ServerLimit 2
 MaxRequestWorkers 2
-KeepAlive Off
-LuaMapHandler ^/ $dir/block.lua handle
-CONF
-# In a session of its own: at its stop Apache signals its whole process
-# group, which would be this test's.
-cs_bg setsid apache2 -f "$dir/apache.conf" -DFOREGROUND
-SERVER_PID=$BG_PID SERVER_PORT=$port
-cs_wait_port "$port"
+KeepAlive Off"
+port=$SERVER_PORT
 overflows_before=$(netstat_counter ListenOverflows)
 CS_ATTACH_OPTS="--port $port"
 cs_profile apache "$CS_LOAD" --port "$port" --connections 6 --duration 3 --no-keepalive \
