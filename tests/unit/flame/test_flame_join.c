@@ -12,30 +12,13 @@
 #include "engine.h"
 #include "events.h"
 #include "flame_collect.h"
+#include "flame_emitted.h"
 #include "flame_join.h"
 
 #define TID 7
 #define OTHER_TID 8
 #define PERIOD (10 * MS) /* one sample at 100 Hz */
 
-/* Every path the join emitted, as the tests look at them. */
-struct emitted {
-	struct cs_flame_path paths[4096];
-	uint64_t weights[4096];
-	size_t count;
-	uint64_t total_ns;
-};
-
-static void record_path(void *ctx, const struct cs_flame_path *path, uint64_t weight_ns)
-{
-	struct emitted *e = ctx;
-	cr_assert_lt(e->count, sizeof(e->paths) / sizeof(e->paths[0]));
-	cr_assert_gt(weight_ns, 0, "no path of weight 0");
-	e->paths[e->count] = *path;
-	e->weights[e->count] = weight_ns;
-	e->count++;
-	e->total_ns += weight_ns;
-}
 
 /* Weight emitted for (cause, phase, stack); stack UINT32_MAX - 1: any. */
 #define ANY_STACK (UINT32_MAX - 1)

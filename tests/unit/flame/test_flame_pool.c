@@ -14,29 +14,13 @@
 #include "engine.h"
 #include "events.h"
 #include "flame_collect.h"
+#include "flame_emitted.h"
 #include "flame_join.h"
 
 #define PERIOD (10 * MS) /* one sample at 100 Hz */
 #define TGID 100
 #define PORT 8080
 
-struct emitted {
-	struct cs_flame_path paths[4096];
-	uint64_t weights[4096];
-	size_t count;
-	uint64_t total_ns;
-};
-
-static void record_path(void *ctx, const struct cs_flame_path *path, uint64_t weight_ns)
-{
-	struct emitted *e = ctx;
-	cr_assert_lt(e->count, sizeof(e->paths) / sizeof(e->paths[0]));
-	cr_assert_gt(weight_ns, 0, "no path of weight 0");
-	e->paths[e->count] = *path;
-	e->weights[e->count] = weight_ns;
-	e->count++;
-	e->total_ns += weight_ns;
-}
 
 /* Weight emitted for (cause, pool, phase, stack). */
 static uint64_t weight_of(const struct emitted *e, enum cs_cause cause, bool pool, enum cs_flame_phase phase,
