@@ -7,6 +7,10 @@
  * told), that thread was idle for the wait. So the wait's overlap with the
  * taking thread's own served spans is the part of it a busy pool caused:
  * exact per request, and it needs no picture of the whole pool at once.
+ * A taker that also polls for the pool and hands out what it polled
+ * (Jetty's threads take turns as the selector) is the pool's while it
+ * polls: its time not serving counts as busy too, since the probes keep
+ * no poll's span to tell its polls from its idle moments.
  */
 #include "engine_internal.h"
 
@@ -62,6 +66,8 @@ uint64_t cs_pool_wait_busy_ns(const struct cs_engine *engine, const struct cs_ev
 	uint64_t from = hb ? req->first_read_ns : pickup_from;
 	uint64_t to = hb ? hb->handler_start_ns : req->first_read_ns;
 	const struct cs_thread_stats *thread = cs_u64map_get(&engine->threads, taker);
+	if (thread && thread->handed_out)
+		return waited;
 	uint64_t busy = thread && to > from ? served_within(thread, from, to) : 0;
 	/* Of the worker_pool time alone: run-queue time and pauses left it for their causes. */
 	return busy < waited ? busy : waited;

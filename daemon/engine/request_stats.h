@@ -37,7 +37,8 @@ struct cs_request_split {
 	uint64_t cause_ns[CS_CAUSE_COUNT];
 	uint64_t total_ns;
 	uint64_t pool_busy_ns; /* of cause_ns[CS_CAUSE_WORKER_POOL]: the thread that took the
-	                          request was serving others meanwhile (the pool was busy) */
+	                          request was serving others meanwhile, or polling for the pool
+	                          (a taker that hands out what it polls): the pool was busy */
 };
 
 /* A slow request kept whole, as evidence for the tail's causes. */

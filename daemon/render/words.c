@@ -24,6 +24,11 @@
 		"is not preempted; run CPU-bound work on a platform thread pool, or raise "\
 		"jdk.virtualThreadScheduler.parallelism]]"
 
+/* How busy a hand-off pool's threads were while requests waited for one (pool_waits.c). */
+#define POOL_BUSY_WHILE_WAITING \
+		"[?busy_while_waiting_share|, busy (serving others, or polling for the pool) "\
+		"{busy_while_waiting_share}% of the time requests waited for one]"
+
 static const struct {
 	const char *summary;
 	const char *evidence;
@@ -45,8 +50,8 @@ static const struct {
 	[CS_CAUSE_WORKER_POOL] = { "handed off by a poller, waiting for a free pool thread",
 		"[!virtual_threads|{poller_comm} (tid {poller_tid}) polled and handed the ready requests on; tail "
 		"requests waited {tail_wait} in all for one of {pool_threads} pool thread(s), busy {busy_share}% of "
-		"the time they served[?busy_while_waiting_share|; the threads that took them were serving other "
-		"requests {busy_while_waiting_share}% of those waits[!busy_while_waiting|: not a full pool, its "
+		"the time they served[?busy_while_waiting_share|; the threads that took them were busy (serving "
+		"others, or polling for the pool) {busy_while_waiting_share}% of those waits[!busy_while_waiting|: not a full pool, its "
 		"threads were idle or held (see runtime_pauses, cpu_saturation)]]]"
 		CARRIER_WAIT },
 	[CS_CAUSE_HANDLER] = { "in the handler: first read to first send",
@@ -207,13 +212,13 @@ static const struct {
 	[CS_COND_POOL_SATURATION] = { "work waited for a busy pool of threads or workers",
 		"[!accept_pool|(handoff pool) [!accept_held|ready requests waited for a pool thread ({tail_share}% of "
 		"the tail's time, {tail_wait_mean} per tail request): {poller_comm} (tid {poller_tid}) polls and hands "
-		"them to {pool_threads} pool thread(s)[?busy_while_waiting_share|, serving other requests "
-		"{busy_while_waiting_share}% of the time they waited] (busy {busy_share}% of the time they served)]"
+		"them to {pool_threads} pool thread(s)" POOL_BUSY_WHILE_WAITING " (busy {busy_share}% of the time they "
+		"served)]"
 		"[+accept_held|connections and requests waited for a pool thread ({tail_share}% of the tail's time, "
 		"{tail_wait_mean} per tail request; accept wait p99 {accept_wait_p99}): {poller_comm} (tid "
 		"{poller_tid}) accepts on :{port}, polls and hands them to {pool_threads} pool thread(s)"
-		"[?busy_while_waiting_share|, serving other requests {busy_while_waiting_share}% of the time they "
-		"waited] (busy {busy_share}% of the time they served), and stopped accepting while none was free"
+		POOL_BUSY_WHILE_WAITING " (busy {busy_share}% of the time they served), and stopped accepting while "
+		"none was free"
 		"[+dropped_closes|; it closed {dropped_closes} keep-alive connection(s) with a request waiting "
 		"({dropped_wait_mean} on average) rather than wait for one: not idle, no timeout]"
 		"[+idle_closes|; it closed {idle_closes} idle keep-alive connection(s) within a request's serving "

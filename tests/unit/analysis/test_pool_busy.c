@@ -107,3 +107,26 @@ Test(pool_busy, overlapping_spans_count_once_and_only_within_the_wait)
 	cr_assert(cs_split_request(engine, &req, &split));
 	cr_assert_eq(split.pool_busy_ns, 0);
 }
+
+/*
+ * Jetty's pool threads take turns as the selector: the thread that takes a
+ * handed-off request may have been polling for the pool, not serving. A
+ * taker that hands out what it polls is the pool's while it polls: its
+ * whole wait is busy. One that only takes (Tomcat's exec threads) is
+ * measured by what it served.
+ */
+Test(pool_busy, a_taker_that_polls_for_the_pool_is_busy_while_it_polls)
+{
+	struct cs_ev_request req = make_request((struct request_spec){
+		.sk = SK(3), .port = PORT, .index = 1, .start_ns = T0, .first_read_ns = T0 + 20 * MS,
+		.first_send_ns = T0 + 21 * MS, .last_send_ns = T0 + 21 * MS, .reader_tid = 61,
+		.flags = CS_REQ_HANDED_OFF });
+	struct cs_request_split split;
+	FEED_OK(engine, make_thread_polls(T0, 61, 0, 0, 10, 0, 0));
+	cr_assert(cs_split_request(engine, &req, &split));
+	cr_assert_eq(split.pool_busy_ns, 0, "a taker seen serving nothing, polling nothing");
+	FEED_OK(engine, make_thread_polls(T0, 61, 40, 10, 10, 20, 0));
+	cr_assert(cs_split_request(engine, &req, &split));
+	cr_assert_eq(split.cause_ns[CS_CAUSE_WORKER_POOL], 20 * MS);
+	cr_assert_eq(split.pool_busy_ns, 20 * MS);
+}
