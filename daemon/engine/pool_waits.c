@@ -6,7 +6,9 @@
  * not (its threads stopped by a runtime pause, kept off a CPU, or never
  * told), that thread was idle for the wait. So the wait's overlap with the
  * taking thread's own served spans is the part of it a busy pool caused:
- * exact per request, and it needs no picture of the whole pool at once.
+ * per request, from the taker's last CS_SERVED_RECENT spans (a wait longer
+ * than those reach back counts busy only where they do), and with no
+ * picture of the whole pool at once.
  * A taker that also polls for the pool and hands out what it polled
  * (Jetty's threads take turns as the selector) is the pool's while it
  * polls: its time not serving counts as busy too, since the probes keep
@@ -29,7 +31,8 @@ void cs_note_served(struct cs_thread_stats *thread, uint64_t from_ns, uint64_t t
  */
 static uint64_t served_within(const struct cs_thread_stats *thread, uint64_t from, uint64_t to)
 {
-	struct cs_served_span clipped[CS_SERVED_RECENT] = { 0 }; /* cppcheck cannot tell the sort reads only what it wrote */
+	/* Zeroed for cppcheck, which cannot tell the sort reads only what it wrote. */
+	struct cs_served_span clipped[CS_SERVED_RECENT] = { 0 };
 	size_t n = 0;
 	for (size_t i = 0; i < CS_SERVED_RECENT; i++) {
 		struct cs_served_span s = thread->served_recent[i];
