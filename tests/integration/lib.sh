@@ -181,11 +181,9 @@ cs_attach_window() {
   cs=$!
   cs_pids+=("$cs")
   cs_wait_attached "$CS_TMP/$name.err"
-  WINDOW_FROM_NS=$(cs_monotonic_ns)
   eval "${CS_ON_ATTACHED:-}"
   sleep "$seconds"
   eval "${CS_ON_STOPPING:-}"
-  WINDOW_TO_NS=$(cs_monotonic_ns)
   kill -INT "$cs"
   wait "$cs" || { cat "$CS_TMP/$name.err"; fail "connscope failed ($name)"; }
   read -r WINDOW_FROM_NS WINDOW_TO_NS < <(json_get "$CS_TMP/$name.json" \

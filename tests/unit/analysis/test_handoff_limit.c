@@ -203,18 +203,10 @@ Test(handoff_limit, the_json_and_the_live_view_say_a_handoff_pool_of_two_and_apa
 	cr_assert_not_null(strstr(json, "\"held_by_pool\":true"), "%s", json);
 	cr_assert_not_null(strstr(json, "\"code\":\"handoff_pool_full\""), "%s", json);
 	free(json);
-	struct cs_window window;
-	cr_assert_eq(cs_window_init(&window), 0);
-	struct cs_live_info info = { .source = "daemon", .uptime_s = 10, .since_reset_s = 10 };
-	char *snapshot = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&snapshot, &len);
-	cr_assert_eq(cs_snapshot_json(out, engine, &meta, &window, &info), 0);
-	fclose(out);
+	char *snapshot = render_snapshot(engine, &meta);
 	cr_assert_not_null(strstr(snapshot, "\"advice\":\"handoff pool of 2: Apache: raise ThreadsPerChild and "
 					    "MaxRequestWorkers\""), "%s", snapshot);
 	free(snapshot);
-	cs_window_free(&window);
 }
 
 /* A real limit: the listener stops at three open connections, idle ones, while its workers are idle. */

@@ -162,17 +162,9 @@ Test(prefork, a_saturated_accept_pool_is_pool_saturation_not_an_acceptor_bottlen
 	free(text);
 
 	/* The live view (connscope top): the pool's kind, its workers busy, gunicorn's knob. */
-	struct cs_window window;
-	cr_assert_eq(cs_window_init(&window), 0);
-	struct cs_live_info info = { .source = "daemon", .uptime_s = 10, .since_reset_s = 10 };
-	char *snapshot = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&snapshot, &len);
-	cr_assert_eq(cs_snapshot_json(out, engine, &meta, &window, &info), 0);
-	fclose(out);
+	char *snapshot = render_snapshot(engine, &meta);
 	cr_assert(strstr(snapshot, "\"advice\":\"accept pool, 2 of 2 busy: gunicorn: more --workers"), "%s", snapshot);
 	free(snapshot);
-	cs_window_free(&window);
 }
 
 /* csserver --accept prefork: the same, the advice in general words. */

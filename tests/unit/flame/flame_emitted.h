@@ -31,4 +31,14 @@ static inline void record_path(void *ctx, const struct cs_flame_path *path, uint
 	e->total_ns += weight_ns;
 }
 
+/* The weight emitted under cause, whatever the path below it. */
+static inline uint64_t cause_weight(const struct emitted *e, enum cs_cause cause)
+{
+	uint64_t sum = 0;
+	for (size_t i = 0; i < e->count; i++)
+		if (e->paths[i].cause == cause)
+			sum += e->weights[i];
+	return sum;
+}
+
 #endif /* CS_TEST_FLAME_EMITTED_H */

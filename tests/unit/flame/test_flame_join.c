@@ -32,15 +32,6 @@ static uint64_t weight_of(const struct emitted *e, enum cs_cause cause, enum cs_
 	return sum;
 }
 
-static uint64_t cause_weight(const struct emitted *e, enum cs_cause cause)
-{
-	uint64_t sum = 0;
-	for (size_t i = 0; i < e->count; i++)
-		if (e->paths[i].cause == cause)
-			sum += e->weights[i];
-	return sum;
-}
-
 /* A request of tid reading at read, answering at send, draining until end. */
 static struct cs_flame_request request(uint64_t pickup, uint64_t read, uint64_t send, uint64_t end)
 {

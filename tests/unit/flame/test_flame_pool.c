@@ -34,15 +34,6 @@ static uint64_t weight_of(const struct emitted *e, enum cs_cause cause, bool poo
 	return sum;
 }
 
-static uint64_t cause_weight(const struct emitted *e, enum cs_cause cause)
-{
-	uint64_t sum = 0;
-	for (size_t i = 0; i < e->count; i++)
-		if (e->paths[i].cause == cause)
-			sum += e->weights[i];
-	return sum;
-}
-
 /* A request whose whole time is a wait of cause over [from, to), answered at once. */
 static struct cs_flame_request waited(enum cs_cause cause, uint64_t from, uint64_t to)
 {
