@@ -236,6 +236,13 @@ LINT_SRCS   := $(filter-out %.bpf.c,$(DAEMON_SRCS) $(wildcard cli/*.c server/*.c
 # tell clang what libbpf does with what the skeleton allocates.
 LINT_CFLAGS := -std=gnu11 -D_GNU_SOURCE -include tests/lint/analyzer_models.h -isystem $(BUILD) \
 	       -Ibpf $(DAEMON_INCLUDES) -Iserver -Ibench
+# The static analyzer (clang-analyzer-*) is nine tenths of clang-tidy's
+# time. Its budget of explored states per function, 225 000 by default,
+# is cut to 50 000 here: the same checkers, inlining across functions as
+# deep, 58 CPU seconds over the tree instead of 200 (clang 14, two CPUs),
+# and the same findings. `make lint-tidy LINT_ANALYZER_NODES=225000` runs
+# the full budget.
+LINT_ANALYZER_NODES ?= 50000
 NPROC       := $(shell nproc 2>/dev/null || echo 2)
 
 lint: lint-commands lint-includes lint-sizes lint-bpf-parts lint-format lint-cppcheck lint-tidy lint-tidy-bpf
@@ -262,7 +269,8 @@ lint-includes:
 lint-tidy: $(SKEL) $(PAUSES_SKEL) $(STACKS_SKEL) | $(TEST_DEPS_OK)
 	$(Q)echo "  TIDY      $(words $(LINT_SRCS)) files"
 	$(Q)printf '%s\n' $(LINT_SRCS) | xargs -P $(NPROC) -n 4 sh -c \
-		'clang-tidy --quiet --warnings-as-errors="*" "$$@" -- $(LINT_CFLAGS) 2>/dev/null' clang-tidy
+		'clang-tidy --quiet --warnings-as-errors="*" "$$@" -- $(LINT_CFLAGS) \
+		-Xclang -analyzer-config -Xclang max-nodes=$(LINT_ANALYZER_NODES) 2>/dev/null' clang-tidy
 
 # Every part of the BPF programs (bpf/*.bpf.h) compiles alone: a unit that
 # includes it and nothing else, twice (its include guard), for -target bpf

@@ -67,6 +67,14 @@ group_of() { # group_of TEST: exclusive or shared
   echo "${marker#\# integration: }" | grep -E '^exclusive$' || echo shared
 }
 
+# A test named on the command line that a build does not run is said, so
+# that running it alone with the other build is not a silent no-op.
+named=$#
+skipped() { # skipped TEST BUILD KIND
+  [[ $named -gt 0 ]] && echo "SKIP $(basename "$1" .sh) [$(basename "$2")]: $3 build only"
+  return 0
+}
+
 # The jobs, "BUILD TEST", by group; in each, one build after the other.
 exclusive_jobs=() shared_jobs=()
 for b in "${builds[@]}"; do
@@ -74,8 +82,12 @@ for b in "${builds[@]}"; do
   for t in "${tests[@]}"; do
     # A real server's behaviour (a JVM's) and a scenario timed alone are
     # checked once, with the plain build (see above).
-    if [[ -e $b/SANITIZED ]] && grep -q '^# integration: plain build' "$t"; then continue; fi
-    if [[ ! -e $b/SANITIZED ]] && grep -q '^# integration: sanitized build' "$t"; then continue; fi
+    if [[ -e $b/SANITIZED ]] && grep -q '^# integration: plain build' "$t"; then
+      skipped "$t" "$b" plain; continue
+    fi
+    if [[ ! -e $b/SANITIZED ]] && grep -q '^# integration: sanitized build' "$t"; then
+      skipped "$t" "$b" sanitized; continue
+    fi
     case $(group_of "$t") in
       exclusive) exclusive_jobs+=("$b $t") ;;
       *) shared_jobs+=("$b $t") ;;

@@ -2,6 +2,8 @@
 # Every way attach can be misused or can fail gives one line saying what is
 # wrong and what to do, and the right exit code: 2 for usage, 1 at run time.
 # The target exiting mid-run ends the run cleanly with a report.
+# integration: sanitized build
+# (the same paths in either build; the sanitized one also checks memory)
 source "$(dirname "$0")/lib.sh"
 
 # expect CODE PATTERN CMD...: CMD exits CODE and its stderr matches PATTERN.

@@ -6,6 +6,9 @@
 # pid, a thread's id, a process that is not a server, a port nobody listens
 # on) exits 1 with one line saying what to do. None of them may load a BPF
 # program: each runs under a 10 s timeout and must not print "attached".
+# integration: sanitized build
+# (bad options go through the same parsing in either build; the sanitized
+# one also checks its memory)
 source "$(dirname "$0")/lib.sh"
 CS_DAEMON=$CS_BUILD/connscoped
 

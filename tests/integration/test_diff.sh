@@ -7,6 +7,9 @@
 # request count as its client sent them and each run's percentiles as its
 # own report printed them, and works the same on the two trace files as
 # on their JSON reports. Bad input: a clear error.
+# integration: sanitized build
+# (the reports and traces are read by the same code in either build; the
+# sanitized one also checks its memory)
 source "$(dirname "$0")/lib.sh"
 
 # nginx_run NAME KEEPALIVE_TIMEOUT CLIENT_ARGS...: nginx with that keep-alive

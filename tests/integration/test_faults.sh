@@ -14,6 +14,9 @@
 #      connection still followed at the end lost its close.
 # BPF objects are identified by the ids in the process's own fdinfo, so
 # other connscope runs on the machine do not matter.
+# integration: sanitized build
+# (the kills and restarts run through the same code in either build; the
+# sanitized one also checks what they leave behind in memory)
 source "$(dirname "$0")/lib.sh"
 CS_DAEMON=$CS_BUILD/connscoped
 

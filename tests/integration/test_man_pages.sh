@@ -4,6 +4,8 @@
 # every option each --help shows is in the page, and every cause and
 # condition a report names is listed by the --help texts and the pages with
 # the same line.
+# integration: plain build
+# (it formats pages and reads --help texts: a sanitizer adds nothing)
 source "$(dirname "$0")/lib.sh"
 man_dir=$(cd "$(dirname "$0")/../../man" && pwd)
 
