@@ -10,7 +10,7 @@
 
 void cs_analyze(const struct cs_engine *engine, const struct cs_report_meta *meta, struct cs_analysis *analysis)
 {
-	cs_compute_tail(engine, cs_tail_percentile(meta), &analysis->tail);
+	cs_compute_run_tail(engine, meta, &analysis->tail);
 	analysis->accept_path_negligible = cs_tail_accept_path_negligible(&analysis->tail);
 	analysis->finding_count = cs_diagnose_tail(engine, meta, &analysis->tail, analysis->findings, CS_FINDINGS_MAX);
 	cs_conditions_from(engine, meta, &analysis->tail, analysis->findings, analysis->finding_count,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnose.h"
 #include "runtime_pauses.h"
 
 /* Below this share of the tail's time the accept path is no bottleneck. */
@@ -155,8 +156,13 @@ static int compare_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The busiest listener speaks for the accept path. */
-static void accept_evidence(const struct cs_engine *engine, struct cs_tail_cause *c)
+/*
+ * The busiest listener speaks for the accept path. Its drops are those the
+ * kernel's own counters allow when the run has them (meta), as the
+ * listen_overflow condition and the findings count them.
+ */
+static void accept_evidence(const struct cs_engine *engine, const struct cs_report_meta *meta,
+			    struct cs_tail_cause *c)
 {
 	const struct cs_listener_stats *l = NULL;
 	struct cs_figures *f = &c->evidence;
@@ -176,7 +182,7 @@ static void accept_evidence(const struct cs_engine *engine, struct cs_tail_cause
 		cs_figures_share(f, "worker_accept_share",
 				 w && l->accepts ? (double)w->accepts / (double)l->accepts : 0.0);
 	} else {
-		uint64_t drops = cs_listener_drops(l);
+		uint64_t drops = meta ? cs_listener_drops_seen(l, meta) : cs_listener_drops(l);
 		uint64_t ack_drops = l->ack_overflows < drops ? l->ack_overflows : drops;
 		cs_figures_count(f, "drops", drops);
 		cs_figures_count(f, "syn_drops", drops - ack_drops);
@@ -280,12 +286,13 @@ static void pause_evidence(const struct cs_engine *engine, const struct cs_tail 
 	cs_figures_ns(f, "time_to_safepoint_max", scan.reach_max_ns);
 }
 
-static void evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
+static void evidence(const struct cs_engine *engine, const struct cs_report_meta *meta, const struct cs_tail *tail,
+		     struct cs_tail_cause *c)
 {
 	switch (c->cause) {
 	case CS_CAUSE_ACCEPT_QUEUE:
 	case CS_CAUSE_LISTEN_OVERFLOW:
-		accept_evidence(engine, c);
+		accept_evidence(engine, meta, c);
 		break;
 	case CS_CAUSE_RUN_QUEUE:
 	case CS_CAUSE_EVENT_LOOP:
@@ -362,7 +369,8 @@ double cs_tail_pool_busy_share(const struct cs_tail *tail)
 	return -1.0;
 }
 
-void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail)
+static void compute_tail(const struct cs_engine *engine, const struct cs_report_meta *meta, double percentile,
+			 struct cs_tail *tail)
 {
 	const struct cs_request_stats *stats = &engine->requests;
 	cs_tail_sum(stats->latency_ns, (const uint64_t (*)[CS_CAUSE_COUNT])stats->bucket_cause_ns,
@@ -370,7 +378,17 @@ void cs_compute_tail(const struct cs_engine *engine, double percentile, struct c
 	tail->pool_busy_ns = tail_pool_busy_ns(stats, tail);
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		if (tail->causes[c].ns)
-			evidence(engine, tail, &tail->causes[c]);
+			evidence(engine, meta, tail, &tail->causes[c]);
+}
+
+void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail)
+{
+	compute_tail(engine, NULL, percentile, tail);
+}
+
+void cs_compute_run_tail(const struct cs_engine *engine, const struct cs_report_meta *meta, struct cs_tail *tail)
+{
+	compute_tail(engine, meta, cs_tail_percentile(meta), tail);
 }
 
 double cs_tail_accept_share(const struct cs_tail *tail)
@@ -392,7 +410,7 @@ bool cs_tail_accept_path_negligible(const struct cs_tail *tail)
 bool cs_accept_path_negligible(const struct cs_engine *engine, const struct cs_report_meta *meta)
 {
 	struct cs_tail tail;
-	cs_compute_tail(engine, cs_tail_percentile(meta), &tail);
+	cs_compute_run_tail(engine, meta, &tail);
 	return cs_tail_accept_path_negligible(&tail);
 }
 

@@ -42,7 +42,13 @@ struct cs_tail {
 /* The tail's pool_busy_ns over its worker_pool time; -1: it had none. */
 double cs_tail_pool_busy_share(const struct cs_tail *tail);
 
+/*
+ * The tail of engine's requests at percentile, its causes ranked, each
+ * with its evidence. cs_compute_run_tail: the run's, at meta's percentile,
+ * its drops those the kernel's counters allow (what every report says).
+ */
 void cs_compute_tail(const struct cs_engine *engine, double percentile, struct cs_tail *tail);
+void cs_compute_run_tail(const struct cs_engine *engine, const struct cs_report_meta *meta, struct cs_tail *tail);
 
 /*
  * The tail of any latency histogram with its causes' time bucket by

@@ -580,6 +580,33 @@ Test(conditions, listen_drops_flag_an_overflow)
 	cr_assert_eq(c.listen_overflow.delayed_connections, 0);
 }
 
+Test(conditions, tail_evidence_counts_the_drops_the_condition_counts)
+{
+	/* The socket says 40 drops; the kernel's ListenOverflows only 6. */
+	meta.netstat = (struct cs_netstat_delta){ .valid = true, .listen_overflows = 6, .listen_drops = 6 };
+	feed_sample(engine, (struct sample_spec){ .port = PORT, .ts_ns = T0, .backlog = 128, .backlog_limit = 128,
+						  .drops = 0 });
+	FEED_OK(engine, make_slow_handshake((struct handshake_spec){ .port = PORT, .syn_sent_ns = T0,
+								     .last_syn_ns = T0 + SEC, .ts_ns = T0 + SEC },
+					    1 * SEC, 0x0a000002, 41000));
+	FEED_OK(engine, make_accept_of((struct accept_spec){ .port = PORT, .tid = 3, .established_ns = T0 + SEC,
+							     .ts_ns = T0 + SEC + MS },
+				       SK(1), 0x0a000002, 41000));
+	feed_request(engine, (struct request_spec){ .sk = SK(1), .port = PORT, .start_ns = T0 + SEC,
+						    .first_read_ns = T0 + SEC + MS, .first_send_ns = T0 + SEC + 2 * MS,
+						    .last_send_ns = T0 + SEC + 2 * MS, .handshake_extra_ns = SEC });
+	feed_sample(engine, (struct sample_spec){ .port = PORT, .ts_ns = T0 + 2 * SEC, .backlog = 129,
+						  .backlog_limit = 128, .drops = 40 });
+	struct cs_conditions c = conditions();
+	cr_assert_eq(c.listen_overflow.drops, 6);
+	struct cs_tail tail;
+	cs_compute_run_tail(engine, &meta, &tail);
+	const struct cs_tail_cause *overflow = cause_in(&tail, CS_CAUSE_LISTEN_OVERFLOW);
+	cr_assert_not_null(overflow);
+	cr_assert_eq(figure_count(&overflow->evidence, "drops"), 6);
+	cr_assert_eq(figure_count(&overflow->evidence, "syn_drops"), 6);
+}
+
 Test(conditions, delayed_and_failed_handshakes)
 {
 	FEED_OK(engine, make_slow_handshake((struct handshake_spec){ .port = PORT, .syn_sent_ns = T0,
