@@ -127,6 +127,14 @@ static double thread_busy_share(const struct cs_thread_stats *t)
 	return share > 1.0 ? 1.0 : share;
 }
 
+static uint64_t tail_ns_of(const struct cs_tail *tail, enum cs_cause cause)
+{
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		if (tail->causes[c].cause == cause)
+			return tail->causes[c].ns;
+	return 0;
+}
+
 static void pool_evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
 {
 	struct cs_pool_scan pool;
@@ -147,6 +155,9 @@ static void pool_evidence(const struct cs_engine *engine, const struct cs_tail *
 		cs_figures_share(&c->evidence, "busy_while_waiting_share", busy_while_waiting);
 		cs_figures_flag(&c->evidence, "busy_while_waiting",
 				busy_while_waiting >= CS_POOL_BUSY_WHILE_WAITING_MIN);
+		/* What else the tail shows held an idle pool's threads. */
+		cs_figures_flag(&c->evidence, "paused", tail_ns_of(tail, CS_CAUSE_RUNTIME_PAUSE) > 0);
+		cs_figures_flag(&c->evidence, "cpu_waits", tail_ns_of(tail, CS_CAUSE_RUN_QUEUE) > 0);
 	}
 }
 

@@ -52,7 +52,8 @@ static const struct {
 		"requests waited {tail_wait} in all for one of {pool_threads} pool thread(s), busy {busy_share}% of "
 		"the time they served[?busy_while_waiting_share|; the threads that took them were busy (serving "
 		"others, or polling for the pool) {busy_while_waiting_share}% of those waits[!busy_while_waiting|: not a full pool, its "
-		"threads were idle or held (see runtime_pauses, cpu_saturation)]]]"
+		"threads were idle[+paused|, or stopped by the runtime (runtime_pause)][+cpu_waits|, or waiting for a CPU "
+		"(run_queue)]]]]"
 		CARRIER_WAIT },
 	[CS_CAUSE_HANDLER] = { "in the handler: first read to first send",
 		"{thread_comm} (tid {thread_tid}) spent {thread_time} handling {tail_requests} tail request(s)" },

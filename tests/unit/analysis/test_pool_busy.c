@@ -33,7 +33,7 @@ TestSuite(pool_busy, .init = setup, .fini = teardown);
  * takes it had nothing to serve meanwhile (as when a pause stops them, or
  * something holds the hand-off): a wait, not a full pool.
  */
-static void idle_takers(void)
+static void idle_takers(uint64_t slow_runq_ns)
 {
 	uint64_t clock_ns = T0;
 	for (uint32_t i = 0; i < 1000; i++, clock_ns += 5 * MS) {
@@ -42,7 +42,8 @@ static void idle_takers(void)
 			.sk = SK(i % 32), .port = PORT, .index = 1 + i / 32, .start_ns = clock_ns,
 			.first_read_ns = clock_ns + wait, .first_send_ns = clock_ns + wait + 10 * MS,
 			.last_send_ns = clock_ns + wait + 10 * MS, .drain_end_ns = clock_ns + wait + 10 * MS,
-			.reader_tid = POOL_FIRST + i % POOL_THREADS, .flags = CS_REQ_HANDED_OFF });
+			.reader_tid = POOL_FIRST + i % POOL_THREADS, .flags = CS_REQ_HANDED_OFF,
+			.pickup_runq_ns = wait > MS ? slow_runq_ns : 0 });
 	}
 	FEED_OK(engine, make_thread_polls(clock_ns, POLLER, 990, 0, 0, 1000, 0));
 	for (uint32_t t = 0; t < POOL_THREADS; t++)
@@ -51,7 +52,7 @@ static void idle_takers(void)
 
 Test(pool_busy, a_wait_for_threads_that_were_idle_is_not_pool_saturation)
 {
-	idle_takers();
+	idle_takers(0);
 	struct cs_report_meta meta = { .target = "pid 100 (java)", .duration_s = 5.0 };
 	struct cs_tail tail;
 	cs_compute_tail(engine, 99.0, &tail);
@@ -68,8 +69,22 @@ Test(pool_busy, a_wait_for_threads_that_were_idle_is_not_pool_saturation)
 	cr_assert_eq(cond.pool_saturation.wait_cause, CS_POOL_WAIT_NOT_KNOWN);
 
 	char *text = render_report(engine, &meta, false);
-	cr_assert(strstr(text, "not a full pool"), "%s", text);
+	cr_assert(strstr(text, "not a full pool, its threads were idle"), "%s", text);
 	cr_assert_null(strstr(text, "! pool_saturation"), "%s", text);
+	/* Nothing else in the tail held them: no other place to look is named. */
+	cr_assert_null(strstr(text, "or waiting for a CPU"), "%s", text);
+	cr_assert_null(strstr(text, "or stopped by the runtime"), "%s", text);
+	free(text);
+}
+
+/* The same waits, partly spent waiting for a CPU: the evidence names that, and only that. */
+Test(pool_busy, an_idle_pool_names_what_else_the_tail_shows)
+{
+	idle_takers(5 * MS);
+	struct cs_report_meta meta = { .target = "pid 100 (java)", .duration_s = 5.0 };
+	char *text = render_report(engine, &meta, false);
+	cr_assert(strstr(text, "not a full pool, its threads were idle, or waiting for a CPU (run_queue)"), "%s", text);
+	cr_assert_null(strstr(text, "or stopped by the runtime"), "%s", text);
 	free(text);
 }
 
