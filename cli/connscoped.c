@@ -84,11 +84,13 @@ static const struct cs_cmd daemon_cmd = {
 	"                         estimates from those; always, the whole run (they\n"
 	"                         cost every BPF run on the machine two clock reads);\n"
 	"                         no, never: the cost is not measured\n"
+	"      --no-pauses        do not attach the JVM pause probes (uprobes on a java\n"
+	"                         target's libjvm) (config: pauses = no)\n"
 	"  -h, --help             this help\n"
 	"\n"
 	"Config file: 'key = value' lines with the long options' names as keys (port,\n"
 	"pid, name, cgroup, metrics, sample-hz, ring-mb, trace, verbose = yes|no, bpf-stats =\n"
-	"yes|always|no), '#' comment lines. It must be root's and writable only by root.\n"
+	"yes|always|no, pauses = yes|no), '#' comment lines. It must be root's and writable only by root.\n"
 	"\n"
 	"Signals: SIGTERM/SIGINT stop (exit 0); SIGHUP re-reads the config file (new\n"
 	"targets, sample-hz and trace apply at once; a bad file is logged and the running\n"
@@ -180,10 +182,11 @@ static int reload(void *ctx, struct cs_session_options *next)
 	}
 	if (strcmp(fresh->metrics, setup->running.metrics) != 0 || fresh->ring_mb != setup->running.ring_mb ||
 	    fresh->verbose != setup->running.verbose || fresh->bpf_stats != setup->running.bpf_stats ||
-	    fresh->bpf_stats_always != setup->running.bpf_stats_always)
-		fprintf(stderr, "connscoped: reload: metrics, ring-mb, verbose and bpf-stats changes take effect at "
-			"the next start\n");
+	    fresh->bpf_stats_always != setup->running.bpf_stats_always || fresh->pauses != setup->running.pauses)
+		fprintf(stderr, "connscoped: reload: metrics, ring-mb, verbose, bpf-stats and pauses changes take "
+			"effect at the next start\n");
 	fresh->ring_mb = setup->running.ring_mb;
+	fresh->pauses = setup->running.pauses;
 	fresh->verbose = setup->running.verbose;
 	fresh->bpf_stats = setup->running.bpf_stats;
 	fresh->bpf_stats_always = setup->running.bpf_stats_always;
@@ -229,7 +232,7 @@ static void target_label(const struct cs_daemon_config *config, char *out, size_
 
 /* Its options, in the order a usage error lists them (cli.c defines each). */
 static const char daemon_options[] =
-	"port pid name cgroup netns config metrics --socket sample-hz ring-mb trace verbose --bpf-stats help";
+	"port pid name cgroup netns config metrics --socket sample-hz ring-mb trace verbose --bpf-stats no-pauses help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -242,6 +245,12 @@ static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 	}
 	if (opt == 's') {
 		d->socket_path = arg;
+		return CS_CLI_GO_ON;
+	}
+	/* The flag attach and record share; its config key says it the other way round. */
+	if (opt == CS_OPT_NO_PAUSES) {
+		if (cs_config_set(&d->given, "pauses", "no", errmsg, sizeof(errmsg)))
+			return cs_cli_usage(cli, "--no-pauses %s", errmsg);
 		return CS_CLI_GO_ON;
 	}
 	/* Every other option is a config key of the same name: one parser for both. */
@@ -290,6 +299,7 @@ static void session_options(struct daemon *d)
 	opts->probe.verbose = d->running.verbose;
 	opts->probe.no_bpf_stats = !d->running.bpf_stats;
 	opts->probe.bpf_stats_always = d->running.bpf_stats_always;
+	opts->probe.no_pauses = !d->running.pauses;
 	opts->reload = reload;
 	opts->attached = drop_privileges;
 	opts->hooks_ctx = d;

@@ -19,6 +19,7 @@ void cs_config_init(struct cs_daemon_config *config)
 	config->sample_hz = CS_SAMPLE_HZ_DEFAULT;
 	config->ring_mb = CS_RING_MB_DEFAULT;
 	config->bpf_stats = true;
+	config->pauses = true;
 	config->trace = cs_trace_schedule_default();
 }
 
@@ -147,6 +148,8 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		return yes_or_no(config, key, value, &config->verbose, &config->has_verbose, errmsg, errlen);
 	if (!strcmp(key, "bpf-stats"))
 		return set_bpf_stats(config, value, errmsg, errlen);
+	if (!strcmp(key, "pauses"))
+		return yes_or_no(config, key, value, &config->pauses, &config->has_pauses, errmsg, errlen);
 	return -ENOENT;
 }
 
@@ -245,6 +248,10 @@ void cs_config_merge(struct cs_daemon_config *base, const struct cs_daemon_confi
 		base->bpf_stats = over->bpf_stats;
 		base->bpf_stats_always = over->bpf_stats_always;
 		base->has_bpf_stats = true;
+	}
+	if (over->has_pauses) {
+		base->pauses = over->pauses;
+		base->has_pauses = true;
 	}
 }
 

@@ -18,6 +18,7 @@
  *   trace = 1/10                       # or always
  *   verbose = yes
  *   bpf-stats = no                     # do not turn the kernel's BPF run-time counting on
+ *   pauses = no                        # do not follow JVM targets' safepoint pauses
  * port, pid, name and cgroup may repeat; the others are set at most once.
  */
 #ifndef CS_CONFIG_H
@@ -33,7 +34,7 @@
 
 #define CS_CONFIG_MAX_TARGETS 64          /* ports, pids: as CS_MAX_TARGETS */
 #define CS_CONFIG_LINE_MAX 1024
-#define CS_CONFIG_KEYS "port, pid, name, cgroup, netns, metrics, sample-hz, ring-mb, trace, verbose, bpf-stats"
+#define CS_CONFIG_KEYS "port, pid, name, cgroup, netns, metrics, sample-hz, ring-mb, trace, verbose, bpf-stats, pauses"
 
 struct cs_daemon_config {
 	uint16_t ports[CS_CONFIG_MAX_TARGETS];
@@ -49,12 +50,16 @@ struct cs_daemon_config {
 	bool verbose;
 	bool bpf_stats;                    /* turn the kernel's BPF run-time counting on (default) */
 	bool bpf_stats_always;             /* ... the whole run, not in sampled spans (the default) */
+	bool pauses;                       /* attach the JVM pause probes to JVM targets (default) */
 	/* Set here (not defaults): a layer overrides only what it sets. */
-	bool has_metrics, has_sample_hz, has_ring_mb, has_trace, has_verbose, has_bpf_stats;
+	bool has_metrics, has_sample_hz, has_ring_mb, has_trace, has_verbose, has_bpf_stats, has_pauses;
 	bool last_wins;                    /* a setting given again replaces (command lines) */
 };
 
-/* Defaults: no target, metrics off, 10 Hz, 8 MiB, traced 1 s in every 10 s, not verbose, BPF run-time counting on. */
+/*
+ * Defaults: no target, metrics off, 10 Hz, 8 MiB, traced 1 s in every 10 s,
+ * not verbose, BPF run-time counting on, JVM pauses followed.
+ */
 void cs_config_init(struct cs_daemon_config *config);
 
 /*

@@ -107,6 +107,24 @@ Test(config, bpf_stats_are_sampled_unless_set_to_always_or_no)
 	cr_expect(!config.bpf_stats);
 }
 
+Test(config, jvm_pauses_are_followed_unless_set_to_no)
+{
+	struct cs_daemon_config config, over;
+	cr_assert_eq(parse("port = 80\n", &config), 0, "%s", errmsg);
+	cr_expect(config.pauses && !config.has_pauses);
+	cr_assert_eq(parse("port = 80\npauses = no\n", &config), 0, "%s", errmsg);
+	cr_expect(!config.pauses && config.has_pauses);
+	expect_error("pauses = off\n", "test.conf:1: pauses expects yes or no, not 'off'");
+	/* The command line's --no-pauses (pauses = no) overrides the file's yes; a layer without it keeps the base's. */
+	cr_assert_eq(parse("port = 80\npauses = yes\n", &config), 0, "%s", errmsg);
+	cs_config_init(&over);
+	cs_config_merge(&config, &over);
+	cr_expect(config.pauses);
+	cr_assert_eq(cs_config_set(&over, "pauses", "no", errmsg, sizeof(errmsg)), 0);
+	cs_config_merge(&config, &over);
+	cr_expect(!config.pauses);
+}
+
 Test(config, errors_name_the_file_the_line_and_what_was_expected)
 {
 	expect_error("port = 80\nprot = 81\n", "test.conf:2: unknown key 'prot' (expected one of: port, pid, name");
