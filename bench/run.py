@@ -116,7 +116,11 @@ def main():
 
     if os.geteuid() != 0:
         sys.exit("bench: run as root (BPF programs, bpf_stats_enabled)")
-    for tool in ("wrk", "ab", "nginx", "bpftrace", "bpftool", "ss"):
+    # The tools each piece runs: a piece run alone needs only its own.
+    needs = {"overhead": ("wrk", "ab", "nginx", "bpftrace", "bpftool", "ss"),
+             "floorsplit": ("wrk", "ab", "nginx", "bpftool", "ss"),
+             "engine": ("wrk", "ab", "nginx"), "scale": ("ss",), "jvm": ()}
+    for tool in sorted({t for piece in only for t in needs.get(piece, ())}):
         if not shutil.which(tool):
             sys.exit(f"bench: {tool} is missing: make deps (scripts/deps.sh) installs it")
 
