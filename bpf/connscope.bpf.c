@@ -35,6 +35,12 @@
  *                                                per-thread totals by iter/task
  *   inet_sock_set_state (leaving ESTABLISHED)  : who closed, after what idle gap
  *   tcp_send_reset / tcp_receive_reset         : resets, the keep-alive race
+ *
+ * Upstreams (one record per exchange, at its answer's first read):
+ *   CLOSE -> SYN_SENT in a target's thread     : it connects: followed
+ *   SYN_SENT -> ESTABLISHED, SYN retransmits   : the connect's time
+ *   the send, data_ready and read hooks above  : each exchange: sent, first
+ *                                                byte in, read
  * Per-connection state lives in socket-local storage; only target sockets
  * get any, so finding it is the target filter.
  */
@@ -53,6 +59,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "read_peek.bpf.h"
 #include "socket_probes.bpf.h"
 #include "lifecycle.bpf.h"
+#include "upstreams.bpf.h"
 #include "accept.bpf.h"
 #include "epoll.bpf.h"
 #include "walks.bpf.h"

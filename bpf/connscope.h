@@ -35,8 +35,9 @@
  *    connections older than the attach are whole after their first idle
  *    moment (a version 9 reader reads them right, but cannot say how many
  *    connections were adopted).
- * 11: CS_EV_RUNTIME_PAUSE: a runtime (a JVM) stopped its threads. */
-#define CS_WIRE_VERSION 11
+ * 11: CS_EV_RUNTIME_PAUSE: a runtime (a JVM) stopped its threads.
+ * 12: CS_EV_UPSTREAM: an exchange on a connection the target opened itself. */
+#define CS_WIRE_VERSION 12
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -60,6 +61,7 @@ enum cs_event_type {
 	CS_EV_REQUEST_BYTES = 15,  /* the first bytes and TLS records of one of a connection's first exchanges */
 	CS_EV_CLIENT_HELLO = 16,   /* the start of a TLS connection's ClientHello (its ALPN offer) */
 	CS_EV_RUNTIME_PAUSE = 17,  /* a runtime stopped every thread of its process (a JVM's safepoint) */
+	CS_EV_UPSTREAM = 18,       /* an exchange on a connection the target opened (its upstream) */
 	CS_EV_PROG_COST = 20,      /* one of connscope's BPF programs: its run time (user space) */
 	CS_EV_SELF_COST = 21,      /* connscope's own CPU time, and whether BPF run time is counted */
 	CS_EV_TYPE_MAX,
@@ -480,6 +482,62 @@ struct cs_ev_runtime_pause {
 };
 
 /*
+ * An exchange on a TCP connection a target opened itself (connect): its
+ * upstream, a backend or a database. It begins when the target sends (the
+ * connection's first begins at its connect, if the same thread then sends
+ * on it), its answer's first bytes arrive (sk_data_ready), and the target
+ * reads them: the record is emitted at that first read, before the target
+ * can answer the request it serves, so that it comes before that
+ * request's record. A send after the answer was read begins the next
+ * exchange. hdr.ts_ns: that first read, or the close of a connection
+ * whose answer was never read (CS_UP_UNREAD).
+ *
+ * The request it served: the probes follow, per thread, the requests it
+ * read and has not yet answered. open_requests counts those its sender
+ * had both at the exchange's start and at its answer's first read: the
+ * requests the exchange may have served (a thread that blocks in the call
+ * has one; an event loop may have several). With exactly one,
+ * request_read_ns is that request's first read, as its request record
+ * will say.
+ */
+enum cs_upstream_flags {
+	CS_UP_CONNECT = 1 << 0,       /* the connection's first exchange, its connect in it
+	                                 (connect_ns, syn_retransmits) */
+	CS_UP_CONNECT_APART = 1 << 1, /* its first exchange, connected by another thread (or
+	                                 before an earlier send): connect_ns not in this exchange */
+	CS_UP_UNREAD = 1 << 2,        /* the connection closed before the target read the answer */
+	CS_UP_CROWDED = 1 << 3,       /* its sender had more requests open than the probes follow
+	                                 (CS_UP_OPEN_FOLLOWED): open_requests unknown */
+	CS_UP_CPU_UNKNOWN = 1 << 4,   /* another thread read the answer: sender_cpu_ns unknown */
+};
+#define CS_UP_OPEN_FOLLOWED 8 /* requests followed per thread, read and not yet answered */
+
+struct cs_ev_upstream {
+	struct cs_event_header hdr;
+	__u64 sk;
+	__u64 start_ns;        /* the exchange began: its connect (CS_UP_CONNECT), else its first send */
+	__u64 send_ns;         /* the target's first send of it */
+	__u64 first_byte_ns;   /* the answer's first bytes arrived; 0: not seen */
+	__u64 first_read_ns;   /* the target's first read of them; 0: never (CS_UP_UNREAD) */
+	__u64 connect_ns;      /* the connection's first exchange: SYN sent -> established (SYN
+	                          retransmits included); 0 for the others, or not seen */
+	__u64 request_read_ns; /* open_requests 1: that request's first read; else 0 */
+	__u64 sender_cpu_ns;   /* the sender's time on a CPU from start to first read (the kernel's
+	                          sum_exec_runtime, a tick's precision) */
+	struct cs_tuple tuple; /* the target's view: remote is the upstream */
+	__u32 bytes_out;       /* bytes sent before the answer came */
+	__u32 bytes_in;        /* bytes of the answer's first read */
+	__u32 tgid;
+	__u32 sender_tid;
+	__u32 reader_tid;
+	__u32 index;           /* 0: the connection's first exchange seen */
+	__u16 open_requests;   /* see above */
+	__u16 reads_between;   /* requests the sender began reading between start and first read (at most 0xffff) */
+	__u16 syn_retransmits; /* CS_UP_CONNECT: the connect's SYN retransmits */
+	__u16 flags;           /* enum cs_upstream_flags */
+};
+
+/*
  * What connscope costs: user space reads each of its BPF programs' run
  * time from the kernel (bpf_prog_info.run_time_ns and run_cnt) and its own
  * CPU time (getrusage) about once a second, and records what each grew by
@@ -611,6 +669,7 @@ enum cs_counter {
 	CS_CTR_CLOSE_LATE,          /* closes seen at a later state change: the exit's probe run was skipped */
 	CS_CTR_WINDOW_CUT,          /* requests in progress when a tracing window closed: dropped */
 	CS_CTR_HANDSHAKES_FOLLOWED, /* local clients' handshakes followed (cs_endpoint_state) */
+	CS_CTR_UPSTREAMS_FOLLOWED,  /* connections a target opened (connect), followed as upstreams */
 	CS_CTR_MAX,
 };
 
@@ -711,6 +770,7 @@ _Static_assert(sizeof(struct cs_ev_runtime_pause) == 104, "wire: runtime pause s
 _Static_assert(sizeof(struct cs_ev_handback) == 56, "wire: request hand-back size");
 _Static_assert(sizeof(struct cs_ev_prog_cost) == 56, "wire: prog cost size");
 _Static_assert(sizeof(struct cs_ev_self_cost) == 48, "wire: self cost size");
+_Static_assert(sizeof(struct cs_ev_upstream) == 152, "wire: upstream size");
 _Static_assert(sizeof(struct cs_thread_sched_sample) == 104, "iter: thread sample size");
 #endif
 

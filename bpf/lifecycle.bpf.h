@@ -15,6 +15,7 @@
 #include "sock_reads.bpf.h"
 #include "requests.bpf.h"
 #include "socket_probes.bpf.h"
+#include "upstreams.bpf.h"
 
 /* ---- accept-queue pressure: when local handshakes are worth following --- */
 
@@ -373,11 +374,14 @@ int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int
 	if (old_state == TCP_FIN_WAIT1 || old_state == TCP_FIN_WAIT2 || old_state == TCP_CLOSING ||
 	    old_state == TCP_CLOSE_WAIT || old_state == TCP_LAST_ACK)
 		return on_closing_state_change(sk, old_state);
-	if (!trace_handshakes)
+	if (old_state == TCP_CLOSE && new_state == TCP_SYN_SENT) {
+		follow_upstream(sk); /* a target connecting: its upstream */
+		return trace_handshakes ? on_client_syn_sent(sk) : 0;
+	}
+	if (old_state != TCP_SYN_SENT)
 		return 0;
-	if (old_state == TCP_CLOSE && new_state == TCP_SYN_SENT)
-		return on_client_syn_sent(sk);
-	if (old_state == TCP_SYN_SENT && !(skip_client_established && new_state == TCP_ESTABLISHED))
+	upstream_connected(sk, new_state == TCP_ESTABLISHED);
+	if (trace_handshakes && !(skip_client_established && new_state == TCP_ESTABLISHED))
 		on_client_handshake_end(sk, new_state == TCP_ESTABLISHED);
 	return 0;
 }
@@ -433,11 +437,14 @@ int BPF_PROG(on_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb
 {
 	struct client_handshake *hs;
 
-	if (!trace_handshakes || !sk)
+	if (!sk)
 		return 0;
 	if (sk->__sk_common.skc_state == TCP_ESTABLISHED)
-		return finish_unseen_handshake(sk);
+		return trace_handshakes ? finish_unseen_handshake(sk) : 0;
 	if (sk->__sk_common.skc_state != TCP_SYN_SENT)
+		return 0;
+	upstream_syn_retransmitted(sk);
+	if (!trace_handshakes)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	struct cs_endpoint_state *ep = target_endpoint_of_sk(sk, bpf_ntohs(sk->__sk_common.skc_dport));

@@ -123,6 +123,68 @@ struct {
 } conns SEC(".maps");
 
 /*
+ * A connection a target opened itself (its upstream) and the exchange
+ * under way on it (upstreams.bpf.h). Made at the target's connect: only
+ * such sockets have any, so finding it is the filter, as for conns.
+ */
+enum upstream_phase {
+	UP_IDLE = 0, /* no exchange under way (the connect may be) */
+	UP_SENT,     /* the target sent; no answer yet */
+	UP_ANSWERED, /* the answer's first bytes arrived, unread */
+	UP_READ,     /* the target read them: the exchange's record is out */
+};
+
+struct upstream_state {
+	__u64 syn_sent_ns;    /* the connect sent its SYN */
+	__u64 connect_ns;     /* ... and took this long to be established; 0: not yet */
+	__u64 start_ns;       /* the exchange under way began */
+	__u64 send_ns;        /* its first send */
+	__u64 first_byte_ns;  /* its answer's first bytes arrived */
+	__u64 start_cpu_ns;   /* the sender's sum_exec_runtime at the start */
+	__u64 reads_at_start; /* the sender's requests read (reading_thread.reads) at the start */
+	__u64 open_read_ns[CS_UP_OPEN_FOLLOWED]; /* the sender's open requests at the start */
+	__u32 bytes_out;
+	__u32 tgid;
+	__u32 connector_tid; /* the thread that connected */
+	__u32 sender_tid;
+	__u32 exchanges;     /* begun on the connection */
+	__u32 window;        /* the tracing window the exchange under way began in */
+	__u16 syn_retransmits;
+	__u8 phase;          /* enum upstream_phase */
+	__u8 crowded;        /* the sender had more open requests than open_read_ns holds */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct upstream_state);
+} upstreams SEC(".maps");
+
+/*
+ * Per target thread that reads requests (tid): the requests it read and
+ * has not begun to answer, by their first read's time (a request's
+ * identity on its thread), and how many it read in all. An upstream
+ * exchange's sender compares them at the exchange's start and its end:
+ * the requests open over the whole exchange are those it may have served.
+ * A hash, not task storage: a request's answer may begin in another
+ * context (note_answer_in_flight), which must close it for its reader.
+ */
+struct reading_thread {
+	__u64 open_read_ns[CS_UP_OPEN_FOLLOWED]; /* 0: a free slot */
+	__u64 reads;   /* requests it began reading */
+	__u32 crowded; /* open requests that found no free slot */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct reading_thread);
+} reading_threads SEC(".maps");
+
+/*
  * Run-queue waits come from the kernel's own per-thread counter
  * (task->sched_info.run_delay: time runnable but not running), read in
  * the serving thread at the phase boundaries our socket probes already

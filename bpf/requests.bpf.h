@@ -109,8 +109,54 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
 	__builtin_memset(conn->peek_read_us, 0, sizeof(conn->peek_read_us));
 }
 
+/*
+ * ---- the requests each thread has read and not begun to answer -----------
+ * (reading_threads): what an upstream exchange of that thread may serve.
+ */
+
+/* The reader began this request: open on its thread until its answer begins. */
+static __always_inline void open_read(const struct conn_state *conn)
+{
+	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &conn->reader_tid);
+
+	if (!thread) {
+		struct reading_thread fresh = { .reads = 1 };
+		fresh.open_read_ns[0] = conn->first_read_ns;
+		if (bpf_map_update_elem(&reading_threads, &conn->reader_tid, &fresh, BPF_NOEXIST) == -E2BIG)
+			count(CS_CTR_TABLE_FULL);
+		return;
+	}
+	thread->reads++;
+	for (__u32 i = 0; i < CS_UP_OPEN_FOLLOWED; i++) {
+		if (!thread->open_read_ns[i]) {
+			thread->open_read_ns[i] = conn->first_read_ns;
+			return;
+		}
+	}
+	thread->crowded++;
+}
+
+/* Its answer began, or it ended unanswered: no longer open on its reader's thread. */
+static __always_inline void close_read(const struct conn_state *conn)
+{
+	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &conn->reader_tid);
+
+	if (!thread)
+		return;
+	for (__u32 i = 0; i < CS_UP_OPEN_FOLLOWED; i++) {
+		if (thread->open_read_ns[i] == conn->first_read_ns) {
+			thread->open_read_ns[i] = 0;
+			return;
+		}
+	}
+	if (thread->crowded)
+		thread->crowded--;
+}
+
 static __always_inline void reset_request(struct conn_state *conn)
 {
+	if (conn->phase == PHASE_HANDLING)
+		close_read(conn);
 	conn->phase = PHASE_IDLE;
 	conn->start_ns = conn->first_read_ns = conn->first_send_ns = 0;
 	conn->last_send_ns = conn->drain_end_ns = 0;
@@ -309,6 +355,7 @@ static __always_inline void note_parked(struct conn_state *conn, __u32 tid, __u6
 static __always_inline void mark_first_send(struct conn_state *conn, __u32 tid, __u64 now,
 					    bool in_thread)
 {
+	close_read(conn);
 	conn->phase = PHASE_SENDING;
 	conn->first_send_ns = now;
 	conn->last_send_ns = now;

@@ -15,6 +15,7 @@
 #include "sock_reads.bpf.h"
 #include "requests.bpf.h"
 #include "read_peek.bpf.h"
+#include "upstreams.bpf.h"
 
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(on_data_ready, const struct sock *sk)
@@ -24,6 +25,9 @@ int BPF_PROG(on_data_ready, const struct sock *sk)
 	__u64 now;
 
 	if (!conn) {
+		struct upstream_state *up = bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0);
+		if (up)
+			return upstream_data_ready(up);
 		conn = adopt_connection(sk, true);
 		if (!conn)
 			return 0;
@@ -58,6 +62,9 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	 * first idle moment.
 	 */
 	if (!conn) {
+		struct upstream_state *up = bpf_sk_storage_get(&upstreams, sk, 0, 0);
+		if (up)
+			return upstream_read(sk, up, ret);
 		conn = adopt_connection(sk, false);
 		if (!conn)
 			return 0;
@@ -90,6 +97,7 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	conn->reader_tid = cs_tid_of(pid_tgid);
 	conn->tgid = cs_tgid_of(pid_tgid);
 	note_reader(sk, conn);
+	open_read(conn);
 	__u64 run_delay = current_run_delay();
 	__u32 looked_at = conn->last_reader_tid;
 	conn->read_run_delay_ns = run_delay;
@@ -122,8 +130,10 @@ int BPF_PROG(on_tcp_sendmsg, const struct sock *sk, const struct msghdr *msg, co
 {
 	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
 
-	if (!conn)
-		return 0;
+	if (!conn) {
+		struct upstream_state *up = bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0);
+		return up ? upstream_sending(up, bpf_ktime_get_ns()) : 0;
+	}
 	enter_window(sk, conn, 0);
 	if (conn->phase != PHASE_HANDLING)
 		return 0;
@@ -136,8 +146,10 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 {
 	struct conn_state *conn = bpf_sk_storage_get(&conns, sk, 0, 0);
 
-	if (!conn)
-		return 0;
+	if (!conn) {
+		struct upstream_state *up = bpf_sk_storage_get(&upstreams, sk, 0, 0);
+		return up ? upstream_sent(up, ret) : 0;
+	}
 	enter_window(sk, conn, 0);
 	if (ret == -EAGAIN) {
 		conn->send_eagain++;
@@ -302,8 +314,12 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	struct cs_ev_conn_close *ev;
 	__u64 now;
 
-	if (!conn)
+	if (!conn) {
+		struct upstream_state *up = bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0);
+		if (up)
+			return upstream_closed(sk, up);
 		return late ? 0 : close_unfollowed(sk, new_state);
+	}
 	if (conn->closed)
 		return 0;
 	now = bpf_ktime_get_ns();

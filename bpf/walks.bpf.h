@@ -132,6 +132,7 @@ int BPF_PROG(on_exit, struct task_struct *task, bool group_dead)
 	if (!is_target_tgid(tgid))
 		return 0;
 	bpf_map_delete_elem(&poll_threads, &tid);
+	bpf_map_delete_elem(&reading_threads, &tid);
 	if (!group_dead)
 		return 0;
 	bpf_map_delete_elem(&last_poller, &tgid);

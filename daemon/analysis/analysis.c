@@ -16,6 +16,7 @@ void cs_analyze(const struct cs_engine *engine, const struct cs_report_meta *met
 	cs_conditions_from(engine, meta, &analysis->tail, analysis->findings, analysis->finding_count,
 			   &analysis->conditions);
 	cs_cost_of(engine, meta, &analysis->cost);
+	cs_upstream_tail_scan(engine, &analysis->tail, &analysis->upstreams);
 }
 
 size_t cs_diagnose(const struct cs_engine *engine, const struct cs_report_meta *meta,

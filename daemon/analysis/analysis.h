@@ -22,6 +22,7 @@
 #include "kinds.h"
 #include "run_meta.h"
 #include "tail.h"
+#include "upstream_tail.h"
 
 /* More than every listener's findings of a real run; the rest are dropped. */
 #define CS_FINDINGS_MAX 32
@@ -33,6 +34,7 @@ struct cs_analysis {
 	size_t finding_count;
 	struct cs_conditions conditions;     /* read the flags with cs_condition_flagged */
 	struct cs_cost cost;                 /* what connscope cost over the run */
+	struct cs_upstream_tail upstreams;   /* each upstream's part of the tail */
 };
 
 void cs_analyze(const struct cs_engine *engine, const struct cs_report_meta *meta, struct cs_analysis *analysis);

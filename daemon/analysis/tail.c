@@ -11,6 +11,7 @@
 
 #include "diagnose.h"
 #include "runtime_pauses.h"
+#include "upstream_tail.h"
 
 /* Below this share of the tail's time the accept path is no bottleneck. */
 #define ACCEPT_TAIL_SHARE_MIN 0.05
@@ -318,6 +319,9 @@ static void evidence(const struct cs_engine *engine, const struct cs_report_meta
 		break;
 	case CS_CAUSE_RUNTIME_PAUSE:
 		pause_evidence(engine, tail, c);
+		break;
+	case CS_CAUSE_UPSTREAM:
+		cs_upstream_evidence(engine, tail, c);
 		break;
 	default:
 		break;

@@ -41,6 +41,8 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_client_hello);
 	case CS_EV_RUNTIME_PAUSE:
 		return sizeof(struct cs_ev_runtime_pause);
+	case CS_EV_UPSTREAM:
+		return sizeof(struct cs_ev_upstream);
 	default:
 		return 0;
 	}

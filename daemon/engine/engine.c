@@ -18,7 +18,7 @@
 struct cs_engine *cs_engine_new(void)
 {
 	struct cs_engine *engine = calloc(1, sizeof(struct cs_engine));
-	if (engine && (cs_requests_init(engine) || cs_pauses_init(&engine->pauses))) {
+	if (engine && (cs_requests_init(engine) || cs_pauses_init(&engine->pauses) || cs_upstreams_init(engine))) {
 		cs_engine_free(engine);
 		return NULL;
 	}
@@ -34,6 +34,7 @@ void cs_engine_free(struct cs_engine *engine)
 	free(engine->listeners);
 	cs_requests_free(engine);
 	cs_pauses_free(&engine->pauses);
+	cs_upstreams_free(engine);
 	free(engine);
 }
 
@@ -164,6 +165,7 @@ union any_record {
 	struct cs_ev_request_bytes bytes;
 	struct cs_ev_client_hello hello;
 	struct cs_ev_runtime_pause pause;
+	struct cs_ev_upstream upstream;
 };
 
 /* The header, checked against the type's size. Returns the record's size, or 0 when malformed. */
@@ -223,6 +225,8 @@ static int dispatch(struct cs_engine *engine, uint16_t type, const union any_rec
 		return cs_on_client_hello(engine, &ev->hello);
 	case CS_EV_RUNTIME_PAUSE:
 		return cs_on_runtime_pause(engine, &ev->pause);
+	case CS_EV_UPSTREAM:
+		return cs_on_upstream(engine, &ev->upstream);
 	case CS_EV_ACK_OVERFLOW:
 		return on_ack_overflow(engine, &ev->ack_overflow);
 	case CS_EV_HANDBACK:

@@ -30,6 +30,7 @@
 #include "thread_stats.h"
 #include "u64map.h"
 #include "units.h"
+#include "upstream_stats.h"
 
 
 /* A connection the engine follows from accept() to close. */
@@ -110,6 +111,11 @@ struct cs_engine {
 	struct cs_u64map tls_closed;       /* a TLS connection that closed: its peer and
 	                                      ports (cs_tuple_key) -> the close's time, ns */
 	struct cs_u64map unfollowed;       /* socket -> struct cs_unfollowed */
+	struct cs_upstream_stats *upstreams; /* [upstream_count]: the target's upstreams (upstreams.c) */
+	size_t upstream_count;
+	uint64_t upstream_untracked;       /* exchanges with upstreams past CS_UPSTREAMS_MAX: counted only */
+	struct cs_u64map upstream_pending; /* a request (its reader, its first read) -> its exchanges */
+	struct cs_u64map upstream_blocked; /* tid -> the exchanges its thread last blocked in */
 	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
 	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
 	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */

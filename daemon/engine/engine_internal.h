@@ -114,6 +114,39 @@ void cs_take_pauses(const struct cs_engine *engine, const struct cs_ev_request *
 		    uint64_t pickup_from, uint64_t drain_end, enum cs_cause waited, struct cs_request_split *split);
 /* The pauses a request of split waited in remember it (the tail's evidence). */
 void cs_note_pauses(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_request_split *split);
+/* Upstreams (upstreams.c): an exchange as a request's split takes it. */
+struct cs_upstream_exchange {
+	uint64_t start_ns;      /* its connect, or its first send */
+	uint64_t connect_ns;    /* its connect's time, when the exchange began with it; else 0 */
+	uint64_t send_ns;
+	uint64_t first_byte_ns; /* 0: not seen */
+	uint64_t first_read_ns;
+	uint32_t syn_retransmits;
+	uint16_t upstream;      /* index + 1 into engine->upstreams */
+	uint16_t pad;
+};
+/* A request's exchanges, taken when its record comes (more: unmatched). */
+#define CS_UPSTREAM_CLAIM_MAX 4
+struct cs_upstream_claim {
+	size_t count;
+	struct cs_upstream_exchange exchanges[CS_UPSTREAM_CLAIM_MAX];
+};
+int cs_upstreams_init(struct cs_engine *engine);
+void cs_upstreams_free(struct cs_engine *engine);
+int cs_on_upstream(struct cs_engine *engine, const struct cs_ev_upstream *ev);
+/* The exchanges joined to req, taken from those waiting (claim->count 0: none). */
+void cs_upstream_claim(struct cs_engine *engine, const struct cs_ev_request *req, struct cs_upstream_claim *claim);
+/* Its request turned out not to be one the engine times: its exchanges are not joined. */
+void cs_upstream_unclaimed(struct cs_engine *engine, const struct cs_upstream_claim *claim);
+/*
+ * Of split, the time of claim's exchanges out of handler, and of its wait
+ * for its loop (from pickup_from) the time the loop blocked in one, out of
+ * event_loop: into upstream, told in use.
+ */
+void cs_upstream_take(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_upstream_claim *claim,
+		      uint64_t pickup_from, struct cs_request_split *split, struct cs_upstream_use *use);
+/* Forget exchanges whose request's record has not come for long: unmatched. */
+void cs_upstreams_sweep(struct cs_engine *engine, uint64_t now_ns);
 /* connscope's cost readings (cost.c). */
 int cs_on_prog_cost(struct cs_engine *engine, const struct cs_ev_prog_cost *ev);
 int cs_on_self_cost(struct cs_engine *engine, const struct cs_ev_self_cost *ev);

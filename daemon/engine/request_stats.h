@@ -15,6 +15,7 @@
 
 #include "connscope.h"
 #include "hist.h"
+#include "upstream_stats.h"
 
 /* Where a request's time went. Order is the report's order. */
 enum cs_cause {
@@ -27,6 +28,8 @@ enum cs_cause {
 	CS_CAUSE_SEND_DRAIN,      /* first send -> the response's last byte left */
 	CS_CAUSE_TLS_HANDSHAKE,   /* the TLS handshake's exchanges before the first request */
 	CS_CAUSE_RUNTIME_PAUSE,   /* the runtime (a JVM's safepoint) had stopped the server's threads */
+	CS_CAUSE_UPSTREAM,        /* waiting on a server it called: its exchanges (out of handler),
+	                             or a loop blocked on one (out of event_loop) */
 	CS_CAUSE_COUNT,
 };
 
@@ -56,6 +59,7 @@ struct cs_exemplar {
 	uint16_t peer_family; /* 0: the connection's accept was not seen */
 	uint16_t peer_port;
 	uint8_t peer_addr[16];
+	struct cs_upstream_use upstream; /* its time taken by upstreams */
 };
 
 #define CS_EXEMPLARS 512

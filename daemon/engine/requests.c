@@ -24,6 +24,7 @@ const char *const cs_cause_names[CS_CAUSE_COUNT] = {
 	[CS_CAUSE_SEND_DRAIN] = "send_drain",
 	[CS_CAUSE_TLS_HANDSHAKE] = "tls_handshake",
 	[CS_CAUSE_RUNTIME_PAUSE] = "runtime_pause",
+	[CS_CAUSE_UPSTREAM] = "upstream",
 };
 
 int cs_requests_init(struct cs_engine *engine)
@@ -147,6 +148,7 @@ void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns)
 	cs_u64map_remove_if(&engine->idle_closed_from, idle_closes_expired, &ctx);
 	cs_u64map_remove_if(&engine->tls_closed, tls_close_expired, &ctx);
 	cs_u64map_remove_if(&engine->unfollowed, unfollowed_expired, &ctx);
+	cs_upstreams_sweep(engine, now_ns);
 }
 
 /*
@@ -388,6 +390,67 @@ static void record_split(struct cs_request_stats *stats, const struct cs_request
 	stats->bucket_pool_busy_ns[bucket] += split->pool_busy_ns;
 }
 
+/* A first request's set-up: accept queue, SYN retries, TLS handshake. */
+static void count_setup(struct cs_request_stats *stats, const struct cs_request_setup *setup,
+			const struct cs_request_split *split)
+{
+	if (!setup->first)
+		return;
+	stats->first_on_connection++;
+	stats->setup_accept_ns += split->cause_ns[CS_CAUSE_ACCEPT_QUEUE];
+	stats->setup_tcp_ns += split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW];
+	stats->setup_tls_ns += split->cause_ns[CS_CAUSE_TLS_HANDSHAKE];
+	stats->setup_ns += split->cause_ns[CS_CAUSE_ACCEPT_QUEUE] + split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] +
+			   split->cause_ns[CS_CAUSE_TLS_HANDSHAKE];
+	stats->tls_handshakes += setup->tls;
+}
+
+/* The request kept whole if it is among the slowest. */
+static void keep_exemplar(struct cs_request_stats *stats, const struct cs_ev_request *req, const struct cs_conn *conn,
+			  const struct cs_request_split *split, const struct cs_upstream_use *use)
+{
+	struct cs_exemplar exemplar = {
+		.split = *split,
+		.end_ns = req->hdr.ts_ns,
+		.reader_tid = req->reader_tid,
+		.sender_tid = req->sender_tid,
+		.tgid = req->tgid,
+		.bytes_out = req->bytes_out,
+		.send_eagain = req->send_eagain,
+		.port = req->listener_port,
+		.flags = req->flags,
+		.index = req->index,
+		.upstream = *use,
+	};
+	if (conn) {
+		exemplar.peer_family = conn->family;
+		exemplar.peer_port = conn->remote_port;
+		memcpy(exemplar.peer_addr, conn->remote_addr, sizeof(exemplar.peer_addr));
+	}
+	cs_keep_exemplar(stats, &exemplar);
+}
+
+/* Where the wait for its reader began: its bytes came, or, for a first request, its accept if later. */
+static uint64_t pickup_from(const struct cs_conn *conn, const struct cs_ev_request *req,
+			    const struct cs_request_setup *setup)
+{
+	if (setup->first && !setup->tls && conn && conn->accept_ns > req->start_ns)
+		return conn->accept_ns;
+	return req->start_ns;
+}
+
+/* Not a request the engine times: counted as what it is, its upstream exchanges unjoined. */
+static int not_timed(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_upstream_claim *claim,
+		     bool request)
+{
+	cs_upstream_unclaimed(engine, claim);
+	if (request && (req->flags & CS_REQ_NO_RESPONSE))
+		engine->requests.unanswered++;
+	else if (request)
+		engine->requests.partial++;
+	return 0;
+}
+
 int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 {
 	struct cs_request_stats *stats = &engine->requests;
@@ -402,33 +465,24 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 		stats->held_back++;
 	count_adopted(stats, conn, req);
 	stats->send_eagain += req->send_eagain;
+	struct cs_upstream_claim claim;
+	cs_upstream_claim(engine, req, &claim);
 	struct cs_request_setup setup;
 	stats->last_sk = req->sk;
 	stats->last_index = req->index;
 	stats->last_was_request = cs_exchange_is_request(engine, conn, req, &setup);
 	stats->last_setup = setup;
 	if (!stats->last_was_request)
-		return 0;
-	if (!cs_split_request_setup(engine, req, &setup, &split)) {
-		if (req->flags & CS_REQ_NO_RESPONSE)
-			stats->unanswered++;
-		else
-			stats->partial++;
-		return 0;
-	}
+		return not_timed(engine, req, &claim, false);
+	if (!cs_split_request_setup(engine, req, &setup, &split))
+		return not_timed(engine, req, &claim, true);
 
 	stats->requests++;
 	if (conn)
 		conn->requests_counted++;
-	if (setup.first) {
-		stats->first_on_connection++;
-		stats->setup_accept_ns += split.cause_ns[CS_CAUSE_ACCEPT_QUEUE];
-		stats->setup_tcp_ns += split.cause_ns[CS_CAUSE_LISTEN_OVERFLOW];
-		stats->setup_tls_ns += split.cause_ns[CS_CAUSE_TLS_HANDSHAKE];
-		stats->setup_ns += split.cause_ns[CS_CAUSE_ACCEPT_QUEUE] + split.cause_ns[CS_CAUSE_LISTEN_OVERFLOW] +
-				   split.cause_ns[CS_CAUSE_TLS_HANDSHAKE];
-		stats->tls_handshakes += setup.tls;
-	}
+	count_setup(stats, &setup, &split);
+	struct cs_upstream_use use;
+	cs_upstream_take(engine, req, &claim, pickup_from(conn, req, &setup), &split, &use);
 	record_split(stats, &split);
 	cs_note_pauses(engine, req, &split);
 	struct cs_listener_stats *listener = cs_get_listener(engine, req->listener_port);
@@ -438,23 +492,6 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	}
 	thread_took(engine, req, &split);
 	cs_note_worker(engine, req);
-	struct cs_exemplar exemplar = {
-		.split = split,
-		.end_ns = req->hdr.ts_ns,
-		.reader_tid = req->reader_tid,
-		.sender_tid = req->sender_tid,
-		.tgid = req->tgid,
-		.bytes_out = req->bytes_out,
-		.send_eagain = req->send_eagain,
-		.port = req->listener_port,
-		.flags = req->flags,
-		.index = req->index,
-	};
-	if (conn) {
-		exemplar.peer_family = conn->family;
-		exemplar.peer_port = conn->remote_port;
-		memcpy(exemplar.peer_addr, conn->remote_addr, sizeof(exemplar.peer_addr));
-	}
-	cs_keep_exemplar(stats, &exemplar);
+	keep_exemplar(stats, req, conn, &split, &use);
 	return 0;
 }

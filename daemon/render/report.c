@@ -106,6 +106,8 @@ static void text_tail(FILE *out, const struct cs_tail *tail)
 		char evidence[CS_SENTENCE_LEN];
 		if (cs_cause_evidence(evidence, sizeof(evidence), c))
 			fprintf(out, "  %-16s %s\n", "", evidence);
+		if (cs_cause_advice(evidence, sizeof(evidence), c))
+			fprintf(out, "  %-16s -> %s\n", "", evidence);
 	}
 }
 
@@ -358,6 +360,7 @@ void cs_report_view_text(FILE *out, const struct cs_report_view *view)
 		fputc('\n', out);
 	}
 
+	cs_report_upstreams_text(out, view);
 	text_threads(out, view);
 	if (meta->slowest)
 		cs_report_slowest_text(out, view);

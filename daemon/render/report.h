@@ -22,6 +22,9 @@ struct cs_report_view; /* report_view.h: the model every renderer reads */
 /* The view's meta->slowest slowest requests, one by one (report_slowest.c). */
 void cs_report_slowest_text(FILE *out, const struct cs_report_view *view);
 json_t *cs_report_slowest_value(const struct cs_report_view *view);
+/* The target's upstreams: their exchanges, connect and wait, joins, share of the tail (report_upstreams.c). */
+void cs_report_upstreams_text(FILE *out, const struct cs_report_view *view);
+json_t *cs_report_upstreams_value(const struct cs_report_view *view);
 /* The text report of a view; cs_report_text makes the view of engine first. */
 void cs_report_view_text(FILE *out, const struct cs_report_view *view);
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);

@@ -126,13 +126,15 @@ static json_t *tail_value(const struct cs_tail *tail)
 	json_t *causes = json_array();
 	for (int i = 0; i < CS_CAUSE_COUNT && tail->requests; i++) {
 		const struct cs_tail_cause *cause = &tail->causes[i];
-		char evidence[CS_SENTENCE_LEN];
+		char evidence[CS_SENTENCE_LEN], advice[CS_SENTENCE_LEN];
 		cs_cause_evidence(evidence, sizeof(evidence), cause);
-		json_array_append_new(causes, json_pack("{s:s,s:o,s:o,s:I,s:o,s:o}", "cause", cs_cause_names[cause->cause],
-							"share", cs_json_4(cause->share), "time_us",
-							cs_json_us(cause->ns), "requests", JI(cause->requests),
-							"evidence", cs_json_text(evidence), "figures",
-							cs_figures_value(&cause->evidence)));
+		json_t *o = json_pack("{s:s,s:o,s:o,s:I,s:o,s:o}", "cause", cs_cause_names[cause->cause], "share",
+				      cs_json_4(cause->share), "time_us", cs_json_us(cause->ns), "requests",
+				      JI(cause->requests), "evidence", cs_json_text(evidence), "figures",
+				      cs_figures_value(&cause->evidence));
+		bool advised = cs_cause_advice(advice, sizeof(advice), cause) > 0;
+		json_object_set_new(o, "advice", advised ? cs_json_text(advice) : json_null());
+		json_array_append_new(causes, o);
 	}
 	return json_pack("{s:f,s:o,s:I,s:o}", "percentile", tail->percentile, "threshold_us",
 			 cs_json_us(tail->threshold_ns), "requests", JI(tail->requests), "causes", causes);
@@ -309,6 +311,8 @@ static void add_requests(json_t *report, const struct cs_report_view *view)
 	json_t *threads = json_array();
 	cs_u64map_each(view->threads, thread, threads);
 	json_object_set_new(report, "threads", threads);
+	json_object_set_new(report, "upstreams", cs_report_upstreams_value(view));
+	json_object_set_new(report, "upstreams_untracked", json_integer(JI(view->upstream_untracked)));
 }
 
 /* A CLOCK_MONOTONIC time, null when not known. */

@@ -6,12 +6,11 @@
  * find it in the server's access log. They come from the engine's kept
  * exemplars (the CS_EXEMPLARS slowest of the run).
  */
-#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
+#include "addr.h"
 #include "json.h"
 #include "report.h"
 #include "report_internal.h"
@@ -46,14 +45,9 @@ static struct cs_exemplar *slowest(const struct cs_report_view *view, size_t wan
  */
 static void peer_text(const struct cs_exemplar *e, char *buf, size_t len)
 {
-	static const uint8_t v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	const void *addr = e->peer_addr;
-	int family = AF_INET6;
-	if (!memcmp(e->peer_addr, v4_mapped, sizeof(v4_mapped))) {
-		addr = e->peer_addr + 12;
-		family = AF_INET;
-	}
-	if (!e->peer_family || !inet_ntop(family, addr, buf, (socklen_t)len))
+	if (e->peer_family)
+		cs_format_addr(buf, len, e->peer_addr);
+	else
 		snprintf(buf, len, "?");
 }
 

@@ -19,6 +19,9 @@ struct cs_report_view *cs_report_view_new(const struct cs_engine *engine, const 
 	view->bpf_cost = &engine->cost;
 	view->pauses = &engine->pauses;
 	view->threads = &engine->threads;
+	view->upstreams = engine->upstreams;
+	view->upstream_count = engine->upstream_count;
+	view->upstream_untracked = engine->upstream_untracked;
 	view->partial = cs_engine_partial(engine);
 	view->conns_followed = engine->conns.count;
 	view->conns_evicted = engine->conns_evicted;

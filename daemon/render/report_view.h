@@ -28,6 +28,9 @@ struct cs_report_view {
 	const struct cs_cost_stats *bpf_cost;       /* the BPF programs' run time, as read */
 	const struct cs_pause_stats *pauses;        /* the runtime's pauses (a JVM's safepoints) */
 	const struct cs_u64map *threads;            /* tid -> struct cs_thread_stats */
+	const struct cs_upstream_stats *upstreams;  /* [upstream_count]: the target's upstreams */
+	size_t upstream_count;
+	uint64_t upstream_untracked;                /* exchanges with upstreams past CS_UPSTREAMS_MAX */
 	struct cs_conn_partial partial;             /* connections not followed whole */
 	uint64_t conns_followed;                    /* at the view's making */
 	uint64_t conns_evicted, conns_timed_out;

@@ -30,6 +30,10 @@ const char *cs_cause_summary(enum cs_cause cause);
 const char *cs_cause_evidence_template(enum cs_cause cause);
 /* A tail cause's evidence ("" when it has no figures); returns its length uncut. */
 size_t cs_cause_evidence(char *out, size_t len, const struct cs_tail_cause *cause);
+/* The template of a cause's own advice; NULL for one without (most: the conditions advise). */
+const char *cs_cause_advice_template(enum cs_cause cause);
+/* A tail cause's advice ("" when it has none, or no figures); returns its length uncut. */
+size_t cs_cause_advice(char *out, size_t len, const struct cs_tail_cause *cause);
 
 /* The templates of a finding: what was seen, and what an operator can do. */
 const char *cs_finding_template(enum cs_finding_kind kind);

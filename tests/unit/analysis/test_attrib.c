@@ -814,7 +814,7 @@ static char *render_json(void)
 
 static const char *const expected_causes[CS_CAUSE_COUNT] = {
 	"accept_queue", "listen_overflow", "run_queue", "event_loop", "worker_pool", "handler", "send_drain",
-	"tls_handshake", "runtime_pause",
+	"tls_handshake", "runtime_pause", "upstream",
 };
 
 Test(requests_json, cause_names_are_the_documented_ones)

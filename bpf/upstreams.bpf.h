@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The target's upstreams: the TCP connections it opened itself, and the
+ * exchanges on them (cs_ev_upstream). Followed from the connect, which
+ * runs in the connecting thread (CLOSE -> SYN_SENT): a connection made
+ * before the attach is not followed. The socket probes look here only for
+ * a socket without server-side state (conns), and find nothing for any
+ * socket but these.
+ */
+#ifndef CS_UPSTREAMS_BPF_H
+#define CS_UPSTREAMS_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "maps.bpf.h"
+#include "sock_reads.bpf.h"
+
+/* The current thread's time on a CPU (the kernel's, brought up to date at ticks and switches). */
+static __always_inline __u64 current_cpu_ns(void)
+{
+	return bpf_get_current_task_btf()->se.sum_exec_runtime;
+}
+
+/* An exchange begins at start_ns in thread tid (the current one): what that thread had read and not answered. */
+static __always_inline void upstream_begin(struct upstream_state *up, __u32 tid, __u64 start_ns)
+{
+	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &tid);
+
+	up->start_ns = start_ns;
+	up->sender_tid = tid;
+	up->start_cpu_ns = current_cpu_ns();
+	if (!thread) {
+		__builtin_memset(up->open_read_ns, 0, sizeof(up->open_read_ns));
+		up->reads_at_start = 0;
+		up->crowded = 0;
+		return;
+	}
+	__builtin_memcpy(up->open_read_ns, thread->open_read_ns, sizeof(up->open_read_ns));
+	up->reads_at_start = thread->reads;
+	up->crowded = thread->crowded != 0;
+}
+
+/*
+ * A target connects: followed from here. Its first exchange begins at
+ * this connect, if this thread then sends first (it connected for it).
+ */
+static __always_inline void follow_upstream(const struct sock *sk)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	if (!is_target_tgid(cs_tgid_of(pid_tgid)))
+		return;
+	struct upstream_state *up = bpf_sk_storage_get(&upstreams, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!up) {
+		count(CS_CTR_SOCKET_STORAGE);
+		return;
+	}
+	count(CS_CTR_UPSTREAMS_FOLLOWED);
+	__u64 now = bpf_ktime_get_ns();
+	up->syn_sent_ns = now;
+	up->tgid = cs_tgid_of(pid_tgid);
+	up->connector_tid = cs_tid_of(pid_tgid);
+	up->window = trace_window;
+	upstream_begin(up, up->connector_tid, now);
+}
+
+/* The connect ended: established (its time kept for the first exchange), or failed. */
+static __always_inline void upstream_connected(const struct sock *sk, bool established)
+{
+	struct upstream_state *up = bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0);
+
+	if (up && established && up->syn_sent_ns)
+		up->connect_ns = bpf_ktime_get_ns() - up->syn_sent_ns;
+}
+
+/* A SYN of a followed connect was retransmitted: the upstream's backlog, or a lost packet. */
+static __always_inline void upstream_syn_retransmitted(const struct sock *sk)
+{
+	struct upstream_state *up = bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0);
+
+	if (up)
+		up->syn_retransmits++;
+}
+
+/*
+ * The probes see the connection in the current tracing window: an exchange
+ * begun in another (its probes detached since) is dropped, counted as a
+ * request cut is.
+ */
+static __always_inline void upstream_enter_window(struct upstream_state *up)
+{
+	if (up->window == trace_window)
+		return;
+	if (up->phase == UP_SENT || up->phase == UP_ANSWERED)
+		count(CS_CTR_WINDOW_CUT);
+	up->phase = UP_IDLE;
+	up->start_ns = 0; /* a connect's look at its thread is as old as the window */
+	up->window = trace_window;
+}
+
+/* The target sends: an exchange begins, unless one is under way (a request in several sends). */
+static __always_inline int upstream_sending(struct upstream_state *up, __u64 now)
+{
+	upstream_enter_window(up);
+	if (up->phase == UP_SENT || up->phase == UP_ANSWERED)
+		return 0;
+	__u32 tid = cs_tid_of(bpf_get_current_pid_tgid());
+	bool from_connect = up->exchanges == 0 && up->start_ns && up->start_ns == up->syn_sent_ns &&
+			    tid == up->connector_tid;
+	if (!from_connect)
+		upstream_begin(up, tid, now);
+	up->phase = UP_SENT;
+	up->send_ns = now;
+	up->first_byte_ns = 0;
+	up->bytes_out = 0;
+	up->exchanges++;
+	return 0;
+}
+
+/* A send call returned (after tcp_sendmsg_locked, where the kernel has it, began the exchange). */
+static __always_inline int upstream_sent(struct upstream_state *up, int ret)
+{
+	if (ret <= 0)
+		return 0;
+	if (up->phase == UP_IDLE || up->phase == UP_READ || up->window != trace_window)
+		upstream_sending(up, bpf_ktime_get_ns());
+	if (up->phase == UP_SENT || up->phase == UP_ANSWERED)
+		up->bytes_out += ret;
+	return 0;
+}
+
+/* The answer's first bytes arrived. */
+static __always_inline int upstream_data_ready(struct upstream_state *up)
+{
+	upstream_enter_window(up);
+	if (up->phase == UP_SENT) {
+		up->first_byte_ns = bpf_ktime_get_ns();
+		up->phase = UP_ANSWERED;
+	}
+	return 0;
+}
+
+/*
+ * The requests the exchange may have served: those its sender had open
+ * both at the start and now (at the answer's first read), by their first
+ * read's time; and the requests it began reading meanwhile.
+ */
+static __always_inline void upstream_served(const struct upstream_state *up, struct cs_ev_upstream *ev)
+{
+	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &up->sender_tid);
+	__u16 open = 0;
+	__u64 which = 0;
+
+	ev->open_requests = 0;
+	ev->request_read_ns = 0;
+	ev->reads_between = 0;
+	if (up->crowded)
+		ev->flags |= CS_UP_CROWDED;
+	if (!thread)
+		return;
+	for (__u32 i = 0; i < CS_UP_OPEN_FOLLOWED; i++) {
+		__u64 read_ns = up->open_read_ns[i];
+		if (!read_ns)
+			continue;
+		for (__u32 j = 0; j < CS_UP_OPEN_FOLLOWED; j++) {
+			if (thread->open_read_ns[j] == read_ns) {
+				open++;
+				which = read_ns;
+				break;
+			}
+		}
+	}
+	ev->open_requests = open;
+	ev->request_read_ns = open == 1 ? which : 0;
+	__u64 reads = thread->reads - up->reads_at_start;
+	ev->reads_between = reads > 0xffff ? 0xffff : (__u16)reads;
+	if (thread->crowded)
+		ev->flags |= CS_UP_CROWDED;
+}
+
+/* The exchange's record: at its answer's first read (read_now > 0), or at the close (unread). */
+static __always_inline void emit_upstream(const struct sock *sk, struct upstream_state *up, __u64 now,
+					  __u32 bytes_in, bool read)
+{
+	if (up->window != trace_window || !(trace_window & 1)) {
+		count(CS_CTR_WINDOW_CUT);
+		return;
+	}
+	struct cs_ev_upstream *ev = reserve_event_at(sizeof(*ev), CS_EV_UPSTREAM, now);
+	if (!ev)
+		return;
+	__u32 tid = cs_tid_of(bpf_get_current_pid_tgid());
+	bool first = up->exchanges == 1;
+	bool from_connect = first && up->start_ns == up->syn_sent_ns && up->syn_sent_ns;
+	ev->sk = (__u64)sk;
+	ev->start_ns = up->start_ns;
+	ev->send_ns = up->send_ns;
+	ev->first_byte_ns = up->first_byte_ns;
+	ev->first_read_ns = read ? now : 0;
+	ev->connect_ns = first ? up->connect_ns : 0;
+	ev->flags = (from_connect ? CS_UP_CONNECT : first && up->syn_sent_ns ? CS_UP_CONNECT_APART : 0) |
+		    (read ? 0 : CS_UP_UNREAD);
+	ev->syn_retransmits = first ? up->syn_retransmits : 0;
+	ev->sender_cpu_ns = 0;
+	if (read && tid == up->sender_tid)
+		ev->sender_cpu_ns = current_cpu_ns() - up->start_cpu_ns;
+	else
+		ev->flags |= CS_UP_CPU_UNKNOWN;
+	read_tuple(sk, &ev->tuple);
+	ev->bytes_out = up->bytes_out;
+	ev->bytes_in = bytes_in;
+	ev->tgid = up->tgid;
+	ev->sender_tid = up->sender_tid;
+	ev->reader_tid = read ? tid : 0;
+	ev->index = up->exchanges - 1;
+	upstream_served(up, ev);
+	submit_event(ev);
+}
+
+/* The target read from its upstream: the answer's first read ends the exchange's record. */
+static __always_inline int upstream_read(const struct sock *sk, struct upstream_state *up, int ret)
+{
+	upstream_enter_window(up);
+	if (up->phase != UP_SENT && up->phase != UP_ANSWERED)
+		return 0;
+	emit_upstream(sk, up, bpf_ktime_get_ns(), (__u32)ret, true);
+	up->phase = UP_READ;
+	return 0;
+}
+
+/* The connection leaves ESTABLISHED: an answer never read is said so. */
+static __always_inline int upstream_closed(const struct sock *sk, struct upstream_state *up)
+{
+	if (up->window == trace_window && (up->phase == UP_SENT || up->phase == UP_ANSWERED))
+		emit_upstream(sk, up, bpf_ktime_get_ns(), 0, false);
+	up->phase = UP_IDLE;
+	return 0;
+}
+
+#endif /* CS_UPSTREAMS_BPF_H */

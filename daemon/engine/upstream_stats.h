@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The engine's statistics of the target's upstreams (struct
+ * cs_upstream_stats): the servers it called on connections it opened
+ * itself, each exchange's parts, and how many of them were joined to the
+ * request they served. Filled by upstreams.c; read by the analysis and the
+ * renderers.
+ */
+#ifndef CS_UPSTREAM_STATS_H
+#define CS_UPSTREAM_STATS_H
+
+#include <stdint.h>
+
+#include "hist.h"
+
+/* Upstreams told apart, by address and port; the exchanges of more are counted only. */
+#define CS_UPSTREAMS_MAX 32
+
+/* Why an exchange was not joined to a request. */
+enum cs_upstream_unjoined {
+	CS_UNJOINED_NO_REQUEST, /* its thread had no request open over the whole exchange */
+	CS_UNJOINED_AMBIGUOUS,  /* several had (an event loop serving many at once), or more
+	                           than the probes follow */
+	CS_UNJOINED_UNMATCHED,  /* its request was not timed (unanswered, partial, cut, a TLS
+	                           handshake's exchange), its record never came, or the exchange
+	                           did not lie within its read -> send */
+	CS_UNJOINED_COUNT,
+};
+
+extern const char *const cs_unjoined_names[CS_UNJOINED_COUNT];
+
+/* One upstream: an address and port the target connected to. */
+struct cs_upstream_stats {
+	uint8_t addr[16];          /* IPv4 v4-mapped, as in cs_tuple */
+	uint16_t port;
+	uint16_t family;           /* AF_INET or AF_INET6 */
+	uint32_t pad;
+	uint64_t exchanges;        /* whose answer the target read */
+	uint64_t unread;           /* the connection closed before the target read the answer */
+	uint64_t connects;         /* first exchanges with their connect timed */
+	uint64_t syn_retransmits;  /* of those connects */
+	uint64_t joined;           /* exchanges joined to the request they served */
+	uint64_t not_joined[CS_UNJOINED_COUNT];
+	uint64_t pending;          /* joined to a request whose record has not come yet */
+	uint64_t requests_waited;  /* requests whose time it took: joined, or waiting behind a
+	                              loop blocked on it */
+	uint64_t loop_waits;       /* of which waiting behind a loop blocked on it */
+	uint64_t waited_ns;        /* the time it took of those requests */
+	struct cs_hist *connect_ns; /* SYN sent -> established */
+	struct cs_hist *wait_ns;    /* sent -> the answer's first byte */
+	struct cs_hist *read_ns;    /* first byte -> the target's first read */
+};
+
+/* Its exchanges not joined, for whatever reason, those still waiting for their request included. */
+static inline uint64_t cs_upstream_not_joined(const struct cs_upstream_stats *u)
+{
+	uint64_t n = u->pending;
+	for (int i = 0; i < CS_UNJOINED_COUNT; i++)
+		n += u->not_joined[i];
+	return n;
+}
+
+/* A request's time taken by its upstream exchanges (upstreams.c), kept with the slowest requests. */
+struct cs_upstream_use {
+	uint64_t connect_ns;      /* the parts of its upstream time */
+	uint64_t wait_ns;
+	uint64_t read_ns;
+	uint64_t upstream_ns;     /* of them, upstream's: the one that took the most */
+	uint32_t syn_retransmits;
+	uint16_t upstream;        /* index + 1 into the engine's upstreams; 0: none */
+	uint8_t exchanges;        /* joined to it */
+	uint8_t loop_blocked;     /* its wait for its loop, which was blocked on the upstream */
+};
+
+#endif /* CS_UPSTREAM_STATS_H */

@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The target's upstreams: each exchange on a connection it opened
+ * (struct cs_ev_upstream), its upstream's statistics, and its join to the
+ * request it served.
+ *
+ * The join. An exchange's record comes before the record of the request
+ * it served: it is written at the answer's first read, the request's once
+ * its answer is out. The probes say which requests the exchange's thread
+ * had read and not answered over the whole exchange: a thread that blocks
+ * in the call had one, the request it serves; an event loop may have had
+ * several, and then the exchange is not joined (ambiguous), never given
+ * to one of them. With exactly one, the exchange waits here, keyed by that
+ * request's thread and first read, for the request's record, whose
+ * handler time it then splits: the exchange's connect, its wait for the
+ * first byte and the read are upstream, the rest stays handler.
+ *
+ * A loop that blocked in an exchange (it read no request meanwhile, and
+ * was off its CPU for most of it) kept the requests that came meanwhile
+ * waiting: of their wait for the loop (event_loop), the time it spent
+ * blocked is upstream too.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+#include "tables.h"
+
+const char *const cs_unjoined_names[CS_UNJOINED_COUNT] = {
+	[CS_UNJOINED_NO_REQUEST] = "no_request",
+	[CS_UNJOINED_AMBIGUOUS] = "ambiguous",
+	[CS_UNJOINED_UNMATCHED] = "unmatched",
+};
+
+/* A request waiting for its record: its exchanges, in the order they came. */
+struct pending_request {
+	uint64_t read_ns;  /* its first read */
+	uint64_t last_ns;  /* its latest exchange's record */
+	uint32_t tid;      /* its reader, the exchanges' sender */
+	uint32_t count;
+	struct cs_upstream_exchange exchanges[CS_UPSTREAM_CLAIM_MAX];
+};
+
+/* The exchanges a thread last blocked in (a ring, the oldest overwritten). */
+#define BLOCKED_RECENT 8
+
+struct blocked_thread {
+	struct cs_upstream_exchange spans[BLOCKED_RECENT];
+	uint32_t next;
+	uint32_t pad;
+};
+
+/* A request waiting this long for its record is taken for lost, as a connection without a record is. */
+#define PENDING_TIMEOUT_NS CS_CONN_TIMEOUT_NS
+#define PENDING_MAX 65536
+#define BLOCKED_THREADS_MAX 16384
+
+int cs_upstreams_init(struct cs_engine *engine)
+{
+	if (cs_u64map_init(&engine->upstream_pending, sizeof(struct pending_request), PENDING_MAX) ||
+	    cs_u64map_init(&engine->upstream_blocked, sizeof(struct blocked_thread), BLOCKED_THREADS_MAX))
+		return -ENOMEM;
+	return 0;
+}
+
+void cs_upstreams_free(struct cs_engine *engine)
+{
+	for (size_t i = 0; i < engine->upstream_count; i++) {
+		free(engine->upstreams[i].connect_ns);
+		free(engine->upstreams[i].wait_ns);
+		free(engine->upstreams[i].read_ns);
+	}
+	free(engine->upstreams);
+	cs_u64map_free(&engine->upstream_pending);
+	cs_u64map_free(&engine->upstream_blocked);
+}
+
+/* The upstream at the tuple's remote end, added on its first exchange; NULL: the table is full. */
+static struct cs_upstream_stats *get_upstream(struct cs_engine *engine, const struct cs_tuple *tuple)
+{
+	for (size_t i = 0; i < engine->upstream_count; i++) {
+		struct cs_upstream_stats *u = &engine->upstreams[i];
+		if (u->port == tuple->remote_port && !memcmp(u->addr, tuple->remote_addr, sizeof(u->addr)))
+			return u;
+	}
+	if (engine->upstream_count == CS_UPSTREAMS_MAX)
+		return NULL;
+	if (!engine->upstreams) {
+		engine->upstreams = calloc(CS_UPSTREAMS_MAX, sizeof(*engine->upstreams));
+		if (!engine->upstreams)
+			return NULL;
+	}
+	struct cs_upstream_stats *u = &engine->upstreams[engine->upstream_count];
+	memset(u, 0, sizeof(*u));
+	u->connect_ns = malloc(sizeof(*u->connect_ns));
+	u->wait_ns = malloc(sizeof(*u->wait_ns));
+	u->read_ns = malloc(sizeof(*u->read_ns));
+	if (!u->connect_ns || !u->wait_ns || !u->read_ns) {
+		free(u->connect_ns);
+		free(u->wait_ns);
+		free(u->read_ns);
+		return NULL;
+	}
+	cs_hist_init(u->connect_ns);
+	cs_hist_init(u->wait_ns);
+	cs_hist_init(u->read_ns);
+	memcpy(u->addr, tuple->remote_addr, sizeof(u->addr));
+	u->port = tuple->remote_port;
+	u->family = tuple->family;
+	engine->upstream_count++;
+	return u;
+}
+
+static uint64_t span(uint64_t from, uint64_t to)
+{
+	return to > from ? to - from : 0;
+}
+
+/* A request's key: its reader and its first read (never 0). */
+static uint64_t request_key(uint32_t tid, uint64_t read_ns)
+{
+	uint64_t key = ((uint64_t)tid * 0x9e3779b97f4a7c15ull) ^ read_ns;
+	return key ? key : 1;
+}
+
+/* The exchange as its request's split takes it. */
+static void exchange_of(const struct cs_ev_upstream *ev, uint16_t upstream, struct cs_upstream_exchange *x)
+{
+	bool connect = (ev->flags & CS_UP_CONNECT) != 0;
+	*x = (struct cs_upstream_exchange){
+		.start_ns = ev->start_ns,
+		.connect_ns = connect ? ev->connect_ns : 0,
+		.send_ns = ev->send_ns,
+		.first_byte_ns = ev->first_byte_ns,
+		.first_read_ns = ev->first_read_ns,
+		.syn_retransmits = connect ? ev->syn_retransmits : 0,
+		.upstream = upstream,
+	};
+}
+
+/*
+ * Its thread blocked in it: read no request meanwhile, and was on a CPU
+ * for less than half of it (sum_exec_runtime, to a tick).
+ */
+static bool thread_blocked(const struct cs_ev_upstream *ev)
+{
+	uint64_t length = span(ev->start_ns, ev->first_read_ns);
+	return !ev->reads_between && !(ev->flags & CS_UP_CPU_UNKNOWN) && length && 2 * ev->sender_cpu_ns < length;
+}
+
+static void note_blocked(struct cs_engine *engine, const struct cs_ev_upstream *ev, const struct cs_upstream_exchange *x)
+{
+	if (!thread_blocked(ev))
+		return;
+	struct blocked_thread *thread = cs_u64map_put(&engine->upstream_blocked, ev->sender_tid ? ev->sender_tid : 1, NULL);
+	if (!thread)
+		return;
+	thread->spans[thread->next % BLOCKED_RECENT] = *x;
+	thread->next++;
+}
+
+/* Whether the exchange served exactly one request; else why not. */
+static bool served_one(const struct cs_ev_upstream *ev, enum cs_upstream_unjoined *why)
+{
+	if (ev->flags & CS_UP_CROWDED || ev->open_requests > 1) {
+		*why = CS_UNJOINED_AMBIGUOUS;
+		return false;
+	}
+	if (ev->open_requests == 0 || !ev->request_read_ns) {
+		*why = CS_UNJOINED_NO_REQUEST;
+		return false;
+	}
+	return true;
+}
+
+/* The exchange waits for its request's record; false: no room (unmatched). */
+static bool add_pending(struct cs_engine *engine, const struct cs_ev_upstream *ev, const struct cs_upstream_exchange *x)
+{
+	int created = 0;
+	struct pending_request *p = cs_u64map_put(&engine->upstream_pending,
+						  request_key(ev->sender_tid, ev->request_read_ns), &created);
+	if (!p)
+		return false;
+	if (created) {
+		p->read_ns = ev->request_read_ns;
+		p->tid = ev->sender_tid;
+	} else if (p->read_ns != ev->request_read_ns || p->tid != ev->sender_tid) {
+		return false; /* another request's key: not this one's to take */
+	}
+	if (p->count == CS_UPSTREAM_CLAIM_MAX)
+		return false;
+	p->exchanges[p->count++] = *x;
+	p->last_ns = ev->hdr.ts_ns;
+	return true;
+}
+
+int cs_on_upstream(struct cs_engine *engine, const struct cs_ev_upstream *ev)
+{
+	struct cs_upstream_stats *u = get_upstream(engine, &ev->tuple);
+	if (!u) {
+		engine->upstream_untracked++;
+		return 0;
+	}
+	if (ev->connect_ns) {
+		u->connects++;
+		u->syn_retransmits += ev->syn_retransmits;
+		cs_hist_record(u->connect_ns, ev->connect_ns);
+	}
+	if (ev->flags & CS_UP_UNREAD) {
+		u->unread++;
+		return 0;
+	}
+	u->exchanges++;
+	uint64_t answered_ns = ev->first_byte_ns ? ev->first_byte_ns : ev->first_read_ns;
+	cs_hist_record(u->wait_ns, span(ev->send_ns, answered_ns));
+	if (ev->first_byte_ns)
+		cs_hist_record(u->read_ns, span(ev->first_byte_ns, ev->first_read_ns));
+	struct cs_upstream_exchange x;
+	exchange_of(ev, (uint16_t)(u - engine->upstreams + 1), &x);
+	note_blocked(engine, ev, &x);
+	enum cs_upstream_unjoined why = CS_UNJOINED_UNMATCHED;
+	if (!served_one(ev, &why) || !add_pending(engine, ev, &x))
+		u->not_joined[why]++;
+	else
+		u->pending++;
+	return 0;
+}
+
+static struct cs_upstream_stats *upstream_at(struct cs_engine *engine, uint16_t upstream)
+{
+	return upstream && upstream <= engine->upstream_count ? &engine->upstreams[upstream - 1] : NULL;
+}
+
+/* Exchanges that will not be joined after all: unmatched. */
+static void unmatched(struct cs_engine *engine, const struct cs_upstream_exchange *x, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		struct cs_upstream_stats *u = upstream_at(engine, x[i].upstream);
+		if (u)
+			u->not_joined[CS_UNJOINED_UNMATCHED]++;
+	}
+}
+
+void cs_upstream_claim(struct cs_engine *engine, const struct cs_ev_request *req, struct cs_upstream_claim *claim)
+{
+	claim->count = 0;
+	uint64_t key = request_key(req->reader_tid, req->first_read_ns);
+	struct pending_request *p = req->first_read_ns ? cs_u64map_get(&engine->upstream_pending, key) : NULL;
+	if (!p || p->tid != req->reader_tid || p->read_ns != req->first_read_ns)
+		return;
+	claim->count = p->count;
+	memcpy(claim->exchanges, p->exchanges, p->count * sizeof(p->exchanges[0]));
+	cs_u64map_remove(&engine->upstream_pending, key);
+	for (size_t i = 0; i < claim->count; i++) {
+		struct cs_upstream_stats *u = upstream_at(engine, claim->exchanges[i].upstream);
+		if (u && u->pending)
+			u->pending--;
+	}
+}
+
+void cs_upstream_unclaimed(struct cs_engine *engine, const struct cs_upstream_claim *claim)
+{
+	unmatched(engine, claim->exchanges, claim->count);
+}
+
+/* An exchange's parts: its connect, its wait for the first byte, the read. */
+struct parts {
+	uint64_t connect_ns, wait_ns, read_ns;
+};
+
+static uint64_t parts_sum(const struct parts *p)
+{
+	return p->connect_ns + p->wait_ns + p->read_ns;
+}
+
+/* Each part cut by take / of (of the parts' sum, take at most that). */
+static void parts_scale(struct parts *p, uint64_t take, uint64_t of)
+{
+	if (!of || take >= of)
+		return;
+	p->connect_ns = (uint64_t)((unsigned __int128)p->connect_ns * take / of);
+	p->wait_ns = (uint64_t)((unsigned __int128)p->wait_ns * take / of);
+	p->read_ns = take - p->connect_ns - p->wait_ns;
+}
+
+/* The parts of x that lie within [from, to]. */
+static void parts_within(const struct cs_upstream_exchange *x, uint64_t from, uint64_t to, struct parts *p)
+{
+	uint64_t answered = x->first_byte_ns ? x->first_byte_ns : x->first_read_ns;
+	uint64_t connect_end = x->start_ns + x->connect_ns;
+#define OVERLAP(a, b) span((a) > from ? (a) : from, (b) < to ? (b) : to)
+	p->connect_ns = x->connect_ns ? OVERLAP(x->start_ns, connect_end) : 0;
+	p->wait_ns = OVERLAP(x->send_ns, answered);
+	p->read_ns = x->first_byte_ns ? OVERLAP(x->first_byte_ns, x->first_read_ns) : 0;
+#undef OVERLAP
+}
+
+/* Move up to the parts' time from cause to upstream, into use (and its upstream's figures). */
+static void take_parts(struct cs_engine *engine, struct parts *p, uint16_t upstream, enum cs_cause cause,
+		       struct cs_request_split *split, struct cs_upstream_use *use)
+{
+	uint64_t sum = parts_sum(p), take = sum < split->cause_ns[cause] ? sum : split->cause_ns[cause];
+	if (!take)
+		return;
+	parts_scale(p, take, sum);
+	split->cause_ns[cause] -= take;
+	split->cause_ns[CS_CAUSE_UPSTREAM] += take;
+	use->connect_ns += p->connect_ns;
+	use->wait_ns += p->wait_ns;
+	use->read_ns += p->read_ns;
+	struct cs_upstream_stats *u = upstream_at(engine, upstream);
+	if (u)
+		u->waited_ns += take;
+	/* The upstream that took the most of it names the request's. */
+	if (upstream == use->upstream) {
+		use->upstream_ns += take;
+	} else if (take > use->upstream_ns) {
+		use->upstream = upstream;
+		use->upstream_ns = take;
+	}
+}
+
+/* The joined exchanges that lie within the request's read -> send: out of its handler time. */
+static void take_joined(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_upstream_claim *claim,
+			struct cs_request_split *split, struct cs_upstream_use *use)
+{
+	for (size_t i = 0; i < claim->count; i++) {
+		const struct cs_upstream_exchange *x = &claim->exchanges[i];
+		struct cs_upstream_stats *u = upstream_at(engine, x->upstream);
+		if (x->start_ns < req->first_read_ns || x->first_read_ns > req->first_send_ns) {
+			unmatched(engine, x, 1);
+			continue;
+		}
+		if (u)
+			u->joined++;
+		struct parts p;
+		parts_within(x, x->start_ns, x->first_read_ns, &p);
+		use->exchanges++;
+		use->syn_retransmits += x->syn_retransmits;
+		take_parts(engine, &p, x->upstream, CS_CAUSE_HANDLER, split, use);
+	}
+}
+
+/* Its wait for its loop, while the loop was blocked in an exchange: out of event_loop. */
+static void take_blocked_loop(struct cs_engine *engine, const struct cs_ev_request *req, uint64_t pickup_from,
+			      struct cs_request_split *split, struct cs_upstream_use *use)
+{
+	if ((req->flags & CS_REQ_HANDED_OFF) || !split->cause_ns[CS_CAUSE_EVENT_LOOP])
+		return;
+	const struct blocked_thread *thread = cs_u64map_get(&engine->upstream_blocked, req->reader_tid ? req->reader_tid : 1);
+	if (!thread)
+		return;
+	for (size_t i = 0; i < BLOCKED_RECENT && i < thread->next; i++) {
+		struct parts p;
+		parts_within(&thread->spans[i], pickup_from, req->first_read_ns, &p);
+		uint64_t before = split->cause_ns[CS_CAUSE_UPSTREAM];
+		take_parts(engine, &p, thread->spans[i].upstream, CS_CAUSE_EVENT_LOOP, split, use);
+		use->loop_blocked |= split->cause_ns[CS_CAUSE_UPSTREAM] > before;
+	}
+}
+
+/* Count the request once for each upstream that took some of its time. */
+static void count_waited(struct cs_engine *engine, const struct cs_upstream_claim *claim, const struct cs_upstream_use *use)
+{
+	uint16_t counted[CS_UPSTREAM_CLAIM_MAX + 1];
+	size_t n = 0;
+	if (!use->upstream)
+		return;
+	counted[n++] = use->upstream;
+	for (size_t i = 0; i < claim->count; i++) {
+		size_t j = 0;
+		while (j < n && counted[j] != claim->exchanges[i].upstream)
+			j++;
+		if (j == n)
+			counted[n++] = claim->exchanges[i].upstream;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct cs_upstream_stats *u = upstream_at(engine, counted[i]);
+		if (u) {
+			u->requests_waited++;
+			u->loop_waits += use->loop_blocked && counted[i] == use->upstream;
+		}
+	}
+}
+
+void cs_upstream_take(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_upstream_claim *claim,
+		      uint64_t pickup_from, struct cs_request_split *split, struct cs_upstream_use *use)
+{
+	memset(use, 0, sizeof(*use));
+	take_joined(engine, req, claim, split, use);
+	take_blocked_loop(engine, req, pickup_from, split, use);
+	count_waited(engine, claim, use);
+}
+
+struct sweep_ctx {
+	struct cs_engine *engine;
+	uint64_t now_ns;
+};
+
+static int pending_expired(uint64_t key, const void *value, void *ctx_ptr)
+{
+	(void)key;
+	const struct pending_request *p = value;
+	struct sweep_ctx *ctx = ctx_ptr;
+	if (ctx->now_ns <= p->last_ns || ctx->now_ns - p->last_ns < PENDING_TIMEOUT_NS)
+		return 0;
+	for (size_t i = 0; i < p->count; i++) {
+		struct cs_upstream_stats *u = upstream_at(ctx->engine, p->exchanges[i].upstream);
+		if (u && u->pending)
+			u->pending--;
+	}
+	unmatched(ctx->engine, p->exchanges, p->count);
+	return 1;
+}
+
+void cs_upstreams_sweep(struct cs_engine *engine, uint64_t now_ns)
+{
+	struct sweep_ctx ctx = { .engine = engine, .now_ns = now_ns };
+	cs_u64map_remove_if(&engine->upstream_pending, pending_expired, &ctx);
+}
