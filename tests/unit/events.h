@@ -312,6 +312,60 @@ static inline void feed_request(struct cs_engine *engine, struct request_spec s)
 	FEED_OK(engine, make_request(s));
 }
 
+/*
+ * An exchange on an upstream connection (127.0.0.2:port by default). The
+ * answer's first byte came at first_byte_ns, read at first_read_ns (the
+ * record's time); open: the requests its sender had open over it (1:
+ * request_read_ns is the one).
+ */
+struct upstream_spec {
+	uint64_t sk;                /* 0: a cookie of the port */
+	uint64_t start_ns, send_ns; /* start 0: send_ns */
+	uint64_t first_byte_ns, first_read_ns;
+	uint64_t connect_ns;        /* with CS_UP_CONNECT: the connect, from start_ns */
+	uint64_t request_read_ns;
+	uint64_t sender_cpu_ns;
+	uint32_t upstream_ipv4;     /* 0: 127.0.0.2 */
+	uint16_t port;              /* 0: 9000 */
+	uint16_t open, reads_between, syn_retransmits, flags;
+	uint32_t tid;               /* 0: 7, sender and reader */
+	uint32_t index;
+};
+
+static inline struct cs_ev_upstream make_upstream(struct upstream_spec s)
+{
+	struct cs_ev_upstream ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_UPSTREAM, sizeof(ev), s.first_read_ns);
+	uint16_t port = s.port ? s.port : 9000;
+	ev.sk = s.sk ? s.sk : 0xffff777000000000ull + port;
+	ev.start_ns = s.start_ns ? s.start_ns : s.send_ns;
+	ev.send_ns = s.send_ns;
+	ev.first_byte_ns = s.first_byte_ns;
+	ev.first_read_ns = s.first_read_ns;
+	ev.connect_ns = s.connect_ns;
+	ev.request_read_ns = s.open == 1 ? s.request_read_ns : 0;
+	ev.sender_cpu_ns = s.sender_cpu_ns;
+	set_ipv4(ev.tuple.local_addr, 0x7f000001);
+	set_ipv4(ev.tuple.remote_addr, s.upstream_ipv4 ? s.upstream_ipv4 : 0x7f000002);
+	ev.tuple.local_port = 45000;
+	ev.tuple.remote_port = port;
+	ev.tuple.family = AF_INET;
+	ev.tgid = 100;
+	ev.sender_tid = ev.reader_tid = s.tid ? s.tid : 7;
+	ev.index = s.index;
+	ev.open_requests = s.open;
+	ev.reads_between = s.reads_between;
+	ev.syn_retransmits = s.syn_retransmits;
+	ev.flags = s.flags;
+	return ev;
+}
+
+static inline void feed_upstream(struct cs_engine *engine, struct upstream_spec s)
+{
+	FEED_OK(engine, make_upstream(s));
+}
+
 struct close_spec {
 	uint64_t sk;
 	uint64_t ts_ns;            /* left ESTABLISHED */

@@ -333,6 +333,38 @@ Test(trace, replay_feeds_the_engine_like_the_live_run)
 	cs_engine_free(replayed);
 }
 
+/*
+ * An upstream exchange replays as the probes wrote it, before the record
+ * of the request it served: the engine joins the two as in the live run.
+ */
+Test(trace, an_upstream_exchange_replays_before_its_request_and_joins_it)
+{
+	struct recording r = { .n = 0 };
+	uint64_t read = 5 * SEC;
+	struct cs_ev_upstream exchange = make_upstream((struct upstream_spec){
+		.send_ns = read + 10 * US, .first_byte_ns = read + 20 * MS, .first_read_ns = read + 20 * MS + 5 * US,
+		.open = 1, .request_read_ns = read });
+	add(&r, &exchange, sizeof(exchange));
+	struct cs_ev_request request = make_request((struct request_spec){
+		.sk = 0xffff999000000001ull, .port = 8080, .index = 1, .start_ns = read - 10 * US, .first_read_ns = read,
+		.first_send_ns = read + 21 * MS, .last_send_ns = read + 21 * MS });
+	add(&r, &request, sizeof(request));
+	write_trace(path, &r, "port 8080", &sample_meta);
+
+	struct cs_engine *replayed = cs_engine_new();
+	cr_assert_not_null(replayed);
+	FILE *f = fopen(path, "rb");
+	struct cs_trace_info info;
+	char errmsg[256];
+	cr_assert_eq(cs_trace_read(f, feed_engine, replayed, &info, errmsg, sizeof(errmsg)), 0, "%s", errmsg);
+	fclose(f);
+	cr_assert_eq(replayed->totals.malformed, 0);
+	cr_assert_eq(replayed->upstream_count, 1);
+	cr_assert_eq(replayed->upstreams[0].joined, 1);
+	cr_assert_eq(replayed->requests.exemplars[0].split.cause_ns[CS_CAUSE_UPSTREAM], 20 * MS - 5 * US);
+	cs_engine_free(replayed);
+}
+
 Test(trace, the_cost_readings_replay_to_the_same_cost)
 {
 	struct recording r = sample_records();

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The target's upstream exchanges joined to the requests they served
+ * (upstreams.c): a thread that blocks in its call joins exactly; an event
+ * loop joins the exchange that only one of its open requests can have
+ * made, and never guesses among several. Synthetic records, in the order
+ * the probes write them: an exchange's at its answer's first read, its
+ * request's once the answer is out.
+ */
+#include <criterion/criterion.h>
+
+#include "engine.h"
+#include "events.h"
+#include "upstream_stats.h"
+
+#define PORT 8080
+#define T0 (100 * SEC)
+#define SK(n) (0xffff888600000000ull + (n))
+
+CS_ENGINE_FIXTURE
+
+TestSuite(upstreams, .init = setup, .fini = teardown);
+
+static uint64_t cause_total(enum cs_cause cause)
+{
+	uint64_t ns = 0;
+	for (size_t b = 0; b < CS_HIST_BUCKETS; b++)
+		ns += engine->requests.bucket_cause_ns[b][cause];
+	return ns;
+}
+
+/* A request read at read_ns and answered handler_ns later, on thread tid. */
+static struct request_spec request(uint64_t sk, uint64_t read_ns, uint64_t handler_ns, uint32_t tid)
+{
+	return (struct request_spec){ .sk = sk, .port = PORT, .index = 1, .start_ns = read_ns - 20 * US,
+				      .first_read_ns = read_ns, .first_send_ns = read_ns + handler_ns,
+				      .last_send_ns = read_ns + handler_ns, .drain_end_ns = read_ns + handler_ns,
+				      .reader_tid = tid };
+}
+
+static const struct cs_upstream_stats *only_upstream(void)
+{
+	cr_assert_eq(engine->upstream_count, 1);
+	return &engine->upstreams[0];
+}
+
+/* Joined and not joined add up to the exchanges. */
+static void expect_joins(uint64_t joined, uint64_t ambiguous, uint64_t no_request, uint64_t unmatched)
+{
+	const struct cs_upstream_stats *u = only_upstream();
+	cr_expect_eq(u->joined, joined, "joined %lu", (unsigned long)u->joined);
+	cr_expect_eq(u->not_joined[CS_UNJOINED_AMBIGUOUS], ambiguous);
+	cr_expect_eq(u->not_joined[CS_UNJOINED_NO_REQUEST], no_request);
+	cr_expect_eq(u->not_joined[CS_UNJOINED_UNMATCHED], unmatched);
+	cr_expect_eq(u->pending, 0);
+	cr_expect_eq(u->joined + cs_upstream_not_joined(u), u->exchanges);
+}
+
+/*
+ * A thread per request (gunicorn's sync workers, Tomcat's pool threads):
+ * it reads, connects to its backend (200 us), sends, waits 30 ms for the
+ * first byte, reads it 100 us later and answers 2 ms after its read. The
+ * connect, the wait and the read are upstream; the rest of the handler
+ * (its own 1.7 ms, and the gap between the connect and the send) stays.
+ */
+Test(upstreams, a_blocking_thread_joins_its_exchange_exactly)
+{
+	uint64_t read = T0, start = T0 + 100 * US, send = start + 300 * US;
+	feed_upstream(engine, (struct upstream_spec){ .start_ns = start, .connect_ns = 200 * US, .send_ns = send,
+						      .first_byte_ns = send + 30 * MS, .first_read_ns = send + 30 * MS + 100 * US,
+						      .open = 1, .request_read_ns = read, .flags = CS_UP_CONNECT,
+						      .syn_retransmits = 0, .sender_cpu_ns = 20 * US });
+	feed_request(engine, request(SK(1), read, 32 * MS, 7));
+
+	uint64_t upstream = 200 * US + 30 * MS + 100 * US;
+	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), upstream);
+	cr_expect_eq(cause_total(CS_CAUSE_HANDLER), 32 * MS - upstream);
+	expect_joins(1, 0, 0, 0);
+	const struct cs_upstream_stats *u = only_upstream();
+	cr_expect_eq(u->port, 9000);
+	cr_expect_eq(u->connects, 1);
+	cr_expect_eq(u->requests_waited, 1);
+	cr_expect_eq(u->waited_ns, upstream);
+	const struct cs_upstream_use *use = &engine->requests.exemplars[0].upstream;
+	cr_expect_eq(use->upstream, 1);
+	cr_expect_eq(use->connect_ns, 200 * US);
+	cr_expect_eq(use->wait_ns, 30 * MS);
+	cr_expect_eq(use->read_ns, 100 * US);
+	cr_expect_eq(use->exchanges, 1);
+	cr_expect_not(use->loop_blocked);
+}
+
+/*
+ * An event loop (nginx) reads R1, proxies it, and while the backend
+ * takes 30 ms reads R2, proxies it and answers it. R1 alone was open
+ * over the whole of its exchange: joined. R2's exchange found R1 open at
+ * both its ends too: two requests qualify, so it is joined to neither.
+ */
+Test(upstreams, an_event_loop_joins_the_exchange_only_one_open_request_can_have_made)
+{
+	uint64_t r1 = T0, r2 = T0 + 5 * MS;
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = r2 + 10 * US, .first_byte_ns = r2 + 200 * US,
+						      .first_read_ns = r2 + 220 * US, .open = 2, .reads_between = 0,
+						      .sender_cpu_ns = 100 * US, .tid = 9 });
+	feed_request(engine, request(SK(2), r2, 300 * US, 9));
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = r1 + 10 * US, .first_byte_ns = r1 + 30 * MS,
+						      .first_read_ns = r1 + 30 * MS + 50 * US, .open = 1,
+						      .request_read_ns = r1, .reads_between = 1, .sender_cpu_ns = 400 * US,
+						      .tid = 9 });
+	feed_request(engine, request(SK(1), r1, 30 * MS + 200 * US, 9));
+
+	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), 30 * MS + 40 * US);
+	cr_expect_eq(cause_total(CS_CAUSE_HANDLER), 300 * US + 160 * US);
+	expect_joins(1, 1, 0, 0);
+	cr_expect_eq(only_upstream()->exchanges, 2);
+	cr_expect_eq(only_upstream()->requests_waited, 1);
+}
+
+/*
+ * Two requests open over the whole exchange (the loop read both, then
+ * called the upstream for one of them, or for both): ambiguous, and each
+ * keeps its handler time. More open requests than the probes follow, the
+ * same. An exchange with no request open (a health check, a thread that
+ * reads none) is joined to none.
+ */
+Test(upstreams, an_event_loop_with_several_requests_open_does_not_guess)
+{
+	uint64_t r1 = T0, r2 = T0 + 1 * MS;
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = r2 + 10 * US, .first_byte_ns = r2 + 20 * MS,
+						      .first_read_ns = r2 + 20 * MS + 10 * US, .open = 2, .tid = 9,
+						      .reads_between = 3, .sender_cpu_ns = 1 * MS });
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = r2 + 30 * MS, .first_byte_ns = r2 + 31 * MS,
+						      .first_read_ns = r2 + 31 * MS, .open = 1, .request_read_ns = r1,
+						      .flags = CS_UP_CROWDED, .tid = 9, .reads_between = 1 });
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = r2 + 40 * MS, .first_byte_ns = r2 + 41 * MS,
+						      .first_read_ns = r2 + 41 * MS, .open = 0, .tid = 9, .reads_between = 1 });
+	feed_request(engine, request(SK(1), r1, 50 * MS, 9));
+	feed_request(engine, request(SK(2), r2, 50 * MS, 9));
+
+	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), 0);
+	cr_expect_eq(cause_total(CS_CAUSE_HANDLER), 100 * MS);
+	expect_joins(0, 2, 1, 0);
+	cr_expect_eq(only_upstream()->requests_waited, 0);
+}
+
+/*
+ * The one open request's record is not a request the engine times (it
+ * closed unanswered): its exchange is unmatched, not lost. One whose
+ * record has not come yet is awaiting it, and counts as not joined.
+ */
+Test(upstreams, exchanges_of_requests_not_timed_are_unmatched)
+{
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = T0 + 10 * US, .first_read_ns = T0 + 5 * MS,
+						      .open = 1, .request_read_ns = T0 });
+	struct request_spec unanswered = request(SK(1), T0, 0, 7);
+	unanswered.first_send_ns = unanswered.last_send_ns = unanswered.drain_end_ns = 0;
+	unanswered.ts_ns = T0 + 6 * MS;
+	unanswered.flags = CS_REQ_NO_RESPONSE;
+	feed_request(engine, unanswered);
+	expect_joins(0, 0, 0, 1);
+
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = T0 + 10 * MS, .first_read_ns = T0 + 15 * MS,
+						      .open = 1, .request_read_ns = T0 + 9 * MS });
+	const struct cs_upstream_stats *u = only_upstream();
+	cr_expect_eq(u->pending, 1);
+	cr_expect_eq(cs_upstream_not_joined(u), 2);
+	cr_expect_eq(u->joined + cs_upstream_not_joined(u), u->exchanges);
+}
+
+/*
+ * A loop that calls its upstream blocking (a synchronous client in an
+ * async server): it read nothing and was off its CPU for the 50 ms of
+ * the call, while R2's bytes waited from 10 ms in. Of R2's wait for its
+ * loop, the 40 ms the loop spent blocked in the call are upstream; R1,
+ * whose call it was, has its own exchange joined.
+ */
+Test(upstreams, a_loop_blocked_in_its_call_makes_the_requests_behind_it_wait_on_the_upstream)
+{
+	uint64_t r1 = T0;
+	uint64_t send = r1 + 100 * US, answered = send + 50 * MS;
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = send, .first_byte_ns = answered, .first_read_ns = answered,
+						      .open = 1, .request_read_ns = r1, .reads_between = 0,
+						      .sender_cpu_ns = 50 * US, .tid = 9 });
+	feed_request(engine, request(SK(1), r1, 50 * MS + 200 * US, 9));
+	struct request_spec r2 = request(SK(2), answered + 300 * US, 100 * US, 9);
+	r2.start_ns = send + 10 * MS;
+	feed_request(engine, r2);
+
+	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), 50 * MS + 40 * MS);
+	cr_expect_eq(cause_total(CS_CAUSE_EVENT_LOOP), 20 * US + 300 * US, "R1's own 20 us, and R2's after the call");
+	const struct cs_upstream_stats *u = only_upstream();
+	cr_expect_eq(u->requests_waited, 2);
+	cr_expect_eq(u->loop_waits, 1);
+	expect_joins(1, 0, 0, 0);
+}
+
+/* The same call while the loop kept reading others (or stayed on its CPU): no wait of theirs is upstream. */
+Test(upstreams, a_loop_that_served_others_during_its_call_was_not_blocked_in_it)
+{
+	uint64_t send = T0 + 100 * US, answered = send + 50 * MS;
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = send, .first_read_ns = answered, .open = 1,
+						      .request_read_ns = T0, .reads_between = 4, .tid = 9 });
+	feed_upstream(engine, (struct upstream_spec){ .port = 9001, .send_ns = send, .first_read_ns = answered,
+						      .open = 0, .reads_between = 0, .sender_cpu_ns = 45 * MS, .tid = 9 });
+	struct request_spec r2 = request(SK(2), answered + 300 * US, 100 * US, 9);
+	r2.start_ns = send + 10 * MS;
+	feed_request(engine, r2);
+	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), 0);
+	cr_expect_eq(cause_total(CS_CAUSE_EVENT_LOOP), 40 * MS + 300 * US);
+}
+
+/* A connection closed before its answer was read: counted apart, not an exchange. */
+Test(upstreams, an_answer_never_read_is_no_exchange)
+{
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = T0, .first_read_ns = 0, .open = 1,
+						      .request_read_ns = T0 - 1 * MS, .flags = CS_UP_UNREAD });
+	const struct cs_upstream_stats *u = only_upstream();
+	cr_expect_eq(u->exchanges, 0);
+	cr_expect_eq(u->unread, 1);
+	cr_expect_eq(u->pending, 0);
+}
