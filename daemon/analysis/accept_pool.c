@@ -83,7 +83,7 @@ static void add_worker(const struct cs_engine *engine, const struct cs_worker_st
 	if (fraction(serving, time.outside_ns) >= WORKER_BUSY_SHARE_MIN)
 		pool->busy_workers++;
 	uint64_t on_cpu = at_most(t->cpu_ns, time.outside_ns);
-	uint64_t handler = at_most(t->cause_ns[CS_CAUSE_HANDLER], time.outside_ns);
+	uint64_t handler = at_most(cs_thread_in_handlers_ns(t), time.outside_ns);
 	sums->cpu_known |= t->cpu_sampled_ns != 0;
 	sums->on_cpu_ns += on_cpu;
 	sums->runq_ns += at_most(t->runq_total_ns, time.outside_ns);

@@ -123,7 +123,8 @@ struct cs_upstream_exchange {
 	uint64_t first_read_ns;
 	uint32_t syn_retransmits;
 	uint16_t upstream;      /* index + 1 into engine->upstreams */
-	uint16_t pad;
+	uint8_t blocked;        /* its thread blocked in it: read no request, mostly off its CPU */
+	uint8_t pad;
 };
 /* A request's exchanges, taken when its record comes (more: unmatched). */
 #define CS_UPSTREAM_CLAIM_MAX 4

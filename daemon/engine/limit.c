@@ -208,7 +208,7 @@ void cs_acceptor_time(const struct cs_engine *engine, const struct cs_worker_sta
 		time->on_cpu_ns = thread->cpu_ns < left_ns ? thread->cpu_ns : left_ns;
 		left_ns -= time->on_cpu_ns;
 		/* A handler's time is partly on a CPU already counted: take what is left. */
-		uint64_t handler_ns = thread->cause_ns[CS_CAUSE_HANDLER];
+		uint64_t handler_ns = cs_thread_in_handlers_ns(thread);
 		time->handler_ns = handler_ns < left_ns ? handler_ns : left_ns;
 		left_ns -= time->handler_ns;
 		/* Runnable is not blocked: a CPU-starved acceptor is not waiting on a limit. */

@@ -57,6 +57,17 @@ struct cs_thread_stats {
 	uint32_t served_next;      /* the ring's next slot */
 };
 
+/*
+ * The time its requests spent in handlers, waits on upstreams included:
+ * a thread blocked in a call to its backend is in its handler, busy for
+ * the pool and the acceptor it is (upstream is carved out of handler
+ * only to name what the handler waited for).
+ */
+static inline uint64_t cs_thread_in_handlers_ns(const struct cs_thread_stats *thread)
+{
+	return thread->cause_ns[CS_CAUSE_HANDLER] + thread->cause_ns[CS_CAUSE_UPSTREAM];
+}
+
 /* What a thread does, from its behaviour (roles.c); a thread may have several. */
 enum cs_thread_role {
 	CS_ROLE_ACCEPTOR = 1 << 0,   /* calls accept() */

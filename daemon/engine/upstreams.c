@@ -151,7 +151,7 @@ static bool thread_blocked(const struct cs_ev_upstream *ev)
 
 static void note_blocked(struct cs_engine *engine, const struct cs_ev_upstream *ev, const struct cs_upstream_exchange *x)
 {
-	if (!thread_blocked(ev))
+	if (!x->blocked)
 		return;
 	struct blocked_thread *thread = cs_u64map_put(&engine->upstream_blocked, ev->sender_tid ? ev->sender_tid : 1, NULL);
 	if (!thread)
@@ -218,6 +218,7 @@ int cs_on_upstream(struct cs_engine *engine, const struct cs_ev_upstream *ev)
 		cs_hist_record(u->read_ns, span(ev->first_byte_ns, ev->first_read_ns));
 	struct cs_upstream_exchange x;
 	exchange_of(ev, (uint16_t)(u - engine->upstreams + 1), &x);
+	x.blocked = thread_blocked(ev);
 	note_blocked(engine, ev, &x);
 	enum cs_upstream_unjoined why = CS_UNJOINED_UNMATCHED;
 	if (!served_one(ev, &why) || !add_pending(engine, ev, &x))
@@ -274,14 +275,20 @@ static uint64_t parts_sum(const struct parts *p)
 	return p->connect_ns + p->wait_ns + p->read_ns;
 }
 
-/* Each part cut by take / of (of the parts' sum, take at most that). */
-static void parts_scale(struct parts *p, uint64_t take, uint64_t of)
+/*
+ * The parts cut to take in all: the read first (the thread's own pickup
+ * of the answer, where its waits for a CPU fall), then the wait for the
+ * first byte, then the connect.
+ */
+static void parts_cut(struct parts *p, uint64_t take)
 {
-	if (!of || take >= of)
-		return;
-	p->connect_ns = (uint64_t)((unsigned __int128)p->connect_ns * take / of);
-	p->wait_ns = (uint64_t)((unsigned __int128)p->wait_ns * take / of);
-	p->read_ns = take - p->connect_ns - p->wait_ns;
+	uint64_t *cut_first[] = { &p->read_ns, &p->wait_ns, &p->connect_ns };
+	uint64_t excess = parts_sum(p) > take ? parts_sum(p) - take : 0;
+	for (size_t i = 0; i < sizeof(cut_first) / sizeof(cut_first[0]) && excess; i++) {
+		uint64_t cut = *cut_first[i] < excess ? *cut_first[i] : excess;
+		*cut_first[i] -= cut;
+		excess -= cut;
+	}
 }
 
 /* The parts of x that lie within [from, to]. */
@@ -303,7 +310,7 @@ static void take_parts(struct cs_engine *engine, struct parts *p, uint16_t upstr
 	uint64_t sum = parts_sum(p), take = sum < split->cause_ns[cause] ? sum : split->cause_ns[cause];
 	if (!take)
 		return;
-	parts_scale(p, take, sum);
+	parts_cut(p, take);
 	split->cause_ns[cause] -= take;
 	split->cause_ns[CS_CAUSE_UPSTREAM] += take;
 	use->connect_ns += p->connect_ns;
@@ -321,24 +328,61 @@ static void take_parts(struct cs_engine *engine, struct parts *p, uint16_t upstr
 	}
 }
 
+/*
+ * Of the request's run-queue time between its read and its send, what
+ * fell while it waited for its upstream's first byte: its thread was
+ * runnable then (serving others), but the request waited on the upstream,
+ * not on a CPU. A thread that blocked in its calls waited for a CPU only
+ * outside them (once woken by the answer): all that the rest of the span
+ * cannot hold. A loop that served others meanwhile waited all along: its
+ * share of the span, at least that.
+ */
+static uint64_t runq_while_waiting(const struct cs_ev_request *req, uint64_t waited_ns, bool blocked)
+{
+	uint64_t handler_span = span(req->first_read_ns, req->first_send_ns);
+	uint64_t runq = req->handler_runq_ns < handler_span ? req->handler_runq_ns : handler_span;
+	uint64_t elsewhere = handler_span > waited_ns ? handler_span - waited_ns : 0;
+	uint64_t at_least = runq > elsewhere ? runq - elsewhere : 0;
+	if (blocked || !handler_span)
+		return at_least;
+	uint64_t spread = (uint64_t)((unsigned __int128)runq * (waited_ns < handler_span ? waited_ns : handler_span) /
+				     handler_span);
+	return spread > at_least ? spread : at_least;
+}
+
 /* The joined exchanges that lie within the request's read -> send: out of its handler time. */
 static void take_joined(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_upstream_claim *claim,
 			struct cs_request_split *split, struct cs_upstream_use *use)
 {
+	struct parts parts[CS_UPSTREAM_CLAIM_MAX];
+	bool within[CS_UPSTREAM_CLAIM_MAX];
+	uint64_t waited = 0;
+	bool blocked = true;
 	for (size_t i = 0; i < claim->count; i++) {
 		const struct cs_upstream_exchange *x = &claim->exchanges[i];
-		struct cs_upstream_stats *u = upstream_at(engine, x->upstream);
-		if (x->start_ns < req->first_read_ns || x->first_read_ns > req->first_send_ns) {
+		within[i] = x->start_ns >= req->first_read_ns && x->first_read_ns <= req->first_send_ns;
+		if (!within[i]) {
 			unmatched(engine, x, 1);
 			continue;
 		}
+		parts_within(x, x->start_ns, x->first_read_ns, &parts[i]);
+		waited += parts[i].connect_ns + parts[i].wait_ns;
+		blocked &= x->blocked;
+	}
+	uint64_t runq = runq_while_waiting(req, waited, blocked);
+	if (runq > split->cause_ns[CS_CAUSE_RUN_QUEUE])
+		runq = split->cause_ns[CS_CAUSE_RUN_QUEUE];
+	split->cause_ns[CS_CAUSE_RUN_QUEUE] -= runq;
+	split->cause_ns[CS_CAUSE_HANDLER] += runq;
+	for (size_t i = 0; i < claim->count; i++) {
+		if (!within[i])
+			continue;
+		struct cs_upstream_stats *u = upstream_at(engine, claim->exchanges[i].upstream);
 		if (u)
 			u->joined++;
-		struct parts p;
-		parts_within(x, x->start_ns, x->first_read_ns, &p);
 		use->exchanges++;
-		use->syn_retransmits += x->syn_retransmits;
-		take_parts(engine, &p, x->upstream, CS_CAUSE_HANDLER, split, use);
+		use->syn_retransmits += claim->exchanges[i].syn_retransmits;
+		take_parts(engine, &parts[i], claim->exchanges[i].upstream, CS_CAUSE_HANDLER, split, use);
 	}
 }
 

@@ -120,7 +120,7 @@ static void tick_thread(uint64_t key, void *value, void *ctx_ptr)
 		return;
 	memcpy(w->comm, t->comm, CS_COMM_LEN);
 	w->comm[CS_COMM_LEN - 1] = '\0';
-	uint64_t handler_ns = t->cause_ns[CS_CAUSE_HANDLER];
+	uint64_t handler_ns = cs_thread_in_handlers_ns(t);
 	w->requests = delta(t->requests, w->prev_requests);
 	w->handler_ns = delta(handler_ns, w->prev_handler_ns);
 	w->prev_requests = t->requests;

@@ -51,6 +51,40 @@ static void peer_text(const struct cs_exemplar *e, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
+/* The upstream a slow request waited on, or NULL. */
+static const struct cs_upstream_stats *upstream_of(const struct cs_report_view *view, const struct cs_exemplar *e)
+{
+	uint16_t u = e->upstream.upstream;
+	return u && u <= view->upstream_count ? &view->upstreams[u - 1] : NULL;
+}
+
+/* "    upstream 127.0.0.1:8081: connect 0 ns, first byte 30.0 ms, read 40 us" */
+static void upstream_text(FILE *out, const struct cs_report_view *view, const struct cs_exemplar *e)
+{
+	const struct cs_upstream_stats *u = upstream_of(view, e);
+	if (!u)
+		return;
+	char endpoint[CS_ENDPOINT_LEN], connect[32], wait[32], read[32];
+	cs_format_endpoint(endpoint, sizeof(endpoint), u->addr, u->port);
+	cs_format_duration(connect, sizeof(connect), e->upstream.connect_ns);
+	cs_format_duration(wait, sizeof(wait), e->upstream.wait_ns);
+	cs_format_duration(read, sizeof(read), e->upstream.read_ns);
+	fprintf(out, "    upstream %s: connect %s, first byte %s, read %s%s\n", endpoint, connect, wait, read,
+		e->upstream.loop_blocked ? " (of its wait for its loop, blocked on it)" : "");
+}
+
+static json_t *upstream_value(const struct cs_report_view *view, const struct cs_exemplar *e)
+{
+	const struct cs_upstream_stats *u = upstream_of(view, e);
+	if (!u)
+		return json_null();
+	char address[CS_ENDPOINT_LEN];
+	cs_format_addr(address, sizeof(address), u->addr);
+	return json_pack("{s:o,s:I,s:o,s:o,s:o,s:b}", "address", cs_json_text(address), "port", (json_int_t)u->port,
+			 "connect_us", cs_json_us(e->upstream.connect_ns), "wait_us", cs_json_us(e->upstream.wait_ns),
+			 "read_us", cs_json_us(e->upstream.read_ns), "loop_blocked", e->upstream.loop_blocked != 0);
+}
+
 static const char *comm_of(const struct cs_report_view *view, uint32_t tid)
 {
 	const struct cs_thread_stats *t = cs_u64map_get(view->threads, tid);
@@ -86,6 +120,7 @@ void cs_report_slowest_text(FILE *out, const struct cs_report_view *view)
 			fprintf(out, "%s%s %s", shown ? ", " : "", cs_cause_names[top], part);
 		}
 		fputc('\n', out);
+		upstream_text(out, view, e);
 	}
 	fputc('\n', out);
 	free(list);
@@ -105,13 +140,14 @@ json_t *cs_report_slowest_value(const struct cs_report_view *view)
 		json_t *causes = json_object();
 		for (int c = 0; c < CS_CAUSE_COUNT; c++)
 			json_object_set_new(causes, cs_cause_names[c], cs_json_us(e->split.cause_ns[c]));
-		json_array_append_new(out, json_pack("{s:o,s:o,s:o,s:I,s:I,s:I,s:o,s:I,s:o}", "end_utc",
-						     strcmp(when, "unknown") ? cs_json_text(when) : json_null(),
-						     "total_us", cs_json_us(e->split.total_ns), "peer", cs_json_text(peer),
-						     "peer_port", (json_int_t)e->peer_port, "port", (json_int_t)e->port,
-						     "tid", (json_int_t)e->reader_tid, "comm",
-						     cs_json_text(comm_of(view, e->reader_tid)), "index",
-						     (json_int_t)e->index, "causes_us", causes));
+		json_t *o = json_pack("{s:o,s:o,s:o,s:I,s:I,s:I,s:o,s:I,s:o}", "end_utc",
+				      strcmp(when, "unknown") ? cs_json_text(when) : json_null(), "total_us",
+				      cs_json_us(e->split.total_ns), "peer", cs_json_text(peer), "peer_port",
+				      (json_int_t)e->peer_port, "port", (json_int_t)e->port, "tid", (json_int_t)e->reader_tid,
+				      "comm", cs_json_text(comm_of(view, e->reader_tid)), "index", (json_int_t)e->index,
+				      "causes_us", causes);
+		json_object_set_new(o, "upstream", upstream_value(view, e));
+		json_array_append_new(out, o);
 	}
 	free(list);
 	return out;

@@ -453,7 +453,8 @@ CONF
 # with a self-signed certificate made here ($NGINX_DIR/cert.pem), "http2"
 # HTTP/2 (without ssl: HTTP/2 with prior knowledge, as h2load speaks it).
 # Sets NGINX_MASTER and SERVER_PID (the worker, which accepts and serves).
-# NGINX_SERVER_EXTRA, if set, goes into the server block (more locations).
+# NGINX_SERVER_EXTRA, if set, goes into the server block (more locations);
+# NGINX_HTTP_EXTRA into the http block (an upstream block).
 cs_start_nginx() {
   NGINX_DIR=$CS_TMP/nginx NGINX_PORT=$(cs_free_port)
   mkdir -p "$NGINX_DIR/tmp"
@@ -478,6 +479,7 @@ http {
   fastcgi_temp_path $NGINX_DIR/tmp;
   uwsgi_temp_path $NGINX_DIR/tmp;
   scgi_temp_path $NGINX_DIR/tmp;
+  ${NGINX_HTTP_EXTRA:-}
   server { listen 127.0.0.1:$NGINX_PORT $listen_parameters; $tls location / { return 200 "ok\n"; } ${NGINX_SERVER_EXTRA:-} }
 }
 NGINX

@@ -219,3 +219,50 @@ Test(upstreams, an_answer_never_read_is_no_exchange)
 	cr_expect_eq(u->unread, 1);
 	cr_expect_eq(u->pending, 0);
 }
+
+/*
+ * A request that waited 30 ms for its upstream's first byte, read 6 ms
+ * later and answered 4 ms after that, its thread 8 ms runnable but not
+ * running in that span. Thread is the exchange's sender (9: reading
+ * others meanwhile; 7: blocked in the call).
+ */
+static void call_with_runq(uint32_t tid, uint16_t reads_between, uint64_t cpu_ns)
+{
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = T0, .first_byte_ns = T0 + 30 * MS,
+						      .first_read_ns = T0 + 36 * MS, .open = 1, .request_read_ns = T0,
+						      .reads_between = reads_between, .sender_cpu_ns = cpu_ns, .tid = tid });
+	struct request_spec r = request(0xffff888600000001ull, T0, 40 * MS, tid);
+	r.start_ns = T0; /* no wait before the read */
+	r.handler_runq_ns = 8 * MS;
+	feed_request(engine, r);
+}
+
+/*
+ * A loop that served others while its request waited: its waits for a
+ * CPU are spread over the span, and those during the wait for the first
+ * byte (6 of the 8 ms) delayed no one here: the upstream's.
+ */
+Test(upstreams, a_loop_s_waits_for_a_cpu_during_the_call_are_not_the_request_s)
+{
+	call_with_runq(9, 5, 20 * MS);
+	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), 36 * MS);
+	cr_expect_eq(cause_total(CS_CAUSE_RUN_QUEUE), 2 * MS);
+	cr_expect_eq(cause_total(CS_CAUSE_HANDLER), 2 * MS);
+	cr_expect_eq(engine->requests.exemplars[0].upstream.read_ns, 6 * MS);
+}
+
+/*
+ * A thread blocked in the call was runnable only once the answer woke it:
+ * all its 8 ms fall outside the wait, the answer's read first, which the
+ * upstream keeps only what is left of (2 ms).
+ */
+Test(upstreams, a_blocked_thread_s_waits_for_a_cpu_fall_after_the_answer)
+{
+	call_with_runq(7, 0, 100 * US);
+	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), 32 * MS);
+	cr_expect_eq(cause_total(CS_CAUSE_RUN_QUEUE), 8 * MS);
+	cr_expect_eq(cause_total(CS_CAUSE_HANDLER), 0);
+	const struct cs_upstream_use *use = &engine->requests.exemplars[0].upstream;
+	cr_expect_eq(use->wait_ns, 30 * MS);
+	cr_expect_eq(use->read_ns, 2 * MS);
+}
