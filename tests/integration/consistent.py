@@ -51,6 +51,30 @@ def pool_contradictions(pool, tail):
         yield "pool_saturation: flagged, its wait_cause %s" % pool["wait_cause"]
 
 
+def upstream_contradictions(report, tail):
+    """upstream: the upstream its evidence names is one of upstreams[]; its
+    split adds up to its time; each upstream's exchanges are joined or
+    counted as not joined; their tail shares add up to at most the cause's."""
+    upstreams = report.get("upstreams", [])
+    for u in upstreams:
+        if u["joined"] + u["not_joined"] != u["exchanges"]:
+            yield "upstreams: %s:%d joined %d + not joined %d != %d exchanges" % (
+                u["address"], u["port"], u["joined"], u["not_joined"], u["exchanges"])
+    share = tail.get("upstream", 0.0)
+    if sum(u["tail_share"] for u in upstreams) > share + 0.001:
+        yield "upstreams: their tail shares add up to more than upstream's %.4f" % share
+    cause = next((c for c in report["tail"]["causes"] if c["cause"] == "upstream"), None)
+    if not cause or share < 0.005 or not cause["figures"]:
+        return
+    f = cause["figures"]
+    named = [u for u in upstreams if u["port"] == f["upstream_port"]]
+    if not named or not any(u["requests_waited"] for u in named):
+        yield "upstream: its evidence names :%d, no upstream whose requests waited on it" % f["upstream_port"]
+    parts = f["connect_us"] + f["first_byte_wait_us"] + f["read_us"]
+    if abs(parts - f["tail_wait_us"]) > 0.001 * f["tail_requests"] + 0.01:
+        yield "upstream: connect + first byte + read %.3f us, not its %.3f us" % (parts, f["tail_wait_us"])
+
+
 def contradictions(report):
     cond = report["conditions"]
     tail = tail_shares(report)
@@ -73,6 +97,7 @@ def contradictions(report):
         yield "connection_limit: flagged with %s open, %s waits" % (limit["open_connections"], limit["waits"])
     if limit["flagged"] and limit.get("held_by_pool"):
         yield "connection_limit: flagged for a limit its own full pool held"
+    yield from upstream_contradictions(report, tail)
 
 
 def is_report(value):

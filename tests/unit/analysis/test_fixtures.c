@@ -202,3 +202,25 @@ Test(fixtures, every_fixture_splits_exactly)
 		release(&r);
 	}
 }
+
+/*
+ * tests/integration/test_upstream.sh: nginx proxying to csserver, 5 % of
+ * the requests waiting 30 ms there. The tail waited on the upstream; each
+ * exchange is joined or counted as not joined, none left waiting for its
+ * request (its record came before the request's, as the probes write them).
+ */
+Test(fixtures, upstream_nginx_waits_on_its_backend)
+{
+	struct replay r;
+	replay("upstream", &r);
+	cr_expect_eq(r.tail.causes[0].cause, CS_CAUSE_UPSTREAM);
+	cr_expect_gt(share_of(&r.tail, CS_CAUSE_UPSTREAM), 0.9);
+	cr_assert_eq(r.engine->upstream_count, 1);
+	const struct cs_upstream_stats *u = &r.engine->upstreams[0];
+	cr_expect_eq(u->joined + cs_upstream_not_joined(u), u->exchanges);
+	cr_expect_eq(u->pending, 0);
+	cr_expect_eq(u->not_joined[CS_UNJOINED_UNMATCHED], 0);
+	cr_expect_eq(u->exchanges, r.engine->requests.requests);
+	cr_expect_geq(cs_hist_percentile(u->wait_ns, 99.0), 30 * 1000000ull);
+	release(&r);
+}
