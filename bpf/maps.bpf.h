@@ -135,23 +135,23 @@ enum upstream_phase {
 };
 
 struct upstream_state {
-	__u64 syn_sent_ns;    /* the connect sent its SYN */
-	__u64 connect_ns;     /* ... and took this long to be established; 0: not yet */
-	__u64 start_ns;       /* the exchange under way began */
-	__u64 send_ns;        /* its first send */
-	__u64 first_byte_ns;  /* its answer's first bytes arrived */
-	__u64 start_cpu_ns;   /* the sender's sum_exec_runtime at the start */
-	__u64 reads_at_start; /* the sender's requests read (reading_thread.reads) at the start */
+	__u64 syn_sent_ns;                       /* the connect sent its SYN */
+	__u64 connect_ns;                        /* ... and took this long to be established; 0: not yet */
+	__u64 start_ns;                          /* the exchange under way began */
+	__u64 send_ns;                           /* its first send */
+	__u64 first_byte_ns;                     /* its answer's first bytes arrived */
+	__u64 start_cpu_ns;                      /* the sender's sum_exec_runtime at the start */
+	__u64 reads_at_start;                    /* the sender's requests read (reading_thread.reads) at the start */
 	__u64 open_read_ns[CS_UP_OPEN_FOLLOWED]; /* the sender's open requests at the start */
 	__u32 bytes_out;
 	__u32 tgid;
 	__u32 connector_tid; /* the thread that connected */
 	__u32 sender_tid;
-	__u32 exchanges;     /* begun on the connection */
-	__u32 window;        /* the tracing window the exchange under way began in */
+	__u32 exchanges; /* begun on the connection */
+	__u32 window;    /* the tracing window the exchange under way began in */
 	__u16 syn_retransmits;
-	__u8 phase;          /* enum upstream_phase */
-	__u8 crowded;        /* the sender had more open requests than open_read_ns holds */
+	__u8 phase;   /* enum upstream_phase */
+	__u8 crowded; /* the sender had more open requests than open_read_ns holds */
 };
 
 struct {
@@ -172,8 +172,8 @@ struct {
  */
 struct reading_thread {
 	__u64 open_read_ns[CS_UP_OPEN_FOLLOWED]; /* 0: a free slot */
-	__u64 reads;   /* requests it began reading */
-	__u32 crowded; /* open requests that found no free slot */
+	__u64 reads;                             /* requests it began reading */
+	__u32 crowded;                           /* open requests that found no free slot */
 	__u32 pad;
 };
 

@@ -199,8 +199,11 @@ static __always_inline void emit_upstream(const struct sock *sk, struct upstream
 	ev->first_byte_ns = up->first_byte_ns;
 	ev->first_read_ns = read ? now : 0;
 	ev->connect_ns = first ? up->connect_ns : 0;
-	ev->flags = (from_connect ? CS_UP_CONNECT : first && up->syn_sent_ns ? CS_UP_CONNECT_APART : 0) |
-		    (read ? 0 : CS_UP_UNREAD);
+	ev->flags = read ? 0 : CS_UP_UNREAD;
+	if (from_connect)
+		ev->flags |= CS_UP_CONNECT;
+	else if (first && up->syn_sent_ns)
+		ev->flags |= CS_UP_CONNECT_APART;
 	ev->syn_retransmits = first ? up->syn_retransmits : 0;
 	ev->sender_cpu_ns = 0;
 	if (read && tid == up->sender_tid)

@@ -354,8 +354,8 @@ static uint64_t runq_while_waiting(const struct cs_ev_request *req, uint64_t wai
 static void take_joined(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_upstream_claim *claim,
 			struct cs_request_split *split, struct cs_upstream_use *use)
 {
-	struct parts parts[CS_UPSTREAM_CLAIM_MAX];
-	bool within[CS_UPSTREAM_CLAIM_MAX];
+	struct parts parts[CS_UPSTREAM_CLAIM_MAX] = { { 0 } };
+	bool within[CS_UPSTREAM_CLAIM_MAX] = { false };
 	uint64_t waited = 0;
 	bool blocked = true;
 	for (size_t i = 0; i < claim->count; i++) {
