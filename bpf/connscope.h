@@ -670,6 +670,7 @@ enum cs_counter {
 	CS_CTR_WINDOW_CUT,          /* requests in progress when a tracing window closed: dropped */
 	CS_CTR_HANDSHAKES_FOLLOWED, /* local clients' handshakes followed (cs_endpoint_state) */
 	CS_CTR_UPSTREAMS_FOLLOWED,  /* connections a target opened (connect), followed as upstreams */
+	CS_CTR_UPSTREAM_CUT,        /* upstream exchanges in progress when a tracing window closed: dropped */
 	CS_CTR_MAX,
 };
 

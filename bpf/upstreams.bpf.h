@@ -85,15 +85,14 @@ static __always_inline void upstream_syn_retransmitted(const struct sock *sk)
 
 /*
  * The probes see the connection in the current tracing window: an exchange
- * begun in another (its probes detached since) is dropped, counted as a
- * request cut is.
+ * begun in another (its probes detached since) is dropped, and counted.
  */
 static __always_inline void upstream_enter_window(struct upstream_state *up)
 {
 	if (up->window == trace_window)
 		return;
 	if (up->phase == UP_SENT || up->phase == UP_ANSWERED)
-		count(CS_CTR_WINDOW_CUT);
+		count(CS_CTR_UPSTREAM_CUT);
 	up->phase = UP_IDLE;
 	up->start_ns = 0; /* a connect's look at its thread is as old as the window */
 	up->window = trace_window;
@@ -179,12 +178,12 @@ static __always_inline void upstream_served(const struct upstream_state *up, str
 		ev->flags |= CS_UP_CROWDED;
 }
 
-/* The exchange's record: at its answer's first read (read_now > 0), or at the close (unread). */
+/* The exchange's record: at its answer's first read (read), or at the close (unread). */
 static __always_inline void emit_upstream(const struct sock *sk, struct upstream_state *up, __u64 now,
 					  __u32 bytes_in, bool read)
 {
 	if (up->window != trace_window || !(trace_window & 1)) {
-		count(CS_CTR_WINDOW_CUT);
+		count(CS_CTR_UPSTREAM_CUT);
 		return;
 	}
 	struct cs_ev_upstream *ev = reserve_event_at(sizeof(*ev), CS_EV_UPSTREAM, now);

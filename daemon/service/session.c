@@ -429,12 +429,14 @@ static void report_probe_counts(struct session *s)
 		"%" PRIu64 " threads untracked, per-packet probe attached %" PRIu64 " time(s)%s, "
 		"%" PRIu64 " records read at the end, %" PRIu64 " probe runs skipped by the kernel, "
 		"%" PRIu64 " closes seen late, wake-up probe %s, %" PRIu64 " tracing window(s), %" PRIu64
-		" request(s) cut by a window's end, %" PRIu64 " local handshake(s) followed\n",
+		" request(s) cut by a window's end, %" PRIu64 " local handshake(s) followed, %" PRIu64
+		" upstream connection(s) followed, %" PRIu64 " upstream exchange(s) cut by a window's end\n",
 		probes->listener_walks, probes->listener_samples_skipped, probes->threads_untracked,
 		probes->xmit_attaches, probes->xmit_failed ? " (attaching it failed)" : "",
 		probes->records_after_detach, skipped, counters[CS_CTR_CLOSE_LATE],
 		probes->waking_failed ? "failed to attach" : probes->waking_attached ? "attached" : "not needed",
-		s->windows.windows, counters[CS_CTR_WINDOW_CUT], counters[CS_CTR_HANDSHAKES_FOLLOWED]);
+		s->windows.windows, counters[CS_CTR_WINDOW_CUT], counters[CS_CTR_HANDSHAKES_FOLLOWED],
+		counters[CS_CTR_UPSTREAMS_FOLLOWED], counters[CS_CTR_UPSTREAM_CUT]);
 }
 
 /* Steps 2 to 5, once the targets are known; the probes are stopped after. */
