@@ -152,6 +152,8 @@ struct upstream_state {
 	__u16 syn_retransmits;
 	__u8 phase;   /* enum upstream_phase */
 	__u8 crowded; /* the sender had more open requests than open_read_ns holds */
+	__u8 counted; /* in upstream_sockets */
+	__u8 pad[7];
 };
 
 struct {
@@ -160,6 +162,12 @@ struct {
 	__type(key, int);
 	__type(value, struct upstream_state);
 } upstreams SEC(".maps");
+
+/*
+ * Upstream connections followed and not yet closed: while 0 (a target
+ * that calls nobody), the socket probes do not look for one.
+ */
+__u64 upstream_sockets = 0;
 
 /*
  * Per target thread that reads requests (tid): the requests it read and

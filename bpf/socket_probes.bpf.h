@@ -25,7 +25,7 @@ int BPF_PROG(on_data_ready, const struct sock *sk)
 	__u64 now;
 
 	if (!conn) {
-		struct upstream_state *up = bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0);
+		struct upstream_state *up = upstream_of(sk);
 		if (up)
 			return upstream_data_ready(up);
 		conn = adopt_connection(sk, true);
@@ -62,7 +62,7 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	 * first idle moment.
 	 */
 	if (!conn) {
-		struct upstream_state *up = bpf_sk_storage_get(&upstreams, sk, 0, 0);
+		struct upstream_state *up = upstream_of(sk);
 		if (up)
 			return upstream_read(sk, up, ret);
 		conn = adopt_connection(sk, false);
@@ -131,7 +131,7 @@ int BPF_PROG(on_tcp_sendmsg, const struct sock *sk, const struct msghdr *msg, co
 	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
 
 	if (!conn) {
-		struct upstream_state *up = bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0);
+		struct upstream_state *up = upstream_of(sk);
 		return up ? upstream_sending(up, bpf_ktime_get_ns()) : 0;
 	}
 	enter_window(sk, conn, 0);
@@ -147,7 +147,7 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 	struct conn_state *conn = bpf_sk_storage_get(&conns, sk, 0, 0);
 
 	if (!conn) {
-		struct upstream_state *up = bpf_sk_storage_get(&upstreams, sk, 0, 0);
+		struct upstream_state *up = upstream_of(sk);
 		return up ? upstream_sent(up, ret) : 0;
 	}
 	enter_window(sk, conn, 0);
@@ -315,7 +315,7 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	__u64 now;
 
 	if (!conn) {
-		struct upstream_state *up = bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0);
+		struct upstream_state *up = upstream_of(sk);
 		if (up)
 			return upstream_closed(sk, up);
 		return late ? 0 : close_unfollowed(sk, new_state);

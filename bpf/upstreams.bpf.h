@@ -16,6 +16,21 @@
 #include "maps.bpf.h"
 #include "sock_reads.bpf.h"
 
+/* A socket's upstream state: only while some upstream connection is followed is there any to find. */
+static __always_inline struct upstream_state *upstream_of(const struct sock *sk)
+{
+	return upstream_sockets ? bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0) : NULL;
+}
+
+/* The connection is counted in upstream_sockets until it closes (or its connect fails). */
+static __always_inline void count_upstream(struct upstream_state *up, bool open)
+{
+	if (open == (bool)up->counted)
+		return;
+	up->counted = open;
+	__sync_fetch_and_add(&upstream_sockets, open ? 1 : -1);
+}
+
 /* The current thread's time on a CPU (the kernel's, brought up to date at ticks and switches). */
 static __always_inline __u64 current_cpu_ns(void)
 {
@@ -57,6 +72,7 @@ static __always_inline void follow_upstream(const struct sock *sk)
 		return;
 	}
 	count(CS_CTR_UPSTREAMS_FOLLOWED);
+	count_upstream(up, true);
 	__u64 now = bpf_ktime_get_ns();
 	up->syn_sent_ns = now;
 	up->tgid = cs_tgid_of(pid_tgid);
@@ -68,16 +84,20 @@ static __always_inline void follow_upstream(const struct sock *sk)
 /* The connect ended: established (its time kept for the first exchange), or failed. */
 static __always_inline void upstream_connected(const struct sock *sk, bool established)
 {
-	struct upstream_state *up = bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0);
+	struct upstream_state *up = upstream_of(sk);
 
-	if (up && established && up->syn_sent_ns)
+	if (!up)
+		return;
+	if (!established)
+		count_upstream(up, false);
+	else if (up->syn_sent_ns)
 		up->connect_ns = bpf_ktime_get_ns() - up->syn_sent_ns;
 }
 
 /* A SYN of a followed connect was retransmitted: the upstream's backlog, or a lost packet. */
 static __always_inline void upstream_syn_retransmitted(const struct sock *sk)
 {
-	struct upstream_state *up = bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0);
+	struct upstream_state *up = upstream_of(sk);
 
 	if (up)
 		up->syn_retransmits++;
@@ -237,6 +257,7 @@ static __always_inline int upstream_closed(const struct sock *sk, struct upstrea
 	if (up->window == trace_window && (up->phase == UP_SENT || up->phase == UP_ANSWERED))
 		emit_upstream(sk, up, bpf_ktime_get_ns(), 0, false);
 	up->phase = UP_IDLE;
+	count_upstream(up, false);
 	return 0;
 }
 
