@@ -458,8 +458,19 @@ static int pending_expired(uint64_t key, const void *value, void *ctx_ptr)
 	return 1;
 }
 
+/* A thread whose latest blocking exchange is that old (or that has gone) holds no request's wait. */
+static int blocked_expired(uint64_t key, const void *value, void *ctx_ptr)
+{
+	(void)key;
+	const struct blocked_thread *thread = value;
+	const struct sweep_ctx *ctx = ctx_ptr;
+	uint64_t last_ns = thread->next ? thread->spans[(thread->next - 1) % BLOCKED_RECENT].first_read_ns : 0;
+	return ctx->now_ns > last_ns && ctx->now_ns - last_ns >= PENDING_TIMEOUT_NS;
+}
+
 void cs_upstreams_sweep(struct cs_engine *engine, uint64_t now_ns)
 {
 	struct sweep_ctx ctx = { .engine = engine, .now_ns = now_ns };
 	cs_u64map_remove_if(&engine->upstream_pending, pending_expired, &ctx);
+	cs_u64map_remove_if(&engine->upstream_blocked, blocked_expired, &ctx);
 }

@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "engine.h"
+#include "engine_internal.h"
 #include "events.h"
 #include "upstream_stats.h"
 
@@ -265,4 +266,21 @@ Test(upstreams, a_blocked_thread_s_waits_for_a_cpu_fall_after_the_answer)
 	const struct cs_upstream_use *use = &engine->requests.exemplars[0].upstream;
 	cr_expect_eq(use->wait_ns, 30 * MS);
 	cr_expect_eq(use->read_ns, 2 * MS);
+}
+
+/*
+ * An exchange whose request's record never comes (lost with a full ring
+ * buffer) is unmatched once it is as old as a forgotten connection; the
+ * threads' blocking calls go with it.
+ */
+Test(upstreams, exchanges_whose_request_never_comes_are_forgotten_unmatched)
+{
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = T0, .first_read_ns = T0 + 50 * MS, .open = 1,
+						      .request_read_ns = T0 - 10 * US, .sender_cpu_ns = 10 * US });
+	cr_expect_eq(only_upstream()->pending, 1);
+	cr_expect_eq(engine->upstream_blocked.count, 1);
+	cs_conns_sweep(engine, T0 + CS_CONN_TIMEOUT_NS + 1 * SEC);
+	expect_joins(0, 0, 0, 1);
+	cr_expect_eq(engine->upstream_pending.count, 0);
+	cr_expect_eq(engine->upstream_blocked.count, 0);
 }
