@@ -14,6 +14,8 @@ CFLAGS   += $(WARN) -std=gnu11 -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE \
             -I$(BUILD) -Ibpf $(DAEMON_INCLUDES)
 LDLIBS_BPF := -lbpf -lelf -lz
 LDLIBS_JSON := -ljansson
+# elfutils' libdw (libdwfl): connscope flamegraph's unwinder.
+LDLIBS_DW := $(or $(shell pkg-config --libs libdw 2>/dev/null),-ldw -lelf)
 
 ifeq ($(V),1)
 Q    :=
@@ -35,10 +37,11 @@ DAEMON_SRCS := $(wildcard $(addsuffix /*.c,$(addprefix daemon/,$(DAEMON_ROOMS)))
 # shared by the tools and the unit tests.
 LOADER_SRCS := daemon/source/probes.c daemon/service/session.c daemon/service/metrics_server.c \
                daemon/service/ctl_server.c daemon/service/ctl_loop.c
-# connscope flamegraph: its stack probes (BPF, connscope only) and the
-# symboliser (reads /proc and ELF files with libelf; unit-tested).
+# connscope flamegraph: its stack probes (BPF, connscope only), the
+# symboliser and the unwinder (read /proc and ELF files with libelf and
+# libdw; unit-tested).
 FLAME_LOADER_SRCS := daemon/flame/stacks.c
-SYMBOL_SRCS := daemon/flame/symbols.c daemon/flame/elf_symbols.c
+SYMBOL_SRCS := daemon/flame/symbols.c daemon/flame/elf_symbols.c daemon/flame/unwind.c
 ENGINE_SRCS := $(filter-out $(LOADER_SRCS) $(FLAME_LOADER_SRCS) $(SYMBOL_SRCS),$(DAEMON_SRCS))
 # connscoped's: targets followed in a session, the config file, capabilities.
 LOADER_SRCS += daemon/service/session_targets.c daemon/service/session_resolve.c daemon/service/config_file.c daemon/service/privileges.c
@@ -142,12 +145,12 @@ $(FLAME_LOADER_OBJS) $(CLI_OBJS): $(SKEL) $(STACKS_SKEL)
 # connscope top draws with ncurses (wide-character build: UTF-8 sparklines).
 $(BUILD)/connscope: $(CLI_OBJS) $(LOADER_OBJS) $(FLAME_LOADER_OBJS) $(SYMBOL_OBJS) $(ENGINE_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm -lncursesw -ltinfo
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_DW) $(LDLIBS_JSON) -lm -lncursesw -ltinfo
 
 $(TEST_HOOK_OBJS): $(SKEL)
 $(BUILD)/connscope-test: $(CLI_OBJS) $(LOADER_OBJS) $(FLAME_LOADER_OBJS) $(SYMBOL_OBJS) $(ENGINE_OBJS) $(TEST_HOOK_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm -lncursesw -ltinfo
+	$(Q)$(CC) $(CFLAGS) -pthread $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_DW) $(LDLIBS_JSON) -lm -lncursesw -ltinfo
 
 $(BUILD)/connscoped: $(DAEMON_OBJS) $(LOADER_OBJS) $(ENGINE_OBJS)
 	$(msg) LINK $@
@@ -169,7 +172,7 @@ $(call obj,$(UNIT_TEST_SRCS)): | $(TEST_DEPS_OK)
 $(call obj,$(UNIT_TEST_SRCS)): CFLAGS += -Itests/unit
 $(BUILD)/unit-tests: $(UNIT_OBJS) $(ENGINE_OBJS) $(SYMBOL_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lcriterion -lelf $(LDLIBS_JSON) -lm
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lcriterion $(LDLIBS_DW) $(LDLIBS_JSON) -lm
 
 # The same tests in one process, for valgrind (tests/unit/inproc/: why).
 # Without Criterion's opaque assertion calls, GCC 12 inlines more and then
@@ -183,7 +186,7 @@ $(BUILD)/obj-inproc/%.o: %.c | $(DEPS_OK)
 
 $(BUILD)/unit-tests-inproc: $(INPROC_OBJS) $(ENGINE_OBJS) $(SYMBOL_OBJS)
 	$(msg) LINK $@
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lelf $(LDLIBS_JSON) -lm
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_DW) $(LDLIBS_JSON) -lm
 
 # ---- the two commands of the README
 demo: $(BUILD)/.deps-demo-ok $(PROGRAMS)

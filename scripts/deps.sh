@@ -15,7 +15,7 @@
 set -euo pipefail
 
 # package sets; each names the packages it adds to build
-build_packages=(make gcc clang pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libncurses-dev libjansson-dev libssl-dev)
+build_packages=(make gcc clang pkg-config libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libncurses-dev libjansson-dev libssl-dev)
 demo_packages=(apache2-utils procps)
 bench_packages=(apache2-utils wrk nginx bpftrace time python3 util-linux procps)
 test_packages=(
