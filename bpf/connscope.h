@@ -689,23 +689,44 @@ enum cs_stack_event_type {
 	CS_EV_OFF_CPU = 0x101,    /* a target thread was off its CPU this long */
 };
 
-#define CS_STACK_SCAN_WORDS 32 /* user stack words kept from the stack pointer up */
+/*
+ * A copy of the user stack goes with the user registers, for user space to
+ * unwind with the mapped files' CFI (.eh_frame), as perf --call-graph dwarf
+ * does: code built without frame pointers (Debian's glibc, python3, libjvm)
+ * breaks the frame-pointer walk at its first frame. The copy runs from the
+ * user stack pointer up, at most this many bytes (a multiple of
+ * CS_USER_STACK_CHUNK_BYTES); it is read a chunk at a time and ends at the
+ * first chunk that cannot be read, so a stack near the top of its mapping
+ * keeps what lies below the end.
+ */
+#define CS_USER_STACK_BYTES 16384
+#define CS_USER_STACK_CHUNK_BYTES 4096
 
 /*
- * Return addresses, leaf first, as bpf_get_stack() writes them (frame
- * pointers), and the first words of the user stack with the user stack
- * and frame pointers: a leaf without a frame pointer of its own (libc's
- * system call wrappers) hides its caller from the frame-pointer walk, and
- * user space finds that caller's return address among these words.
+ * Return addresses, leaf first, as bpf_get_stack() writes them (the kernel
+ * stack, and the user stack walked by frame pointer), and the user
+ * registers at the thread's last entry to the kernel with its stack copy:
+ * user_stack_bytes of it follow the record (struct cs_ev_cpu_sample or
+ * cs_ev_off_cpu) that holds this, and hdr.size counts them (a sample's
+ * ring record has room for a whole copy: it may be longer than hdr.size).
  */
 struct cs_stack {
 	__u32 kernel_frames; /* valid entries of kernel_ips */
 	__u32 user_frames;   /* valid entries of user_ips */
 	__u64 kernel_ips[CS_STACK_DEPTH];
 	__u64 user_ips[CS_STACK_DEPTH];
-	__u64 user_sp; /* 0: no user stack (kernel thread, unreadable) */
+	__u64 user_ip;
+	__u64 user_sp; /* 0: no user registers (a kernel thread) */
 	__u64 user_bp;
-	__u64 user_words[CS_STACK_SCAN_WORDS]; /* from user_sp up */
+	/*
+	 * When the copy was taken: with the thread's id, it names the copy.
+	 * 0: no copy (its first chunk could not be read). A thread that left
+	 * its CPU from where it left it last time keeps its copy, sent once:
+	 * later records say its time and carry no bytes.
+	 */
+	__u64 user_stack_ns;
+	__u32 user_stack_bytes; /* bytes of the copy after the record */
+	__u32 pad;
 };
 
 /* An on-CPU sample. hdr.ts_ns is the sampling tick. */
@@ -713,14 +734,15 @@ struct cs_ev_cpu_sample {
 	struct cs_event_header hdr;
 	__u32 tid;
 	__u32 tgid;
-	struct cs_stack stack;
+	struct cs_stack stack; /* then stack.user_stack_bytes of stack copy */
 };
 
 /*
  * A target thread's time off its CPU: switched out at off_ns, woken at
  * wake_ns (== off_ns when it was preempted, still runnable), switched back
  * in at hdr.ts_ns. [off_ns, wake_ns) it was blocked, [wake_ns, hdr.ts_ns)
- * it waited for a CPU. stack: where it was switched out.
+ * it waited for a CPU. stack: where it was switched out (user registers
+ * and copy) and where it slept (kernel frames); its copy follows.
  */
 struct cs_ev_off_cpu {
 	struct cs_event_header hdr;
@@ -742,6 +764,9 @@ enum cs_stack_counter {
 	CS_STK_USER_STACK_ERRORS, /* user stacks that could not be read */
 	CS_STK_THREADS_FULL,      /* per-thread table full: a switch-out not followed */
 	CS_STK_USER_STACK_REUSED, /* switch-outs whose user stack had not moved: not walked */
+	CS_STK_USER_COPY_ERRORS,  /* user stacks whose copy could not be read at all */
+	CS_STK_USER_COPY_BYTES,   /* bytes of user stack copied */
+	CS_STK_USER_COPIES,       /* user stacks copied */
 	CS_STK_CTR_MAX,
 };
 
@@ -761,7 +786,9 @@ _Static_assert(__builtin_offsetof(struct cs_ev_conn_close, closer_runq_ns) == CS
 _Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");
 _Static_assert(sizeof(struct cs_ev_thread_sample) == 64, "wire: thread sample size");
 _Static_assert(sizeof(struct cs_ev_ack_overflow) == 56, "wire: ack overflow size");
-_Static_assert(sizeof(struct cs_stack) == 24 + 16 * CS_STACK_DEPTH + 8 * CS_STACK_SCAN_WORDS, "wire: stack size");
+_Static_assert(sizeof(struct cs_stack) == 48 + 16 * CS_STACK_DEPTH, "wire: stack size");
+_Static_assert(CS_USER_STACK_BYTES % CS_USER_STACK_CHUNK_BYTES == 0, "wire: whole chunks");
+_Static_assert(sizeof(struct cs_ev_off_cpu) + CS_USER_STACK_BYTES <= 0xffff, "wire: a record's size fits hdr.size");
 _Static_assert(sizeof(struct cs_ev_cpu_sample) == 24 + sizeof(struct cs_stack), "wire: cpu sample size");
 _Static_assert(sizeof(struct cs_ev_off_cpu) == 40 + sizeof(struct cs_stack), "wire: off-cpu size");
 _Static_assert(sizeof(struct cs_ev_thread_cpu) == 32, "wire: thread cpu size");

@@ -11,12 +11,19 @@
  *                                         kernel + user stack
  *   tp_btf/sched_switch (out)           : a target thread leaves its CPU:
  *                                         time and user stack kept per thread
- *                                         (walked again only if it moved)
+ *                                         (read again only if it moved)
  *   tp_btf/sched_wakeup{,_new}          : it became runnable again
  *   tp_btf/sched_switch (in)            : back on a CPU: one record per
  *                                         interval >= min_off_cpu_ns, with
  *                                         its kernel stack; the shorter
  *                                         ones only counted
+ *
+ * A user stack is the frame-pointer walk's return addresses and the user
+ * registers with a copy of the stack (connscope.h, struct cs_stack), for
+ * user space to unwind by CFI. A sample is reserved in the ring with room
+ * for a whole copy and written in place; an interval is built in its
+ * thread's entry and output as long as its copy. hdr.size is the record's
+ * length either way.
  *
  * Every probe checks its target first: the tgid map for samples and
  * switch-outs; the per-thread table (target threads only) otherwise.
@@ -30,26 +37,41 @@
 #include "target_tgids.bpf.h"
 
 #define STACK_BYTES (CS_STACK_DEPTH * sizeof(__u64))
+#define PAGE_BYTES 4096
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by user space between open and load. */
 const volatile __u64 min_off_cpu_ns = 1000000; /* shorter intervals are only counted */
 
-
-/* A target thread off its CPU: since when, and where it stopped. */
+/*
+ * A target thread off its CPU: the record its switch-in will send, filled
+ * as it goes (switch-out: time, user stack and copy; wake-up; switch-in:
+ * kernel stack), with the copy right after it so that one output sends
+ * both.
+ */
 struct off_cpu_state {
 	__u64 off_ns; /* 0: on its CPU (or never seen off it) */
 	__u64 wake_ns;
-	__u64 first_return; /* the word at user bp + 8 when stack was walked */
+	__u64 first_return; /* the word at user bp + 8 when the stack was read */
+	__u64 stack_end;    /* where its user stack stops being readable; 0: not known */
 	__u32 tgid;
 	__u32 pad;
-	struct cs_stack stack;
+	struct cs_ev_off_cpu ev; /* ev.stack.user_stack_bytes: 0 once its copy was sent */
+	__u8 user_stack[CS_USER_STACK_BYTES];
 };
 
+_Static_assert(CS_USER_STACK_CHUNK_BYTES == PAGE_BYTES, "a chunk that faults is retried up to its page's end");
+
+/*
+ * A thread's entry holds its stack copy: some 17.5 KiB. Allocated when a
+ * target thread first leaves its CPU, not for every possible one up
+ * front (4096 of them would be 70 MiB).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct off_cpu_state);
 } off_cpu SEC(".maps");
@@ -62,6 +84,16 @@ struct {
 	__type(value, struct off_cpu_state);
 } zero_state SEC(".maps");
 
+/*
+ * An on-CPU sample with room for its copy, reserved in the ring whole and
+ * written in place (a copy into a buffer, then into the ring, would read
+ * and write it twice): hdr.size says how much of it is the record.
+ */
+struct cpu_sample_record {
+	struct cs_ev_cpu_sample ev;
+	__u8 user_stack[CS_USER_STACK_BYTES];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, CS_STK_CTR_MAX);
@@ -69,9 +101,15 @@ struct {
 	__type(value, __u64);
 } stack_counters SEC(".maps");
 
+/*
+ * A record with its copy is up to 17 KiB (a sample takes that much
+ * whatever its copy): 16 MiB holds a second and more of what the busiest
+ * targets send (nginx at 3000 requests a second: 26 MB/s), for a reader
+ * that polls every 20 ms and unwinds as it reads.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 * 1024 * 1024);
+	__uint(max_entries, 16 * 1024 * 1024);
 } stack_events SEC(".maps");
 
 /* The helpers of cs_helpers.bpf.h, bound to this object's maps. */
@@ -86,11 +124,52 @@ static __always_inline bool is_target_tgid(__u32 tgid)
 }
 
 /*
- * The current task's user stack, with the registers and words user space
- * needs to put back callers a frameless leaf hides. A user stack that
- * cannot be read (a fault) is counted.
+ * The user stack from sp up into copy, a chunk at a time, up to the
+ * stack's end when an earlier copy found it (*end; NULL: not kept). A
+ * chunk that faults ends the copy, after what of it lies below its page
+ * boundary, and that is the end: a read that faults costs more than a
+ * whole chunk's copy, and the next copies stop short of it. Returns the
+ * bytes copied.
  */
-static __always_inline void read_user_stack(void *ctx, struct cs_stack *stack)
+static __always_inline __u32 copy_user_stack(__u8 *copy, __u64 sp, __u64 *end)
+{
+	__u64 limit = CS_USER_STACK_BYTES, copied = 0;
+
+	if (end && *end > sp && *end - sp < limit)
+		limit = *end - sp;
+	for (__u64 i = 0; i < CS_USER_STACK_BYTES / CS_USER_STACK_CHUNK_BYTES; i++) {
+		__u64 at = i * CS_USER_STACK_CHUNK_BYTES;
+		if (at >= limit)
+			break;
+		/*
+		 * 64-bit and opaque to the compiler, so that the clamp is
+		 * checked on the register the read is given: the verifier
+		 * cannot know that limit > at.
+		 */
+		__u64 len = limit - at;
+		barrier_var(len);
+		if (len > CS_USER_STACK_CHUNK_BYTES)
+			len = CS_USER_STACK_CHUNK_BYTES;
+		if (!bpf_probe_read_user(copy + at, len, (void *)(sp + at))) {
+			copied = at + len;
+			continue;
+		}
+		__u64 in_page = (PAGE_BYTES - ((sp + at) & (PAGE_BYTES - 1))) & (CS_USER_STACK_CHUNK_BYTES - 1);
+		if (in_page && in_page < len && !bpf_probe_read_user(copy + at, in_page, (void *)(sp + at)))
+			copied = at + in_page;
+		if (end)
+			*end = sp + copied;
+		break;
+	}
+	return copied;
+}
+
+/*
+ * The current task's user stack: walked by frame pointer, and its
+ * registers and copy for user space's unwind (stack_end: see
+ * copy_user_stack). What cannot be read is counted.
+ */
+static __always_inline void read_user_stack(void *ctx, struct cs_stack *stack, __u8 *copy, __u64 *stack_end)
 {
 	long len = bpf_get_stack(ctx, stack->user_ips, STACK_BYTES, BPF_F_USER_STACK);
 	if (len < 0)
@@ -99,43 +178,60 @@ static __always_inline void read_user_stack(void *ctx, struct cs_stack *stack)
 
 	/* The user registers saved at the last entry to the kernel. */
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	stack->user_ip = 0;
 	stack->user_sp = 0;
 	stack->user_bp = 0;
-	if (!stack->user_frames || !regs)
+	stack->user_stack_ns = 0;
+	stack->user_stack_bytes = 0;
+	if (!regs || !regs->sp)
 		return;
-	__u64 sp = regs->sp, bp = regs->bp;
-	if (bpf_probe_read_user(stack->user_words, sizeof(stack->user_words), (void *)sp))
+	stack->user_ip = regs->ip;
+	stack->user_sp = regs->sp;
+	stack->user_bp = regs->bp;
+	__u32 copied = copy_user_stack(copy, regs->sp, stack_end);
+	if (!copied) {
+		add(CS_STK_USER_COPY_ERRORS, 1);
 		return;
-	stack->user_sp = sp;
-	stack->user_bp = bp;
+	}
+	stack->user_stack_ns = bpf_ktime_get_ns();
+	stack->user_stack_bytes = copied;
+	add(CS_STK_USER_COPIES, 1);
+	add(CS_STK_USER_COPY_BYTES, copied);
 }
 
 /*
- * The user stack at a switch-out, walked again only when it moved. An
+ * The user stack at a switch-out, read again only when it moved. An
  * event loop leaves its CPU from the same epoll_wait() call again and
  * again: same instruction, stack and frame pointers, same return address
- * above, so the same stack. Walking it costs about 5 us here, a context
- * switch's worth; comparing costs a 16-byte read.
+ * above, so the same stack. Reading it (the walk and the copy) costs
+ * some 5-10 us here (bench/flame_cost.py), more than the context switch
+ * itself; comparing costs a 16-byte read. A copy kept is sent with the
+ * first interval that is, and named by its time after that.
  */
 static __always_inline void read_user_stack_if_moved(void *ctx, struct off_cpu_state *state)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct cs_stack *stack = &state->ev.stack;
 	__u64 first_return = 0;
 
-	if (!regs) {
-		read_user_stack(ctx, &state->stack);
-		return;
+	if (regs) {
+		__u64 ip = regs->ip, sp = regs->sp, bp = regs->bp;
+		/* The return address, just above the saved frame pointer. */
+		bpf_probe_read_user(&first_return, sizeof(first_return), (void *)(bp + sizeof(__u64)));
+		if ((stack->user_frames || stack->user_stack_ns) && stack->user_sp == sp && stack->user_bp == bp &&
+		    stack->user_ip == ip && state->first_return == first_return) {
+			add(CS_STK_USER_STACK_REUSED, 1);
+			return;
+		}
 	}
-	__u64 ip = regs->ip, sp = regs->sp, bp = regs->bp;
-	/* The return address, just above the saved frame pointer. */
-	bpf_probe_read_user(&first_return, sizeof(first_return), (void *)(bp + sizeof(__u64)));
-	if (state->stack.user_frames && state->stack.user_sp == sp && state->stack.user_bp == bp &&
-	    state->stack.user_ips[0] == ip && state->first_return == first_return) {
-		add(CS_STK_USER_STACK_REUSED, 1);
-		return;
-	}
-	read_user_stack(ctx, &state->stack);
+	read_user_stack(ctx, stack, state->user_stack, &state->stack_end);
 	state->first_return = first_return;
+}
+
+/* A record of fixed_bytes and its copy's bytes (never more than the buffer holds). */
+static __always_inline __u32 record_size(__u32 fixed_bytes, __u32 copy_bytes)
+{
+	return fixed_bytes + (copy_bytes <= CS_USER_STACK_BYTES ? copy_bytes : 0);
 }
 
 /* A kernel stack is empty when the task was in user mode: that is no error. */
@@ -152,18 +248,22 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (!tgid || !is_target_tgid(tgid))
 		return 0;
-	struct cs_ev_cpu_sample *ev = cs_event_reserve(&stack_events, sizeof(*ev), CS_EV_CPU_SAMPLE,
-						       bpf_ktime_get_ns());
-	if (!ev) {
+	struct cpu_sample_record *sample = bpf_ringbuf_reserve(&stack_events, sizeof(*sample), 0);
+	if (!sample) {
 		add(CS_STK_SAMPLES_LOST, 1);
 		return 0;
 	}
+	struct cs_ev_cpu_sample *ev = &sample->ev;
 	ev->tid = cs_tid_of(pid_tgid);
 	ev->tgid = tgid;
 	set_kernel_frames(&ev->stack, bpf_get_stack(ctx, ev->stack.kernel_ips, STACK_BYTES, 0));
-	read_user_stack(ctx, &ev->stack);
+	/* The thread's entry, if it left its CPU before, knows where its stack ends. */
+	struct off_cpu_state *state = bpf_map_lookup_elem(&off_cpu, &ev->tid);
+	read_user_stack(ctx, &ev->stack, sample->user_stack, state ? &state->stack_end : NULL);
+	cs_event_header(&ev->hdr, bpf_ktime_get_ns(), CS_EV_CPU_SAMPLE,
+			record_size(sizeof(*ev), ev->stack.user_stack_bytes));
 	/* No wake-up: the reader polls on a short timer. */
-	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(sample, BPF_RB_NO_WAKEUP);
 	add(CS_STK_SAMPLES, 1);
 	return 0;
 }
@@ -250,18 +350,20 @@ int BPF_PROG(on_stack_switch, bool preempt, struct task_struct *prev, struct tas
 		add(CS_STK_OFF_CPU_SHORT_NS, now - off_ns);
 		return 0;
 	}
-	struct cs_ev_off_cpu *ev = cs_event_reserve(&stack_events, sizeof(*ev), CS_EV_OFF_CPU, now);
-	if (!ev) {
-		add(CS_STK_OFF_CPU_LOST, 1);
-		return 0;
-	}
+	/* The record, built in the entry: its copy follows it, unless an earlier record took it. */
+	struct cs_ev_off_cpu *ev = &state->ev;
 	ev->off_ns = off_ns;
 	ev->wake_ns = state->wake_ns;
 	ev->tid = tid;
 	ev->tgid = state->tgid;
-	bpf_probe_read_kernel(&ev->stack, sizeof(ev->stack), &state->stack);
 	set_kernel_frames(&ev->stack, bpf_get_task_stack(next, ev->stack.kernel_ips, STACK_BYTES, 0));
-	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+	__u32 size = record_size(sizeof(*ev), ev->stack.user_stack_bytes);
+	cs_event_header(&ev->hdr, now, CS_EV_OFF_CPU, size);
+	if (bpf_ringbuf_output(&stack_events, ev, size, BPF_RB_NO_WAKEUP)) {
+		add(CS_STK_OFF_CPU_LOST, 1);
+		return 0;
+	}
+	ev->stack.user_stack_bytes = 0;
 	add(CS_STK_OFF_CPU, 1);
 	return 0;
 }

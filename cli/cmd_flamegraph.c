@@ -259,7 +259,7 @@ static void print_summary(const struct fg_run *run)
 	fprintf(stderr,
 		"connscope: tail requests %llu, joined %zu (the %zu slowest of %llu kept with their phases); "
 		"total %llu us; events lost %llu; user stacks unreadable %llu; threads not followed %llu; "
-		"stack records dropped %llu; callers restored %llu; user stacks reused %llu\n",
+		"stack records dropped %llu; user stacks reused %llu\n",
 		(unsigned long long)run->tail.requests, run->tail_count, run->collector.request_count,
 		(unsigned long long)run->collector.requests_seen,
 		(unsigned long long)((run->stats.total_ns + 500) / 1000),
@@ -267,8 +267,22 @@ static void print_summary(const struct fg_run *run)
 		(unsigned long long)counters[CS_STK_USER_STACK_ERRORS],
 		(unsigned long long)counters[CS_STK_THREADS_FULL],
 		(unsigned long long)run->collector.records_dropped + (unsigned long long)run->collector.malformed,
-		(unsigned long long)run->callers_restored,
 		(unsigned long long)counters[CS_STK_USER_STACK_REUSED]);
+	struct cs_unwind_stats unwind = { 0 };
+	if (run->unwinder)
+		cs_unwinder_stats(run->unwinder, &unwind);
+	uint64_t copies = counters[CS_STK_USER_COPIES];
+	fprintf(stderr,
+		"connscope: user stacks copied %llu (%llu bytes each on average, %llu not copied); "
+		"unwound %llu in %.1f us each (%llu found no caller, %llu wanted more than the copy, "
+		"deepest frame %llu bytes up); frames from the copy %llu, from the frame-pointer walk %llu; "
+		"copies missing %llu\n",
+		(unsigned long long)copies, (unsigned long long)(copies ? counters[CS_STK_USER_COPY_BYTES] / copies : 0),
+		(unsigned long long)counters[CS_STK_USER_COPY_ERRORS], (unsigned long long)unwind.stacks,
+		unwind.stacks ? (double)unwind.elapsed_ns / 1000.0 / (double)unwind.stacks : 0.0,
+		(unsigned long long)unwind.failures, (unsigned long long)unwind.short_copies,
+		(unsigned long long)unwind.deepest_bytes, (unsigned long long)run->unwind.unwound,
+		(unsigned long long)run->unwind.walk_kept, (unsigned long long)run->unwind.copies_missing);
 	for (size_t i = 0; i < run->args.output_count; i++)
 		fprintf(stderr, "connscope: wrote %s\n", run->args.outputs[i]);
 }

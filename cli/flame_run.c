@@ -35,6 +35,7 @@ static const char *known_target(const struct fg_run *run, uint32_t tgid)
 static void snapshot_process(struct fg_run *run, uint32_t tgid)
 {
 	cs_symbolizer_add_process(run->symbols, (pid_t)tgid);
+	cs_unwinder_add_process(run->unwinder, (pid_t)tgid);
 	if (known_target(run, tgid) || run->target_count == FG_MAX_TGIDS)
 		return;
 	char comm[64] = "?";
@@ -45,59 +46,101 @@ static void snapshot_process(struct fg_run *run, uint32_t tgid)
 }
 
 /*
- * A leaf without a frame pointer (libc's system call wrappers) leaves the
- * frame pointer on its caller's frame, so the walk skips that caller (the
- * handler that called nanosleep()). Its return address lies between the
- * stack pointer and that frame: the words there (the first
- * CS_STACK_SCAN_WORDS) that point right after a call instruction are
- * inserted behind the leaf, in stack order.
+ * A switch-out's copy, unwound, is kept for its thread: the thread's
+ * next intervals from the same place name the copy and carry no bytes.
  */
-static void restore_skipped_callers(struct fg_run *run, uint32_t tgid, struct cs_stack *stack)
+struct unwound_copy {
+	uint64_t taken_ns;
+	uint32_t tgid;
+	uint32_t count;
+	uint64_t ips[CS_STACK_DEPTH];
+};
+
+/* The thread's copy named taken_ns, unwound: its frames, or 0 when it was not seen. */
+static size_t kept_copy(struct fg_run *run, uint32_t tgid, uint32_t tid, uint64_t taken_ns, uint64_t *ips)
 {
-	if (stack->user_frames < 2 || !stack->user_sp || stack->user_bp <= stack->user_sp)
+	const struct unwound_copy *kept = cs_u64map_get(&run->unwound, tid);
+	if (!kept || kept->taken_ns != taken_ns || kept->tgid != tgid)
+		return 0;
+	memcpy(ips, kept->ips, kept->count * sizeof(ips[0]));
+	return kept->count;
+}
+
+static void keep_copy(struct fg_run *run, uint32_t tgid, uint32_t tid, uint64_t taken_ns, const uint64_t *ips,
+		      size_t count)
+{
+	struct unwound_copy *kept = cs_u64map_put(&run->unwound, tid, NULL);
+	if (!kept)
 		return;
-	/* A leaf with a frame of its own skipped nothing: the words are its locals. */
-	if (cs_symbolizer_leaf_has_frame(run->symbols, (pid_t)tgid, stack->user_ips[0]))
+	kept->taken_ns = taken_ns;
+	kept->tgid = tgid;
+	kept->count = (uint32_t)count;
+	memcpy(kept->ips, ips, count * sizeof(ips[0]));
+}
+
+/*
+ * The user frames of stack: its copy unwound by CFI where that gets
+ * further than the frame-pointer walk (which stops at the first frame
+ * of code built without frame pointers: Debian's glibc, python3,
+ * libjvm), else the walk's. copy: the bytes after the record (NULL when
+ * it carries none: an earlier record of the thread had them).
+ */
+static void unwind_user(struct fg_run *run, uint32_t tgid, uint32_t tid, struct cs_stack *stack, const void *copy,
+			bool keep)
+{
+	uint64_t ips[CS_STACK_DEPTH];
+	size_t count = 0;
+	if (!stack->user_stack_ns)
 		return;
-	/* The caller's return address sits just above the leaf's small frame. */
-	uint64_t found[8];
-	size_t n = 0, words = (stack->user_bp - stack->user_sp) / sizeof(uint64_t);
-	if (words > CS_STACK_SCAN_WORDS)
-		words = CS_STACK_SCAN_WORDS;
-	for (size_t i = 0; i < words && n < 8; i++)
-		if (cs_symbolizer_is_return_address(run->symbols, (pid_t)tgid, stack->user_words[i]))
-			found[n++] = stack->user_words[i];
-	if (!n)
+	if (copy) {
+		const struct cs_user_stack user = { .ip = stack->user_ip, .sp = stack->user_sp, .bp = stack->user_bp,
+						    .bytes = copy, .len = stack->user_stack_bytes };
+		int n = cs_unwind(run->unwinder, (pid_t)tgid, &user, ips, CS_STACK_DEPTH);
+		count = n > 0 ? (size_t)n : 0;
+		if (keep && count)
+			keep_copy(run, tgid, tid, stack->user_stack_ns, ips, count);
+	} else {
+		count = kept_copy(run, tgid, tid, stack->user_stack_ns, ips);
+		run->unwind.copies_missing += !count;
+	}
+	uint32_t walked = stack->user_frames < CS_STACK_DEPTH ? stack->user_frames : CS_STACK_DEPTH;
+	if (count <= walked) {
+		run->unwind.walk_kept++;
 		return;
-	size_t have = stack->user_frames < CS_STACK_DEPTH ? stack->user_frames : CS_STACK_DEPTH;
-	size_t keep = have + n <= CS_STACK_DEPTH ? have : CS_STACK_DEPTH - n;
-	memmove(&stack->user_ips[1 + n], &stack->user_ips[1], (keep - 1) * sizeof(uint64_t));
-	memcpy(&stack->user_ips[1], found, n * sizeof(uint64_t));
-	stack->user_frames = (uint32_t)(keep + n);
-	run->callers_restored += n;
+	}
+	memcpy(stack->user_ips, ips, count * sizeof(ips[0]));
+	stack->user_frames = (uint32_t)count;
+	run->unwind.unwound++;
 }
 
 static int collect_stack(void *ctx, const void *record, size_t len)
 {
 	struct fg_run *run = ctx;
 	const struct cs_event_header *hdr = record;
+	bool sample = hdr->type == CS_EV_CPU_SAMPLE;
+	size_t fixed = sample ? sizeof(struct cs_ev_cpu_sample) : sizeof(struct cs_ev_off_cpu);
+	if ((!sample && hdr->type != CS_EV_OFF_CPU) || len < sizeof(*hdr) || hdr->size < fixed || hdr->size > len) {
+		cs_flame_collect_stack_record(&run->collector, record, len); /* counted as malformed */
+		return 0;
+	}
+	/* A sample is reserved with room for a whole copy: its header says how much it used. */
+	len = hdr->size;
+	/* The fixed part, its user frames unwound; its copy is not kept. */
+	memcpy(&run->copy, record, fixed);
+	struct cs_stack *stack = sample ? &run->copy.sample.stack : &run->copy.off_cpu.stack;
+	uint32_t tgid = sample ? run->copy.sample.tgid : run->copy.off_cpu.tgid;
+	uint32_t tid = sample ? run->copy.sample.tid : run->copy.off_cpu.tid;
+	if (stack->user_stack_bytes != len - fixed) {
+		cs_flame_collect_stack_record(&run->collector, record, len);
+		return 0;
+	}
 	/* A worker forked since the start: its mappings, before its stacks are read. */
-	if (len >= sizeof(struct cs_ev_cpu_sample) && (hdr->type == CS_EV_CPU_SAMPLE || hdr->type == CS_EV_OFF_CPU)) {
-		uint32_t tgid = hdr->type == CS_EV_CPU_SAMPLE ? ((const struct cs_ev_cpu_sample *)record)->tgid
-							      : ((const struct cs_ev_off_cpu *)record)->tgid;
-		if (!known_target(run, tgid))
-			snapshot_process(run, tgid);
-	}
-	if (hdr->type == CS_EV_CPU_SAMPLE && len == sizeof(run->copy.sample)) {
-		memcpy(&run->copy.sample, record, len);
-		restore_skipped_callers(run, run->copy.sample.tgid, &run->copy.sample.stack);
-		record = &run->copy.sample;
-	} else if (hdr->type == CS_EV_OFF_CPU && len == sizeof(run->copy.off_cpu)) {
-		memcpy(&run->copy.off_cpu, record, len);
-		restore_skipped_callers(run, run->copy.off_cpu.tgid, &run->copy.off_cpu.stack);
-		record = &run->copy.off_cpu;
-	}
-	cs_flame_collect_stack_record(&run->collector, record, len);
+	if (!known_target(run, tgid))
+		snapshot_process(run, tgid);
+	unwind_user(run, tgid, tid, stack, stack->user_stack_bytes ? (const char *)record + fixed : NULL, !sample);
+	stack->user_stack_bytes = 0;
+	run->copy.sample.hdr.size = (uint16_t)fixed;
+	cs_flame_collect_stack_record(&run->collector, &run->copy, fixed);
 	return 0;
 }
 
@@ -117,6 +160,11 @@ void fg_snapshot_targets(struct fg_run *run, bool jvm)
 int fg_start_stacks(void *ctx, struct cs_probes *probes, char *errmsg, size_t errlen)
 {
 	struct fg_run *run = ctx;
+	run->unwinder = cs_unwinder_new();
+	if (!run->unwinder || cs_u64map_init(&run->unwound, sizeof(struct unwound_copy), FG_MAX_THREADS)) {
+		snprintf(errmsg, errlen, "out of memory");
+		return -1;
+	}
 	struct cs_stack_options options = {
 		.hz = run->args.hz,
 		.min_off_cpu_ns = run->args.min_off_cpu_ns,
@@ -235,6 +283,8 @@ void fg_free_run(struct fg_run *run)
 	free(run->stack_name_counts);
 	cs_flame_tree_free(&run->tree);
 	cs_stacks_stop(&run->stacks);
+	cs_unwinder_free(run->unwinder);
+	cs_u64map_free(&run->unwound);
 	cs_symbolizer_free(run->symbols);
 	cs_flame_collect_free(&run->collector);
 	cs_engine_free(run->engine);

@@ -16,8 +16,11 @@
 #include "session.h"
 #include "stacks.h"
 #include "symbols.h"
+#include "u64map.h"
+#include "unwind.h"
 
 #define FG_MAX_TGIDS 4096
+#define FG_MAX_THREADS 65536 /* threads whose latest stack copy is kept, unwound */
 #define FG_NAME_LEN 256
 #define FG_MAX_OUTPUTS 4
 
@@ -40,8 +43,14 @@ struct fg_run {
 	struct cs_flame_collector collector;
 	struct cs_stack_probes stacks;
 	struct cs_symbolizer *symbols;
-	uint64_t callers_restored;    /* frames the frame-pointer walk had skipped */
-	union {                       /* a stack record, its skipped callers restored */
+	struct cs_unwinder *unwinder;
+	struct cs_u64map unwound;     /* tid -> its latest switch-out copy, unwound */
+	struct {
+		uint64_t unwound;         /* user stacks whose frames came from their copy */
+		uint64_t walk_kept;       /* ... from the frame-pointer walk, which got as far */
+		uint64_t copies_missing;  /* copies named by a record but never seen */
+	} unwind;
+	union {                       /* a stack record's fixed part, its user frames unwound */
 		struct cs_ev_cpu_sample sample;
 		struct cs_ev_off_cpu off_cpu;
 	} copy;

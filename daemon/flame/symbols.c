@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Code addresses to names (see symbols.h): processes, JIT maps, the kernel, call sites. Reads /proc. */
+/* Code addresses to names (see symbols.h): processes, JIT maps, the kernel. Reads /proc. */
 #include "symbols.h"
 
 #include <errno.h>
@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "elf_symbols.h"
-#include "u64map.h"
 
 struct mapping {
 	uint64_t start, end, offset;
@@ -33,8 +32,6 @@ struct process {
 	size_t mapping_count;
 	struct jit_symbol *jit;     /* /tmp/perf-PID.map, sorted */
 	size_t jit_count;
-	int mem_fd;                 /* /proc/PID/mem, for code bytes; -1: none */
-	struct cs_u64map call_sites;  /* address -> 1: after a call, 2: not */
 	struct process *next;
 };
 
@@ -67,9 +64,6 @@ static void free_process(struct process *p)
 	for (size_t i = 0; i < p->jit_count; i++)
 		free(p->jit[i].name);
 	free(p->jit);
-	if (p->mem_fd >= 0)
-		close(p->mem_fd);
-	cs_u64map_free(&p->call_sites);
 	free(p);
 }
 
@@ -267,20 +261,12 @@ int cs_symbolizer_add_process(struct cs_symbolizer *sym, pid_t pid)
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
-	p->mem_fd = -1;
-	if (cs_u64map_init(&p->call_sites, sizeof(uint8_t), 1u << 20)) {
-		free(p);
-		return -ENOMEM;
-	}
 	int err = read_maps(sym, p);
 	if (err) {
 		free_process(p);
 		return err;
 	}
 	read_perf_map(p);
-	char mem[64];
-	snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)pid);
-	p->mem_fd = open(mem, O_RDONLY | O_CLOEXEC);
 	/* The newest snapshot replaces an older one. */
 	for (struct process **link = &sym->processes; *link; link = &(*link)->next)
 		if ((*link)->pid == pid) {
@@ -432,99 +418,4 @@ void cs_symbolize_kernel(struct cs_symbolizer *sym, uint64_t addr, bool return_a
 		return;
 	}
 	snprintf(buf, len, "%s", sym->kernel[lo - 1].name);
-}
-
-/* ---- call sites ------------------------------------------------------------------ */
-
-/*
- * x86-64: the bytes before addr end a call instruction: call rel32 (E8),
- * or an indirect call (FF /2) through a register, memory, a displacement
- * or rip, with or without SIB byte and REX prefix.
- */
-static bool ends_call(const unsigned char *code, size_t len)
-{
-	const unsigned char *end = code + len;
-	if (len >= 5 && end[-5] == 0xe8)
-		return true;
-	for (size_t n = 2; n <= 7 && n <= len; n++) {
-		if (end[-(long)n] != 0xff)
-			continue;
-		unsigned char modrm = end[-(long)n + 1];
-		if ((modrm & 0x38) != 0x10)
-			continue;
-		unsigned int mod = modrm >> 6, rm = modrm & 7;
-		size_t want = 2;
-		if (mod == 3)
-			want = 2;
-		else if (mod == 0 && rm == 5)
-			want = 6;                      /* [rip + disp32] */
-		else
-			want = 2 + (rm == 4) + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
-		if (mod == 0 && rm == 4 && (end[-(long)n + 2] & 7) == 5)
-			want += 4;                     /* SIB without base: disp32 */
-		if (want == n)
-			return true;
-	}
-	return false;
-}
-
-bool cs_symbolizer_is_return_address(struct cs_symbolizer *sym, pid_t pid, uint64_t addr)
-{
-#if defined(__x86_64__)
-	struct process *p = NULL;
-	for (struct process *q = sym->processes; q; q = q->next)
-		if (q->pid == pid) {
-			p = q;
-			break;
-		}
-	if (!p || p->mem_fd < 0 || addr < 8)
-		return false;
-	const struct mapping *m = find_mapping(p, addr - 1);
-	if (!m || addr - 8 < m->start)
-		return false;
-	uint8_t *known = cs_u64map_get(&p->call_sites, addr);
-	if (known)
-		return *known == 1;
-	unsigned char code[8];
-	bool yes = pread(p->mem_fd, code, sizeof(code), (off_t)(addr - sizeof(code))) == (ssize_t)sizeof(code) &&
-		   ends_call(code, sizeof(code));
-	known = cs_u64map_put(&p->call_sites, addr, NULL);
-	if (known)
-		*known = yes ? 1 : 2;
-	return yes;
-#else
-	(void)sym;
-	(void)pid;
-	(void)addr;
-	return false;
-#endif
-}
-
-
-bool cs_symbolizer_leaf_has_frame(struct cs_symbolizer *sym, pid_t pid, uint64_t addr)
-{
-#if defined(__x86_64__)
-	const struct process *p = find_process(sym, pid);
-	const struct mapping *m = p ? find_mapping(p, addr) : NULL;
-	if (!m || !m->elf || p->mem_fd < 0)
-		return false;
-	uint64_t vaddr = cs_elf_offset_to_vaddr(m->elf, addr - m->start + m->offset);
-	const struct cs_elf_symbol *s = cs_elf_find_symbol(m->elf, vaddr);
-	if (!s)
-		return false;
-	uint64_t start = addr - (vaddr - s->addr);
-	unsigned char code[8];
-	if (pread(p->mem_fd, code, sizeof(code), (off_t)start) != (ssize_t)sizeof(code))
-		return false;
-	/* endbr64, then push %rbp; mov %rsp,%rbp */
-	size_t at = memcmp(code, "\xf3\x0f\x1e\xfa", 4) == 0 ? 4 : 0;
-	if (memcmp(code + at, "\x55\x48\x89\xe5", 4) != 0)
-		return false;
-	return addr >= start + at + 4;
-#else
-	(void)sym;
-	(void)pid;
-	(void)addr;
-	return true;
-#endif
 }

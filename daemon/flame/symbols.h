@@ -44,20 +44,6 @@ void cs_symbolize_user(struct cs_symbolizer *sym, pid_t pid, uint64_t addr, bool
 /* The name of a kernel address (kallsyms read on first use). */
 void cs_symbolize_kernel(struct cs_symbolizer *sym, uint64_t addr, bool return_address, char *buf, size_t len);
 
-/*
- * addr is in an executable mapping of pid, right after a call instruction
- * (x86-64; read from the process's memory): a return address. For finding
- * callers that the frame-pointer walk skipped.
- */
-bool cs_symbolizer_is_return_address(struct cs_symbolizer *sym, pid_t pid, uint64_t addr);
-
-/*
- * The function at addr (a stack's leaf) has set up its own frame: it
- * begins with push %rbp; mov %rsp,%rbp and addr is past that (x86-64).
- * False when unknown.
- */
-bool cs_symbolizer_leaf_has_frame(struct cs_symbolizer *sym, pid_t pid, uint64_t addr);
-
 struct cs_symbolizer_stats {
 	size_t processes;
 	size_t elf_files;        /* distinct files whose symbols were read */
