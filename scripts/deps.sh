@@ -14,7 +14,10 @@
 # before (the tests start their own servers in private directories).
 set -euo pipefail
 
-# package sets; each names the packages it adds to build
+# package sets; each names the packages it adds to build. python3.11-dbg:
+# the symbols of Debian's python3 by build-id, which name the interpreter's
+# functions in flame graphs (test_gunicorn_pool); it requires python3.11 of
+# its own version, so installing it may upgrade the interpreter.
 build_packages=(make gcc clang pkg-config libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libncurses-dev libjansson-dev libssl-dev)
 demo_packages=(apache2-utils procps)
 bench_packages=(apache2-utils wrk nginx bpftrace time python3 util-linux procps)
@@ -24,7 +27,7 @@ test_packages=(
   valgrind clang-tidy clang-format cppcheck libclang-rt-14-dev
   prometheus chromium groff-base tmux
   tomcat10 openjdk-17-jre-headless openjdk-17-jdk-headless libnetty-java jetty9
-  openssl nghttp2-client gunicorn golang-go apache2-bin
+  openssl nghttp2-client gunicorn golang-go apache2-bin python3.11-dbg
 )
 
 # The commands each set runs, "command package": after an install each

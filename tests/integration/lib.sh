@@ -333,16 +333,18 @@ reported_total_us() { sed -n 's/.*; total \([0-9]*\) us;.*/\1/p' "$1"; }
 # pool_stacks FOLDED CAUSE REGEX: how much of CAUSE's time (a pool's
 # wait: worker_pool, or accept_queue in an accept pool) the graph fills
 # with the pool threads' stacks, and how much with stacks that have a
-# frame matching REGEX (the code that kept the pool busy); prints both
-# and the widest frames under the pool's frame. Fails unless REGEX's
-# stacks hold most of the cause's time.
+# frame matching REGEX (the code that kept the pool busy); prints both,
+# the widest frames under the pool's frame (of equal widths, the nearer
+# the leaf first: a whole stack's root frames are as wide as its leaf's)
+# and the widest path, the widest frame at each level as one reads the
+# graph. Fails unless REGEX's stacks hold most of the cause's time.
 pool_stacks() {
   python3 - "$@" <<'EOF'
 import re, sys
 folded, cause, pattern = sys.argv[1], sys.argv[2], re.compile(sys.argv[3])
 POOL = re.compile(r"\[pool (threads|workers) busy\]")
 total = stacked = matched = 0
-widths = {}
+widths, depths, tree = {}, {}, {}
 for line in open(folded):
     frames, weight = line.rsplit(" ", 1)
     frames, weight = frames.split(";"), int(weight)
@@ -351,16 +353,28 @@ for line in open(folded):
     total += weight
     if len(frames) > 5 and POOL.fullmatch(frames[3]) and frames[4] in ("on-cpu", "off-cpu", "runnable"):
         stacked += weight
+        for depth, name in enumerate(frames[5:]):
+            depths[name] = max(depths.get(name, 0), depth)
         for name in set(frames[5:]):
             widths[name] = widths.get(name, 0) + weight
         if any(pattern.search(f) for f in frames[5:]):
             matched += weight
+        level = tree
+        for name in frames[4:]:
+            node = level.setdefault(name, [0, {}])
+            node[0] += weight
+            level = node[1]
 if not total:
     sys.exit("no %s time in the tail" % cause)
-top = sorted(widths.items(), key=lambda kv: -kv[1])[:8]
+top = sorted(widths.items(), key=lambda kv: (-kv[1], -depths[kv[0]]))[:8]
 print("%s: %d us; under %s with stacks %.0f%%, through /%s/ %.0f%%" %
       (cause, total, POOL.pattern, 100.0 * stacked / total, pattern.pattern, 100.0 * matched / total))
 print("  widest frames: " + ", ".join("%s %.0f%%" % (n, 100.0 * w / total) for n, w in top))
+path, level = [], tree
+while level:
+    name, (width, level) = max(level.items(), key=lambda kv: kv[1][0])
+    path.append("%s %.0f%%" % (name, 100.0 * width / total))
+print("  widest path: " + "; ".join(path))
 sys.exit(0 if matched * 2 > total else 1)
 EOF
 }

@@ -59,15 +59,16 @@ echo "ok: the text report shows them"
 
 # The flame graph of the same pool: a request's worker_pool wait is the
 # time the 4 pool threads spent on other requests, in the JSP's
-# Thread.sleep, which parks the thread in a futex wait. The user stack
-# ends in glibc's futex wrapper (Debian's glibc keeps no frame pointers,
-# so the walk does not reach JVM_Sleep or the JSP): the sleep's futex wait
-# (its kernel path) under [pool threads busy] holds most of worker_pool's
-# time. An idle pool thread waits in a futex too, but it is not serving,
-# so its stacks are not the pool's.
+# Thread.sleep, which parks the thread in a futex wait. glibc and libjvm
+# keep no frame pointers: the user stacks are unwound from a copy of each
+# by the files' CFI, up from glibc's futex wrapper through libjvm's
+# JVM_Sleep to the JSP and the thread's start. JVM_Sleep under [pool
+# threads busy] holds most of worker_pool's time. An idle pool thread
+# waits in a futex too, but it is not serving, so its stacks are not the
+# pool's.
 cs_flamegraph "$CS_TMP/fg.err" \
   "$CS_LOAD" --port "$port" --connections 12 --duration 1 --path /block.jsp --quiet -- \
   --pid "$SERVER_PID" -o "$CS_TMP/pool.folded" >/dev/null
-pool_stacks "$CS_TMP/pool.folded" worker_pool '^futex_wait_\[k\]$' \
-  || fail "the JSP's sleep does not fill worker_pool's time with the pool threads' stacks"
-echo "ok: worker_pool's time is the pool threads' sleep in the JSP"
+pool_stacks "$CS_TMP/pool.folded" worker_pool '^JVM_Sleep$' \
+  || fail "the JSP's sleep (JVM_Sleep) does not fill worker_pool's time with the pool threads' stacks"
+echo "ok: worker_pool's time is the pool threads' sleep in the JSP, through JVM_Sleep"
