@@ -687,6 +687,7 @@ enum cs_counter {
 enum cs_stack_event_type {
 	CS_EV_CPU_SAMPLE = 0x100, /* a target thread was on a CPU at a sampling tick */
 	CS_EV_OFF_CPU = 0x101,    /* a target thread was off its CPU this long */
+	CS_EV_USER_STACK = 0x102, /* a copy of a target thread's user stack, taken as it left its CPU */
 };
 
 /*
@@ -697,7 +698,9 @@ enum cs_stack_event_type {
  * user stack pointer up, at most this many bytes (a multiple of
  * CS_USER_STACK_CHUNK_BYTES); it is read a chunk at a time and ends at the
  * first chunk that cannot be read, so a stack near the top of its mapping
- * keeps what lies below the end.
+ * keeps what lies below the end. A record that carries a copy is reserved
+ * in the ring with room for a whole one: its hdr.size says how much of it
+ * is the record, and the ring's record may be longer.
  */
 #define CS_USER_STACK_BYTES 16384
 #define CS_USER_STACK_CHUNK_BYTES 4096
@@ -705,10 +708,7 @@ enum cs_stack_event_type {
 /*
  * Return addresses, leaf first, as bpf_get_stack() writes them (the kernel
  * stack, and the user stack walked by frame pointer), and the user
- * registers at the thread's last entry to the kernel with its stack copy:
- * user_stack_bytes of it follow the record (struct cs_ev_cpu_sample or
- * cs_ev_off_cpu) that holds this, and hdr.size counts them (a sample's
- * ring record has room for a whole copy: it may be longer than hdr.size).
+ * registers at the thread's last entry to the kernel.
  */
 struct cs_stack {
 	__u32 kernel_frames; /* valid entries of kernel_ips */
@@ -719,14 +719,28 @@ struct cs_stack {
 	__u64 user_sp; /* 0: no user registers (a kernel thread) */
 	__u64 user_bp;
 	/*
-	 * When the copy was taken: with the thread's id, it names the copy.
-	 * 0: no copy (its first chunk could not be read). A thread that left
-	 * its CPU from where it left it last time keeps its copy, sent once:
-	 * later records say its time and carry no bytes.
+	 * The copy of this user stack. A sample's follows it (up to
+	 * hdr.size). An interval's was sent as it began, in the thread's
+	 * CS_EV_USER_STACK record whose hdr.ts_ns this is: a thread that
+	 * leaves its CPU from where it left it last time keeps its copy, and
+	 * one record serves all its intervals from there. 0: no copy.
 	 */
 	__u64 user_stack_ns;
-	__u32 user_stack_bytes; /* bytes of the copy after the record */
-	__u32 pad;
+};
+
+/*
+ * A copy of a thread's user stack, taken at a switch-out where its stack
+ * had moved (hdr.ts_ns: when, its name in the thread's intervals), the
+ * registers it starts from, then hdr.size - sizeof(struct cs_ev_user_stack)
+ * bytes of stack from sp up.
+ */
+struct cs_ev_user_stack {
+	struct cs_event_header hdr;
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u32 tid;
+	__u32 tgid;
 };
 
 /* An on-CPU sample. hdr.ts_ns is the sampling tick. */
@@ -734,15 +748,15 @@ struct cs_ev_cpu_sample {
 	struct cs_event_header hdr;
 	__u32 tid;
 	__u32 tgid;
-	struct cs_stack stack; /* then stack.user_stack_bytes of stack copy */
+	struct cs_stack stack; /* then its copy: hdr.size - sizeof(struct cs_ev_cpu_sample) bytes */
 };
 
 /*
  * A target thread's time off its CPU: switched out at off_ns, woken at
  * wake_ns (== off_ns when it was preempted, still runnable), switched back
  * in at hdr.ts_ns. [off_ns, wake_ns) it was blocked, [wake_ns, hdr.ts_ns)
- * it waited for a CPU. stack: where it was switched out (user registers
- * and copy) and where it slept (kernel frames); its copy follows.
+ * it waited for a CPU. stack: where it was switched out (user frames and
+ * registers, the copy named) and where it slept (kernel frames).
  */
 struct cs_ev_off_cpu {
 	struct cs_event_header hdr;
@@ -767,6 +781,7 @@ enum cs_stack_counter {
 	CS_STK_USER_COPY_ERRORS,  /* user stacks whose copy could not be read at all */
 	CS_STK_USER_COPY_BYTES,   /* bytes of user stack copied */
 	CS_STK_USER_COPIES,       /* user stacks copied */
+	CS_STK_USER_COPIES_LOST,  /* switch-outs' copies that could not be reserved in the ring */
 	CS_STK_CTR_MAX,
 };
 
@@ -786,9 +801,10 @@ _Static_assert(__builtin_offsetof(struct cs_ev_conn_close, closer_runq_ns) == CS
 _Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");
 _Static_assert(sizeof(struct cs_ev_thread_sample) == 64, "wire: thread sample size");
 _Static_assert(sizeof(struct cs_ev_ack_overflow) == 56, "wire: ack overflow size");
-_Static_assert(sizeof(struct cs_stack) == 48 + 16 * CS_STACK_DEPTH, "wire: stack size");
+_Static_assert(sizeof(struct cs_stack) == 40 + 16 * CS_STACK_DEPTH, "wire: stack size");
+_Static_assert(sizeof(struct cs_ev_user_stack) == 48, "wire: user stack size");
 _Static_assert(CS_USER_STACK_BYTES % CS_USER_STACK_CHUNK_BYTES == 0, "wire: whole chunks");
-_Static_assert(sizeof(struct cs_ev_off_cpu) + CS_USER_STACK_BYTES <= 0xffff, "wire: a record's size fits hdr.size");
+_Static_assert(sizeof(struct cs_ev_cpu_sample) + CS_USER_STACK_BYTES <= 0xffff, "wire: a record's size fits hdr.size");
 _Static_assert(sizeof(struct cs_ev_cpu_sample) == 24 + sizeof(struct cs_stack), "wire: cpu sample size");
 _Static_assert(sizeof(struct cs_ev_off_cpu) == 40 + sizeof(struct cs_stack), "wire: off-cpu size");
 _Static_assert(sizeof(struct cs_ev_thread_cpu) == 32, "wire: thread cpu size");

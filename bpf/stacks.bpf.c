@@ -19,11 +19,12 @@
  *                                         ones only counted
  *
  * A user stack is the frame-pointer walk's return addresses and the user
- * registers with a copy of the stack (connscope.h, struct cs_stack), for
- * user space to unwind by CFI. A sample is reserved in the ring with room
- * for a whole copy and written in place; an interval is built in its
- * thread's entry and output as long as its copy. hdr.size is the record's
- * length either way.
+ * registers with a copy of the stack (connscope.h), for user space to
+ * unwind by CFI. A sample carries its copy; a switch-out where the stack
+ * moved sends its copy at once, in a record of its own, and the
+ * thread's intervals from there name it. Records with a copy are reserved
+ * whole and written in place: the copy goes from the thread's stack,
+ * still in the CPU's cache, straight into the ring.
  *
  * Every probe checks its target first: the tgid map for samples and
  * switch-outs; the per-thread table (target threads only) otherwise.
@@ -44,12 +45,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by user space between open and load. */
 const volatile __u64 min_off_cpu_ns = 1000000; /* shorter intervals are only counted */
 
-/*
- * A target thread off its CPU: the record its switch-in will send, filled
- * as it goes (switch-out: time, user stack and copy; wake-up; switch-in:
- * kernel stack), with the copy right after it so that one output sends
- * both.
- */
+/* A target thread off its CPU: since when, and where it stopped. */
 struct off_cpu_state {
 	__u64 off_ns; /* 0: on its CPU (or never seen off it) */
 	__u64 wake_ns;
@@ -57,21 +53,12 @@ struct off_cpu_state {
 	__u64 stack_end;    /* where its user stack stops being readable; 0: not known */
 	__u32 tgid;
 	__u32 pad;
-	struct cs_ev_off_cpu ev; /* ev.stack.user_stack_bytes: 0 once its copy was sent */
-	__u8 user_stack[CS_USER_STACK_BYTES];
+	struct cs_stack stack;
 };
 
-_Static_assert(CS_USER_STACK_CHUNK_BYTES == PAGE_BYTES, "a chunk that faults is retried up to its page's end");
-
-/*
- * A thread's entry holds its stack copy: some 17.5 KiB. Allocated when a
- * target thread first leaves its CPU, not for every possible one up
- * front (4096 of them would be 70 MiB).
- */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct off_cpu_state);
 } off_cpu SEC(".maps");
@@ -84,13 +71,16 @@ struct {
 	__type(value, struct off_cpu_state);
 } zero_state SEC(".maps");
 
-/*
- * An on-CPU sample with room for its copy, reserved in the ring whole and
- * written in place (a copy into a buffer, then into the ring, would read
- * and write it twice): hdr.size says how much of it is the record.
- */
+_Static_assert(CS_USER_STACK_CHUNK_BYTES == PAGE_BYTES, "a chunk that faults is retried up to its page's end");
+
+/* The ring's records that carry a copy, as reserved: room for a whole one. */
 struct cpu_sample_record {
 	struct cs_ev_cpu_sample ev;
+	__u8 user_stack[CS_USER_STACK_BYTES];
+};
+
+struct user_stack_record {
+	struct cs_ev_user_stack ev;
 	__u8 user_stack[CS_USER_STACK_BYTES];
 };
 
@@ -102,10 +92,10 @@ struct {
 } stack_counters SEC(".maps");
 
 /*
- * A record with its copy is up to 17 KiB (a sample takes that much
- * whatever its copy): 16 MiB holds a second and more of what the busiest
- * targets send (nginx at 3000 requests a second: 26 MB/s), for a reader
- * that polls every 20 ms and unwinds as it reads.
+ * A record with a copy takes 17 KiB of the ring: 16 MiB holds a second
+ * and more of what the busiest targets send (nginx at 3000 requests a
+ * second: a copy every 0.2 ms), for a reader that polls every 20 ms and
+ * unwinds as it reads.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -165,53 +155,56 @@ static __always_inline __u32 copy_user_stack(__u8 *copy, __u64 sp, __u64 *end)
 }
 
 /*
- * The current task's user stack: walked by frame pointer, and its
- * registers and copy for user space's unwind (stack_end: see
- * copy_user_stack). What cannot be read is counted.
+ * The current task's user stack walked by frame pointer, and its user
+ * registers, saved at its last entry to the kernel; no copy yet. A walk
+ * that fails is counted.
  */
-static __always_inline void read_user_stack(void *ctx, struct cs_stack *stack, __u8 *copy, __u64 *stack_end)
+static __always_inline void walk_user_stack(void *ctx, struct cs_stack *stack)
 {
 	long len = bpf_get_stack(ctx, stack->user_ips, STACK_BYTES, BPF_F_USER_STACK);
 	if (len < 0)
 		add(CS_STK_USER_STACK_ERRORS, 1);
 	stack->user_frames = len > 0 ? len / sizeof(__u64) : 0;
 
-	/* The user registers saved at the last entry to the kernel. */
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	stack->user_ip = 0;
-	stack->user_sp = 0;
-	stack->user_bp = 0;
+	stack->user_ip = regs ? regs->ip : 0;
+	stack->user_sp = regs ? regs->sp : 0;
+	stack->user_bp = regs ? regs->bp : 0;
 	stack->user_stack_ns = 0;
-	stack->user_stack_bytes = 0;
-	if (!regs || !regs->sp)
-		return;
-	stack->user_ip = regs->ip;
-	stack->user_sp = regs->sp;
-	stack->user_bp = regs->bp;
-	__u32 copied = copy_user_stack(copy, regs->sp, stack_end);
+}
+
+/* copy_user_stack, counted: the bytes copied, or 0 when not one could be read. */
+static __always_inline __u32 copy_counted(__u8 *copy, __u64 sp, __u64 *end)
+{
+	__u32 copied = copy_user_stack(copy, sp, end);
 	if (!copied) {
 		add(CS_STK_USER_COPY_ERRORS, 1);
-		return;
+		return 0;
 	}
-	stack->user_stack_ns = bpf_ktime_get_ns();
-	stack->user_stack_bytes = copied;
 	add(CS_STK_USER_COPIES, 1);
 	add(CS_STK_USER_COPY_BYTES, copied);
+	return copied;
+}
+
+/* A record of fixed_bytes and its copy's bytes (never more than the buffer holds). */
+static __always_inline __u32 record_size(__u32 fixed_bytes, __u32 copy_bytes)
+{
+	return fixed_bytes + (copy_bytes <= CS_USER_STACK_BYTES ? copy_bytes : 0);
 }
 
 /*
  * The user stack at a switch-out, read again only when it moved. An
  * event loop leaves its CPU from the same epoll_wait() call again and
  * again: same instruction, stack and frame pointers, same return address
- * above, so the same stack. Reading it (the walk and the copy) costs
- * some 5-10 us here (bench/flame_cost.py), more than the context switch
- * itself; comparing costs a 16-byte read. A copy kept is sent with the
- * first interval that is, and named by its time after that.
+ * above, so the same stack. Reading it costs some 6 us here for the walk
+ * and 1-2 us for the copy (bench/flame_cost.py), more than the context
+ * switch itself; comparing costs a 16-byte read. Its copy goes to the
+ * ring now, and the thread's intervals from here name it.
  */
-static __always_inline void read_user_stack_if_moved(void *ctx, struct off_cpu_state *state)
+static __always_inline void read_user_stack_if_moved(void *ctx, struct off_cpu_state *state, __u32 tid)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	struct cs_stack *stack = &state->ev.stack;
+	struct cs_stack *stack = &state->stack;
 	__u64 first_return = 0;
 
 	if (regs) {
@@ -224,14 +217,30 @@ static __always_inline void read_user_stack_if_moved(void *ctx, struct off_cpu_s
 			return;
 		}
 	}
-	read_user_stack(ctx, stack, state->user_stack, &state->stack_end);
+	walk_user_stack(ctx, stack);
 	state->first_return = first_return;
-}
-
-/* A record of fixed_bytes and its copy's bytes (never more than the buffer holds). */
-static __always_inline __u32 record_size(__u32 fixed_bytes, __u32 copy_bytes)
-{
-	return fixed_bytes + (copy_bytes <= CS_USER_STACK_BYTES ? copy_bytes : 0);
+	if (!stack->user_sp)
+		return;
+	struct user_stack_record *record = bpf_ringbuf_reserve(&stack_events, sizeof(*record), 0);
+	if (!record) {
+		add(CS_STK_USER_COPIES_LOST, 1);
+		return;
+	}
+	__u32 copied = copy_counted(record->user_stack, stack->user_sp, &state->stack_end);
+	if (!copied) {
+		bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
+		return;
+	}
+	struct cs_ev_user_stack *ev = &record->ev;
+	__u64 now = bpf_ktime_get_ns();
+	ev->ip = stack->user_ip;
+	ev->sp = stack->user_sp;
+	ev->bp = stack->user_bp;
+	ev->tid = tid;
+	ev->tgid = state->tgid;
+	cs_event_header(&ev->hdr, now, CS_EV_USER_STACK, record_size(sizeof(*ev), copied));
+	bpf_ringbuf_submit(record, BPF_RB_NO_WAKEUP);
+	stack->user_stack_ns = now;
 }
 
 /* A kernel stack is empty when the task was in user mode: that is no error. */
@@ -257,11 +266,15 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	ev->tid = cs_tid_of(pid_tgid);
 	ev->tgid = tgid;
 	set_kernel_frames(&ev->stack, bpf_get_stack(ctx, ev->stack.kernel_ips, STACK_BYTES, 0));
+	walk_user_stack(ctx, &ev->stack);
 	/* The thread's entry, if it left its CPU before, knows where its stack ends. */
 	struct off_cpu_state *state = bpf_map_lookup_elem(&off_cpu, &ev->tid);
-	read_user_stack(ctx, &ev->stack, sample->user_stack, state ? &state->stack_end : NULL);
-	cs_event_header(&ev->hdr, bpf_ktime_get_ns(), CS_EV_CPU_SAMPLE,
-			record_size(sizeof(*ev), ev->stack.user_stack_bytes));
+	__u32 copied = ev->stack.user_sp ? copy_counted(sample->user_stack, ev->stack.user_sp,
+							state ? &state->stack_end : NULL)
+					 : 0;
+	__u64 now = bpf_ktime_get_ns();
+	ev->stack.user_stack_ns = copied ? now : 0;
+	cs_event_header(&ev->hdr, now, CS_EV_CPU_SAMPLE, record_size(sizeof(*ev), copied));
 	/* No wake-up: the reader polls on a short timer. */
 	bpf_ringbuf_submit(sample, BPF_RB_NO_WAKEUP);
 	add(CS_STK_SAMPLES, 1);
@@ -331,7 +344,7 @@ int BPF_PROG(on_stack_switch, bool preempt, struct task_struct *prev, struct tas
 			/* Preempted: runnable all along, no wake-up will come. */
 			state->wake_ns = preempt || prev_state == TASK_RUNNING ? now : 0;
 			state->tgid = prev_tgid;
-			read_user_stack_if_moved(ctx, state);
+			read_user_stack_if_moved(ctx, state, prev->pid);
 		}
 	}
 
@@ -350,20 +363,18 @@ int BPF_PROG(on_stack_switch, bool preempt, struct task_struct *prev, struct tas
 		add(CS_STK_OFF_CPU_SHORT_NS, now - off_ns);
 		return 0;
 	}
-	/* The record, built in the entry: its copy follows it, unless an earlier record took it. */
-	struct cs_ev_off_cpu *ev = &state->ev;
+	struct cs_ev_off_cpu *ev = cs_event_reserve(&stack_events, sizeof(*ev), CS_EV_OFF_CPU, now);
+	if (!ev) {
+		add(CS_STK_OFF_CPU_LOST, 1);
+		return 0;
+	}
 	ev->off_ns = off_ns;
 	ev->wake_ns = state->wake_ns;
 	ev->tid = tid;
 	ev->tgid = state->tgid;
+	bpf_probe_read_kernel(&ev->stack, sizeof(ev->stack), &state->stack);
 	set_kernel_frames(&ev->stack, bpf_get_task_stack(next, ev->stack.kernel_ips, STACK_BYTES, 0));
-	__u32 size = record_size(sizeof(*ev), ev->stack.user_stack_bytes);
-	cs_event_header(&ev->hdr, now, CS_EV_OFF_CPU, size);
-	if (bpf_ringbuf_output(&stack_events, ev, size, BPF_RB_NO_WAKEUP)) {
-		add(CS_STK_OFF_CPU_LOST, 1);
-		return 0;
-	}
-	ev->stack.user_stack_bytes = 0;
+	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 	add(CS_STK_OFF_CPU, 1);
 	return 0;
 }

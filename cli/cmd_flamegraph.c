@@ -273,12 +273,13 @@ static void print_summary(const struct fg_run *run)
 		cs_unwinder_stats(run->unwinder, &unwind);
 	uint64_t copies = counters[CS_STK_USER_COPIES];
 	fprintf(stderr,
-		"connscope: user stacks copied %llu (%llu bytes each on average, %llu not copied); "
+		"connscope: user stacks copied %llu (%llu bytes each on average; %llu could not be read, %llu lost); "
 		"unwound %llu in %.1f us each (%llu found no caller, %llu wanted more than the copy, "
 		"deepest frame %llu bytes up); frames from the copy %llu, from the frame-pointer walk %llu; "
 		"copies missing %llu\n",
 		(unsigned long long)copies, (unsigned long long)(copies ? counters[CS_STK_USER_COPY_BYTES] / copies : 0),
-		(unsigned long long)counters[CS_STK_USER_COPY_ERRORS], (unsigned long long)unwind.stacks,
+		(unsigned long long)counters[CS_STK_USER_COPY_ERRORS], (unsigned long long)counters[CS_STK_USER_COPIES_LOST],
+		(unsigned long long)unwind.stacks,
 		unwind.stacks ? (double)unwind.elapsed_ns / 1000.0 / (double)unwind.stacks : 0.0,
 		(unsigned long long)unwind.failures, (unsigned long long)unwind.short_copies,
 		(unsigned long long)unwind.deepest_bytes, (unsigned long long)run->unwind.unwound,

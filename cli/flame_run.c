@@ -46,63 +46,37 @@ static void snapshot_process(struct fg_run *run, uint32_t tgid)
 }
 
 /*
- * A switch-out's copy, unwound, is kept for its thread: the thread's
- * next intervals from the same place name the copy and carry no bytes.
+ * A thread's latest switch-out copy, unwound when an interval first names
+ * it: a switch-out's interval is often too short to keep (an event loop's
+ * busy moments), and then its copy is never needed.
  */
-struct unwound_copy {
+#define NOT_UNWOUND UINT32_MAX
+
+struct kept_copy {
 	uint64_t taken_ns;
 	uint32_t tgid;
-	uint32_t count;
+	uint32_t count; /* frames in ips; NOT_UNWOUND: not yet */
 	uint64_t ips[CS_STACK_DEPTH];
+	uint64_t ip, sp, bp;
+	size_t len;
+	unsigned char bytes[CS_USER_STACK_BYTES];
 };
 
-/* The thread's copy named taken_ns, unwound: its frames, or 0 when it was not seen. */
-static size_t kept_copy(struct fg_run *run, uint32_t tgid, uint32_t tid, uint64_t taken_ns, uint64_t *ips)
+/* The copy a stack was taken with, unwound: up to CS_STACK_DEPTH frames into ips; 0 when none. */
+static size_t unwind_copy(struct fg_run *run, uint32_t tgid, const struct cs_user_stack *copy, uint64_t *ips)
 {
-	const struct unwound_copy *kept = cs_u64map_get(&run->unwound, tid);
-	if (!kept || kept->taken_ns != taken_ns || kept->tgid != tgid)
-		return 0;
-	memcpy(ips, kept->ips, kept->count * sizeof(ips[0]));
-	return kept->count;
-}
-
-static void keep_copy(struct fg_run *run, uint32_t tgid, uint32_t tid, uint64_t taken_ns, const uint64_t *ips,
-		      size_t count)
-{
-	struct unwound_copy *kept = cs_u64map_put(&run->unwound, tid, NULL);
-	if (!kept)
-		return;
-	kept->taken_ns = taken_ns;
-	kept->tgid = tgid;
-	kept->count = (uint32_t)count;
-	memcpy(kept->ips, ips, count * sizeof(ips[0]));
+	int n = cs_unwind(run->unwinder, (pid_t)tgid, copy, ips, CS_STACK_DEPTH);
+	return n > 0 ? (size_t)n : 0;
 }
 
 /*
- * The user frames of stack: its copy unwound by CFI where that gets
- * further than the frame-pointer walk (which stops at the first frame
+ * The user frames of stack: those unwound from its copy where they get
+ * further than the frame-pointer walk's (which stops at the first frame
  * of code built without frame pointers: Debian's glibc, python3,
- * libjvm), else the walk's. copy: the bytes after the record (NULL when
- * it carries none: an earlier record of the thread had them).
+ * libjvm), else the walk's.
  */
-static void unwind_user(struct fg_run *run, uint32_t tgid, uint32_t tid, struct cs_stack *stack, const void *copy,
-			bool keep)
+static void take_frames(struct fg_run *run, struct cs_stack *stack, const uint64_t *ips, size_t count)
 {
-	uint64_t ips[CS_STACK_DEPTH];
-	size_t count = 0;
-	if (!stack->user_stack_ns)
-		return;
-	if (copy) {
-		const struct cs_user_stack user = { .ip = stack->user_ip, .sp = stack->user_sp, .bp = stack->user_bp,
-						    .bytes = copy, .len = stack->user_stack_bytes };
-		int n = cs_unwind(run->unwinder, (pid_t)tgid, &user, ips, CS_STACK_DEPTH);
-		count = n > 0 ? (size_t)n : 0;
-		if (keep && count)
-			keep_copy(run, tgid, tid, stack->user_stack_ns, ips, count);
-	} else {
-		count = kept_copy(run, tgid, tid, stack->user_stack_ns, ips);
-		run->unwind.copies_missing += !count;
-	}
 	uint32_t walked = stack->user_frames < CS_STACK_DEPTH ? stack->user_frames : CS_STACK_DEPTH;
 	if (count <= walked) {
 		run->unwind.walk_kept++;
@@ -113,32 +87,102 @@ static void unwind_user(struct fg_run *run, uint32_t tgid, uint32_t tid, struct 
 	run->unwind.unwound++;
 }
 
+/* A switch-out's copy (struct cs_ev_user_stack and its bytes), kept for its thread. */
+static void keep_copy(struct fg_run *run, const struct cs_ev_user_stack *ev, size_t len)
+{
+	/* Past FG_MAX_THREADS threads: its intervals count it missing. */
+	struct kept_copy *kept = cs_u64map_put(&run->copies, ev->tid, NULL);
+	if (!kept)
+		return;
+	kept->taken_ns = ev->hdr.ts_ns;
+	kept->tgid = ev->tgid;
+	kept->count = NOT_UNWOUND;
+	kept->ip = ev->ip;
+	kept->sp = ev->sp;
+	kept->bp = ev->bp;
+	kept->len = len - sizeof(*ev) <= sizeof(kept->bytes) ? len - sizeof(*ev) : sizeof(kept->bytes);
+	memcpy(kept->bytes, ev + 1, kept->len);
+}
+
+/* An interval's user frames: its thread's copy, named by the time it was taken. */
+static void interval_frames(struct fg_run *run, struct cs_ev_off_cpu *ev)
+{
+	if (!ev->stack.user_stack_ns)
+		return;
+	struct kept_copy *kept = cs_u64map_get(&run->copies, ev->tid);
+	if (!kept || kept->taken_ns != ev->stack.user_stack_ns || kept->tgid != ev->tgid) {
+		run->unwind.copies_missing++;
+		run->unwind.walk_kept++;
+		return;
+	}
+	if (kept->count == NOT_UNWOUND) {
+		const struct cs_user_stack copy = {
+			.ip = kept->ip, .sp = kept->sp, .bp = kept->bp, .bytes = kept->bytes, .len = kept->len,
+		};
+		kept->count = (uint32_t)unwind_copy(run, ev->tgid, &copy, kept->ips);
+	}
+	take_frames(run, &ev->stack, kept->ips, kept->count);
+}
+
+/* A sample's user frames: its own copy, which follows it. */
+static void sample_frames(struct fg_run *run, struct cs_ev_cpu_sample *ev, const void *bytes, size_t len)
+{
+	if (!ev->stack.user_stack_ns)
+		return;
+	const struct cs_user_stack copy = {
+		.ip = ev->stack.user_ip, .sp = ev->stack.user_sp, .bp = ev->stack.user_bp, .bytes = bytes, .len = len,
+	};
+	uint64_t ips[CS_STACK_DEPTH];
+	size_t count = unwind_copy(run, ev->tgid, &copy, ips);
+	take_frames(run, &ev->stack, ips, count);
+}
+
+/* The size of a stack record of type without its copy, and its process; 0 for another type. */
+static size_t fixed_part(const void *record, uint32_t *tgid)
+{
+	const struct cs_event_header *hdr = record;
+	switch (hdr->type) {
+	case CS_EV_CPU_SAMPLE:
+		*tgid = ((const struct cs_ev_cpu_sample *)record)->tgid;
+		return sizeof(struct cs_ev_cpu_sample);
+	case CS_EV_OFF_CPU:
+		*tgid = ((const struct cs_ev_off_cpu *)record)->tgid;
+		return sizeof(struct cs_ev_off_cpu);
+	case CS_EV_USER_STACK:
+		*tgid = ((const struct cs_ev_user_stack *)record)->tgid;
+		return sizeof(struct cs_ev_user_stack);
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The stack probes' records. A record with a copy is reserved with room
+ * for a whole one: its header says how much of it is the record.
+ */
 static int collect_stack(void *ctx, const void *record, size_t len)
 {
 	struct fg_run *run = ctx;
 	const struct cs_event_header *hdr = record;
-	bool sample = hdr->type == CS_EV_CPU_SAMPLE;
-	size_t fixed = sample ? sizeof(struct cs_ev_cpu_sample) : sizeof(struct cs_ev_off_cpu);
-	if ((!sample && hdr->type != CS_EV_OFF_CPU) || len < sizeof(*hdr) || hdr->size < fixed || hdr->size > len) {
+	uint32_t tgid = 0;
+	size_t fixed = len >= sizeof(struct cs_ev_user_stack) ? fixed_part(record, &tgid) : 0;
+	if (!fixed || hdr->size < fixed || hdr->size > len || (hdr->type == CS_EV_OFF_CPU && hdr->size != fixed)) {
 		cs_flame_collect_stack_record(&run->collector, record, len); /* counted as malformed */
-		return 0;
-	}
-	/* A sample is reserved with room for a whole copy: its header says how much it used. */
-	len = hdr->size;
-	/* The fixed part, its user frames unwound; its copy is not kept. */
-	memcpy(&run->copy, record, fixed);
-	struct cs_stack *stack = sample ? &run->copy.sample.stack : &run->copy.off_cpu.stack;
-	uint32_t tgid = sample ? run->copy.sample.tgid : run->copy.off_cpu.tgid;
-	uint32_t tid = sample ? run->copy.sample.tid : run->copy.off_cpu.tid;
-	if (stack->user_stack_bytes != len - fixed) {
-		cs_flame_collect_stack_record(&run->collector, record, len);
 		return 0;
 	}
 	/* A worker forked since the start: its mappings, before its stacks are read. */
 	if (!known_target(run, tgid))
 		snapshot_process(run, tgid);
-	unwind_user(run, tgid, tid, stack, stack->user_stack_bytes ? (const char *)record + fixed : NULL, !sample);
-	stack->user_stack_bytes = 0;
+	if (hdr->type == CS_EV_USER_STACK) {
+		keep_copy(run, record, hdr->size);
+		return 0;
+	}
+	/* The fixed part, its user frames unwound; a sample's copy is not kept. */
+	memcpy(&run->copy, record, fixed);
+	if (hdr->type == CS_EV_CPU_SAMPLE)
+		sample_frames(run, &run->copy.sample, (const char *)record + fixed, hdr->size - fixed);
+	else
+		interval_frames(run, &run->copy.off_cpu);
 	run->copy.sample.hdr.size = (uint16_t)fixed;
 	cs_flame_collect_stack_record(&run->collector, &run->copy, fixed);
 	return 0;
@@ -161,7 +205,7 @@ int fg_start_stacks(void *ctx, struct cs_probes *probes, char *errmsg, size_t er
 {
 	struct fg_run *run = ctx;
 	run->unwinder = cs_unwinder_new();
-	if (!run->unwinder || cs_u64map_init(&run->unwound, sizeof(struct unwound_copy), FG_MAX_THREADS)) {
+	if (!run->unwinder || cs_u64map_init(&run->copies, sizeof(struct kept_copy), FG_MAX_THREADS)) {
 		snprintf(errmsg, errlen, "out of memory");
 		return -1;
 	}
@@ -284,7 +328,7 @@ void fg_free_run(struct fg_run *run)
 	cs_flame_tree_free(&run->tree);
 	cs_stacks_stop(&run->stacks);
 	cs_unwinder_free(run->unwinder);
-	cs_u64map_free(&run->unwound);
+	cs_u64map_free(&run->copies);
 	cs_symbolizer_free(run->symbols);
 	cs_flame_collect_free(&run->collector);
 	cs_engine_free(run->engine);

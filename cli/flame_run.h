@@ -20,7 +20,7 @@
 #include "unwind.h"
 
 #define FG_MAX_TGIDS 4096
-#define FG_MAX_THREADS 65536 /* threads whose latest stack copy is kept, unwound */
+#define FG_MAX_THREADS 4096 /* threads whose latest stack copy is kept (16 KiB each): the probes' table */
 #define FG_NAME_LEN 256
 #define FG_MAX_OUTPUTS 4
 
@@ -44,11 +44,11 @@ struct fg_run {
 	struct cs_stack_probes stacks;
 	struct cs_symbolizer *symbols;
 	struct cs_unwinder *unwinder;
-	struct cs_u64map unwound;     /* tid -> its latest switch-out copy, unwound */
+	struct cs_u64map copies;      /* tid -> its latest switch-out copy (flame_run.c) */
 	struct {
 		uint64_t unwound;         /* user stacks whose frames came from their copy */
 		uint64_t walk_kept;       /* ... from the frame-pointer walk, which got as far */
-		uint64_t copies_missing;  /* copies named by a record but never seen */
+		uint64_t copies_missing;  /* copies named by an interval but not kept (lost, or too many threads) */
 	} unwind;
 	union {                       /* a stack record's fixed part, its user frames unwound */
 		struct cs_ev_cpu_sample sample;

@@ -53,9 +53,9 @@ int cs_flame_collect_init(struct cs_flame_collector *c);
 void cs_flame_collect_free(struct cs_flame_collector *c);
 
 /*
- * A struct cs_ev_cpu_sample or cs_ev_off_cpu record without its stack
- * copy (user_stack_bytes 0: its user frames already unwound from it).
- * Returns 0 or -EINVAL.
+ * A struct cs_ev_cpu_sample (without the stack copy that follows it in
+ * the ring: its user frames already unwound from it, hdr.size its own) or
+ * cs_ev_off_cpu record. Returns 0 or -EINVAL.
  */
 int cs_flame_collect_stack_record(struct cs_flame_collector *c, const void *record, size_t len);
 
