@@ -32,7 +32,6 @@
 static const struct {
 	const char *summary;
 	const char *evidence;
-	const char *advice; /* NULL: the cause has none of its own (the conditions advise) */
 } cause_words[CS_CAUSE_COUNT] = {
 	[CS_CAUSE_ACCEPT_QUEUE] = { "in the accept queue, waiting for the server's accept()",
 		"listener :{port} accept wait p99 {accept_wait_p99}, backlog max {backlog_max} of {backlog_limit}; "
@@ -76,11 +75,15 @@ static const struct {
 		"{upstream}: {tail_requests} tail request(s) waited {tail_wait} on it: connect {connect}"
 		"[+syn_retransmits| ({syn_retransmits} SYN retransmit(s))], waiting for the first byte "
 		"{first_byte_wait}, reading the answer {read}[+loop_waits|; {loop_waits} of them waited for their "
-		"loop, blocked on it][+other_upstreams|; {other_upstreams} other upstream(s) in the tail]",
-		"the upstream answered late, not this server: look at {upstream} itself (connscope attach --port "
-		"{upstream_port} where it runs)[+syn_retransmits|; its listen backlog overflowed: raise it]"
+		"loop, blocked on it][+other_upstreams|; {other_upstreams} other upstream(s) in the tail]" },
+};
+
+/* A cause's own advice; NULL: it has none (the conditions advise). */
+static const char *const cause_advice[CS_CAUSE_COUNT] = {
+	[CS_CAUSE_UPSTREAM] = "the upstream answered late, not this server: look at {upstream} itself (connscope "
+		"attach --port {upstream_port} where it runs)[+syn_retransmits|; its listen backlog overflowed: raise it]"
 		"[+loop_waits|; and call it off the event loop's thread: a loop blocked in the call holds every "
-		"request behind it]" },
+		"request behind it]",
 };
 
 const char *cs_cause_pool_frame(enum cs_cause cause)
@@ -313,7 +316,7 @@ size_t cs_cause_evidence(char *out, size_t len, const struct cs_tail_cause *caus
 
 const char *cs_cause_advice_template(enum cs_cause cause)
 {
-	return (unsigned)cause < CS_CAUSE_COUNT ? cause_words[cause].advice : NULL;
+	return (unsigned)cause < CS_CAUSE_COUNT ? cause_advice[cause] : NULL;
 }
 
 size_t cs_cause_advice(char *out, size_t len, const struct cs_tail_cause *cause)
