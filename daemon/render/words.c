@@ -79,11 +79,13 @@ static const struct {
 };
 
 /* A cause's own advice; NULL: it has none (the conditions advise). */
-static const char *const cause_advice[CS_CAUSE_COUNT] = {
-	[CS_CAUSE_UPSTREAM] = "the upstream answered late, not this server: look at {upstream} itself (connscope "
+static const struct {
+	const char *text;
+} cause_advice[CS_CAUSE_COUNT] = {
+	[CS_CAUSE_UPSTREAM] = { "the upstream answered late, not this server: look at {upstream} itself (connscope "
 		"attach --port {upstream_port} where it runs)[+syn_retransmits|; its listen backlog overflowed: raise it]"
 		"[+loop_waits|; and call it off the event loop's thread: a loop blocked in the call holds every "
-		"request behind it]",
+		"request behind it]" },
 };
 
 const char *cs_cause_pool_frame(enum cs_cause cause)
@@ -316,7 +318,7 @@ size_t cs_cause_evidence(char *out, size_t len, const struct cs_tail_cause *caus
 
 const char *cs_cause_advice_template(enum cs_cause cause)
 {
-	return (unsigned)cause < CS_CAUSE_COUNT ? cause_advice[cause] : NULL;
+	return (unsigned)cause < CS_CAUSE_COUNT ? cause_advice[cause].text : NULL;
 }
 
 size_t cs_cause_advice(char *out, size_t len, const struct cs_tail_cause *cause)
