@@ -156,9 +156,9 @@ static void pool_evidence(const struct cs_engine *engine, const struct cs_tail *
 		cs_figures_share(&c->evidence, "busy_while_waiting_share", busy_while_waiting);
 		cs_figures_flag(&c->evidence, "busy_while_waiting",
 				busy_while_waiting >= CS_POOL_BUSY_WHILE_WAITING_MIN);
-		/* What else the tail shows held an idle pool's threads. */
-		cs_figures_flag(&c->evidence, "paused", tail_ns_of(tail, CS_CAUSE_RUNTIME_PAUSE) > 0);
-		cs_figures_flag(&c->evidence, "cpu_waits", tail_ns_of(tail, CS_CAUSE_RUN_QUEUE) > 0);
+		/* What else the tail shows held an idle pool's threads: named from a tenth of the wait. */
+		cs_figures_flag(&c->evidence, "paused", tail_ns_of(tail, CS_CAUSE_RUNTIME_PAUSE) * 10 >= c->ns);
+		cs_figures_flag(&c->evidence, "cpu_waits", tail_ns_of(tail, CS_CAUSE_RUN_QUEUE) * 10 >= c->ns);
 	}
 }
 

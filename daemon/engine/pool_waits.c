@@ -6,9 +6,11 @@
  * not (its threads stopped by a runtime pause, kept off a CPU, or never
  * told), that thread was idle for the wait. So the wait's overlap with the
  * taking thread's own served spans is the part of it a busy pool caused:
- * per request, from the taker's last CS_SERVED_RECENT spans (a wait longer
- * than those reach back counts busy only where they do), and with no
- * picture of the whole pool at once.
+ * per request, from the taker's last CS_SERVED_RECENT spans, and with no
+ * picture of the whole pool at once. A wait longer than those spans reach
+ * back (a full pool's waits are many of its requests long) counts busy at
+ * the share they show over the part they reach: the spans before are gone,
+ * not idle.
  * A taker that also polls for the pool and hands out what it polled
  * (Jetty's threads take turns as the selector) is the pool's while it
  * polls: its time not serving counts as busy too, since the probes keep
@@ -59,6 +61,31 @@ static uint64_t served_within(const struct cs_thread_stats *thread, uint64_t fro
 	return busy;
 }
 
+/* Where the thread's recent spans begin when they are all in use; 0: they reach back to its start. */
+static uint64_t spans_reach_from(const struct cs_thread_stats *thread)
+{
+	uint64_t oldest = UINT64_MAX;
+	for (size_t i = 0; i < CS_SERVED_RECENT; i++) {
+		if (!thread->served_recent[i].to_ns)
+			return 0;
+		if (thread->served_recent[i].from_ns < oldest)
+			oldest = thread->served_recent[i].from_ns;
+	}
+	return oldest;
+}
+
+/* The taker's served time over [from, to], scaled to the whole span where its spans reach only part of it. */
+static uint64_t busy_over(const struct cs_thread_stats *thread, uint64_t from, uint64_t to)
+{
+	uint64_t reach = spans_reach_from(thread);
+	if (reach <= from)
+		return served_within(thread, from, to);
+	if (reach >= to)
+		return 0;
+	double share = (double)served_within(thread, reach, to) / (double)(to - reach);
+	return (uint64_t)(share * (double)(to - from));
+}
+
 uint64_t cs_pool_wait_busy_ns(const struct cs_engine *engine, const struct cs_ev_request *req,
 			      const struct cs_handback *hb, uint64_t pickup_from, const struct cs_request_split *split)
 {
@@ -71,7 +98,7 @@ uint64_t cs_pool_wait_busy_ns(const struct cs_engine *engine, const struct cs_ev
 	const struct cs_thread_stats *thread = cs_u64map_get(&engine->threads, taker);
 	if (thread && thread->handed_out)
 		return waited;
-	uint64_t busy = thread && to > from ? served_within(thread, from, to) : 0;
+	uint64_t busy = thread && to > from ? busy_over(thread, from, to) : 0;
 	/* Of the worker_pool time alone: run-queue time and pauses left it for their causes. */
 	return busy < waited ? busy : waited;
 }

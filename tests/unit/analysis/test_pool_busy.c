@@ -145,3 +145,26 @@ Test(pool_busy, a_taker_that_polls_for_the_pool_is_busy_while_it_polls)
 	cr_assert_eq(split.cause_ns[CS_CAUSE_WORKER_POOL], 20 * MS);
 	cr_assert_eq(split.pool_busy_ns, 20 * MS);
 }
+
+/*
+ * A full pool's waits are many requests long: the taker served 30 requests
+ * of 10 ms back to back while a request waited 300 ms for it, more than
+ * its ring of recent spans holds. The spans it still has show it busy
+ * throughout: the wait counts busy at that share, not only where they reach.
+ */
+Test(pool_busy, a_wait_longer_than_the_recent_spans_counts_busy_at_their_share)
+{
+	for (uint64_t i = 0; i < 30; i++)
+		feed_request(engine, (struct request_spec){ .sk = SK(100 + i), .port = PORT, .index = 1,
+							    .start_ns = T0 + i * 10 * MS, .first_read_ns = T0 + i * 10 * MS,
+							    .first_send_ns = T0 + (i + 1) * 10 * MS,
+							    .last_send_ns = T0 + (i + 1) * 10 * MS, .reader_tid = 61 });
+	struct cs_ev_request req = make_request((struct request_spec){
+		.sk = SK(1), .port = PORT, .index = 1, .start_ns = T0, .first_read_ns = T0 + 300 * MS,
+		.first_send_ns = T0 + 301 * MS, .last_send_ns = T0 + 301 * MS, .reader_tid = 61,
+		.flags = CS_REQ_HANDED_OFF });
+	struct cs_request_split split;
+	cr_assert(cs_split_request(engine, &req, &split));
+	cr_assert_eq(split.cause_ns[CS_CAUSE_WORKER_POOL], 300 * MS);
+	cr_assert_eq(split.pool_busy_ns, 300 * MS);
+}
