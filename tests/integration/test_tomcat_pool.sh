@@ -55,6 +55,7 @@ names_ok() { # names_ok ROLE REGEX: every thread with ROLE has a java_name match
 echo "ok: the acceptor, poller and workers carry Tomcat's names for them"
 "$CS_BIN" report "$CS_TMP/tomcat.cstrace" >"$CS_TMP/tomcat.txt" || fail "text report failed"
 grep -q -- "-$port-Poller" "$CS_TMP/tomcat.txt" || fail "the text report does not show the names"
+grep -A1 '! pool_saturation' "$CS_TMP/tomcat.txt" | sed 's/^/== /'
 echo "ok: the text report shows them"
 
 # The flame graph of the same pool: a request's worker_pool wait is the
