@@ -378,10 +378,8 @@ static uint64_t tail_pool_busy_ns(const struct cs_request_stats *stats, const st
 
 double cs_tail_pool_busy_share(const struct cs_tail *tail)
 {
-	for (int c = 0; c < CS_CAUSE_COUNT; c++)
-		if (tail->causes[c].cause == CS_CAUSE_WORKER_POOL)
-			return tail->causes[c].ns ? (double)tail->pool_busy_ns / (double)tail->causes[c].ns : -1.0;
-	return -1.0;
+	uint64_t waited = tail_ns_of(tail, CS_CAUSE_WORKER_POOL);
+	return waited ? (double)tail->pool_busy_ns / (double)waited : -1.0;
 }
 
 static void compute_tail(const struct cs_engine *engine, const struct cs_report_meta *meta, double percentile,
