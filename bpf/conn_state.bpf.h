@@ -19,11 +19,13 @@ enum conn_phase {
 };
 
 enum peek_conn_state {
-	PEEK_START = 0, /* the connection's first read is still to come */
-	PEEK_TLS,       /* it began with a TLS record header: the framing is followed */
-	PEEK_PLAIN,     /* it began with an HTTP/1.x method: first reads scanned (http_peek.bpf.h) */
-	PEEK_OFF,       /* not TLS, the framing lost, or older than the attach: no more looks */
-	PEEK_ADOPTED,   /* adopted at an idle moment: its next read's first bytes must start a message */
+	PEEK_START = 0,   /* the connection's first read is still to come */
+	PEEK_TLS,         /* it began with a TLS record header: the framing is followed */
+	PEEK_PLAIN,       /* it began with an HTTP/1.x method: first reads scanned (http_peek.bpf.h) */
+	PEEK_OFF,         /* not TLS, the framing lost, or older than the attach: no more looks */
+	PEEK_ADOPTED,     /* adopted at an idle moment: its next read's first bytes must start a message */
+	PEEK_RESP,        /* Redis, commands as RESP arrays: every read's commands counted (resp_peek.bpf.h) */
+	PEEK_RESP_INLINE, /* Redis, inline commands (a line each): every read's lines counted */
 };
 
 /*
@@ -91,6 +93,10 @@ struct conn_state {
 	__u32 tls_skip;        /* bytes of the TLS record under way still to be read */
 	__u32 hello_len;       /* the ClientHello record's length; 0: its body was copied (or not TLS) */
 	__u32 rcv_nxt_seen;    /* partial: TCP's rcv_nxt at the last look (see idle_since_last_look) */
+	__u32 resp_skip;       /* PEEK_RESP: bytes of a bulk string (and its CRLF) still to come */
+	__u32 resp_elems_left; /* ...bulk strings of the command under way still to come */
+	__u16 resp_commands;   /* ...commands the exchange read (their last byte), at most 65535 */
+	__u8 resp_resync;      /* ...reads went by unseen: the next must begin a command */
 	__u8 peek_first[CS_PEEK_FIRST_LEN];
 	__u8 peek_types[CS_PEEK_TLS_RECORDS];
 	__u32 peek_read_us[CS_PEEK_TLS_RECORDS];

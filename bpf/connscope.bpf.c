@@ -56,6 +56,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * kernels) and compiles alone (make lint). Their order here is free.
  */
 #include "requests.bpf.h"
+#include "adopt.bpf.h"
 #include "read_peek.bpf.h"
 #include "socket_probes.bpf.h"
 #include "lifecycle.bpf.h"

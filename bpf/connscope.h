@@ -36,8 +36,11 @@
  *    moment (a version 9 reader reads them right, but cannot say how many
  *    connections were adopted).
  * 11: CS_EV_RUNTIME_PAUSE: a runtime (a JVM) stopped its threads.
- * 12: CS_EV_UPSTREAM: an exchange on a connection the target opened itself. */
-#define CS_WIRE_VERSION 12
+ * 12: CS_EV_UPSTREAM: an exchange on a connection the target opened itself.
+ * 13: CS_PEEK_RESP, CS_PEEK_UNCOUNTED and cs_ev_request_bytes.commands (from
+ *    its padding): a Redis connection's exchanges carry their commands'
+ *    count (a version 12 reader takes a pipeline for one request). */
+#define CS_WIRE_VERSION 13
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -236,7 +239,10 @@ struct cs_ev_request {
  * On a connection that began with an HTTP/1.x request line, the first read
  * of each of those exchanges is scanned for a second request behind the
  * first (CS_PEEK_MORE_REQUESTS); such a connection's later exchanges have
- * a record only when one was found (or the read could not be seen).
+ * a record only when one was found (or the read could not be seen). On a
+ * Redis connection (RESP: its first bytes an array header, or an inline
+ * command), every read is scanned and its commands counted, all exchanges
+ * long; an exchange has a record when it read other than one command.
  */
 #define CS_PEEK_EXCHANGES 4
 #define CS_PEEK_FIRST_LEN 16
@@ -257,6 +263,10 @@ enum cs_peek_flags {
 	                                   first record: a second ClientHello (the server asked
 	                                   for another with a HelloRetryRequest) or an RSA key
 	                                   exchange, never a Finished */
+	CS_PEEK_RESP = 1 << 5,          /* a Redis (RESP) connection: commands counts the
+	                                   commands whose last byte the exchange read */
+	CS_PEEK_UNCOUNTED = 1 << 6,     /* ...which could not be counted (a header split over
+	                                   reads, a read longer than is scanned): not one request */
 };
 #define CS_PEEK_BIG_HANDSHAKE_LEN 128
 
@@ -272,7 +282,9 @@ struct cs_ev_request_bytes {
 	__u32 record_read_us[CS_PEEK_TLS_RECORDS]; /* when the read that brought each one's
 	                                              header returned, us after start_ns */
 	__u8 flags;                                /* enum cs_peek_flags */
-	__u8 pad[7];
+	__u8 pad;
+	__u16 commands; /* CS_PEEK_RESP: commands the exchange read (pipelined: more than one) */
+	__u8 pad2[4];
 };
 
 /*

@@ -11,6 +11,7 @@
 #include <bpf/bpf_core_read.h>
 #include "maps.bpf.h"
 #include "http_peek.bpf.h"
+#include "resp_peek.bpf.h"
 #include "syscalls.bpf.h"
 
 /*
@@ -211,6 +212,11 @@ static __always_inline void peek_adopted(const struct sock *sk, struct conn_stat
 		conn->flags |= CS_REQ_ADOPTED_TLS;
 		return;
 	}
+	/* A RESP array's header: a Redis connection, its commands counted from here. */
+	if (h[0] == '*' && room >= 2 && h[1] >= '0' && h[1] <= '9') {
+		conn->peek_conn = PEEK_RESP;
+		return;
+	}
 	if ((h[0] >= 0x20 && h[0] < 0x7f) || h[0] == '\r' || h[0] == '\n')
 		return;
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
@@ -296,6 +302,11 @@ static __always_inline void peek_read(const struct sock *sk, struct conn_state *
 			conn->peek_flags |= CS_PEEK_TLS;
 			conn->hello_len = (__u32)f[3] << 8 | f[4];
 			copy_client_hello(sk, conn, buf, (__u32)room, true);
+		} else if (resp_kind(conn->peek_first, conn->peek_first_len) != PEEK_START) {
+			conn->peek_conn = resp_kind(conn->peek_first, conn->peek_first_len);
+			conn->peek_flags |= CS_PEEK_RESP;
+			resp_read(conn, buf, (__u32)room, len);
+			return;
 		} else {
 			scan_plain_read(conn, buf, (__u32)room);
 			return;
@@ -306,6 +317,14 @@ static __always_inline void peek_read(const struct sock *sk, struct conn_state *
 	if (conn->peek_conn == PEEK_TLS)
 		follow_tls_records(conn, buf, len, (__u32)room,
 				   now > conn->start_ns ? (__u32)((now - conn->start_ns) / 1000) : 0);
+}
+
+/* A read of a Redis connection: its commands counted (resp_peek.bpf.h), every exchange long. */
+static __always_inline void peek_resp(struct conn_state *conn, __u32 len)
+{
+	__u64 room = 0, buf = read_call_buffer(&room, len);
+
+	resp_read(conn, buf, (__u32)room, len);
 }
 
 #endif /* CS_READ_PEEK_BPF_H */

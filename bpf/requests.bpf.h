@@ -92,7 +92,8 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
 
 	if (bytes) {
 		bytes->sk = (__u64)sk;
-		bytes->index = conn->requests ? conn->requests - 1 : 0;
+		/* The request record's index: the same count, and one more when its first went unseen. */
+		bytes->index = (conn->requests ? conn->requests - 1 : 0) + conn->first_unseen;
 		bytes->listener_port = conn->port;
 		bytes->first_len = conn->peek_first_len;
 		bytes->record_count = conn->peek_records;
@@ -100,10 +101,18 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
 		__builtin_memcpy(bytes->record_types, conn->peek_types, sizeof(bytes->record_types));
 		__builtin_memcpy(bytes->record_read_us, conn->peek_read_us, sizeof(bytes->record_read_us));
 		bytes->flags = conn->peek_flags;
-		__builtin_memset(bytes->pad, 0, sizeof(bytes->pad));
+		bytes->pad = 0;
+		bytes->commands = 0;
+		if (conn->peek_conn == PEEK_RESP || conn->peek_conn == PEEK_RESP_INLINE ||
+		    (conn->peek_flags & CS_PEEK_RESP)) {
+			bytes->flags |= CS_PEEK_RESP;
+			bytes->commands = conn->resp_commands;
+		}
+		__builtin_memset(bytes->pad2, 0, sizeof(bytes->pad2));
 		submit_event(bytes);
 	}
 	conn->peek_seen = conn->peek_flags = conn->peek_first_len = conn->peek_records = 0;
+	conn->resp_commands = 0;
 	__builtin_memset(conn->peek_first, 0, sizeof(conn->peek_first));
 	__builtin_memset(conn->peek_types, 0, sizeof(conn->peek_types));
 	__builtin_memset(conn->peek_read_us, 0, sizeof(conn->peek_read_us));
@@ -178,6 +187,7 @@ static __always_inline void drop_cut_request(const struct sock *sk, struct conn_
 	reset_request(conn);
 	/* Its bytes' record goes with it. */
 	conn->peek_seen = conn->peek_flags = conn->peek_first_len = conn->peek_records = 0;
+	conn->resp_commands = 0;
 	conn->window = trace_window;
 }
 
@@ -199,7 +209,16 @@ static __always_inline void enter_window(const struct sock *sk, struct conn_stat
 		return;
 	if (!conn->requests)
 		conn->first_unseen = 1;
-	/* Reads went by unseen: no first bytes to look at, a TLS framing lost. */
+	/*
+	 * Reads went by unseen: no first bytes to look at, a TLS framing
+	 * lost. A Redis connection's commands are counted on from its next
+	 * read that begins one.
+	 */
+	if (conn->peek_conn == PEEK_RESP || conn->peek_conn == PEEK_RESP_INLINE) {
+		conn->resp_skip = conn->resp_elems_left = 0;
+		conn->resp_resync = 1;
+		return;
+	}
 	if (conn->peek_conn == PEEK_TLS) {
 		conn->peek_seen = 1;
 		conn->peek_flags = CS_PEEK_TLS | CS_PEEK_LOST;
@@ -230,8 +249,11 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 	}
 	if (conn->handler_end_ns)
 		emit_handback(sk, conn, now);
-	if (conn->peek_seen)
+	/* A Redis exchange is said when it read other than one command. */
+	if (conn->peek_seen ||
+	    ((conn->peek_conn == PEEK_RESP || conn->peek_conn == PEEK_RESP_INLINE) && conn->resp_commands != 1))
 		emit_request_bytes(sk, conn, now);
+	conn->resp_commands = 0;
 	ev = reserve_event_at(sizeof(*ev), CS_EV_REQUEST, now);
 	if (ev) {
 		__u64 drain_end = conn->drain_end_ns ? conn->drain_end_ns : conn->last_send_ns;
@@ -387,139 +409,6 @@ static __always_inline void note_answer_in_flight(const struct sock *sk, struct 
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
 	if (tp && tp->write_seq != conn->write_seq_at_read)
 		mark_first_send(conn, conn->reader_tid, now, false);
-}
-
-/* Nothing read from it and nothing sent on it: every byte it received is still queued. */
-static __always_inline bool is_fresh_connection(const struct sock *sk)
-{
-	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
-
-	return tp && tp->bytes_sent == 0 && tp->rcv_nxt - tp->copied_seq == (__u32)tp->bytes_received;
-}
-
-/*
- * The client had the server's whole answer: every byte the server wrote is
- * acknowledged. The ACK that comes with the bytes now arriving is taken
- * before they are said to be ready (tcp_rcv_established, tcp_ack before
- * tcp_data_ready), so a client that sent after reading the answer passes.
- */
-static __always_inline bool answer_acked(const struct tcp_sock *tp)
-{
-	return tp->snd_una == tp->write_seq;
-}
-
-/*
- * At data_ready, seen for the first time: the bytes now arriving are the
- * only unread ones. The receive queue holds one buffer and the server has
- * read none of it (TCP frees a buffer once read whole, so the queue of a
- * server that had read everything was empty). Not told apart: bytes that
- * arrived before the attach, unread, and were merged into the buffer with
- * these (a request in parts while its server was slow to read).
- */
-static __always_inline bool only_arriving_bytes_unread(const struct sock *sk, const struct tcp_sock *tp)
-{
-	if (BPF_CORE_READ(sk, sk_receive_queue.qlen) != 1)
-		return false;
-	const struct sk_buff *head = BPF_CORE_READ(sk, sk_receive_queue.next);
-	__u32 head_seq = 0; /* TCP_SKB_CB(head)->seq: the first field of its control block */
-	if (bpf_probe_read_kernel(&head_seq, sizeof(head_seq),
-				  (const char *)head + bpf_core_field_offset(struct sk_buff, cb)))
-		return false;
-	return head_seq == tp->copied_seq;
-}
-
-/*
- * From here an older connection is followed as one accepted after the
- * attach: its requests are whole, though not its first (index from 1:
- * its set-up happened before the attach). Its next read's first bytes must
- * start a message (peek_adopted); no other looks at its bytes but for a
- * TLS alert (the peek follows a connection's first exchanges).
- */
-static __always_inline void adopt_idle(struct conn_state *conn)
-{
-	conn->partial = 0;
-	conn->adopted = ADOPT_DUE;
-	conn->first_unseen = 1;
-	conn->peek_conn = PEEK_ADOPTED;
-}
-
-/*
- * A connection older than the attach, followed as partial, at data_ready:
- * it was idle before these bytes if the server had read all that a probe
- * saw arrive at its last look (each arrival since raised data_ready, which
- * looks) and the client had the whole answer; and the server was not
- * reading a request (one in parts read as they come is not idle between
- * them). Then the request in flight at the attach (if seen) ends, partial,
- * and these bytes begin the first whole one.
- */
-static __always_inline void adopt_when_idle(const struct sock *sk, struct conn_state *conn, __u64 now)
-{
-	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
-	if (!tp)
-		return;
-	__u32 seen = conn->rcv_nxt_seen;
-	conn->rcv_nxt_seen = tp->rcv_nxt;
-	if ((conn->phase != PHASE_IDLE && conn->phase != PHASE_SENDING) || tp->copied_seq != seen ||
-	    !answer_acked(tp))
-		return;
-	finish_request(sk, conn, now);
-	adopt_idle(conn);
-	conn->adopted = conn->stamped_since ? ADOPT_DUE_STAMPED : ADOPT_DUE;
-}
-
-/*
- * A connection seen for the first time without storage: one established
- * between tracing windows (whole: its start is known), older than the
- * attach, or one whose ESTABLISHED the state probe never saw (rare; its
- * accept then counts as partial). Followed from here if it is on a target
- * port. An older one whose bytes are arriving now while it was idle (fresh:
- * none read and nothing sent yet; or the previous exchange over) is
- * adopted: its requests are whole from this one. Otherwise it is partial
- * until its first idle moment (adopt_when_idle). NULL if it is not ours
- * (or the storage is full: counted).
- */
-static __always_inline struct conn_state *adopt_connection(const struct sock *sk, bool arriving)
-{
-	struct conn_state *conn;
-
-	if (sk->__sk_common.skc_state != TCP_ESTABLISHED ||
-	    sk->__sk_common.skc_family == AF_UNIX ||
-	    !is_target_sk_port(sk, sk->__sk_common.skc_num))
-		return NULL;
-	conn = bpf_sk_storage_get(&conns, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!conn) {
-		count(CS_CTR_SOCKET_STORAGE);
-		return NULL;
-	}
-	conn->port = sk->__sk_common.skc_num;
-	conn->window = trace_window;
-	/*
-	 * Stamped since the attach, after the first window: established
-	 * between windows (whole from its first bytes, or from an idle moment
-	 * as an older one), or older and read since: TCP's stamp is its start
-	 * or later (reads move it). Its close takes the stamp; the engine
-	 * takes the start from its accept, when it saw one. In the first
-	 * window (and always in `connscope attach`) every connection
-	 * established since has storage: one without is older.
-	 */
-	__u64 stamp_ns = tcp_stamp_ns(sk);
-	bool stamped_since = trace_window > 1 && stamp_ns >= attach_ns;
-	if (stamped_since) {
-		conn->established_ns = stamp_ns;
-		conn->last_activity_ns = stamp_ns;
-	}
-	if (arriving && is_fresh_connection(sk))
-		return conn;
-	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
-	if (arriving && tp && answer_acked(tp) && only_arriving_bytes_unread(sk, tp)) {
-		adopt_idle(conn);
-		conn->adopted = stamped_since ? ADOPT_DUE_STAMPED : ADOPT_DUE;
-		return conn;
-	}
-	conn->stamped_since = stamped_since;
-	conn->partial = 1;
-	conn->rcv_nxt_seen = tp ? tp->rcv_nxt : 0;
-	return conn;
 }
 
 /*

@@ -25,14 +25,14 @@ void cs_upstream_tail_scan(const struct cs_engine *engine, const struct cs_tail 
 		if (e->split.total_ns < tail->threshold_ns || !use->upstream || use->upstream > engine->upstream_count)
 			continue;
 		size_t u = use->upstream - 1;
-		scan->ns[u] += e->split.cause_ns[CS_CAUSE_UPSTREAM];
-		scan->requests[u]++;
+		scan->ns[u] += e->split.cause_ns[CS_CAUSE_UPSTREAM] * e->commands;
+		scan->requests[u] += e->commands;
 		scan->loop_waits[u] += use->loop_blocked;
 		scan->connect_ns[u] += use->connect_ns;
 		scan->wait_ns[u] += use->wait_ns;
 		scan->read_ns[u] += use->read_ns;
 		scan->syn_retransmits[u] += use->syn_retransmits;
-		all_ns += e->split.cause_ns[CS_CAUSE_UPSTREAM];
+		all_ns += e->split.cause_ns[CS_CAUSE_UPSTREAM] * e->commands;
 	}
 	double share = upstream_share(tail);
 	for (size_t u = 0; u < engine->upstream_count && all_ns; u++) {

@@ -43,11 +43,11 @@ struct cs_unfollowed {
 	uint64_t last_ns;        /* its last record: the entry goes a second later */
 	uint64_t first_bytes_ns; /* its first exchange began; 0: not seen */
 	uint32_t requests_counted;
-	uint8_t phase;           /* enum cs_tls_phase */
-	uint8_t multiplexed;     /* its requests overlapped: so do the exchanges it still has */
-	uint8_t closed;          /* it closed: forgotten a second after its last record
+	uint8_t phase;       /* enum cs_tls_phase */
+	uint8_t multiplexed; /* its requests overlapped: so do the exchanges it still has */
+	uint8_t closed;      /* it closed: forgotten a second after its last record
 	                            (an open one after CS_CONN_TIMEOUT_NS, as followed ones) */
-	uint8_t pad;
+	uint8_t resp;        /* a Redis connection: its exchanges' commands are counted */
 };
 
 int cs_requests_init(struct cs_engine *engine);
@@ -76,6 +76,8 @@ uint64_t cs_pool_wait_busy_ns(const struct cs_engine *engine, const struct cs_ev
 			      const struct cs_handback *hb, uint64_t pickup_from, const struct cs_request_split *split);
 /* exchanges.c: what the server read in a connection's first exchanges, and what each exchange is. */
 int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_bytes *ev);
+/* protocols.c: a connection's first exchange, counted by what it speaks. */
+enum cs_protocol cs_count_protocol(struct cs_request_stats *stats, const struct cs_ev_request_bytes *ev);
 int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello *ev);
 /* Whether an exchange is a request, and what it paid before it began when it is its connection's first. */
 bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req,
@@ -103,8 +105,8 @@ int cs_on_runtime_pause(struct cs_engine *engine, const struct cs_ev_runtime_pau
 /* A request's phases as spans of time, for the pauses that overlap them. */
 struct cs_phase_spans {
 	uint32_t tgid;
-	enum cs_cause waited;         /* what the wait before the first read was: event_loop or worker_pool */
-	bool handed_back;             /* first read to first send split by a hand-back (cs_split_handed_back) */
+	enum cs_cause waited;                  /* what the wait before the first read was: event_loop or worker_pool */
+	bool handed_back;                      /* first read to first send split by a hand-back (cs_split_handed_back) */
 	uint64_t accept_from_ns, accept_to_ns; /* the accept queue; 0: none */
 	uint64_t tls_from_ns, tls_to_ns;       /* the TLS handshake; 0: none */
 	uint64_t pickup_from_ns, first_read_ns, first_send_ns, drain_end_ns;
@@ -116,14 +118,14 @@ void cs_take_pauses(const struct cs_engine *engine, const struct cs_ev_request *
 void cs_note_pauses(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_request_split *split);
 /* Upstreams (upstreams.c): an exchange as a request's split takes it. */
 struct cs_upstream_exchange {
-	uint64_t start_ns;      /* its connect, or its first send */
-	uint64_t connect_ns;    /* its connect's time, when the exchange began with it; else 0 */
+	uint64_t start_ns;   /* its connect, or its first send */
+	uint64_t connect_ns; /* its connect's time, when the exchange began with it; else 0 */
 	uint64_t send_ns;
 	uint64_t first_byte_ns; /* 0: not seen */
 	uint64_t first_read_ns;
 	uint32_t syn_retransmits;
-	uint16_t upstream;      /* index + 1 into engine->upstreams */
-	uint8_t blocked;        /* its thread blocked in it: read no request, mostly off its CPU */
+	uint16_t upstream; /* index + 1 into engine->upstreams */
+	uint8_t blocked;   /* its thread blocked in it: read no request, mostly off its CPU */
 	uint8_t pad;
 };
 /* A request's exchanges, taken when its record comes (more: unmatched). */

@@ -184,133 +184,6 @@ bool cs_is_h2_preface(const uint8_t *first, size_t first_len)
 	return first_len >= n && memcmp(first, preface, n) == 0;
 }
 
-/* Big-endian integers of n bytes at p. */
-static size_t be(const uint8_t *p, size_t n)
-{
-	size_t v = 0;
-	for (size_t i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-#define HELLO_CLIENT_HELLO 1
-#define EXT_ALPN 16
-#define EXT_PRE_SHARED_KEY 41
-
-/* The ALPN extension's protocol list: does it name "h2"? */
-static enum cs_alpn_offer alpn_list(const uint8_t *p, size_t len)
-{
-	if (len < 2 || be(p, 2) + 2 > len)
-		return CS_ALPN_NOT_TOLD;
-	size_t end = 2 + be(p, 2);
-	for (size_t at = 2; at < end;) {
-		size_t n = p[at];
-		if (at + 1 + n > end)
-			return CS_ALPN_NOT_TOLD;
-		if (n == 2 && p[at + 1] == 'h' && p[at + 2] == '2')
-			return CS_ALPN_H2;
-		at += 1 + n;
-	}
-	return CS_ALPN_NO_H2;
-}
-
-enum hello_find {
-	HELLO_NOT_TOLD, /* the copy ended first, or malformed */
-	HELLO_ABSENT,   /* every extension walked: not there */
-	HELLO_FOUND,    /* at *body, *body_len bytes (maybe beyond the copy) */
-};
-
-/* Find extension want in a ClientHello (len bytes of it copied, total_len in its record). */
-static enum hello_find hello_extension(const uint8_t *hello, size_t len, size_t total_len, size_t want,
-				       size_t *body, size_t *body_len)
-{
-	/* type(1) length(3) version(2) random(32), then the session id, suites, compression. */
-	size_t at = 38;
-	if (len < at + 1 || hello[0] != HELLO_CLIENT_HELLO)
-		return HELLO_NOT_TOLD;
-	at += 1 + hello[at];
-	if (at + 2 > len)
-		return HELLO_NOT_TOLD;
-	at += 2 + be(hello + at, 2);
-	if (at + 1 > len)
-		return HELLO_NOT_TOLD;
-	at += 1 + hello[at];
-	/* No extensions at all: the hello ends here. */
-	if (at >= total_len)
-		return HELLO_ABSENT;
-	if (at + 2 > len)
-		return HELLO_NOT_TOLD;
-	size_t end = at + 2 + be(hello + at, 2);
-	for (at += 2; at + 4 <= end && at + 4 <= len;) {
-		size_t type = be(hello + at, 2), n = be(hello + at + 2, 2);
-		if (type == want) {
-			*body = at + 4;
-			*body_len = n;
-			return HELLO_FOUND;
-		}
-		at += 4 + n;
-	}
-	/* Every extension walked without it, or the copy ended first. */
-	return at >= end ? HELLO_ABSENT : HELLO_NOT_TOLD;
-}
-
-enum cs_alpn_offer cs_client_hello_alpn(const uint8_t *hello, size_t len, size_t total_len)
-{
-	size_t at = 0, n = 0;
-	switch (hello_extension(hello, len, total_len, EXT_ALPN, &at, &n)) {
-	case HELLO_FOUND:
-		return at + n <= len ? alpn_list(hello + at, n) : CS_ALPN_NOT_TOLD;
-	case HELLO_ABSENT:
-		return CS_ALPN_NONE;
-	default:
-		return CS_ALPN_NOT_TOLD;
-	}
-}
-
-/*
- * pre_shared_key is the hello's last extension (RFC 8446 4.2.11): behind
- * ALPN, the key shares and the ticket itself, so a long hello may be cut
- * before it (CS_HELLO_LEN): then not told. Its presence is the offer; the
- * client sends it only with a session to resume.
- */
-enum cs_psk_offer cs_client_hello_psk(const uint8_t *hello, size_t len, size_t total_len)
-{
-	size_t at = 0, n = 0;
-	switch (hello_extension(hello, len, total_len, EXT_PRE_SHARED_KEY, &at, &n)) {
-	case HELLO_FOUND:
-		return CS_PSK_OFFERED;
-	case HELLO_ABSENT:
-		return CS_PSK_NONE;
-	default:
-		return CS_PSK_NOT_TOLD;
-	}
-}
-
-/*
- * A TLS connection's ClientHello: whether it offered HTTP/2. The
- * server's choice is in its own flight, encrypted in TLS 1.3 (and not read
- * in 1.2): a connection that offered h2 may be multiplexed, which cannot
- * be told; one that did not is HTTP/1.x.
- */
-int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello *ev)
-{
-	struct cs_request_stats *stats = &engine->requests;
-	size_t len = ev->captured_len < CS_HELLO_LEN ? ev->captured_len : CS_HELLO_LEN;
-	enum cs_alpn_offer offer = cs_client_hello_alpn(ev->hello, len, ev->record_len);
-	if (offer == CS_ALPN_H2)
-		stats->tls_alpn_h2++;
-	else if (offer == CS_ALPN_NOT_TOLD)
-		stats->tls_alpn_not_told++;
-	/* A session offer counts when the connection turns out TLS 1.3 (tls13_resumption). */
-	enum cs_psk_offer psk = cs_client_hello_psk(ev->hello, len, ev->record_len);
-	struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
-	if (conn)
-		conn->hello_psk = (uint8_t)(1 + psk);
-	else if (psk != CS_PSK_NONE)
-		stats->tls_psk_not_told++; /* its version will not be told: said at once */
-	return 0;
-}
-
 /*
  * A TLS 1.3 connection whose ClientHello offered a session: resumed when
  * the server's first flight (its first exchange's bytes out) had no room
@@ -338,6 +211,8 @@ static void mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *con
 		stats->multiplexed_h2++;
 	else if (why == CS_MUX_ONE_READ)
 		stats->multiplexed_one_read++;
+	else if (why == CS_MUX_UNCOUNTED)
+		stats->multiplexed_uncounted++;
 }
 
 /* What a walk told, counted once per connection: versions, resumption, a lost framing. */
@@ -407,10 +282,12 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	orphan->index = ev->index;
 	orphan->kind = CS_EXCHANGE_REQUEST;
 	orphan->ended = 0;
+	orphan->commands = (uint16_t)cs_exchange_commands(ev);
 	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, ev->sk);
 	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
 	bool h2 = ev->index == 0 && cs_is_h2_preface(ev->first, first_len);
-	bool more = !h2 && (ev->flags & CS_PEEK_MORE_REQUESTS);
+	/* A Redis read not counted: no one request, as a pipelined HTTP read. */
+	bool more = !h2 && (ev->flags & (CS_PEEK_MORE_REQUESTS | CS_PEEK_UNCOUNTED));
 	/*
 	 * A TLS connection's last exchange, closed by the client first: its
 	 * close_notify, which the server answered after the close record.
@@ -423,16 +300,22 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	/* A socket's first exchange: a new connection, whatever an older one left. */
 	if (u && ev->index == 0)
 		memset(u, 0, sizeof(*u));
-	if (!u && ((ev->index == 0 && (ev->flags & CS_PEEK_TLS)) || h2 || more))
+	if (ev->index == 0)
+		cs_count_protocol(stats, ev);
+	bool resp = ev->flags & CS_PEEK_RESP;
+	if (!u && ((ev->index == 0 && (ev->flags & CS_PEEK_TLS)) || h2 || more || resp))
 		u = unfollowed_get(engine, ev->sk);
 	if (!u)
 		return 0;
 	u->last_ns = ev->hdr.ts_ns;
+	u->resp |= resp;
 	if ((h2 || more) && !u->multiplexed) {
 		u->multiplexed = 1;
 		stats->connections_multiplexed++;
 		if (h2)
 			stats->multiplexed_h2++;
+		else if (ev->flags & CS_PEEK_UNCOUNTED)
+			stats->multiplexed_uncounted++;
 		else
 			stats->multiplexed_one_read++;
 	}
@@ -458,6 +341,7 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 		return unfollowed_bytes(engine, ev);
 	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
 	if (ev->index == 0) {
+		conn->protocol = (uint8_t)(1 + cs_count_protocol(stats, ev));
 		if (ev->flags & CS_PEEK_UNREADABLE && !first_len)
 			stats->bytes_unreadable++;
 		if (ev->flags & CS_PEEK_TLS) {
@@ -470,6 +354,11 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 	/* This exchange holds more than one request: it and the later ones are no single request. */
 	if (ev->flags & CS_PEEK_MORE_REQUESTS)
 		mark_multiplexed(stats, conn, CS_MUX_ONE_READ);
+	if (ev->flags & CS_PEEK_RESP)
+		conn->resp = 1;
+	if (ev->flags & CS_PEEK_UNCOUNTED)
+		mark_multiplexed(stats, conn, CS_MUX_UNCOUNTED);
+	conn->bytes_commands = (uint16_t)cs_exchange_commands(ev);
 	uint8_t before = conn->tls_phase;
 	struct cs_tls_exchange walk;
 	walk_exchange(stats, &conn->tls_phase, ev, &walk);
@@ -490,7 +379,8 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 }
 
 /* The kind of an exchange of a connection not followed: the same rules, from what is remembered of it. */
-static enum cs_exchange_kind unfollowed_kind(struct cs_engine *engine, const struct cs_ev_request *req)
+static enum cs_exchange_kind unfollowed_kind(struct cs_engine *engine, const struct cs_ev_request *req,
+					     uint32_t *commands)
 {
 	struct cs_request_stats *stats = &engine->requests;
 	enum cs_exchange_kind kind = CS_EXCHANGE_REQUEST;
@@ -503,12 +393,14 @@ static enum cs_exchange_kind unfollowed_kind(struct cs_engine *engine, const str
 		if (orphan->index == req->index) {
 			kind = (enum cs_exchange_kind)orphan->kind;
 			ended = orphan->ended != 0;
+			*commands = orphan->commands ? orphan->commands : 1;
 		}
 		orphan->sk = 0;
 		break;
 	}
 	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, req->sk);
-	if (kind == CS_EXCHANGE_REQUEST && !ended && (req->flags & CS_REQ_READ_AFTER_SEND) &&
+	/* A Redis connection's commands are counted: a read after an answer began is the next ones'. */
+	if (kind == CS_EXCHANGE_REQUEST && !ended && (req->flags & CS_REQ_READ_AFTER_SEND) && !(u && u->resp) &&
 	    !(req->flags & CS_REQ_PARTIAL)) {
 		if (!u)
 			u = unfollowed_get(engine, req->sk);
@@ -523,11 +415,13 @@ static enum cs_exchange_kind unfollowed_kind(struct cs_engine *engine, const str
 	return u->multiplexed ? CS_EXCHANGE_MULTIPLEXED : kind;
 }
 
-static enum cs_exchange_kind exchange_kind(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req)
+static enum cs_exchange_kind exchange_kind(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req,
+					   uint32_t *commands)
 {
 	struct cs_request_stats *stats = &engine->requests;
+	*commands = 1;
 	if (!conn)
-		return unfollowed_kind(engine, req);
+		return unfollowed_kind(engine, req, commands);
 	enum cs_exchange_kind kind = CS_EXCHANGE_REQUEST;
 	bool ended = false;
 	conn->request_start_us = 0;
@@ -535,15 +429,18 @@ static enum cs_exchange_kind exchange_kind(struct cs_engine *engine, struct cs_c
 		kind = conn->bytes_kind;
 		ended = conn->bytes_ended;
 		conn->request_start_us = conn->bytes_data_us;
+		*commands = conn->bytes_commands ? conn->bytes_commands : 1;
 		conn->bytes_valid = 0;
 	}
 	/*
 	 * Bytes read after the answer began had come before it: the client
 	 * sent more without waiting for the answer. The exchange that ends a
 	 * TLS handshake does so by itself (the server answers the client's
-	 * Finished with session tickets, then reads the request).
+	 * Finished with session tickets, then reads the request). A Redis
+	 * connection's commands are counted as they are read: no overlap
+	 * hides one.
 	 */
-	if (kind == CS_EXCHANGE_REQUEST && !ended && (req->flags & CS_REQ_READ_AFTER_SEND) &&
+	if (kind == CS_EXCHANGE_REQUEST && !ended && !conn->resp && (req->flags & CS_REQ_READ_AFTER_SEND) &&
 	    !(req->flags & CS_REQ_PARTIAL))
 		mark_multiplexed(stats, conn, CS_MUX_OVERLAP);
 	if (conn->multiplexed)
@@ -557,10 +454,11 @@ static enum cs_exchange_kind exchange_kind(struct cs_engine *engine, struct cs_c
  * first request is the first exchange after its handshake's.
  */
 bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req,
-			     struct cs_request_setup *setup)
+			    struct cs_request_setup *setup)
 {
 	struct cs_request_stats *stats = &engine->requests;
 	cs_setup_from_record(req, setup);
+	uint32_t commands = 1;
 	if (conn && req->index == 0) {
 		conn->first_bytes_ns = req->start_ns;
 		conn->handshake_extra_ns = req->handshake_extra_ns;
@@ -569,7 +467,9 @@ bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, cons
 	struct cs_unfollowed *u = conn ? NULL : cs_u64map_get(&engine->unfollowed, req->sk);
 	if (u && req->index == 0)
 		u->first_bytes_ns = req->start_ns;
-	switch (exchange_kind(engine, conn, req)) {
+	enum cs_exchange_kind kind = exchange_kind(engine, conn, req, &commands);
+	setup->commands = commands;
+	switch (kind) {
 	case CS_EXCHANGE_TLS_HANDSHAKE:
 		stats->tls_handshake_exchanges++;
 		return false;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What a connection's exchanges are (exchanges.c): TLS records walked,
+ * What a connection's exchanges are (exchanges.c; client_hello.c, protocols.c): TLS records walked,
  * the ClientHello's offers, HTTP/2's preface. The engine's own: its users
  * read the counts these give in struct cs_request_stats (engine.h).
  */
@@ -12,14 +12,15 @@
 #include <stdint.h>
 
 #include "records.h"
+#include "request_stats.h"
 
 /* What one exchange (bytes in, then the answer) of a connection is. */
 enum cs_exchange_kind {
-	CS_EXCHANGE_REQUEST = 0,    /* a request: application bytes in, an answer out */
-	CS_EXCHANGE_TLS_HANDSHAKE,  /* TLS handshake records only: connection set-up */
-	CS_EXCHANGE_TLS_CONTROL,    /* TLS records after the handshake with no application
+	CS_EXCHANGE_REQUEST = 0,   /* a request: application bytes in, an answer out */
+	CS_EXCHANGE_TLS_HANDSHAKE, /* TLS handshake records only: connection set-up */
+	CS_EXCHANGE_TLS_CONTROL,   /* TLS records after the handshake with no application
 	                               data: alerts (close_notify), key updates */
-	CS_EXCHANGE_MULTIPLEXED,    /* on a connection whose requests overlap: not one request */
+	CS_EXCHANGE_MULTIPLEXED,   /* on a connection whose requests overlap: not one request */
 };
 
 /*
@@ -27,13 +28,13 @@ enum cs_exchange_kind {
  * records the client sent (exchanges.c has the rules and their limits).
  */
 enum cs_tls_phase {
-	CS_TLS_NONE = 0,        /* not TLS, or not seen from its start */
-	CS_TLS_HELLO,           /* its first bytes were a handshake record: the ClientHello */
-	CS_TLS_CLIENT_FLIGHT,   /* ClientHello read: the client's second flight next */
+	CS_TLS_NONE = 0,          /* not TLS, or not seen from its start */
+	CS_TLS_HELLO,             /* its first bytes were a handshake record: the ClientHello */
+	CS_TLS_CLIENT_FLIGHT,     /* ClientHello read: the client's second flight next */
 	CS_TLS_CLIENT_FLIGHT_CCS, /* ...which began with a ChangeCipherSpec */
-	CS_TLS_12_FLIGHT,       /* TLS 1.2: handshake records until application data */
-	CS_TLS_DONE,            /* handshake over: type 23 records are application data */
-	CS_TLS_LOST,            /* records not followed: could not be told */
+	CS_TLS_12_FLIGHT,         /* TLS 1.2: handshake records until application data */
+	CS_TLS_DONE,              /* handshake over: type 23 records are application data */
+	CS_TLS_LOST,              /* records not followed: could not be told */
 };
 
 /* Why a connection counts as multiplexed. */
@@ -41,16 +42,17 @@ enum cs_multiplex_reason {
 	CS_MUX_H2_PREFACE = 1, /* its first bytes were HTTP/2's "PRI * HTTP/2.0" */
 	CS_MUX_OVERLAP,        /* bytes of a request were read after the previous answer began */
 	CS_MUX_ONE_READ,       /* a read held a request and the next one (pipelined, read at once) */
+	CS_MUX_UNCOUNTED,      /* a Redis read whose commands could not be counted */
 };
 
 /* One exchange's TLS records, walked (cs_tls_walk). */
 struct cs_tls_exchange {
-	bool handshake;      /* it carried handshake records (or ChangeCipherSpec) */
-	bool app_data;       /* it carried application data */
-	bool ended;          /* the handshake ended in it */
-	bool resumed;        /* a TLS 1.2 abbreviated handshake (session resumption) */
-	uint8_t version;     /* 12 or 13 when this exchange told it; 0: not told here */
-	int data_record;     /* the first record of application data, by position; -1: none */
+	bool handshake;  /* it carried handshake records (or ChangeCipherSpec) */
+	bool app_data;   /* it carried application data */
+	bool ended;      /* the handshake ended in it */
+	bool resumed;    /* a TLS 1.2 abbreviated handshake (session resumption) */
+	uint8_t version; /* 12 or 13 when this exchange told it; 0: not told here */
+	int data_record; /* the first record of application data, by position; -1: none */
 };
 
 /*
@@ -101,5 +103,10 @@ enum cs_psk_offer cs_client_hello_psk(const uint8_t *hello, size_t len, size_t t
 
 /* first_len bytes begin with HTTP/2's connection preface. */
 bool cs_is_h2_preface(const uint8_t *first, size_t first_len);
+
+/* protocols.c: what a connection's first bytes (and the probe's flags on them) speak. Pure. */
+enum cs_protocol cs_protocol_of(const uint8_t *first, size_t first_len, uint8_t peek_flags);
+/* The requests a bytes record's exchange carried: a Redis pipeline's commands; 1 otherwise. */
+uint32_t cs_exchange_commands(const struct cs_ev_request_bytes *ev);
 
 #endif /* CS_EXCHANGES_H */

@@ -248,6 +248,7 @@ int cs_engine_request_verdict(const struct cs_engine *engine, const struct cs_ev
 void cs_setup_from_record(const struct cs_ev_request *req, struct cs_request_setup *setup)
 {
 	memset(setup, 0, sizeof(*setup));
+	setup->commands = 1;
 	setup->first = req->index == 0;
 	setup->began_ns = req->start_ns;
 	setup->extra_ns = req->handshake_extra_ns;
@@ -340,12 +341,13 @@ bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_r
 }
 
 /* The reading thread's share of a request. */
-static void thread_took(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_request_split *split)
+static void thread_took(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_request_split *split,
+			uint32_t requests)
 {
 	struct cs_thread_stats *thread = cs_get_thread(engine, req->reader_tid, req->tgid, NULL);
 	if (!thread)
 		return;
-	thread->requests++;
+	thread->requests += requests;
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		thread->cause_ns[c] += split->cause_ns[c];
 	cs_coarse_record(thread->runq_per_request, split->cause_ns[CS_CAUSE_RUN_QUEUE]);
@@ -390,6 +392,32 @@ static void record_split(struct cs_request_stats *stats, const struct cs_request
 	stats->bucket_pool_busy_ns[bucket] += split->pool_busy_ns;
 }
 
+/*
+ * An exchange of several requests whose times are one (a Redis pipeline:
+ * read at once, answered in its writes): each is a request of the
+ * exchange's latency and causes, in every count and histogram; the
+ * thread's time and the slowest list take the exchange once.
+ */
+static void record_requests(struct cs_engine *engine, const struct cs_ev_request *req,
+			    const struct cs_request_split *split, uint32_t requests)
+{
+	struct cs_request_stats *stats = &engine->requests;
+	struct cs_listener_stats *listener = cs_get_listener(engine, req->listener_port);
+	for (uint32_t i = 0; i < requests; i++) {
+		record_split(stats, split);
+		if (listener && listener->latency_ns)
+			cs_hist_record(listener->latency_ns, split->total_ns);
+	}
+	stats->requests += requests;
+	if (listener && listener->latency_ns)
+		listener->requests += requests;
+	if (requests > 1) {
+		stats->pipelined_exchanges++;
+		stats->pipelined_commands += requests;
+	}
+	thread_took(engine, req, split, requests);
+}
+
 /* A first request's set-up: accept queue, SYN retries, TLS handshake. */
 static void count_setup(struct cs_request_stats *stats, const struct cs_request_setup *setup,
 			const struct cs_request_split *split)
@@ -407,7 +435,7 @@ static void count_setup(struct cs_request_stats *stats, const struct cs_request_
 
 /* The request kept whole if it is among the slowest. */
 static void keep_exemplar(struct cs_request_stats *stats, const struct cs_ev_request *req, const struct cs_conn *conn,
-			  const struct cs_request_split *split, const struct cs_upstream_use *use)
+			  const struct cs_request_split *split, const struct cs_upstream_use *use, uint32_t commands)
 {
 	struct cs_exemplar exemplar = {
 		.split = *split,
@@ -420,9 +448,11 @@ static void keep_exemplar(struct cs_request_stats *stats, const struct cs_ev_req
 		.port = req->listener_port,
 		.flags = req->flags,
 		.index = req->index,
+		.commands = commands,
 		.upstream = *use,
 	};
 	if (conn) {
+		exemplar.protocol = conn->protocol;
 		exemplar.peer_family = conn->family;
 		exemplar.peer_port = conn->remote_port;
 		memcpy(exemplar.peer_addr, conn->remote_addr, sizeof(exemplar.peer_addr));
@@ -477,21 +507,14 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	if (!cs_split_request_setup(engine, req, &setup, &split))
 		return not_timed(engine, req, &claim, true);
 
-	stats->requests++;
 	if (conn)
-		conn->requests_counted++;
+		conn->requests_counted += setup.commands;
 	count_setup(stats, &setup, &split);
 	struct cs_upstream_use use;
 	cs_upstream_take(engine, req, &claim, pickup_from(conn, req, &setup), &split, &use);
-	record_split(stats, &split);
+	record_requests(engine, req, &split, setup.commands);
 	cs_note_pauses(engine, req, &split);
-	struct cs_listener_stats *listener = cs_get_listener(engine, req->listener_port);
-	if (listener && listener->latency_ns) {
-		cs_hist_record(listener->latency_ns, split.total_ns);
-		listener->requests++;
-	}
-	thread_took(engine, req, &split);
 	cs_note_worker(engine, req);
-	keep_exemplar(stats, req, conn, &split, &use);
+	keep_exemplar(stats, req, conn, &split, &use, setup.commands);
 	return 0;
 }

@@ -19,7 +19,8 @@
 static int slower_first(const void *a, const void *b)
 {
 	const struct cs_exemplar *x = a, *y = b;
-	return x->split.total_ns < y->split.total_ns ? 1 : x->split.total_ns > y->split.total_ns ? -1 : 0;
+	return x->split.total_ns < y->split.total_ns ? 1 : x->split.total_ns > y->split.total_ns ? -1
+												 : 0;
 }
 
 /* The n slowest kept, slowest first, in a new array (NULL: none, or out of memory). */
@@ -103,8 +104,12 @@ void cs_report_slowest_text(FILE *out, const struct cs_report_view *view)
 		cs_run_stamp_format_at(&meta->stamp, e->end_ns, when, sizeof(when));
 		cs_format_duration(total, sizeof(total), e->split.total_ns);
 		peer_text(e, peer, sizeof(peer));
-		fprintf(out, "  %s %9s  %s:%u -> :%u  tid %u (%s)  request #%u on its connection\n    ", when, total,
-			peer, e->peer_port, e->port, e->reader_tid, comm_of(view, e->reader_tid), e->index + 1);
+		fprintf(out, "  %s %9s  %s:%u -> :%u  tid %u (%s)  %s%srequest #%u on its connection", when, total, peer,
+			e->peer_port, e->port, e->reader_tid, comm_of(view, e->reader_tid),
+			e->protocol ? cs_protocol_names[e->protocol - 1] : "", e->protocol ? " " : "", e->index + 1);
+		if (e->commands > 1)
+			fprintf(out, ", %u pipelined commands read at once, each this long", e->commands);
+		fputs("\n    ", out);
 		/* Its causes, largest first. */
 		bool used[CS_CAUSE_COUNT] = { false };
 		for (int shown = 0; shown < CS_CAUSE_COUNT; shown++) {
@@ -147,6 +152,9 @@ json_t *cs_report_slowest_value(const struct cs_report_view *view)
 				      "comm", cs_json_text(comm_of(view, e->reader_tid)), "index", (json_int_t)e->index,
 				      "causes_us", causes);
 		json_object_set_new(o, "upstream", upstream_value(view, e));
+		json_object_set_new(o, "commands", json_integer(e->commands));
+		json_object_set_new(o, "protocol",
+				    e->protocol ? cs_json_text(cs_protocol_names[e->protocol - 1]) : json_null());
 		json_array_append_new(out, o);
 	}
 	free(list);

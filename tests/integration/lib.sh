@@ -504,6 +504,21 @@ NGINX
   [[ -n $SERVER_PID ]] || fail "no nginx worker below the master ($NGINX_MASTER)"
 }
 
+# cs_start_redis [OPTIONS...]: Debian's redis-server on a free port
+# ($REDIS_PORT), nothing saved, in $CS_TMP/redis; SERVER_PID is its pid.
+# redis_processed: its own count of commands processed (INFO stats).
+cs_start_redis() {
+  REDIS_PORT=$(cs_free_port)
+  mkdir -p "$CS_TMP/redis"
+  cs_bg redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$CS_TMP/redis" \
+    --logfile "$CS_TMP/redis/redis.log" "$@"
+  SERVER_PID=$BG_PID
+  cs_wait_port "$REDIS_PORT"
+}
+redis_processed() {
+  redis-cli -p "$REDIS_PORT" info stats | tr -d '\r' | awk -F: '$1 == "total_commands_processed" { print $2 }'
+}
+
 # cs_start_tomcat CONNECTOR_ATTRIBUTES [JSP_NAME JSP_TEXT]: Debian's Tomcat
 # 10 in a private CATALINA_BASE ($TOMCAT_BASE) with one HTTP connector on a
 # free port ($TOMCAT_PORT) and those attributes (maxThreads, ...), and a

@@ -65,8 +65,9 @@ Test(fixtures, s1_baseline_is_the_handler_and_nothing_else)
 	replay("s1", &r);
 	cr_expect_eq(r.tail.causes[0].cause, CS_CAUSE_HANDLER);
 	cr_expect(!r.cond.non_persistent.flagged && !r.cond.idle_timeout.flagged &&
-		  !r.cond.listen_overflow.flagged && !r.cond.accept_contention.flagged &&
-		  !r.cond.cpu_saturation.flagged, "a condition flagged on the baseline");
+			  !r.cond.listen_overflow.flagged && !r.cond.accept_contention.flagged &&
+			  !r.cond.cpu_saturation.flagged,
+		  "a condition flagged on the baseline");
 	/* /sleep/5: every request's handler takes at least the 5 ms. */
 	cr_expect_geq(cs_hist_percentile(r.engine->requests.latency_ns, 50.0), 5000000);
 	release(&r);
@@ -222,5 +223,23 @@ Test(fixtures, upstream_nginx_waits_on_its_backend)
 	cr_expect_eq(u->not_joined[CS_UNJOINED_UNMATCHED], 0);
 	cr_expect_eq(u->exchanges, r.engine->requests.requests);
 	cr_expect_geq(cs_hist_percentile(u->wait_ns, 99.0), 30 * 1000000ull);
+	release(&r);
+}
+
+/*
+ * A Redis recording (tests/fixtures/README.md): redis-benchmark's 3 200
+ * PINGs, 16 at a time on 2 connections (and its 2 CONFIG GETs), then 400
+ * PINGs and 3 scripts on 5 connections, one command an exchange. Every
+ * command is a request; none is multiplexed.
+ */
+Test(fixtures, redis_pipelined_commands_are_requests)
+{
+	struct replay r;
+	replay("redis", &r);
+	const struct cs_request_stats *q = &r.engine->requests;
+	cr_assert_eq(q->requests, 3200 + 2 + 400 + 3);
+	cr_assert_eq(q->pipelined_commands, 3202);
+	cr_assert_eq(q->connections_multiplexed, 0);
+	cr_assert_eq(q->connections_by_protocol[CS_PROTOCOL_RESP], 8);
 	release(&r);
 }
