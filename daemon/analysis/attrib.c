@@ -42,6 +42,7 @@
 
 struct runq_scan {
 	uint64_t total, top_ns, max_wait;
+	bool max_is_mean; /* the largest is a thread's mean: a lower bound */
 	uint32_t top_tid;
 	char top_comm[CS_COMM_LEN];
 };
@@ -52,8 +53,10 @@ static void scan_thread(uint64_t key, void *value, void *ctx)
 	const struct cs_thread_stats *t = value;
 	struct runq_scan *scan = ctx;
 	scan->total += t->runq_total_ns;
-	if (t->runq_max_ns > scan->max_wait)
+	if (t->runq_max_ns > scan->max_wait) {
 		scan->max_wait = t->runq_max_ns;
+		scan->max_is_mean = cs_runq_max_is_mean(t);
+	}
 	if (t->runq_total_ns > scan->top_ns) {
 		scan->top_ns = t->runq_total_ns;
 		scan->top_tid = t->tid;
@@ -268,7 +271,8 @@ static void idle_closes_of_the_pool(const struct cs_engine *engine, struct cs_co
 		return;
 	pool->idle_closes = within;
 	pool->idle_gap_max_us = (double)cs_hist_percentile(life->idle_gap_ns, 100.0 * (double)within /
-									   (double)life->idle_gap_ns->count) / 1e3;
+										      (double)life->idle_gap_ns->count) /
+				1e3;
 	pool->handler_p99_us = (double)handler_p99_ns / 1e3;
 	idle->pool_closes = within;
 	idle->flagged = idle->server_idle_closes - within >= IDLE_CLOSES_MIN || idle->keepalive_race_resets > 0;
@@ -442,6 +446,7 @@ static void cpu_saturation(const struct cs_engine *engine, const struct cs_repor
 	memcpy(c->top_comm, scan.top_comm, CS_COMM_LEN);
 	c->top_runq_ns = scan.top_ns;
 	c->runq_max_ns = scan.max_wait;
+	c->runq_max_is_mean = scan.max_is_mean;
 	c->top_runq_share = meta->duration_s > 0 ? (double)scan.top_ns / (meta->duration_s * NS_PER_SEC) : 0.0;
 	double runq_tail_share = 0;
 	for (int i = 0; i < CS_CAUSE_COUNT; i++)

@@ -42,6 +42,7 @@ static void cpu_saturation(const struct cs_conditions *c, struct cs_figures *f)
 	cs_figures_ns(f, "top_runq", c->cpu_saturation.top_runq_ns);
 	cs_figures_share(f, "top_runq_share", c->cpu_saturation.top_runq_share);
 	cs_figures_ns(f, "runq_max", c->cpu_saturation.runq_max_ns);
+	cs_figures_flag(f, "runq_max_mean", c->cpu_saturation.runq_max_is_mean);
 }
 
 /* A hand-off pool whose poller accepts: the accept queue it left waiting, the requests it dropped. */

@@ -242,6 +242,7 @@ static void thread_evidence(const struct cs_engine *engine, const struct cs_tail
 	if (c->cause == CS_CAUSE_RUN_QUEUE) {
 		const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
 		cs_figures_ns(f, "runq_max", t ? t->runq_max_ns : 0);
+		cs_figures_flag(f, "runq_max_mean", t && cs_runq_max_is_mean(t));
 	} else if (c->cause == CS_CAUSE_EVENT_LOOP && is_carrier_tid(engine, tid)) {
 		const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
 		carrier_evidence(c, t, tid, carriers_of(engine), thread_busy_share(t));

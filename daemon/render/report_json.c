@@ -103,6 +103,7 @@ static void thread(uint64_t key, void *value, void *list)
 			      t->runtime_name[0] ? cs_json_text(t->runtime_name) : json_null(), "requests",
 			      JI(t->requests), "runq_total_us", cs_json_us(t->runq_total_ns), "runq_max_us",
 			      cs_json_us(t->runq_max_ns));
+	json_object_set_new(o, "runq_max_mean", json_boolean(cs_runq_max_is_mean(t)));
 	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
 		char key_us[48];
 		snprintf(key_us, sizeof(key_us), "%s_us", cs_cause_names[c]);
@@ -218,6 +219,8 @@ static json_t *saturation(const struct cs_conditions *c, json_t *conditions)
 				      cs_json_text(cpu->top_comm), "top_runq_us", cs_json_us(cpu->top_runq_ns),
 				      "top_runq_share", cs_json_4(cpu->top_runq_share), "runq_max_us",
 				      cs_json_us(cpu->runq_max_ns)));
+	json_object_set_new(json_object_get(conditions, "cpu_saturation"), "runq_max_mean",
+			    json_boolean(cpu->runq_max_is_mean));
 	json_object_set_new(conditions, "pool_saturation", pool_value(pool));
 	json_object_set_new(conditions, "runtime_pauses", pauses_value(&c->runtime_pauses));
 	return conditions;
