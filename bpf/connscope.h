@@ -39,8 +39,10 @@
  * 12: CS_EV_UPSTREAM: an exchange on a connection the target opened itself.
  * 13: CS_PEEK_RESP, CS_PEEK_UNCOUNTED and cs_ev_request_bytes.commands (from
  *    its padding): a Redis connection's exchanges carry their commands'
- *    count (a version 12 reader takes a pipeline for one request). */
-#define CS_WIRE_VERSION 13
+ *    count (a version 12 reader takes a pipeline for one request).
+ * 14: cs_ev_conn_close.closer_tid, at the end (CS_EV_CONN_CLOSE_V13_SIZE
+ *    before it); older closes read with it 0. */
+#define CS_WIRE_VERSION 14
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -353,9 +355,17 @@ struct cs_ev_conn_close {
 	 * within CS_CLOSE_RUNQ_FROM_NS of it (too soon to be an idle close).
 	 */
 	__u64 closer_runq_ns;
+	/*
+	 * A server close seen as it happened: the thread that closed. An
+	 * acceptor that closes a connection just after an accept made room for
+	 * it (nginx reusing connections): no limit freed a slot. 0: not known.
+	 */
+	__u32 closer_tid;
+	__u32 pad;
 };
 #define CS_CLOSE_RUNQ_FROM_NS 1000000ull
-#define CS_EV_CONN_CLOSE_V8_SIZE 96 /* before closer_runq_ns */
+#define CS_EV_CONN_CLOSE_V8_SIZE 96   /* before closer_runq_ns */
+#define CS_EV_CONN_CLOSE_V13_SIZE 104 /* before closer_tid */
 
 /* cs_ev_conn_close.flags */
 enum cs_close_flags {
@@ -808,8 +818,9 @@ _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
 _Static_assert(sizeof(struct cs_ev_request) == 128, "wire: request size");
 _Static_assert(sizeof(struct cs_ev_request_bytes) == 96, "wire: request bytes size");
 _Static_assert(sizeof(struct cs_ev_client_hello) == 32 + CS_HELLO_LEN, "wire: client hello size");
-_Static_assert(sizeof(struct cs_ev_conn_close) == 104, "wire: conn close size");
+_Static_assert(sizeof(struct cs_ev_conn_close) == 112, "wire: conn close size");
 _Static_assert(__builtin_offsetof(struct cs_ev_conn_close, closer_runq_ns) == CS_EV_CONN_CLOSE_V8_SIZE, "wire: v8 close");
+_Static_assert(__builtin_offsetof(struct cs_ev_conn_close, closer_tid) == CS_EV_CONN_CLOSE_V13_SIZE, "wire: v13 close");
 _Static_assert(sizeof(struct cs_ev_reset) == 72, "wire: reset size");
 _Static_assert(sizeof(struct cs_ev_thread_sample) == 64, "wire: thread sample size");
 _Static_assert(sizeof(struct cs_ev_ack_overflow) == 56, "wire: ack overflow size");

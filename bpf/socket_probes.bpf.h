@@ -294,9 +294,12 @@ static __always_inline int close_unfollowed(const struct sock *sk, int new_state
 	ev->listener_port = port;
 	ev->tgid = 0;
 	ev->closer_runq_ns = 0;
+	ev->closer_tid = ev->pad = 0;
 	if (new_state == TCP_FIN_WAIT1) {
+		__u64 pid_tgid = bpf_get_current_pid_tgid();
 		ev->closed_by = CS_CLOSED_BY_SERVER;
-		ev->tgid = cs_tgid_of(bpf_get_current_pid_tgid());
+		ev->tgid = cs_tgid_of(pid_tgid);
+		ev->closer_tid = cs_tid_of(pid_tgid);
 		ev->closer_runq_ns = closer_runq(ev->last_activity_ns, now);
 	} else {
 		ev->closed_by = new_state == TCP_CLOSE_WAIT ? CS_CLOSED_BY_CLIENT : CS_CLOSED_BY_ABORT;
@@ -347,11 +350,15 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	ev->partial = conn->partial || !conn->established_ns; /* its start not seen */
 	ev->flags = 0;
 	ev->closer_runq_ns = 0;
+	ev->closer_tid = ev->pad = 0;
 	if (new_state == TCP_FIN_WAIT1) {
+		__u64 pid_tgid = bpf_get_current_pid_tgid();
 		ev->closed_by = CS_CLOSED_BY_SERVER;
-		ev->tgid = late ? conn->tgid : cs_tgid_of(bpf_get_current_pid_tgid());
-		if (!late)
+		ev->tgid = late ? conn->tgid : cs_tgid_of(pid_tgid);
+		if (!late) {
+			ev->closer_tid = cs_tid_of(pid_tgid);
 			ev->closer_runq_ns = closer_runq(conn->last_activity_ns, now);
+		}
 	} else {
 		ev->closed_by = new_state == TCP_CLOSE_WAIT ? CS_CLOSED_BY_CLIENT : CS_CLOSED_BY_ABORT;
 		ev->tgid = conn->tgid;

@@ -96,6 +96,7 @@ static void compute_connection_limit(const struct cs_engine *engine, struct cs_c
 	c->freed_by_idle_close = best.freed_by[CS_FREED_BY_IDLE_CLOSE];
 	c->freed_by_client = best.freed_by[CS_FREED_BY_CLIENT];
 	c->freed_other = best.freed_by[CS_FREED_BY_OTHER];
+	c->made_room = best.made_room;
 	/* The acceptor's own hand-off pool, full, is no limit to raise: pool_saturation says it. */
 	c->held_by_pool = cs_listener_held_by_handoff_pool(engine, best_listener, &best, NULL);
 	c->flagged = c->flagged && !c->held_by_pool;

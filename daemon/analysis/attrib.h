@@ -87,7 +87,8 @@ struct cs_conditions {
 		uint64_t freed_by_idle_close; /* the closes that freed those slots */
 		uint64_t freed_by_client;
 		uint64_t freed_other;
-		bool held_by_pool; /* a limit the acceptor's own hand-off pool held (Apache's
+		uint64_t made_room; /* closes by the acceptor just after its accept: room made, not waited for */
+		bool held_by_pool;  /* a limit the acceptor's own hand-off pool held (Apache's
 		                                   event MPM): pool_saturation's, not flagged here */
 	} connection_limit;
 	struct {

@@ -52,5 +52,7 @@ size_t cs_record_size_in(uint16_t type, uint32_t wire_version)
 {
 	if (type == CS_EV_CONN_CLOSE && wire_version < 9)
 		return CS_EV_CONN_CLOSE_V8_SIZE;
+	if (type == CS_EV_CONN_CLOSE && wire_version < 14)
+		return CS_EV_CONN_CLOSE_V13_SIZE;
 	return cs_record_size(type);
 }

@@ -111,7 +111,7 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 	if (conn) {
 		struct cs_listener_stats *listener = cs_get_listener(engine, conn->port);
 		if (listener)
-			cs_limit_on_close(listener, ev->hdr.ts_ns, conn->accept_ns, freer);
+			cs_limit_on_close(listener, ev->hdr.ts_ns, conn->accept_ns, freer, ev->closer_tid);
 	}
 	cs_u64map_remove(&engine->conns, ev->sk);
 	cs_u64map_remove(&engine->handbacks, ev->sk);

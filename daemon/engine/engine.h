@@ -211,6 +211,7 @@ struct cs_limit_evidence {
 	uint64_t waited_ns;        /* the accept wait those connections had with it away */
 	double wait_share;         /* of all the wait queued connections had with it away */
 	uint64_t freed_by[3];      /* the closes that let it back, by enum cs_slot_freer */
+	uint64_t made_room;        /* closes the acceptor made itself just after an accept */
 	uint32_t acceptor_tid;
 	char acceptor_comm[CS_COMM_LEN];
 	double blocked_share; /* of its time outside accept(); -1: CPU time unknown */

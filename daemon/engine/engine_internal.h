@@ -92,7 +92,7 @@ int cs_on_thread_cpu(struct cs_engine *engine, const struct cs_ev_thread_cpu *ev
 /* limit.c: open connections per listener, and waits at a connection limit. */
 void cs_limit_on_open(struct cs_listener_stats *listener, uint64_t now_ns);
 void cs_limit_on_close(struct cs_listener_stats *listener, uint64_t now_ns, uint64_t accepted_ns,
-		       enum cs_slot_freer kind);
+		       enum cs_slot_freer kind, uint32_t closer_tid);
 void cs_limit_on_forget(struct cs_listener_stats *listener, uint64_t now_ns);
 void cs_limit_on_accept(struct cs_listener_stats *listener, uint64_t previous_return_ns,
 			const struct cs_ev_accept *ev);

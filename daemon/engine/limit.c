@@ -78,14 +78,25 @@ static bool within_came_back(uint64_t close_ns, uint64_t enter_ns, uint64_t away
  * is dropped: the closes come in time order.
  */
 static bool claim_pending(struct cs_listener_stats *listener, uint64_t now_ns, uint64_t accepted_ns,
-			  uint8_t kind)
+			  uint8_t kind, uint32_t closer_tid)
 {
 	bool claimed = false;
 	uint32_t kept = 0;
 	for (uint32_t i = 0; i < listener->limit_pending_count; i++) {
 		const struct cs_limit_pending *pending = &listener->limit_pending[i];
 		bool passed = now_ns >= pending->enter_ns && !within_came_back(now_ns, pending->enter_ns,
-										  pending->away_ns);
+									       pending->away_ns);
+		/*
+		 * The acceptor itself closed a connection after its accept: it
+		 * made room for the one it took (nginx, out of
+		 * worker_connections, closes an idle or a new connection), and
+		 * had no slot to wait for. That accept waited for nothing else.
+		 */
+		if (!claimed && !passed && closer_tid && closer_tid == pending->acceptor_tid && now_ns >= pending->accept_ns) {
+			listener->limit_made_room++;
+			claimed = true;
+			continue;
+		}
 		/* The connection just accepted, served and closed at once, freed nothing for it. */
 		if (!claimed && !passed && now_ns >= pending->enter_ns && accepted_ns < pending->accept_ns) {
 			count_limit_wait(listener, pending->waited_ns, pending->open_before, kind);
@@ -100,7 +111,7 @@ static bool claim_pending(struct cs_listener_stats *listener, uint64_t now_ns, u
 }
 
 void cs_limit_on_close(struct cs_listener_stats *listener, uint64_t now_ns, uint64_t accepted_ns,
-		       enum cs_slot_freer kind)
+		       enum cs_slot_freer kind, uint32_t closer_tid)
 {
 	/*
 	 * A server may free the slot before it closes the socket (Tomcat
@@ -108,14 +119,16 @@ void cs_limit_on_close(struct cs_listener_stats *listener, uint64_t now_ns, uint
 	 * is back in accept() before the close, once for each. Otherwise the
 	 * close waits for the acceptor's next return; the latest few are kept.
 	 */
-	if (!claim_pending(listener, now_ns, accepted_ns, (uint8_t)kind)) {
+	if (!claim_pending(listener, now_ns, accepted_ns, (uint8_t)kind, closer_tid)) {
 		if (listener->limit_close_count == CS_LIMIT_UNMATCHED) {
 			memmove(listener->limit_closes, listener->limit_closes + 1,
 				(CS_LIMIT_UNMATCHED - 1) * sizeof(listener->limit_closes[0]));
 			listener->limit_close_count--;
 		}
 		listener->limit_closes[listener->limit_close_count++] = (struct cs_limit_close){
-			.ts_ns = now_ns, .open_before = listener->open_conns, .kind = (uint8_t)kind,
+			.ts_ns = now_ns,
+			.open_before = listener->open_conns,
+			.kind = (uint8_t)kind,
 		};
 	}
 	cs_limit_on_forget(listener, now_ns);
@@ -188,9 +201,13 @@ void cs_limit_on_accept(struct cs_listener_stats *listener, uint64_t previous_re
 	 */
 	uint32_t due = listener->limit_pending_count;
 	add_pending(listener, (struct cs_limit_pending){
-		.enter_ns = ev->enter_ns, .accept_ns = ev->hdr.ts_ns, .away_ns = away_ns,
-		.waited_ns = waited_ns, .open_before = listener->open_conns > due ? listener->open_conns - due : 0,
-	});
+				      .enter_ns = ev->enter_ns,
+				      .accept_ns = ev->hdr.ts_ns,
+				      .away_ns = away_ns,
+				      .waited_ns = waited_ns,
+				      .open_before = listener->open_conns > due ? listener->open_conns - due : 0,
+				      .acceptor_tid = ev->tid,
+			      });
 }
 
 void cs_acceptor_time(const struct cs_engine *engine, const struct cs_worker_stats *worker,
@@ -266,6 +283,7 @@ void cs_listener_limit(const struct cs_engine *engine, const struct cs_listener_
 	evidence->wait_share = fraction(listener->limit_gap_ns, listener->queued_gap_ns);
 	for (int i = 0; i < 3; i++)
 		evidence->freed_by[i] = listener->limit_freed_by[i];
+	evidence->made_room = listener->limit_made_room;
 	/* The plateau: time with at least the open connections the limit held. */
 	for (uint32_t level = listener->limit_open_min; level && level < CS_OPEN_LEVELS; level++)
 		evidence->plateau_ns += listener->open_level_ns[level];

@@ -151,6 +151,7 @@ static json_t *connection_limit(const struct cs_conditions *conditions)
 			      "wait_share", cs_json_4(c->wait_share), "accept_wait_p99_us", cs_json_3(c->accept_wait_p99_us),
 			      "freed_by_idle_close", JI(c->freed_by_idle_close), "freed_by_client", JI(c->freed_by_client),
 			      "freed_other", JI(c->freed_other));
+	json_object_set_new(o, "made_room", json_integer(JI(c->made_room)));
 	json_object_set_new(o, "held_by_pool", json_boolean(c->held_by_pool));
 	return o;
 }

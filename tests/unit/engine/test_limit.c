@@ -50,13 +50,8 @@ static uint64_t next_sk = 0xffff888000000000ull;
 static uint64_t accept_one(uint64_t established_ns, uint64_t enter_ns, uint64_t ts_ns)
 {
 	uint64_t sk = ++next_sk;
-	struct cs_ev_accept ev = make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100,
-								      .tid = ACCEPTOR_TID, .ts_ns = ts_ns,
-								      .enter_ns = enter_ns,
-								      .established_ns = established_ns,
-								      .backlog = 3, .backlog_limit = 128,
-								      .comm = "acceptor" },
-					  sk, 0x0a000002, (uint16_t)(40000 + sk % 1000));
+	struct cs_ev_accept ev = make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100, .tid = ACCEPTOR_TID, .ts_ns = ts_ns, .enter_ns = enter_ns, .established_ns = established_ns, .backlog = 3, .backlog_limit = 128, .comm = "acceptor" },
+						sk, 0x0a000002, (uint16_t)(40000 + sk % 1000));
 	FEED_OK(engine, ev);
 	return ev.sk;
 }
@@ -74,11 +69,8 @@ static void open_to_the_limit(void)
 static uint64_t accept_begun_before(uint64_t established_ns, uint64_t ts_ns)
 {
 	uint64_t sk = ++next_sk;
-	struct cs_ev_accept ev = make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100,
-								      .tid = ACCEPTOR_TID, .ts_ns = ts_ns,
-								      .established_ns = established_ns,
-								      .comm = "acceptor" },
-					  sk, 0x0a000002, (uint16_t)(40000 + sk % 1000));
+	struct cs_ev_accept ev = make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100, .tid = ACCEPTOR_TID, .ts_ns = ts_ns, .established_ns = established_ns, .comm = "acceptor" },
+						sk, 0x0a000002, (uint16_t)(40000 + sk % 1000));
 	ev.enter_ns = 0;
 	ev.listener_sk = 0;
 	ev.backlog = ev.backlog_limit = ev.listener_drops = 0;
@@ -88,9 +80,7 @@ static uint64_t accept_begun_before(uint64_t established_ns, uint64_t ts_ns)
 
 static void close_one(uint64_t sk, uint64_t ts_ns, uint64_t idle_ns, uint8_t closed_by)
 {
-	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = ts_ns, .established_ns = ts_ns - SEC,
-						     .last_activity_ns = ts_ns - idle_ns, .requests = 1,
-						     .port = PORT, .closed_by = closed_by });
+	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = ts_ns, .established_ns = ts_ns - SEC, .last_activity_ns = ts_ns - idle_ns, .requests = 1, .port = PORT, .closed_by = closed_by });
 }
 
 /* The server closes its oldest open connection, idle for idle_ns; its place is taken at the end. */
@@ -230,6 +220,46 @@ Test(limit, a_slot_freed_before_its_socket_closes_counts_too)
 	cr_assert_eq(c.connection_limit.freed_by_idle_close, WAITS);
 	cr_assert_gt(c.connection_limit.plateau_s, 5.9);
 	cr_assert(has_finding("connection_limit"));
+}
+
+/*
+ * nginx out of worker_connections: it accepts, then closes an idle (or a
+ * new, silent) connection to make room, in the same thread. On a busy
+ * machine its accepts come late, as a limit's would; but the close came
+ * from the acceptor after its own accept: room made, no slot waited for.
+ */
+Test(limit, an_acceptor_that_closes_after_its_accept_made_room_and_waited_on_no_limit)
+{
+	open_to_the_limit();
+	for (int w = 0; w < WAITS; w++) {
+		uint64_t previous_return_ns = clock_ns;
+		uint64_t enter_ns = previous_return_ns + 5 * MS;
+		uint64_t sk = accept_one(previous_return_ns + 1 * MS, enter_ns, enter_ns + 10 * US);
+		feed_conn_close(engine, (struct close_spec){ .sk = open_sks[0], .ts_ns = enter_ns + 14 * US, .established_ns = enter_ns - SEC, .last_activity_ns = enter_ns - 200 * US, .requests = 0, .port = PORT, .closed_by = CS_CLOSED_BY_SERVER, .closer_tid = ACCEPTOR_TID });
+		memmove(open_sks, open_sks + 1, (LIMIT - 1) * sizeof(open_sks[0]));
+		open_sks[LIMIT - 1] = sk;
+		clock_ns = enter_ns + 30 * US;
+	}
+	struct cs_conditions c = conditions_with_cpu(MS);
+	cr_assert_not(c.connection_limit.flagged);
+	cr_assert_eq(c.connection_limit.waits, 0);
+	cr_assert_eq(c.connection_limit.made_room, WAITS);
+	/* The same closes from another thread (Tomcat's latch, then its close) are a limit's. */
+	teardown();
+	setup();
+	open_to_the_limit();
+	for (int w = 0; w < WAITS; w++) {
+		uint64_t previous_return_ns = clock_ns;
+		uint64_t enter_ns = previous_return_ns + 300 * MS;
+		uint64_t sk = accept_one(previous_return_ns + 10 * MS, enter_ns, enter_ns + 10 * US);
+		feed_conn_close(engine, (struct close_spec){ .sk = open_sks[0], .ts_ns = enter_ns + 20 * US, .established_ns = enter_ns - SEC, .last_activity_ns = enter_ns - 300 * MS, .requests = 1, .port = PORT, .closed_by = CS_CLOSED_BY_SERVER, .closer_tid = ACCEPTOR_TID + 1 });
+		memmove(open_sks, open_sks + 1, (LIMIT - 1) * sizeof(open_sks[0]));
+		open_sks[LIMIT - 1] = sk;
+		clock_ns = enter_ns + 30 * US;
+	}
+	c = conditions_with_cpu(MS);
+	cr_assert(c.connection_limit.flagged);
+	cr_assert_eq(c.connection_limit.made_room, 0);
 }
 
 /*
