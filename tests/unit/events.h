@@ -376,6 +376,20 @@ struct close_spec {
 	uint32_t closer_tid; /* 0: not known */
 };
 
+/* A request-bytes record with nothing read in it yet: first bytes and TLS records are the caller's. */
+static inline struct cs_ev_request_bytes make_request_bytes(uint64_t sk, uint32_t index, uint16_t port, uint64_t ts_ns,
+							    uint8_t flags)
+{
+	struct cs_ev_request_bytes bytes;
+	memset(&bytes, 0, sizeof(bytes));
+	bytes.hdr = make_header(CS_EV_REQUEST_BYTES, sizeof(bytes), ts_ns);
+	bytes.sk = sk;
+	bytes.index = index;
+	bytes.listener_port = port;
+	bytes.flags = flags;
+	return bytes;
+}
+
 static inline struct cs_ev_conn_close make_conn_close(struct close_spec s)
 {
 	struct cs_ev_conn_close ev;

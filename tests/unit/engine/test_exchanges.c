@@ -129,8 +129,7 @@ Test(tls_walk, h2_preface)
 
 static uint64_t accept_at(uint64_t ts_ns)
 {
-	struct cs_ev_accept ev = make_accept((struct accept_spec){ .ts_ns = ts_ns, .established_ns = ts_ns - 100 * US,
-								    .port = PORT, .tgid = 100, .tid = 7 });
+	struct cs_ev_accept ev = make_accept((struct accept_spec){ .ts_ns = ts_ns, .established_ns = ts_ns - 100 * US, .port = PORT, .tgid = 100, .tid = 7 });
 	FEED_OK(engine, ev);
 	return ev.sk;
 }
@@ -143,13 +142,8 @@ static uint32_t next_read_us[CS_PEEK_TLS_RECORDS];
 static struct cs_ev_request_bytes bytes_of(uint64_t sk, uint32_t index, uint64_t start_ns, const uint8_t *first,
 					   size_t first_len, const char *types, uint8_t flags)
 {
-	struct cs_ev_request_bytes bytes;
-	memset(&bytes, 0, sizeof(bytes));
-	bytes.hdr = make_header(CS_EV_REQUEST_BYTES, sizeof(bytes), start_ns + 100 * US);
-	bytes.sk = sk;
-	bytes.index = index;
-	bytes.listener_port = PORT;
-	bytes.flags = flags | (types ? CS_PEEK_TLS : 0);
+	struct cs_ev_request_bytes bytes =
+		make_request_bytes(sk, index, PORT, start_ns + 100 * US, flags | (types ? CS_PEEK_TLS : 0));
 	bytes.first_len = (uint8_t)(first_len < CS_PEEK_FIRST_LEN ? first_len : CS_PEEK_FIRST_LEN);
 	if (first)
 		memcpy(bytes.first, first, bytes.first_len);
@@ -166,10 +160,7 @@ static struct cs_ev_request_bytes bytes_of(uint64_t sk, uint32_t index, uint64_t
 
 static void request_of(uint64_t sk, uint32_t index, uint64_t start_ns, uint16_t request_flags)
 {
-	feed_request(engine, (struct request_spec){ .sk = sk, .index = index, .port = PORT, .start_ns = start_ns,
-						    .first_read_ns = start_ns + 10 * US,
-						    .first_send_ns = start_ns + 50 * US,
-						    .last_send_ns = start_ns + 60 * US, .flags = request_flags });
+	feed_request(engine, (struct request_spec){ .sk = sk, .index = index, .port = PORT, .start_ns = start_ns, .first_read_ns = start_ns + 10 * US, .first_send_ns = start_ns + 50 * US, .last_send_ns = start_ns + 60 * US, .flags = request_flags });
 }
 
 static void exchange_of(uint64_t sk, uint32_t index, uint64_t start_ns, const uint8_t *first, size_t first_len,
@@ -346,9 +337,7 @@ Test(exchanges, close_notify_reset_is_no_keepalive_race)
 	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
 	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
 	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
-	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 3 * MS, .established_ns = T0 - 100 * US,
-						     .last_activity_ns = T0 + 2 * MS, .requests = 3, .port = PORT,
-						     .closed_by = CS_CLOSED_BY_SERVER });
+	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 3 * MS, .established_ns = T0 - 100 * US, .last_activity_ns = T0 + 2 * MS, .requests = 3, .port = PORT, .closed_by = CS_CLOSED_BY_SERVER });
 	/* The client's close_notify reaches the closed socket: a reset. */
 	struct cs_ev_reset reset = make_reset(T0 + 3 * MS + 50 * US, PORT, CS_RESET_SENT, 9);
 	FEED_OK(engine, reset);
@@ -475,9 +464,7 @@ Test(exchanges, aborted_tls_connection_reset_is_its_close)
 	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
 	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
 	/* An abort: the socket's local port is cleared before the close record is written. */
-	struct cs_ev_conn_close close = make_conn_close((struct close_spec){ .sk = sk, .ts_ns = T0 + 3 * MS,
-									     .established_ns = T0 - 100 * US, .port = PORT,
-									     .requests = 3, .closed_by = CS_CLOSED_BY_ABORT });
+	struct cs_ev_conn_close close = make_conn_close((struct close_spec){ .sk = sk, .ts_ns = T0 + 3 * MS, .established_ns = T0 - 100 * US, .port = PORT, .requests = 3, .closed_by = CS_CLOSED_BY_ABORT });
 	close.tuple.local_port = 0;
 	FEED_OK(engine, close);
 	/* The close with the client's close_notify unread: a reset, just after the record. */
@@ -556,9 +543,7 @@ Test(exchanges, close_notify_answered_after_the_close_is_control)
 	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
 	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
 	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
-	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 4 * MS, .established_ns = T0 - 100 * US,
-						     .last_activity_ns = T0 + 3 * MS, .requests = 4, .port = PORT,
-						     .closed_by = CS_CLOSED_BY_CLIENT });
+	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 4 * MS, .established_ns = T0 - 100 * US, .last_activity_ns = T0 + 3 * MS, .requests = 4, .port = PORT, .closed_by = CS_CLOSED_BY_CLIENT });
 	exchange_of(sk, 3, T0 + 3 * MS, alert13, sizeof(alert13), "d", 0, 0);
 	cr_assert_eq(engine->requests.requests, 1);
 	cr_assert_eq(engine->requests.tls_control_exchanges, 1);
@@ -578,9 +563,7 @@ Test(exchanges, close_notifies_after_two_closes_interleaved_are_control)
 		exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
 		exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
 		exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
-		feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 4 * MS, .established_ns = T0,
-							     .last_activity_ns = T0 + 3 * MS, .requests = 4, .port = PORT,
-							     .closed_by = CS_CLOSED_BY_CLIENT });
+		feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 4 * MS, .established_ns = T0, .last_activity_ns = T0 + 3 * MS, .requests = 4, .port = PORT, .closed_by = CS_CLOSED_BY_CLIENT });
 	}
 	FEED_OK(engine, bytes_of(sks[0], 3, T0 + 5 * MS, alert13, sizeof(alert13), "d", 0));
 	FEED_OK(engine, bytes_of(sks[1], 3, T0 + 5 * MS, alert13, sizeof(alert13), "d", 0));

@@ -55,13 +55,7 @@ static uint64_t accept_at(uint64_t ts_ns)
 /* A Redis exchange's bytes record: its commands (the probe sends one only when not one). */
 static void resp_bytes(uint64_t sk, uint32_t index, uint64_t start_ns, uint16_t commands, uint8_t flags)
 {
-	struct cs_ev_request_bytes bytes;
-	memset(&bytes, 0, sizeof(bytes));
-	bytes.hdr = make_header(CS_EV_REQUEST_BYTES, sizeof(bytes), start_ns + 100 * US);
-	bytes.sk = sk;
-	bytes.index = index;
-	bytes.listener_port = PORT;
-	bytes.flags = CS_PEEK_RESP | flags;
+	struct cs_ev_request_bytes bytes = make_request_bytes(sk, index, PORT, start_ns + 100 * US, CS_PEEK_RESP | flags);
 	bytes.commands = commands;
 	if (index == 0) {
 		memcpy(bytes.first, "*1\r\n$4\r\nPING\r\n", 14);
