@@ -8,6 +8,7 @@
 #define CS_CONN_STATE_BPF_H
 
 #include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
 #include "connscope.h"
 
 /* Request phase of a connection. */
@@ -26,6 +27,7 @@ enum peek_conn_state {
 	PEEK_ADOPTED,     /* adopted at an idle moment: its next read's first bytes must start a message */
 	PEEK_RESP,        /* Redis, commands as RESP arrays: every read's commands counted (resp_peek.bpf.h) */
 	PEEK_RESP_INLINE, /* Redis, inline commands (a line each): every read's lines counted */
+	PEEK_PG,          /* PostgreSQL: every read's messages walked (pg_peek.bpf.h) */
 };
 
 /*
@@ -93,14 +95,23 @@ struct conn_state {
 	__u32 tls_skip;        /* bytes of the TLS record under way still to be read */
 	__u32 hello_len;       /* the ClientHello record's length; 0: its body was copied (or not TLS) */
 	__u32 rcv_nxt_seen;    /* partial: TCP's rcv_nxt at the last look (see idle_since_last_look) */
-	__u32 resp_skip;       /* PEEK_RESP: bytes of a bulk string (and its CRLF) still to come */
-	__u32 resp_elems_left; /* ...bulk strings of the command under way still to come */
-	__u16 resp_commands;   /* ...commands the exchange read (their last byte), at most 65535 */
-	__u8 resp_resync;      /* ...reads went by unseen: the next must begin a command */
+	/* Framed protocols' messages, counted (resp_peek.bpf.h, pg_peek.bpf.h). */
+	__u32 msg_skip;        /* bytes of the message under way (a bulk string and its CRLF) still to come */
+	__u32 resp_elems_left; /* PEEK_RESP: bulk strings of the command under way still to come */
+	__u16 msg_commands;    /* requests the exchange read (commands, queries), at most 65535 */
+	__u8 resp_resync;      /* PEEK_RESP: reads went by unseen: the next must begin a command */
+	__u8 pg_untyped;       /* PEEK_PG: the next message has no type byte (a start-up) */
+	__u8 pg_messages;      /* PEEK_PG: enum cs_msg_flags the exchange read */
 	__u8 peek_first[CS_PEEK_FIRST_LEN];
 	__u8 peek_types[CS_PEEK_TLS_RECORDS];
 	__u32 peek_read_us[CS_PEEK_TLS_RECORDS];
 };
 
+
+/* A framed protocol's connection: every read's messages counted (Redis, PostgreSQL). */
+static __always_inline bool counts_messages(const struct conn_state *conn)
+{
+	return conn->peek_conn == PEEK_RESP || conn->peek_conn == PEEK_RESP_INLINE || conn->peek_conn == PEEK_PG;
+}
 
 #endif /* CS_CONN_STATE_BPF_H */

@@ -41,7 +41,9 @@
  *    its padding): a Redis connection's exchanges carry their commands'
  *    count (a version 12 reader takes a pipeline for one request).
  * 14: cs_ev_conn_close.closer_tid, at the end (CS_EV_CONN_CLOSE_V13_SIZE
- *    before it); older closes read with it 0. */
+ *    before it); older closes read with it 0. CS_PEEK_PG and
+ *    cs_ev_request_bytes.messages (from its padding): a PostgreSQL
+ *    connection's exchanges carry their queries and what else they read. */
 #define CS_WIRE_VERSION 14
 #define CS_WIRE_VERSION_MIN 1
 
@@ -269,6 +271,14 @@ enum cs_peek_flags {
 	                                   commands whose last byte the exchange read */
 	CS_PEEK_UNCOUNTED = 1 << 6,     /* ...which could not be counted (a header split over
 	                                   reads, a read longer than is scanned): not one request */
+	CS_PEEK_PG = 1 << 7,            /* a PostgreSQL connection: commands counts its queries and
+	                                   Syncs (each a request), messages what else it read */
+};
+
+/* cs_ev_request_bytes.messages: a framed protocol's messages that are no request */
+enum cs_msg_flags {
+	CS_MSG_SETUP = 1 << 0,   /* connection set-up: PostgreSQL's start-up, SSL request, password */
+	CS_MSG_GOODBYE = 1 << 1, /* the client's goodbye, which the server does not answer (Terminate) */
 };
 #define CS_PEEK_BIG_HANDSHAKE_LEN 128
 
@@ -284,8 +294,9 @@ struct cs_ev_request_bytes {
 	__u32 record_read_us[CS_PEEK_TLS_RECORDS]; /* when the read that brought each one's
 	                                              header returned, us after start_ns */
 	__u8 flags;                                /* enum cs_peek_flags */
-	__u8 pad;
-	__u16 commands; /* CS_PEEK_RESP: commands the exchange read (pipelined: more than one) */
+	__u8 messages;                             /* CS_PEEK_PG: enum cs_msg_flags */
+	__u16 commands;                            /* CS_PEEK_RESP: commands the exchange read (pipelined: more than one);
+	                   CS_PEEK_PG: its queries and Syncs */
 	__u8 pad2[4];
 };
 

@@ -12,6 +12,7 @@
 #include "maps.bpf.h"
 #include "http_peek.bpf.h"
 #include "resp_peek.bpf.h"
+#include "pg_peek.bpf.h"
 #include "syscalls.bpf.h"
 
 /*
@@ -212,6 +213,11 @@ static __always_inline void peek_adopted(const struct sock *sk, struct conn_stat
 		conn->flags |= CS_REQ_ADOPTED_TLS;
 		return;
 	}
+	/* A PostgreSQL message (a type, then a length below 16 MiB): its messages walked from here. */
+	if (room >= PG_TYPED_HEADER && h[1] == 0 && pg_frontend_type(h[0]) && pg_be32(h + 1) >= 4) {
+		conn->peek_conn = PEEK_PG;
+		return;
+	}
 	/* A RESP array's header: a Redis connection, its commands counted from here. */
 	if (h[0] == '*' && room >= 2 && h[1] >= '0' && h[1] <= '9') {
 		conn->peek_conn = PEEK_RESP;
@@ -302,6 +308,12 @@ static __always_inline void peek_read(const struct sock *sk, struct conn_state *
 			conn->peek_flags |= CS_PEEK_TLS;
 			conn->hello_len = (__u32)f[3] << 8 | f[4];
 			copy_client_hello(sk, conn, buf, (__u32)room, true);
+		} else if (pg_first_bytes(conn->peek_first, conn->peek_first_len)) {
+			conn->peek_conn = PEEK_PG;
+			conn->peek_flags |= CS_PEEK_PG;
+			conn->pg_untyped = 1;
+			pg_read(conn, buf, (__u32)room, len);
+			return;
 		} else if (resp_kind(conn->peek_first, conn->peek_first_len) != PEEK_START) {
 			conn->peek_conn = resp_kind(conn->peek_first, conn->peek_first_len);
 			conn->peek_flags |= CS_PEEK_RESP;
@@ -319,12 +331,15 @@ static __always_inline void peek_read(const struct sock *sk, struct conn_state *
 				   now > conn->start_ns ? (__u32)((now - conn->start_ns) / 1000) : 0);
 }
 
-/* A read of a Redis connection: its commands counted (resp_peek.bpf.h), every exchange long. */
-static __always_inline void peek_resp(struct conn_state *conn, __u32 len)
+/* A read of a Redis or PostgreSQL connection: its messages counted, every exchange long. */
+static __always_inline void peek_messages(struct conn_state *conn, __u32 len)
 {
 	__u64 room = 0, buf = read_call_buffer(&room, len);
 
-	resp_read(conn, buf, (__u32)room, len);
+	if (conn->peek_conn == PEEK_PG)
+		pg_read(conn, buf, (__u32)room, len);
+	else
+		resp_read(conn, buf, (__u32)room, len);
 }
 
 #endif /* CS_READ_PEEK_BPF_H */

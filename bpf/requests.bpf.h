@@ -101,18 +101,22 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
 		__builtin_memcpy(bytes->record_types, conn->peek_types, sizeof(bytes->record_types));
 		__builtin_memcpy(bytes->record_read_us, conn->peek_read_us, sizeof(bytes->record_read_us));
 		bytes->flags = conn->peek_flags;
-		bytes->pad = 0;
+		bytes->messages = 0;
 		bytes->commands = 0;
-		if (conn->peek_conn == PEEK_RESP || conn->peek_conn == PEEK_RESP_INLINE ||
-		    (conn->peek_flags & CS_PEEK_RESP)) {
+		if (conn->peek_conn == PEEK_PG || (conn->peek_flags & CS_PEEK_PG)) {
+			bytes->flags |= CS_PEEK_PG;
+			bytes->commands = conn->msg_commands;
+			bytes->messages = conn->pg_messages;
+		} else if (conn->peek_conn == PEEK_RESP || conn->peek_conn == PEEK_RESP_INLINE ||
+			   (conn->peek_flags & CS_PEEK_RESP)) {
 			bytes->flags |= CS_PEEK_RESP;
-			bytes->commands = conn->resp_commands;
+			bytes->commands = conn->msg_commands;
 		}
 		__builtin_memset(bytes->pad2, 0, sizeof(bytes->pad2));
 		submit_event(bytes);
 	}
 	conn->peek_seen = conn->peek_flags = conn->peek_first_len = conn->peek_records = 0;
-	conn->resp_commands = 0;
+	conn->msg_commands = conn->pg_messages = 0;
 	__builtin_memset(conn->peek_first, 0, sizeof(conn->peek_first));
 	__builtin_memset(conn->peek_types, 0, sizeof(conn->peek_types));
 	__builtin_memset(conn->peek_read_us, 0, sizeof(conn->peek_read_us));
@@ -187,7 +191,7 @@ static __always_inline void drop_cut_request(const struct sock *sk, struct conn_
 	reset_request(conn);
 	/* Its bytes' record goes with it. */
 	conn->peek_seen = conn->peek_flags = conn->peek_first_len = conn->peek_records = 0;
-	conn->resp_commands = 0;
+	conn->msg_commands = conn->pg_messages = 0;
 	conn->window = trace_window;
 }
 
@@ -212,11 +216,13 @@ static __always_inline void enter_window(const struct sock *sk, struct conn_stat
 	/*
 	 * Reads went by unseen: no first bytes to look at, a TLS framing
 	 * lost. A Redis connection's commands are counted on from its next
-	 * read that begins one.
+	 * read that begins one; a PostgreSQL connection's messages from its
+	 * next read, which must begin one of a known type.
 	 */
-	if (conn->peek_conn == PEEK_RESP || conn->peek_conn == PEEK_RESP_INLINE) {
-		conn->resp_skip = conn->resp_elems_left = 0;
+	if (counts_messages(conn)) {
+		conn->msg_skip = conn->resp_elems_left = 0;
 		conn->resp_resync = 1;
+		conn->pg_untyped = 0;
 		return;
 	}
 	if (conn->peek_conn == PEEK_TLS) {
@@ -249,11 +255,10 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 	}
 	if (conn->handler_end_ns)
 		emit_handback(sk, conn, now);
-	/* A Redis exchange is said when it read other than one command. */
-	if (conn->peek_seen ||
-	    ((conn->peek_conn == PEEK_RESP || conn->peek_conn == PEEK_RESP_INLINE) && conn->resp_commands != 1))
+	/* A framed protocol's exchange is said when it read other than one request, or set-up, or a goodbye. */
+	if (conn->peek_seen || (counts_messages(conn) && (conn->msg_commands != 1 || conn->pg_messages)))
 		emit_request_bytes(sk, conn, now);
-	conn->resp_commands = 0;
+	conn->msg_commands = conn->pg_messages = 0;
 	ev = reserve_event_at(sizeof(*ev), CS_EV_REQUEST, now);
 	if (ev) {
 		__u64 drain_end = conn->drain_end_ns ? conn->drain_end_ns : conn->last_send_ns;

@@ -212,7 +212,7 @@ static __always_inline void resp_read(struct conn_state *conn, __u64 buf, __u32 
 	struct resp_scan s = {
 		.buf = buf,
 		.len = len,
-		.skip = conn->resp_skip,
+		.skip = conn->msg_skip,
 		.elems_left = conn->resp_elems_left,
 	};
 
@@ -228,9 +228,9 @@ static __always_inline void resp_read(struct conn_state *conn, __u64 buf, __u32 
 			s.lost = 1;
 	}
 	conn->resp_resync = 0;
-	__u32 total = conn->resp_commands + s.commands;
-	conn->resp_commands = total > RESP_COMMANDS_MAX ? RESP_COMMANDS_MAX : (__u16)total;
-	conn->resp_skip = s.skip;
+	__u32 total = conn->msg_commands + s.commands;
+	conn->msg_commands = total > RESP_COMMANDS_MAX ? RESP_COMMANDS_MAX : (__u16)total;
+	conn->msg_skip = s.skip;
 	conn->resp_elems_left = s.elems_left;
 	if (s.lost) {
 		conn->peek_flags |= CS_PEEK_RESP | CS_PEEK_UNCOUNTED;

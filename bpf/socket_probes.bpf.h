@@ -85,8 +85,8 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	if (conn->peek_conn == PEEK_ADOPTED && conn->phase == PHASE_WAITING)
 		peek_adopted(sk, conn, (__u32)ret);
 	/* An adopted connection's bytes: its first ones were long before the attach. */
-	if (conn->peek_conn == PEEK_RESP || conn->peek_conn == PEEK_RESP_INLINE)
-		peek_resp(conn, (__u32)ret);
+	if (counts_messages(conn))
+		peek_messages(conn, (__u32)ret);
 	else if (conn->peek_conn != PEEK_OFF && conn->requests <= CS_PEEK_EXCHANGES && !conn->adopted)
 		peek_read(sk, conn, (__u32)ret, now);
 	else if (conn->peek_conn == PEEK_TLS && conn->phase == PHASE_WAITING && ret <= TLS_SMALL_EXCHANGE)

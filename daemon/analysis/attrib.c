@@ -348,6 +348,7 @@ static void non_persistent(const struct cs_engine *engine, struct cs_conditions 
 		c->setup_accept_us = (double)req->setup_accept_ns / connections / 1e3;
 		c->setup_tcp_us = (double)req->setup_tcp_ns / connections / 1e3;
 		c->setup_tls_us = (double)req->setup_tls_ns / connections / 1e3;
+		c->setup_protocol_us = (double)req->setup_protocol_ns / connections / 1e3;
 	}
 	uint64_t total_ns = 0;
 	for (size_t b = 0; b < CS_HIST_BUCKETS; b++)

@@ -39,12 +39,13 @@ struct cs_conditions {
 		bool flagged;
 		uint64_t connections; /* connections that carried requests */
 		double requests_per_connection;
-		double setup_share;      /* share of requests that paid set-up */
-		double setup_cost_us;    /* mean set-up paid: accept queue + SYN retries + TLS */
-		double setup_accept_us;  /* of which the accept queue */
-		double setup_tcp_us;     /* ... SYN and last-ACK retries */
-		double setup_tls_us;     /* ... the TLS handshake */
-		double setup_time_share; /* of the requests' summed latency, the set-up's */
+		double setup_share;       /* share of requests that paid set-up */
+		double setup_cost_us;     /* mean set-up paid: accept queue + SYN retries + TLS */
+		double setup_accept_us;   /* of which the accept queue */
+		double setup_tcp_us;      /* ... SYN and last-ACK retries */
+		double setup_tls_us;      /* ... the TLS handshake */
+		double setup_protocol_us; /* ... the protocol's set-up (a database backend's start-up) */
+		double setup_time_share;  /* of the requests' summed latency, the set-up's */
 		double median_latency_us;
 	} non_persistent;
 	struct {

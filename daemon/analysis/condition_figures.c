@@ -22,6 +22,7 @@ static void non_persistent(const struct cs_conditions *c, struct cs_figures *f)
 	figure_us(f, "setup_tcp", c->non_persistent.setup_tcp_us);
 	figure_us(f, "setup_accept", c->non_persistent.setup_accept_us);
 	figure_us(f, "setup_tls", c->non_persistent.setup_tls_us);
+	figure_us(f, "setup_protocol", c->non_persistent.setup_protocol_us);
 }
 
 static void connection_limit(const struct cs_conditions *c, struct cs_figures *f)

@@ -33,6 +33,12 @@
 #include "upstream_stats.h"
 
 
+/* cs_conn.framing: a connection whose requests are counted from its messages (exchanges.c). */
+enum cs_conn_framing {
+	CS_FRAMING_COUNTED = 1 << 0,    /* Redis, PostgreSQL: an overlap hides no request */
+	CS_FRAMING_SETUP_SEEN = 1 << 1, /* its protocol's set-up exchanges were seen: its first request pays them */
+};
+
 /* A connection the engine follows from accept() to close. */
 struct cs_conn {
 	uint64_t established_ns;
@@ -56,7 +62,7 @@ struct cs_conn {
 	uint8_t tls_phase;           /* enum cs_tls_phase; CS_TLS_NONE: not TLS (or unknown) */
 	uint8_t multiplexed;         /* enum cs_multiplex_reason; 0: not seen */
 	uint8_t hello_psk;           /* its ClientHello's session offer: 1 + enum cs_psk_offer; 0: no hello */
-	uint8_t resp;                /* a Redis connection: its exchanges' commands are counted */
+	uint8_t framing;             /* enum cs_conn_framing: its requests counted from its messages */
 	uint8_t protocol;            /* 1 + enum cs_protocol of its first bytes; 0: not seen */
 	uint32_t first_flight_bytes; /* bytes the server sent in its first exchange: a TLS
 	                                server's first flight */

@@ -47,7 +47,7 @@ struct cs_unfollowed {
 	uint8_t multiplexed; /* its requests overlapped: so do the exchanges it still has */
 	uint8_t closed;      /* it closed: forgotten a second after its last record
 	                            (an open one after CS_CONN_TIMEOUT_NS, as followed ones) */
-	uint8_t resp;        /* a Redis connection: its exchanges' commands are counted */
+	uint8_t counted;     /* Redis, PostgreSQL: its exchanges' requests are counted */
 };
 
 int cs_requests_init(struct cs_engine *engine);
@@ -108,7 +108,8 @@ struct cs_phase_spans {
 	enum cs_cause waited;                  /* what the wait before the first read was: event_loop or worker_pool */
 	bool handed_back;                      /* first read to first send split by a hand-back (cs_split_handed_back) */
 	uint64_t accept_from_ns, accept_to_ns; /* the accept queue; 0: none */
-	uint64_t tls_from_ns, tls_to_ns;       /* the TLS handshake; 0: none */
+	uint64_t tls_from_ns, tls_to_ns;       /* the TLS handshake or the protocol's set-up; 0: none */
+	enum cs_cause setup_cause;             /* which of the two: tls_handshake or protocol_setup */
 	uint64_t pickup_from_ns, first_read_ns, first_send_ns, drain_end_ns;
 };
 /* Each phase's overlap with the process's pauses moved to runtime_pause: the sum stays. */

@@ -283,6 +283,7 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	orphan->kind = CS_EXCHANGE_REQUEST;
 	orphan->ended = 0;
 	orphan->commands = (uint16_t)cs_exchange_commands(ev);
+	orphan->kind = (uint8_t)cs_framed_kind(ev);
 	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, ev->sk);
 	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
 	bool h2 = ev->index == 0 && cs_is_h2_preface(ev->first, first_len);
@@ -308,7 +309,7 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	if (!u)
 		return 0;
 	u->last_ns = ev->hdr.ts_ns;
-	u->resp |= resp;
+	u->counted |= resp || (ev->flags & CS_PEEK_PG);
 	if ((h2 || more) && !u->multiplexed) {
 		u->multiplexed = 1;
 		stats->connections_multiplexed++;
@@ -354,8 +355,8 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 	/* This exchange holds more than one request: it and the later ones are no single request. */
 	if (ev->flags & CS_PEEK_MORE_REQUESTS)
 		mark_multiplexed(stats, conn, CS_MUX_ONE_READ);
-	if (ev->flags & CS_PEEK_RESP)
-		conn->resp = 1;
+	if (ev->flags & (CS_PEEK_RESP | CS_PEEK_PG))
+		conn->framing |= CS_FRAMING_COUNTED;
 	if (ev->flags & CS_PEEK_UNCOUNTED)
 		mark_multiplexed(stats, conn, CS_MUX_UNCOUNTED);
 	conn->bytes_commands = (uint16_t)cs_exchange_commands(ev);
@@ -372,6 +373,10 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 	 */
 	conn->bytes_data_us = walk.ended && walk.data_record > 0 ? ev->record_read_us[walk.data_record] : 0;
 	conn->bytes_kind = before == CS_TLS_NONE ? CS_EXCHANGE_REQUEST : exchange_kind_of(ev, &walk, before, conn->tls_phase);
+	if (ev->flags & CS_PEEK_PG)
+		conn->bytes_kind = cs_framed_kind(ev);
+	if (conn->bytes_kind == CS_EXCHANGE_PROTOCOL_SETUP)
+		conn->framing |= CS_FRAMING_SETUP_SEEN;
 	count_walk(stats, &walk, before, conn->tls_phase);
 	if (walk.version == 13)
 		tls13_resumption(stats, conn);
@@ -400,7 +405,7 @@ static enum cs_exchange_kind unfollowed_kind(struct cs_engine *engine, const str
 	}
 	struct cs_unfollowed *u = cs_u64map_get(&engine->unfollowed, req->sk);
 	/* A Redis connection's commands are counted: a read after an answer began is the next ones'. */
-	if (kind == CS_EXCHANGE_REQUEST && !ended && (req->flags & CS_REQ_READ_AFTER_SEND) && !(u && u->resp) &&
+	if (kind == CS_EXCHANGE_REQUEST && !ended && (req->flags & CS_REQ_READ_AFTER_SEND) && !(u && u->counted) &&
 	    !(req->flags & CS_REQ_PARTIAL)) {
 		if (!u)
 			u = unfollowed_get(engine, req->sk);
@@ -440,7 +445,7 @@ static enum cs_exchange_kind exchange_kind(struct cs_engine *engine, struct cs_c
 	 * connection's commands are counted as they are read: no overlap
 	 * hides one.
 	 */
-	if (kind == CS_EXCHANGE_REQUEST && !ended && !conn->resp && (req->flags & CS_REQ_READ_AFTER_SEND) &&
+	if (kind == CS_EXCHANGE_REQUEST && !ended && !(conn->framing & CS_FRAMING_COUNTED) && (req->flags & CS_REQ_READ_AFTER_SEND) &&
 	    !(req->flags & CS_REQ_PARTIAL))
 		mark_multiplexed(stats, conn, CS_MUX_OVERLAP);
 	if (conn->multiplexed)
@@ -479,6 +484,12 @@ bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, cons
 	case CS_EXCHANGE_MULTIPLEXED:
 		stats->multiplexed_exchanges++;
 		return false;
+	case CS_EXCHANGE_PROTOCOL_SETUP:
+		stats->protocol_setup_exchanges++;
+		return false;
+	case CS_EXCHANGE_GOODBYE:
+		stats->goodbye_exchanges++;
+		return false;
 	case CS_EXCHANGE_REQUEST:
 		break;
 	}
@@ -495,6 +506,13 @@ bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, cons
 		setup->first = u->requests_counted++ == 0;
 		setup->began_ns = u->first_bytes_ns;
 		setup->tls = true;
+	}
+	/* A protocol's set-up (PostgreSQL's start-up) ran before its first request: it pays it. */
+	if (conn && (conn->framing & CS_FRAMING_SETUP_SEEN) && req->index > 0 && conn->first_bytes_ns) {
+		setup->first = conn->requests_counted == 0;
+		setup->began_ns = conn->first_bytes_ns;
+		setup->extra_ns = conn->handshake_extra_ns;
+		setup->protocol = true;
 	}
 	return true;
 }

@@ -16,11 +16,13 @@
 
 /* What one exchange (bytes in, then the answer) of a connection is. */
 enum cs_exchange_kind {
-	CS_EXCHANGE_REQUEST = 0,   /* a request: application bytes in, an answer out */
-	CS_EXCHANGE_TLS_HANDSHAKE, /* TLS handshake records only: connection set-up */
-	CS_EXCHANGE_TLS_CONTROL,   /* TLS records after the handshake with no application
+	CS_EXCHANGE_REQUEST = 0,    /* a request: application bytes in, an answer out */
+	CS_EXCHANGE_TLS_HANDSHAKE,  /* TLS handshake records only: connection set-up */
+	CS_EXCHANGE_TLS_CONTROL,    /* TLS records after the handshake with no application
 	                               data: alerts (close_notify), key updates */
-	CS_EXCHANGE_MULTIPLEXED,   /* on a connection whose requests overlap: not one request */
+	CS_EXCHANGE_MULTIPLEXED,    /* on a connection whose requests overlap: not one request */
+	CS_EXCHANGE_PROTOCOL_SETUP, /* the protocol's own set-up (PostgreSQL's start-up, password) */
+	CS_EXCHANGE_GOODBYE,        /* the client's goodbye, unanswered (PostgreSQL's Terminate) */
 };
 
 /*
@@ -106,7 +108,9 @@ bool cs_is_h2_preface(const uint8_t *first, size_t first_len);
 
 /* protocols.c: what a connection's first bytes (and the probe's flags on them) speak. Pure. */
 enum cs_protocol cs_protocol_of(const uint8_t *first, size_t first_len, uint8_t peek_flags);
-/* The requests a bytes record's exchange carried: a Redis pipeline's commands; 1 otherwise. */
+/* The requests a bytes record's exchange carried: a Redis pipeline's commands, PostgreSQL's queries; 1 otherwise. */
 uint32_t cs_exchange_commands(const struct cs_ev_request_bytes *ev);
+/* A PostgreSQL exchange's kind by its messages: set-up, a goodbye, or a request. */
+enum cs_exchange_kind cs_framed_kind(const struct cs_ev_request_bytes *ev);
 
 #endif /* CS_EXCHANGES_H */

@@ -74,8 +74,25 @@ enum cs_protocol cs_count_protocol(struct cs_request_stats *stats, const struct 
 
 uint32_t cs_exchange_commands(const struct cs_ev_request_bytes *ev)
 {
-	if (!(ev->flags & CS_PEEK_RESP) || (ev->flags & CS_PEEK_UNCOUNTED))
+	if (!(ev->flags & (CS_PEEK_RESP | CS_PEEK_PG)) || (ev->flags & CS_PEEK_UNCOUNTED))
 		return 1;
 	/* None ended in it (its answer was for none of them: a push, an error): one exchange. */
 	return ev->commands ? ev->commands : 1;
+}
+
+/*
+ * A PostgreSQL exchange without a query: the connection's set-up (its
+ * start-up, an SSL request, a password), or the client's goodbye
+ * (Terminate, which the server does not answer). One with a query is a
+ * request, whatever else it read.
+ */
+enum cs_exchange_kind cs_framed_kind(const struct cs_ev_request_bytes *ev)
+{
+	if (!(ev->flags & CS_PEEK_PG) || (ev->flags & CS_PEEK_UNCOUNTED) || ev->commands)
+		return CS_EXCHANGE_REQUEST;
+	if (ev->messages & CS_MSG_SETUP)
+		return CS_EXCHANGE_PROTOCOL_SETUP;
+	if (ev->messages & CS_MSG_GOODBYE)
+		return CS_EXCHANGE_GOODBYE;
+	return CS_EXCHANGE_REQUEST;
 }

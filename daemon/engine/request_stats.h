@@ -27,6 +27,8 @@ enum cs_cause {
 	CS_CAUSE_HANDLER,         /* first read -> first send, on CPU or blocked */
 	CS_CAUSE_SEND_DRAIN,      /* first send -> the response's last byte left */
 	CS_CAUSE_TLS_HANDSHAKE,   /* the TLS handshake's exchanges before the first request */
+	CS_CAUSE_PROTOCOL_SETUP,  /* the protocol's own set-up exchanges before the first request
+	                             (PostgreSQL's start-up and authentication) */
 	CS_CAUSE_RUNTIME_PAUSE,   /* the runtime (a JVM's safepoint) had stopped the server's threads */
 	CS_CAUSE_UPSTREAM,        /* waiting on a server it called: its exchanges (out of handler),
 	                             or a loop blocked on one (out of event_loop) */
@@ -94,6 +96,7 @@ struct cs_request_setup {
 	                        handshake's end shared its exchange); 0: the record's */
 	uint32_t commands; /* requests the exchange carried: a Redis pipeline's commands, each
 	                        timed as the exchange (its answers left in its writes); 1 otherwise */
+	bool protocol;     /* the protocol's set-up exchanges ran from began_ns to the request's start */
 };
 
 /* All requests: latency, and per latency bucket the time of each cause. */
@@ -116,6 +119,10 @@ struct cs_request_stats {
 	uint64_t setup_accept_ns;                    /* of which the accept queue */
 	uint64_t setup_tcp_ns;                       /* ... SYN and last-ACK retries (listen_overflow) */
 	uint64_t setup_tls_ns;                       /* ... the TLS handshake */
+	uint64_t setup_protocol_ns;                  /* ... the protocol's set-up (PostgreSQL's start-up) */
+	uint64_t protocol_setups;                    /* first requests that paid one */
+	uint64_t protocol_setup_exchanges;           /* exchanges kept out of the requests as that set-up */
+	uint64_t goodbye_exchanges;                  /* the client's goodbyes (PostgreSQL's Terminate): no request */
 	/* Connections that spoke TLS from their first bytes (exchanges.c). */
 	uint64_t tls_connections;
 	uint64_t tls_handshakes;          /* whose handshake ended before a request */

@@ -23,6 +23,7 @@ const char *const cs_cause_names[CS_CAUSE_COUNT] = {
 	[CS_CAUSE_HANDLER] = "handler",
 	[CS_CAUSE_SEND_DRAIN] = "send_drain",
 	[CS_CAUSE_TLS_HANDSHAKE] = "tls_handshake",
+	[CS_CAUSE_PROTOCOL_SETUP] = "protocol_setup",
 	[CS_CAUSE_RUNTIME_PAUSE] = "runtime_pause",
 	[CS_CAUSE_UPSTREAM] = "upstream",
 };
@@ -262,6 +263,42 @@ bool cs_split_request(const struct cs_engine *engine, const struct cs_ev_request
 	return cs_split_request_setup(engine, req, &setup, split);
 }
 
+/*
+ * The first request may have waited in the accept queue: it began then.
+ * Over TLS its connection's first bytes were the ClientHello, or for a
+ * protocol with a set-up of its own (PostgreSQL's start-up) its first
+ * message: from the accept (or those bytes, if later) to the request's
+ * start, that set-up ran. Returns where the wait for its reader began.
+ */
+static uint64_t split_setup(const struct cs_engine *engine, const struct cs_ev_request *req,
+			    const struct cs_request_setup *setup, struct cs_phase_spans *spans,
+			    struct cs_request_split *split)
+{
+	uint64_t pickup_from = req->start_ns;
+	if (!setup->first)
+		return pickup_from;
+	bool handshake = setup->tls || setup->protocol;
+	enum cs_cause setup_cause = setup->tls ? CS_CAUSE_TLS_HANDSHAKE : CS_CAUSE_PROTOCOL_SETUP;
+	const struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
+	uint64_t setup_from = setup->began_ns;
+	if (conn && conn->accept_ns && conn->established_ns && setup->began_ns <= conn->accept_ns) {
+		split->cause_ns[CS_CAUSE_ACCEPT_QUEUE] = span(conn->established_ns, conn->accept_ns);
+		spans->accept_from_ns = conn->established_ns;
+		spans->accept_to_ns = conn->accept_ns;
+		setup_from = conn->accept_ns;
+		if (!handshake)
+			pickup_from = conn->accept_ns;
+	}
+	split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = setup->extra_ns;
+	if (handshake) {
+		split->cause_ns[setup_cause] = span(setup_from, req->start_ns);
+		spans->tls_from_ns = setup_from;
+		spans->tls_to_ns = req->start_ns;
+		spans->setup_cause = setup_cause;
+	}
+	return pickup_from;
+}
+
 bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_request *req,
 			    const struct cs_request_setup *setup, struct cs_request_split *split)
 {
@@ -287,32 +324,8 @@ bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_r
 		req = &moved;
 	}
 
-	/*
-	 * The first request may have waited in the accept queue: it began
-	 * then. Over TLS its connection's first bytes were the ClientHello:
-	 * from the accept (or those bytes, if later) to the request's start,
-	 * the handshake ran.
-	 */
-	uint64_t pickup_from = req->start_ns;
-	struct cs_phase_spans spans = { .tgid = req->tgid };
-	if (setup->first) {
-		const struct cs_conn *conn = cs_u64map_get(&engine->conns, req->sk);
-		uint64_t tls_from = setup->began_ns;
-		if (conn && conn->accept_ns && conn->established_ns && setup->began_ns <= conn->accept_ns) {
-			split->cause_ns[CS_CAUSE_ACCEPT_QUEUE] = span(conn->established_ns, conn->accept_ns);
-			spans.accept_from_ns = conn->established_ns;
-			spans.accept_to_ns = conn->accept_ns;
-			tls_from = conn->accept_ns;
-			if (!setup->tls)
-				pickup_from = conn->accept_ns;
-		}
-		split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] = setup->extra_ns;
-		if (setup->tls) {
-			split->cause_ns[CS_CAUSE_TLS_HANDSHAKE] = span(tls_from, req->start_ns);
-			spans.tls_from_ns = tls_from;
-			spans.tls_to_ns = req->start_ns;
-		}
-	}
+	struct cs_phase_spans spans = { .tgid = req->tgid, .setup_cause = CS_CAUSE_TLS_HANDSHAKE };
+	uint64_t pickup_from = split_setup(engine, req, setup, &spans, split);
 
 	uint64_t pickup = span(pickup_from, req->first_read_ns);
 	uint64_t handler = span(req->first_read_ns, req->first_send_ns);
@@ -428,9 +441,11 @@ static void count_setup(struct cs_request_stats *stats, const struct cs_request_
 	stats->setup_accept_ns += split->cause_ns[CS_CAUSE_ACCEPT_QUEUE];
 	stats->setup_tcp_ns += split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW];
 	stats->setup_tls_ns += split->cause_ns[CS_CAUSE_TLS_HANDSHAKE];
+	stats->setup_protocol_ns += split->cause_ns[CS_CAUSE_PROTOCOL_SETUP];
 	stats->setup_ns += split->cause_ns[CS_CAUSE_ACCEPT_QUEUE] + split->cause_ns[CS_CAUSE_LISTEN_OVERFLOW] +
-			   split->cause_ns[CS_CAUSE_TLS_HANDSHAKE];
+			   split->cause_ns[CS_CAUSE_TLS_HANDSHAKE] + split->cause_ns[CS_CAUSE_PROTOCOL_SETUP];
 	stats->tls_handshakes += setup->tls;
+	stats->protocol_setups += setup->protocol;
 }
 
 /* The request kept whole if it is among the slowest. */
@@ -464,7 +479,7 @@ static void keep_exemplar(struct cs_request_stats *stats, const struct cs_ev_req
 static uint64_t pickup_from(const struct cs_conn *conn, const struct cs_ev_request *req,
 			    const struct cs_request_setup *setup)
 {
-	if (setup->first && !setup->tls && conn && conn->accept_ns > req->start_ns)
+	if (setup->first && !setup->tls && !setup->protocol && conn && conn->accept_ns > req->start_ns)
 		return conn->accept_ns;
 	return req->start_ns;
 }

@@ -231,13 +231,14 @@ static json_t *conditions_value(const struct cs_conditions *c)
 {
 	const typeof(c->accept_contention) *ac = &c->accept_contention;
 	json_t *o = json_pack(
-		"{s:{s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o},s:{s:b,s:I,s:o,s:I,s:I},s:{s:b,s:I,s:I,s:I},s:{s:b,s:b,s:b,s:b,s:o,s:I,s:o},"
+		"{s:{s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o},s:{s:b,s:I,s:o,s:I,s:I},s:{s:b,s:I,s:I,s:I},s:{s:b,s:b,s:b,s:b,s:o,s:I,s:o},"
 		"s:o}",
 		"non_persistent", "flagged", c->non_persistent.flagged, "requests_per_connection",
 		cs_json_3(c->non_persistent.requests_per_connection), "setup_share",
 		cs_json_4(c->non_persistent.setup_share), "setup_cost_us", cs_json_3(c->non_persistent.setup_cost_us),
 		"setup_accept_us", cs_json_3(c->non_persistent.setup_accept_us), "setup_tcp_us",
 		cs_json_3(c->non_persistent.setup_tcp_us), "setup_tls_us", cs_json_3(c->non_persistent.setup_tls_us),
+		"setup_protocol_us", cs_json_3(c->non_persistent.setup_protocol_us),
 		"setup_time_share", cs_json_4(c->non_persistent.setup_time_share),
 		"median_latency_us", cs_json_3(c->non_persistent.median_latency_us),
 		"idle_timeout", "flagged", c->idle_timeout.flagged, "server_idle_closes",
@@ -307,6 +308,10 @@ static void add_requests(json_t *report, const struct cs_report_view *view)
 	for (int p = 0; p < CS_PROTOCOL_COUNT; p++)
 		json_object_set_new(protocols, cs_protocol_names[p], json_integer(JI(r->connections_by_protocol[p])));
 	json_object_set_new(report, "connections_by_protocol", protocols);
+	json_object_set_new(report, "protocol_setup",
+			    json_pack("{s:I,s:I,s:I,s:o}", "connections", JI(r->protocol_setups), "exchanges",
+				      JI(r->protocol_setup_exchanges), "goodbyes", JI(r->goodbye_exchanges),
+				      "setup_total_us", cs_json_us(r->setup_protocol_ns)));
 	json_object_set_new(report, "tls", tls_value(view));
 	json_object_set_new(report, "latency_us", cs_report_percentiles_us(r->latency_ns));
 	json_object_set_new(report, "latency_buckets_us", buckets_us(r->latency_ns));

@@ -63,6 +63,7 @@ static const struct {
 				  "[!mostly_held_back|tail responses: median {median_bytes} bytes, largest {largest_bytes}; "
 				  "{send_eagain} send(s) found the buffer full; {held_back} held back in the send queue]" },
 	[CS_CAUSE_TLS_HANDSHAKE] = { "the TLS handshake before a connection's first request", "" },
+	[CS_CAUSE_PROTOCOL_SETUP] = { "a database backend's start-up before its first query", "" },
 	[CS_CAUSE_RUNTIME_PAUSE] = { "stopped with the server's threads at a JVM safepoint",
 				     "[!named|{pauses} JVM safepoint(s) overlapped the tail's requests: p50 {pause_p50}, max {pause_max} "
 				     "(what they were is not told: uprobes, not HotSpot's USDT probes)]"
@@ -181,8 +182,10 @@ static const struct {
 				     "set-up ({setup_cost} on average, {setup_time_share}% of the requests' time; the median request "
 				     "takes {median_latency})",
 				     "set-up per connection: TCP (SYN retries) {setup_tcp}, accept queue {setup_accept}, TLS handshake "
-				     "{setup_tls}",
-				     "turn on keep-alive (HTTP/1.1 persistent connections, client connection pools); over TLS, "
+				     "{setup_tls}[+setup_protocol|, the protocol's start-up and authentication (a database "
+				     "backend's) {setup_protocol}]",
+				     "turn on keep-alive (HTTP/1.1 persistent connections, client connection pools; a database's "
+				     "clients: a pooler such as pgbouncer, or the application's own pool); over TLS, "
 				     "have clients resume TLS sessions (session tickets or a session cache) to shorten each handshake",
 				     "turn on keep-alive (persistent connections, client pools); TLS session resumption" },
 	[CS_COND_IDLE_TIMEOUT] = { "the server closes idle keep-alive connections first",

@@ -814,6 +814,7 @@ static const char *const expected_causes[CS_CAUSE_COUNT] = {
 	"handler",
 	"send_drain",
 	"tls_handshake",
+	"protocol_setup",
 	"runtime_pause",
 	"upstream",
 };

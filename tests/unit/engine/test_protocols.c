@@ -21,6 +21,7 @@ CS_ENGINE_FIXTURE
 
 TestSuite(protocol_of);
 TestSuite(resp, .init = setup, .fini = teardown);
+TestSuite(pg, .init = setup, .fini = teardown);
 
 static enum cs_protocol of(const char *first, size_t len, uint8_t flags)
 {
@@ -136,4 +137,45 @@ Test(resp, an_adopted_connections_pipeline_is_counted)
 	cr_assert_eq(r->pipelined_commands, 16);
 	cr_assert_eq(r->multiplexed_uncounted, 1);
 	cr_assert_eq(r->connections_by_protocol[CS_PROTOCOL_RESP], 0, "its first bytes were not seen");
+}
+
+/* A PostgreSQL exchange's bytes record: its queries, and what else it read. */
+static void pg_bytes(uint64_t sk, uint32_t index, uint64_t start_ns, uint16_t queries, uint8_t messages)
+{
+	struct cs_ev_request_bytes bytes = make_request_bytes(sk, index, PORT, start_ns + 100 * US, CS_PEEK_PG);
+	bytes.commands = queries;
+	bytes.messages = messages;
+	if (index == 0) {
+		memcpy(bytes.first, "\x00\x00\x00\x08\x04\xd2\x16\x2f", 8); /* an SSLRequest */
+		bytes.first_len = 8;
+	}
+	FEED_OK(engine, bytes);
+}
+
+Test(pg, start_up_is_set_up_paid_by_the_first_query_and_terminate_no_request)
+{
+	uint64_t sk = accept_at(T0);
+	/* SSLRequest ('N'), then the start-up: set-up. */
+	pg_bytes(sk, 0, T0 + 10 * US, 0, CS_MSG_SETUP);
+	resp_request(sk, 0, T0 + 10 * US, 0);
+	pg_bytes(sk, 1, T0 + 1 * MS, 0, CS_MSG_SETUP);
+	resp_request(sk, 1, T0 + 1 * MS, 0);
+	/* The query: no record (one request, nothing else). */
+	resp_request(sk, 2, T0 + 20 * MS, 0);
+	/* Three Syncs read at once: an extended-protocol pipeline. */
+	pg_bytes(sk, 3, T0 + 30 * MS, 3, 0);
+	resp_request(sk, 3, T0 + 30 * MS, 0);
+	/* Terminate: unanswered. */
+	pg_bytes(sk, 4, T0 + 40 * MS, 0, CS_MSG_GOODBYE);
+	resp_request(sk, 4, T0 + 40 * MS, CS_REQ_NO_RESPONSE);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 4, "the query and the pipeline's 3");
+	cr_assert_eq(r->unanswered, 0, "the goodbye is no unanswered request");
+	cr_assert_eq(r->protocol_setup_exchanges, 2);
+	cr_assert_eq(r->goodbye_exchanges, 1);
+	cr_assert_eq(r->protocol_setups, 1);
+	cr_assert_eq(r->connections_by_protocol[CS_PROTOCOL_POSTGRESQL], 1);
+	/* From the connection's first bytes (T0 + 10 us) to the query's (T0 + 20 ms). */
+	cr_assert_eq(r->setup_protocol_ns, 20 * MS - 10 * US);
+	cr_assert_eq(r->setup_accept_ns, 0, "its bytes came after the accept");
 }
