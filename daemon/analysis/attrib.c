@@ -272,8 +272,7 @@ static void idle_closes_of_the_pool(const struct cs_engine *engine, struct cs_co
 		return;
 	pool->idle_closes = within;
 	pool->idle_gap_max_us = (double)cs_hist_percentile(life->idle_gap_ns, 100.0 * (double)within /
-										      (double)life->idle_gap_ns->count) /
-				1e3;
+									   (double)life->idle_gap_ns->count) / 1e3;
 	pool->handler_p99_us = (double)handler_p99_ns / 1e3;
 	idle->pool_closes = within;
 	idle->flagged = idle->server_idle_closes - within >= IDLE_CLOSES_MIN || idle->keepalive_race_resets > 0;

@@ -26,10 +26,7 @@ static const char *thread_comm(const struct cs_engine *engine, uint32_t tid)
 static uint32_t top_thread(const struct cs_engine *engine, uint64_t threshold_ns, enum cs_cause cause,
 			   uint64_t *ns_out, uint64_t *requests_out)
 {
-	struct {
-		uint32_t tid;
-		uint64_t ns, requests;
-	} seen[64];
+	struct { uint32_t tid; uint64_t ns, requests; } seen[64];
 	size_t n = 0;
 	for (size_t i = 0; i < engine->requests.exemplar_count; i++) {
 		const struct cs_exemplar *e = &engine->requests.exemplars[i];
@@ -391,8 +388,8 @@ static void compute_tail(const struct cs_engine *engine, const struct cs_report_
 			 struct cs_tail *tail)
 {
 	const struct cs_request_stats *stats = &engine->requests;
-	cs_tail_sum(stats->latency_ns, (const uint64_t(*)[CS_CAUSE_COUNT])stats->bucket_cause_ns,
-		    (const uint64_t(*)[CS_CAUSE_COUNT])stats->bucket_dominant, percentile, tail);
+	cs_tail_sum(stats->latency_ns, (const uint64_t (*)[CS_CAUSE_COUNT])stats->bucket_cause_ns,
+		    (const uint64_t (*)[CS_CAUSE_COUNT])stats->bucket_dominant, percentile, tail);
 	tail->pool_busy_ns = tail_pool_busy_ns(stats, tail);
 	for (int c = 0; c < CS_CAUSE_COUNT; c++)
 		if (tail->causes[c].ns)

@@ -43,7 +43,7 @@ enum cs_conn_framing {
 struct cs_conn {
 	uint64_t established_ns;
 	uint64_t accept_ns;
-	uint64_t last_seen_ns; /* its latest record: the accept or a request */
+	uint64_t last_seen_ns;   /* its latest record: the accept or a request */
 	uint32_t accept_tid;
 	uint16_t port;
 	uint16_t remote_port;
@@ -72,17 +72,18 @@ struct cs_conn {
 };
 
 
+
 struct cs_engine_totals {
-	uint64_t records; /* records accepted */
+	uint64_t records;                  /* records accepted */
 	uint64_t by_type[CS_EV_TYPE_MAX];
-	uint64_t malformed; /* records rejected as malformed */
+	uint64_t malformed;                /* records rejected as malformed */
 	uint64_t forks;
 	uint64_t exits;
-	uint64_t first_ts_ns; /* earliest record */
-	uint64_t last_ts_ns;  /* latest record */
+	uint64_t first_ts_ns;              /* earliest record */
+	uint64_t last_ts_ns;               /* latest record */
 };
 
-#define CS_MAX_CONNS (1u << 20) /* connections followed at once */
+#define CS_MAX_CONNS (1u << 20)  /* connections followed at once */
 /*
  * A followed connection with no record for this long is forgotten (its
  * close was lost with a full ring buffer, or it idles): what the engine
@@ -96,9 +97,9 @@ struct cs_engine_totals {
 
 /* Records about connections the engine could not follow whole. */
 struct cs_conn_partial {
-	uint64_t accepts;  /* accepted, never seen entering the queue */
-	uint64_t requests; /* begun before attach: no timeline */
-	uint64_t closes;   /* closed, never seen established */
+	uint64_t accepts;        /* accepted, never seen entering the queue */
+	uint64_t requests;       /* begun before attach: no timeline */
+	uint64_t closes;         /* closed, never seen established */
 };
 
 struct cs_engine {
@@ -108,15 +109,15 @@ struct cs_engine {
 	struct cs_request_stats requests;
 	struct cs_lifecycle_stats lifecycle;
 	struct cs_cost_stats cost;
-	struct cs_pause_stats pauses;        /* runtime pauses (pauses.h) */
-	struct cs_u64map conns;              /* sk -> struct cs_conn */
-	struct cs_u64map threads;            /* tid -> struct cs_thread_stats */
-	struct cs_u64map idle_closed_from;   /* remote address -> struct cs_idle_closes */
-	struct cs_u64map handbacks;          /* sk -> struct cs_handback of its latest parked request */
-	uint64_t handbacks_dropped;          /* table full: a parked request's split not kept */
-	struct cs_u64map tls_closed;         /* a TLS connection that closed: its peer and
+	struct cs_pause_stats pauses;      /* runtime pauses (pauses.h) */
+	struct cs_u64map conns;            /* sk -> struct cs_conn */
+	struct cs_u64map threads;          /* tid -> struct cs_thread_stats */
+	struct cs_u64map idle_closed_from; /* remote address -> struct cs_idle_closes */
+	struct cs_u64map handbacks;        /* sk -> struct cs_handback of its latest parked request */
+	uint64_t handbacks_dropped;        /* table full: a parked request's split not kept */
+	struct cs_u64map tls_closed;       /* a TLS connection that closed: its peer and
 	                                      ports (cs_tuple_key) -> the close's time, ns */
-	struct cs_u64map unfollowed;         /* socket -> struct cs_unfollowed */
+	struct cs_u64map unfollowed;       /* socket -> struct cs_unfollowed */
 	struct cs_upstream_stats *upstreams; /* [upstream_count]: the target's upstreams (upstreams.c) */
 	size_t upstream_count;
 	uint64_t upstream_untracked;       /* exchanges with upstreams past CS_UPSTREAMS_MAX: counted only */
@@ -126,7 +127,7 @@ struct cs_engine {
 	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
 	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */
 	uint64_t records_since_sweep;
-	size_t evict_cursor; /* where the next eviction sample starts */
+	size_t evict_cursor;               /* where the next eviction sample starts */
 };
 
 struct cs_engine *cs_engine_new(void);
@@ -209,18 +210,18 @@ void cs_acceptor_time(const struct cs_engine *engine, const struct cs_worker_sta
  */
 struct cs_limit_evidence {
 	bool flagged;
-	uint32_t open_connections; /* at the plateau: open when a close let the acceptor back */
-	uint32_t open_min;         /* the lowest such count (== open_connections: a flat plateau) */
-	uint64_t plateau_ns;       /* time open connections stayed at their highest */
-	uint64_t waits;            /* accepts the acceptor came back to after a close */
-	uint64_t queued_waits;     /* accepts of connections queued while it was away */
-	uint64_t waited_ns;        /* the accept wait those connections had with it away */
-	double wait_share;         /* of all the wait queued connections had with it away */
-	uint64_t freed_by[3];      /* the closes that let it back, by enum cs_slot_freer */
-	uint64_t made_room;        /* closes the acceptor made itself just after an accept */
+	uint32_t open_connections;   /* at the plateau: open when a close let the acceptor back */
+	uint32_t open_min;           /* the lowest such count (== open_connections: a flat plateau) */
+	uint64_t plateau_ns;         /* time open connections stayed at their highest */
+	uint64_t waits;              /* accepts the acceptor came back to after a close */
+	uint64_t queued_waits;       /* accepts of connections queued while it was away */
+	uint64_t waited_ns;          /* the accept wait those connections had with it away */
+	double wait_share;           /* of all the wait queued connections had with it away */
+	uint64_t freed_by[3];        /* the closes that let it back, by enum cs_slot_freer */
+	uint64_t made_room;          /* closes the acceptor made itself just after an accept */
 	uint32_t acceptor_tid;
 	char acceptor_comm[CS_COMM_LEN];
-	double blocked_share; /* of its time outside accept(); -1: CPU time unknown */
+	double blocked_share;        /* of its time outside accept(); -1: CPU time unknown */
 	double on_cpu_share;
 	double handler_share;
 };

@@ -43,9 +43,9 @@ struct cs_unfollowed {
 	uint64_t last_ns;        /* its last record: the entry goes a second later */
 	uint64_t first_bytes_ns; /* its first exchange began; 0: not seen */
 	uint32_t requests_counted;
-	uint8_t phase;       /* enum cs_tls_phase */
-	uint8_t multiplexed; /* its requests overlapped: so do the exchanges it still has */
-	uint8_t closed;      /* it closed: forgotten a second after its last record
+	uint8_t phase;           /* enum cs_tls_phase */
+	uint8_t multiplexed;     /* its requests overlapped: so do the exchanges it still has */
+	uint8_t closed;          /* it closed: forgotten a second after its last record
 	                            (an open one after CS_CONN_TIMEOUT_NS, as followed ones) */
 	uint8_t counted;     /* Redis, PostgreSQL: its exchanges' requests are counted */
 };
@@ -105,8 +105,8 @@ int cs_on_runtime_pause(struct cs_engine *engine, const struct cs_ev_runtime_pau
 /* A request's phases as spans of time, for the pauses that overlap them. */
 struct cs_phase_spans {
 	uint32_t tgid;
-	enum cs_cause waited;                  /* what the wait before the first read was: event_loop or worker_pool */
-	bool handed_back;                      /* first read to first send split by a hand-back (cs_split_handed_back) */
+	enum cs_cause waited;         /* what the wait before the first read was: event_loop or worker_pool */
+	bool handed_back;             /* first read to first send split by a hand-back (cs_split_handed_back) */
 	uint64_t accept_from_ns, accept_to_ns; /* the accept queue; 0: none */
 	uint64_t tls_from_ns, tls_to_ns;       /* the TLS handshake or the protocol's set-up; 0: none */
 	enum cs_cause setup_cause;             /* which of the two: tls_handshake or protocol_setup */
@@ -119,14 +119,14 @@ void cs_take_pauses(const struct cs_engine *engine, const struct cs_ev_request *
 void cs_note_pauses(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_request_split *split);
 /* Upstreams (upstreams.c): an exchange as a request's split takes it. */
 struct cs_upstream_exchange {
-	uint64_t start_ns;   /* its connect, or its first send */
-	uint64_t connect_ns; /* its connect's time, when the exchange began with it; else 0 */
+	uint64_t start_ns;      /* its connect, or its first send */
+	uint64_t connect_ns;    /* its connect's time, when the exchange began with it; else 0 */
 	uint64_t send_ns;
 	uint64_t first_byte_ns; /* 0: not seen */
 	uint64_t first_read_ns;
 	uint32_t syn_retransmits;
-	uint16_t upstream; /* index + 1 into engine->upstreams */
-	uint8_t blocked;   /* its thread blocked in it: read no request, mostly off its CPU */
+	uint16_t upstream;      /* index + 1 into engine->upstreams */
+	uint8_t blocked;        /* its thread blocked in it: read no request, mostly off its CPU */
 	uint8_t pad;
 };
 /* A request's exchanges, taken when its record comes (more: unmatched). */

@@ -459,7 +459,7 @@ static enum cs_exchange_kind exchange_kind(struct cs_engine *engine, struct cs_c
  * first request is the first exchange after its handshake's.
  */
 bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req,
-			    struct cs_request_setup *setup)
+			     struct cs_request_setup *setup)
 {
 	struct cs_request_stats *stats = &engine->requests;
 	cs_setup_from_record(req, setup);

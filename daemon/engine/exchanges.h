@@ -30,13 +30,13 @@ enum cs_exchange_kind {
  * records the client sent (exchanges.c has the rules and their limits).
  */
 enum cs_tls_phase {
-	CS_TLS_NONE = 0,          /* not TLS, or not seen from its start */
-	CS_TLS_HELLO,             /* its first bytes were a handshake record: the ClientHello */
-	CS_TLS_CLIENT_FLIGHT,     /* ClientHello read: the client's second flight next */
+	CS_TLS_NONE = 0,        /* not TLS, or not seen from its start */
+	CS_TLS_HELLO,           /* its first bytes were a handshake record: the ClientHello */
+	CS_TLS_CLIENT_FLIGHT,   /* ClientHello read: the client's second flight next */
 	CS_TLS_CLIENT_FLIGHT_CCS, /* ...which began with a ChangeCipherSpec */
-	CS_TLS_12_FLIGHT,         /* TLS 1.2: handshake records until application data */
-	CS_TLS_DONE,              /* handshake over: type 23 records are application data */
-	CS_TLS_LOST,              /* records not followed: could not be told */
+	CS_TLS_12_FLIGHT,       /* TLS 1.2: handshake records until application data */
+	CS_TLS_DONE,            /* handshake over: type 23 records are application data */
+	CS_TLS_LOST,            /* records not followed: could not be told */
 };
 
 /* Why a connection counts as multiplexed. */
@@ -49,12 +49,12 @@ enum cs_multiplex_reason {
 
 /* One exchange's TLS records, walked (cs_tls_walk). */
 struct cs_tls_exchange {
-	bool handshake;  /* it carried handshake records (or ChangeCipherSpec) */
-	bool app_data;   /* it carried application data */
-	bool ended;      /* the handshake ended in it */
-	bool resumed;    /* a TLS 1.2 abbreviated handshake (session resumption) */
-	uint8_t version; /* 12 or 13 when this exchange told it; 0: not told here */
-	int data_record; /* the first record of application data, by position; -1: none */
+	bool handshake;      /* it carried handshake records (or ChangeCipherSpec) */
+	bool app_data;       /* it carried application data */
+	bool ended;          /* the handshake ended in it */
+	bool resumed;        /* a TLS 1.2 abbreviated handshake (session resumption) */
+	uint8_t version;     /* 12 or 13 when this exchange told it; 0: not told here */
+	int data_record;     /* the first record of application data, by position; -1: none */
 };
 
 /*

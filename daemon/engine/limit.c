@@ -85,14 +85,15 @@ static bool claim_pending(struct cs_listener_stats *listener, uint64_t now_ns, u
 	for (uint32_t i = 0; i < listener->limit_pending_count; i++) {
 		const struct cs_limit_pending *pending = &listener->limit_pending[i];
 		bool passed = now_ns >= pending->enter_ns && !within_came_back(now_ns, pending->enter_ns,
-									       pending->away_ns);
+										  pending->away_ns);
 		/*
 		 * The acceptor itself closed a connection after its accept: it
 		 * made room for the one it took (nginx, out of
 		 * worker_connections, closes an idle or a new connection), and
 		 * had no slot to wait for. That accept waited for nothing else.
 		 */
-		if (!claimed && !passed && closer_tid && closer_tid == pending->acceptor_tid && now_ns >= pending->accept_ns) {
+		if (!claimed && !passed && closer_tid && closer_tid == pending->acceptor_tid &&
+		    now_ns >= pending->accept_ns) {
 			listener->limit_made_room++;
 			claimed = true;
 			continue;
@@ -126,9 +127,7 @@ void cs_limit_on_close(struct cs_listener_stats *listener, uint64_t now_ns, uint
 			listener->limit_close_count--;
 		}
 		listener->limit_closes[listener->limit_close_count++] = (struct cs_limit_close){
-			.ts_ns = now_ns,
-			.open_before = listener->open_conns,
-			.kind = (uint8_t)kind,
+			.ts_ns = now_ns, .open_before = listener->open_conns, .kind = (uint8_t)kind,
 		};
 	}
 	cs_limit_on_forget(listener, now_ns);
@@ -201,13 +200,10 @@ void cs_limit_on_accept(struct cs_listener_stats *listener, uint64_t previous_re
 	 */
 	uint32_t due = listener->limit_pending_count;
 	add_pending(listener, (struct cs_limit_pending){
-				      .enter_ns = ev->enter_ns,
-				      .accept_ns = ev->hdr.ts_ns,
-				      .away_ns = away_ns,
-				      .waited_ns = waited_ns,
-				      .open_before = listener->open_conns > due ? listener->open_conns - due : 0,
-				      .acceptor_tid = ev->tid,
-			      });
+		.enter_ns = ev->enter_ns, .accept_ns = ev->hdr.ts_ns, .away_ns = away_ns,
+		.waited_ns = waited_ns, .open_before = listener->open_conns > due ? listener->open_conns - due : 0,
+		.acceptor_tid = ev->tid,
+	});
 }
 
 void cs_acceptor_time(const struct cs_engine *engine, const struct cs_worker_stats *worker,

@@ -19,19 +19,19 @@ struct cs_worker_stats {
 	uint32_t tid;
 	uint32_t pid;
 	char comm[CS_COMM_LEN];
-	uint64_t accepts;       /* connections it took */
-	uint64_t eagain;        /* accept() calls that found the queue empty */
-	uint64_t errors;        /* other accept() failures (EMFILE, ...) */
-	uint64_t in_accept_ns;  /* time spent inside accept() calls */
-	uint64_t first_call_ns; /* its first accept() call began */
-	uint64_t last_call_ns;  /* its last accept() call returned */
+	uint64_t accepts;        /* connections it took */
+	uint64_t eagain;         /* accept() calls that found the queue empty */
+	uint64_t errors;         /* other accept() failures (EMFILE, ...) */
+	uint64_t in_accept_ns;   /* time spent inside accept() calls */
+	uint64_t first_call_ns;  /* its first accept() call began */
+	uint64_t last_call_ns;   /* its last accept() call returned */
 };
 
 /* One listening socket of a port (SO_REUSEPORT gives several). */
 struct cs_listener_socket {
 	uint64_t sk;
-	uint32_t drops_first; /* sk_drops when first seen */
-	uint32_t drops_last;  /* sk_drops when last seen */
+	uint32_t drops_first;    /* sk_drops when first seen */
+	uint32_t drops_last;     /* sk_drops when last seen */
 	uint32_t backlog_limit;
 	uint32_t backlog_last;
 };
@@ -48,30 +48,30 @@ struct cs_listener_socket {
 
 /* An accept of a connection that queued while the acceptor was away. */
 struct cs_limit_pending {
-	uint64_t enter_ns;     /* the accept() call began */
-	uint64_t accept_ns;    /* it returned */
-	uint64_t away_ns;      /* the acceptor's time away before it */
-	uint64_t waited_ns;    /* the connection's wait with the acceptor away */
-	uint32_t open_before;  /* open when it came back, less the closes still due */
-	uint32_t acceptor_tid; /* the thread that accepted */
+	uint64_t enter_ns;           /* the accept() call began */
+	uint64_t accept_ns;          /* it returned */
+	uint64_t away_ns;            /* the acceptor's time away before it */
+	uint64_t waited_ns;          /* the connection's wait with the acceptor away */
+	uint32_t open_before;        /* open when it came back, less the closes still due */
+	uint32_t acceptor_tid;       /* the thread that accepted */
 };
 
 /* A close since the acceptor's last return that no accept has claimed. */
 struct cs_limit_close {
 	uint64_t ts_ns;
-	uint32_t open_before; /* open_conns just before it */
-	uint8_t kind;         /* enum cs_slot_freer */
+	uint32_t open_before;        /* open_conns just before it */
+	uint8_t kind;                /* enum cs_slot_freer */
 };
 
 /* Everything known about one listening port. */
 struct cs_listener_stats {
 	uint16_t port;
 
-	uint64_t accepts;           /* successful accept() calls */
-	uint64_t accepts_unmatched; /* accepted sockets whose handshake's end is
+	uint64_t accepts;            /* successful accept() calls */
+	uint64_t accepts_unmatched;  /* accepted sockets whose handshake's end is
 	                                unknown (no TCP stamp): no wait */
-	uint64_t eagain;            /* accept() calls that returned EAGAIN */
-	uint64_t accept_errors;     /* other failed accept() calls */
+	uint64_t eagain;             /* accept() calls that returned EAGAIN */
+	uint64_t accept_errors;      /* other failed accept() calls */
 	uint64_t first_accept_ns;
 	uint64_t last_accept_ns;
 	struct cs_hist *accept_wait_ns; /* ESTABLISHED -> accept() return */
@@ -83,20 +83,20 @@ struct cs_listener_stats {
 	uint32_t backlog_at_accept_max;
 
 	/* queue depth from the periodic listener samples (sock_diag) */
-	uint64_t backlog_samples;      /* (socket, sample) pairs */
-	uint64_t backlog_full_samples; /* of which the queue was full */
+	uint64_t backlog_samples;        /* (socket, sample) pairs */
+	uint64_t backlog_full_samples;   /* of which the queue was full */
 	uint64_t backlog_nonempty_samples;
 	uint64_t backlog_sample_sum;
 	uint32_t backlog_max;
 	uint32_t backlog_limit;
 
-	uint64_t ack_overflows; /* third ACKs dropped: queue full (see cs_listener_drops) */
+	uint64_t ack_overflows;          /* third ACKs dropped: queue full (see cs_listener_drops) */
 
 	/* local clients' connects to this port that were slow */
-	uint64_t handshakes_retransmitted;  /* whose SYN was retransmitted */
-	uint64_t handshakes_slow;           /* that got in, slowly (SYN or last-ACK drops) */
-	uint64_t handshakes_failed;         /* the client gave up */
-	uint64_t handshakes_delayed_1s;     /* delayed by >= 1 s */
+	uint64_t handshakes_retransmitted; /* whose SYN was retransmitted */
+	uint64_t handshakes_slow;        /* that got in, slowly (SYN or last-ACK drops) */
+	uint64_t handshakes_failed;      /* the client gave up */
+	uint64_t handshakes_delayed_1s;  /* delayed by >= 1 s */
 	struct cs_hist *handshake_extra_ns; /* connect delay beyond one round trip */
 
 	/*
@@ -104,20 +104,20 @@ struct cs_listener_stats {
 	 * server at its connection limit stops calling accept() until one
 	 * closes, and comes back right after that close.
 	 */
-	uint32_t open_conns; /* followed: accepted, not yet closed or forgotten */
+	uint32_t open_conns;         /* followed: accepted, not yet closed or forgotten */
 	uint32_t open_max;
-	uint64_t open_changed_ns;                               /* when open_conns last changed */
-	uint64_t open_level_ns[CS_OPEN_LEVELS];                 /* time with that many open (the last: or more) */
+	uint64_t open_changed_ns;    /* when open_conns last changed */
+	uint64_t open_level_ns[CS_OPEN_LEVELS]; /* time with that many open (the last: or more) */
 	struct cs_limit_close limit_closes[CS_LIMIT_UNMATCHED]; /* since the last return, oldest first */
 	uint32_t limit_close_count;
-	uint64_t queued_gaps;   /* accepts of a connection queued before the call began */
-	uint64_t queued_gap_ns; /* how long those waited with the acceptor out of accept() */
-	uint64_t limit_gaps;    /* of which the acceptor came back just after a close */
+	uint64_t queued_gaps;        /* accepts of a connection queued before the call began */
+	uint64_t queued_gap_ns;      /* how long those waited with the acceptor out of accept() */
+	uint64_t limit_gaps;         /* of which the acceptor came back just after a close */
 	uint64_t limit_gap_ns;
-	uint32_t limit_open_min;                                   /* open connections when those closes came: the plateau */
-	uint64_t limit_level_ns[CS_OPEN_LEVELS];                   /* those waits' time, by that open count */
-	uint64_t limit_freed_by[3];                                /* those closes, by enum cs_slot_freer */
-	uint64_t limit_made_room;                                  /* closes by the acceptor just after its accept: room made, no
+	uint32_t limit_open_min;     /* open connections when those closes came: the plateau */
+	uint64_t limit_level_ns[CS_OPEN_LEVELS]; /* those waits' time, by that open count */
+	uint64_t limit_freed_by[3];  /* those closes, by enum cs_slot_freer */
+	uint64_t limit_made_room;    /* closes by the acceptor just after its accept: room made, no
 	                                slot waited for (nginx reusing connections) */
 	struct cs_limit_pending limit_pending[CS_LIMIT_UNMATCHED]; /* oldest first */
 	uint32_t limit_pending_count;
@@ -130,9 +130,9 @@ struct cs_listener_stats {
 
 /* What freed a slot: the close that ended a wait at a connection limit. */
 enum cs_slot_freer {
-	CS_FREED_BY_IDLE_CLOSE, /* the server closed an idle keep-alive connection */
-	CS_FREED_BY_CLIENT,     /* the client closed first */
-	CS_FREED_BY_OTHER,      /* a server close after a response, or an abort */
+	CS_FREED_BY_IDLE_CLOSE,   /* the server closed an idle keep-alive connection */
+	CS_FREED_BY_CLIENT,       /* the client closed first */
+	CS_FREED_BY_OTHER,        /* a server close after a response, or an abort */
 };
 
 /*

@@ -199,7 +199,7 @@ static void note(struct cs_pause *pause, uint32_t tgid, uint64_t from_ns, uint64
 }
 
 static void note_request(struct cs_engine *engine, uint32_t tgid, uint64_t from_ns, uint64_t to_ns,
-			 uint64_t latency_ns)
+			    uint64_t latency_ns)
 {
 	struct cs_pause_stats *stats = &engine->pauses;
 	for (size_t i = stats->recent_count; i-- > 0;) {
@@ -228,7 +228,7 @@ static uint64_t move_to_pause(struct cs_request_split *split, enum cs_cause from
  * by its hand-back: taken from them in that order.
  */
 static void split_pauses(const struct cs_pause_stats *stats, const struct cs_phase_spans *spans,
-			 struct cs_request_split *split)
+		     struct cs_request_split *split)
 {
 	uint32_t tgid = spans->tgid;
 	move_to_pause(split, CS_CAUSE_ACCEPT_QUEUE,

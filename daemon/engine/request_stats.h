@@ -88,11 +88,11 @@ struct cs_exemplar {
 
 /* What the connection's first request paid before it began. */
 struct cs_request_setup {
-	bool first;        /* it is the connection's first request */
-	uint64_t began_ns; /* the connection's first bytes came (its first exchange began) */
-	uint64_t extra_ns; /* SYN and last-ACK retries (cs_ev_handshake's extra delay) */
-	bool tls;          /* a TLS handshake ran from began_ns to the request's start */
-	uint64_t start_ns; /* the request's own start when later than its record's (the
+	bool first;          /* it is the connection's first request */
+	uint64_t began_ns;   /* the connection's first bytes came (its first exchange began) */
+	uint64_t extra_ns;   /* SYN and last-ACK retries (cs_ev_handshake's extra delay) */
+	bool tls;            /* a TLS handshake ran from began_ns to the request's start */
+	uint64_t start_ns;   /* the request's own start when later than its record's (the
 	                        handshake's end shared its exchange); 0: the record's */
 	uint32_t commands; /* requests the exchange carried: a Redis pipeline's commands, each
 	                        timed as the exchange (its answers left in its writes); 1 otherwise */
@@ -115,31 +115,31 @@ struct cs_request_stats {
 	uint64_t (*bucket_dominant)[CS_CAUSE_COUNT]; /* requests whose largest cause it was */
 	uint64_t *bucket_pool_busy_ns;               /* [CS_HIST_BUCKETS]: their pool_busy_ns */
 	struct cs_hist *cause_ns[CS_CAUSE_COUNT];    /* each request's time in each cause */
-	uint64_t setup_ns;                           /* accept_queue + listen_overflow + tls_handshake of first requests */
-	uint64_t setup_accept_ns;                    /* of which the accept queue */
-	uint64_t setup_tcp_ns;                       /* ... SYN and last-ACK retries (listen_overflow) */
-	uint64_t setup_tls_ns;                       /* ... the TLS handshake */
-	uint64_t setup_protocol_ns;                  /* ... the protocol's set-up (PostgreSQL's start-up) */
-	uint64_t protocol_setups;                    /* first requests that paid one */
-	uint64_t protocol_setup_exchanges;           /* exchanges kept out of the requests as that set-up */
-	uint64_t goodbye_exchanges;                  /* the client's goodbyes (PostgreSQL's Terminate): no request */
+	uint64_t setup_ns;            /* accept_queue + listen_overflow + tls_handshake of first requests */
+	uint64_t setup_accept_ns;     /* of which the accept queue */
+	uint64_t setup_tcp_ns;        /* ... SYN and last-ACK retries (listen_overflow) */
+	uint64_t setup_tls_ns;        /* ... the TLS handshake */
+	uint64_t setup_protocol_ns;   /* ... the protocol's set-up (PostgreSQL's start-up) */
+	uint64_t protocol_setups;     /* first requests that paid one */
+	uint64_t protocol_setup_exchanges; /* exchanges kept out of the requests as that set-up */
+	uint64_t goodbye_exchanges;   /* the client's goodbyes (PostgreSQL's Terminate): no request */
 	/* Connections that spoke TLS from their first bytes (exchanges.c). */
 	uint64_t tls_connections;
-	uint64_t tls_handshakes;          /* whose handshake ended before a request */
-	uint64_t tls12, tls13;            /* versions told by the client's second flight */
-	uint64_t tls_resumed;             /* TLS 1.2 abbreviated handshakes */
-	uint64_t tls13_psk_offered;       /* TLS 1.3 connections whose ClientHello offered a session */
-	uint64_t tls13_psk_resumed;       /* ...whose server's first flight had no room for a certificate */
-	uint64_t tls_psk_not_told;        /* TLS 1.3 connections whose ClientHello was cut before its
+	uint64_t tls_handshakes;      /* whose handshake ended before a request */
+	uint64_t tls12, tls13;        /* versions told by the client's second flight */
+	uint64_t tls_resumed;         /* TLS 1.2 abbreviated handshakes */
+	uint64_t tls13_psk_offered;   /* TLS 1.3 connections whose ClientHello offered a session */
+	uint64_t tls13_psk_resumed;   /* ...whose server's first flight had no room for a certificate */
+	uint64_t tls_psk_not_told;    /* TLS 1.3 connections whose ClientHello was cut before its
 	                                 extensions' end, and hellos of connections not followed
 	                                 that offered one or were cut: a session offer not told */
-	uint64_t tls13_hello_retries;     /* second ClientHellos: the server asked for one (HelloRetryRequest) */
+	uint64_t tls13_hello_retries; /* second ClientHellos: the server asked for one (HelloRetryRequest) */
 	uint64_t tls_handshake_exchanges; /* exchanges kept out of the requests as set-up */
 	uint64_t tls_control_exchanges;   /* alerts, key updates: neither set-up nor requests */
-	uint64_t tls_lost;                /* connections whose records could not be followed: counted as
+	uint64_t tls_lost;            /* connections whose records could not be followed: counted as
 	                                 requests from there on */
-	uint64_t bytes_unreadable;        /* connections whose first read's bytes could not be seen */
-	uint64_t bytes_unmatched;         /* bytes records of connections not followed (or closed) */
+	uint64_t bytes_unreadable;    /* connections whose first read's bytes could not be seen */
+	uint64_t bytes_unmatched;     /* bytes records of connections not followed (or closed) */
 	/* The last request record fed: cs_engine_request_verdict. */
 	uint64_t last_sk;
 	uint32_t last_index;
@@ -156,18 +156,18 @@ struct cs_request_stats {
 		uint8_t ended;     /* its TLS handshake ended in that exchange */
 		uint16_t commands; /* a Redis exchange's commands; 0: not said (one) */
 	} orphans[CS_ORPHAN_SLOTS];
-	uint32_t orphan_next;             /* the slot to reuse when none is free */
-	uint64_t unfollowed_full;         /* connections not followed whose exchanges could not be
+	uint32_t orphan_next; /* the slot to reuse when none is free */
+	uint64_t unfollowed_full;     /* connections not followed whose exchanges could not be
 	                                 remembered (table full): counted as requests */
-	uint64_t tls_alpn_h2;             /* TLS connections whose ClientHello offered HTTP/2 */
-	uint64_t tls_alpn_not_told;       /* ...whose ALPN offer could not be read (hello cut) */
+	uint64_t tls_alpn_h2;         /* TLS connections whose ClientHello offered HTTP/2 */
+	uint64_t tls_alpn_not_told;   /* ...whose ALPN offer could not be read (hello cut) */
 	uint64_t connections_multiplexed; /* overlapping requests, or HTTP/2's preface */
-	uint64_t multiplexed_h2;          /* of which by the preface */
-	uint64_t multiplexed_one_read;    /* ...by a read that held more than one request */
-	uint64_t multiplexed_uncounted;   /* ...by a Redis read whose commands could not be counted */
+	uint64_t multiplexed_h2;      /* of which by the preface */
+	uint64_t multiplexed_one_read; /* ...by a read that held more than one request */
+	uint64_t multiplexed_uncounted; /* ...by a Redis read whose commands could not be counted */
 	uint64_t multiplexed_exchanges;   /* their exchanges from then on: not in any latency */
-	uint64_t pipelined_exchanges;     /* Redis exchanges that read more than one command */
-	uint64_t pipelined_commands;      /* ...their commands: each a request, timed as its exchange */
+	uint64_t pipelined_exchanges; /* Redis exchanges that read more than one command */
+	uint64_t pipelined_commands;  /* ...their commands: each a request, timed as its exchange */
 	/* Connections by what their first bytes spoke (enum cs_protocol), those seen from their start. */
 	uint64_t connections_by_protocol[CS_PROTOCOL_COUNT];
 	struct cs_exemplar exemplars[CS_EXEMPLARS]; /* min-heap on total_ns */

@@ -32,30 +32,30 @@ struct cs_thread_stats {
 	uint32_t tgid;
 	char comm[CS_COMM_LEN];
 	char runtime_name[CS_RUNTIME_NAME_LEN]; /* its JVM's name for it; "": none known */
-	uint64_t requests;                      /* requests it read */
-	uint64_t cause_ns[CS_CAUSE_COUNT];      /* of the requests it read */
-	uint64_t runq_total_ns;                 /* from its samples: all its run-queue waits */
-	uint64_t runq_max_ns;                   /* the longest wait since the attach, or their mean when the
+	uint64_t requests;         /* requests it read */
+	uint64_t cause_ns[CS_CAUSE_COUNT]; /* of the requests it read */
+	uint64_t runq_total_ns;    /* from its samples: all its run-queue waits */
+	uint64_t runq_max_ns;      /* the longest wait since the attach, or their mean when the
 	                              kernel's lifetime maximum is older (cs_runq_max_is_mean) */
 	uint64_t runq_waits;
 	uint32_t runq_per_request[CS_COARSE_BUCKETS]; /* each request's run-queue time (ns) */
-	uint64_t cpu_ns;                              /* from its samples: time on a CPU since attach */
-	uint64_t cpu_sampled_ns;                      /* when that was read; 0: never (a trace without it) */
+	uint64_t cpu_ns;           /* from its samples: time on a CPU since attach */
+	uint64_t cpu_sampled_ns;   /* when that was read; 0: never (a trace without it) */
 	/* The epoll path (struct cs_ev_thread_polls, totals since attach). */
 	uint64_t ready_polls;
 	uint64_t reads_own;
 	uint64_t reads_handed;
 	uint64_t handed_out;
 	uint64_t reads_blocking;
-	uint64_t accepts;                                      /* connections it accepted, any listener */
-	uint64_t serving_ns;                                   /* first read to last send of the requests it read */
-	uint64_t first_read_ns;                                /* the first of those requests' first read */
-	uint64_t last_send_ns;                                 /* the last of their last sends */
-	uint64_t handed_requests;                              /* requests it read that a poller handed it */
-	uint64_t executed;                                     /* parked requests whose handler it ran for their reader */
-	uint64_t parked_out;                                   /* requests it read and another thread's handler answered */
+	uint64_t accepts;          /* connections it accepted, any listener */
+	uint64_t serving_ns;       /* first read to last send of the requests it read */
+	uint64_t first_read_ns;    /* the first of those requests' first read */
+	uint64_t last_send_ns;     /* the last of their last sends */
+	uint64_t handed_requests;  /* requests it read that a poller handed it */
+	uint64_t executed;         /* parked requests whose handler it ran for their reader */
+	uint64_t parked_out;       /* requests it read and another thread's handler answered */
 	struct cs_served_span served_recent[CS_SERVED_RECENT]; /* a ring, oldest overwritten */
-	uint32_t served_next;                                  /* the ring's next slot */
+	uint32_t served_next;      /* the ring's next slot */
 };
 
 /*

@@ -27,7 +27,7 @@ struct contribs {
 	struct contrib *items;
 	size_t count, cap;
 	uint64_t sum_ns;
-	bool failed; /* out of memory: what could not be kept counts as not sampled */
+	bool failed;       /* out of memory: what could not be kept counts as not sampled */
 };
 
 /* weight_ns / threads: an instant that threads serving then share. */
@@ -175,11 +175,7 @@ static void emit_one(struct emitter *out, enum cs_cause cause, bool pool, enum c
 	if (!weight_ns)
 		return;
 	struct cs_flame_path path = {
-		.tgid = out->r->tgid,
-		.port = out->r->port,
-		.cause = cause,
-		.phase = phase,
-		.stack = stack,
+		.tgid = out->r->tgid, .port = out->r->port, .cause = cause, .phase = phase, .stack = stack,
 		.pool = pool,
 	};
 	out->emit(out->ctx, &path, weight_ns);
@@ -241,8 +237,8 @@ struct pool_item {
 struct pool_scratch {
 	struct pool_item *items;
 	size_t item_count, item_cap;
-	uint64_t *bounds; /* every item's ends, sorted, once each: the segments' ends */
-	int32_t *serving; /* per segment [bounds[k], bounds[k + 1]): the items covering it */
+	uint64_t *bounds;        /* every item's ends, sorted, once each: the segments' ends */
+	int32_t *serving;        /* per segment [bounds[k], bounds[k + 1]): the items covering it */
 	size_t bound_count, bound_cap;
 	bool failed;
 };
@@ -369,8 +365,7 @@ static void join_pool_wait(const struct cs_flame_input *in, struct emitter *out,
 		uint32_t key = cause == CS_CAUSE_WORKER_POOL ? out->r->tgid : out->r->port;
 		p->item_count = 0;
 		for (size_t i = first_pool_thread(in, cause, key); i < in->pool_thread_count &&
-								   in->pool_threads[i].cause == cause && in->pool_threads[i].key == key;
-		     i++)
+		     in->pool_threads[i].cause == cause && in->pool_threads[i].key == key; i++)
 			p->failed |= !add_serving(in, in->pool_threads[i].tid, from, to, p);
 		uint64_t covered_ns = p->failed || !p->item_count ? 0 : cut_segments(p);
 		if (covered_ns) {
@@ -434,10 +429,7 @@ int cs_flame_join(struct cs_flame_input *in, cs_flame_emit_fn emit, void *ctx, s
 
 		/* No thread to look at: the time alone. Set-up exchanges (TLS, a protocol's) are not followed by thread. */
 		static const enum cs_cause plain[] = {
-			CS_CAUSE_LISTEN_OVERFLOW,
-			CS_CAUSE_SEND_DRAIN,
-			CS_CAUSE_TLS_HANDSHAKE,
-			CS_CAUSE_PROTOCOL_SETUP,
+			CS_CAUSE_LISTEN_OVERFLOW, CS_CAUSE_SEND_DRAIN, CS_CAUSE_TLS_HANDSHAKE, CS_CAUSE_PROTOCOL_SETUP,
 		};
 		for (size_t c = 0; c < sizeof(plain) / sizeof(plain[0]); c++)
 			emit_one(&out, plain[c], false, CS_FLAME_NONE, CS_FLAME_NO_STACK, r->split.cause_ns[plain[c]]);

@@ -46,8 +46,7 @@ static void text_listener(FILE *out, const struct cs_listener_stats *l, const st
 	fprintf(out, "  %-11s", "accept wait");
 	text_percentiles(out, l->accept_wait_ns);
 	fprintf(out, "  %-11s max %u / limit %u   full %.1f%% of %" PRIu64 " samples   non-empty %.1f%%   "
-		     "mean %.1f\n",
-		"backlog", l->backlog_max, l->backlog_limit,
+		"mean %.1f\n", "backlog", l->backlog_max, l->backlog_limit,
 		100.0 * share(l->backlog_full_samples, l->backlog_samples), l->backlog_samples,
 		100.0 * share(l->backlog_nonempty_samples, l->backlog_samples),
 		l->backlog_samples ? (double)l->backlog_sample_sum / (double)l->backlog_samples : 0.0);
@@ -57,14 +56,16 @@ static void text_listener(FILE *out, const struct cs_listener_stats *l, const st
 		fprintf(out, " and %" PRIu64 " handshake ACK(s)", ack_drops);
 	fprintf(out, " dropped on this listener");
 	if (meta->netstat.valid)
-		fprintf(out, "  (kernel: ListenOverflows +%" PRIu64 ", ListenDrops +%" PRIu64 ", SyncookiesSent +%" PRIu64 ")", meta->netstat.listen_overflows,
+		fprintf(out, "  (kernel: ListenOverflows +%" PRIu64 ", ListenDrops +%" PRIu64
+			", SyncookiesSent +%" PRIu64 ")", meta->netstat.listen_overflows,
 			meta->netstat.listen_drops, meta->netstat.syncookies_sent);
 	fputc('\n', out);
 	if (l->handshakes_retransmitted) {
 		char max[32] = "-";
 		if (l->handshake_extra_ns->count)
 			cs_format_duration(max, sizeof(max), l->handshake_extra_ns->max);
-		fprintf(out, "  %-11s %" PRIu64 " local connect(s) retransmitted SYNs: %" PRIu64 " delayed >= 1 s (max %s), %" PRIu64 " never got in (the client gave up)\n", "handshakes",
+		fprintf(out, "  %-11s %" PRIu64 " local connect(s) retransmitted SYNs: %" PRIu64
+			" delayed >= 1 s (max %s), %" PRIu64 " never got in (the client gave up)\n", "handshakes",
 			l->handshakes_retransmitted, l->handshakes_delayed_1s, max, l->handshakes_failed);
 	}
 	text_workers(out, l);
@@ -115,11 +116,13 @@ static void text_tls(FILE *out, const struct cs_request_stats *r)
 {
 	if (!r->tls_connections)
 		return;
-	fprintf(out, "\ntls         %" PRIu64 " connection(s) (TLS 1.2: %" PRIu64 ", 1.3: %" PRIu64 ", 1.2 resumed: %" PRIu64 "); %" PRIu64 " handshake exchange(s) counted as set-up, not requests",
+	fprintf(out, "\ntls         %" PRIu64 " connection(s) (TLS 1.2: %" PRIu64 ", 1.3: %" PRIu64
+		", 1.2 resumed: %" PRIu64 "); %" PRIu64 " handshake exchange(s) counted as set-up, not requests",
 		r->tls_connections, r->tls12, r->tls13, r->tls_resumed, r->tls_handshake_exchanges);
 	if (r->tls13_psk_offered || r->tls_psk_not_told)
 		fprintf(out, "; 1.3 resumed: %" PRIu64 " of %" PRIu64 " that offered a session (pre_shared_key), told by "
-			     "the server's first flight (at most %d bytes: no certificate); %" PRIu64 " ClientHello(s) whose offer could not be told",
+			"the server's first flight (at most %d bytes: no certificate); %" PRIu64
+			" ClientHello(s) whose offer could not be told",
 			r->tls13_psk_resumed, r->tls13_psk_offered, CS_TLS13_RESUMED_FLIGHT_MAX, r->tls_psk_not_told);
 	if (r->tls13_hello_retries)
 		fprintf(out, "; %" PRIu64 " second ClientHello(s) after the server's HelloRetryRequest", r->tls13_hello_retries);
@@ -165,7 +168,9 @@ static void text_lifecycle(FILE *out, const struct cs_report_view *view)
 	const struct cs_conditions *cond = &view->analysis.conditions;
 	uint64_t closes = cond->lifecycle.closed_by_server + cond->lifecycle.closed_by_client + cond->lifecycle.aborted;
 	if (closes || life->resets_sent || life->resets_received)
-		fprintf(out, "connections closed by server %" PRIu64 ", by client %" PRIu64 ", aborted %" PRIu64 "; resets sent %" PRIu64 ", received %" PRIu64 "; TIME_WAIT left by the server ~%" PRIu64 "; lifetime p50 %.1f ms\n\n", cond->lifecycle.closed_by_server,
+		fprintf(out, "connections closed by server %" PRIu64 ", by client %" PRIu64 ", aborted %" PRIu64
+			"; resets sent %" PRIu64 ", received %" PRIu64 "; TIME_WAIT left by the server ~%" PRIu64
+			"; lifetime p50 %.1f ms\n\n", cond->lifecycle.closed_by_server,
 			cond->lifecycle.closed_by_client, cond->lifecycle.aborted, life->resets_sent,
 			life->resets_received, cond->lifecycle.time_wait_now, cond->lifecycle.lifetime_p50_ms);
 }
@@ -183,7 +188,8 @@ static void text_conditions(FILE *out, const struct cs_report_view *view)
 		fprintf(out, "  ! %s:", cs_condition_name((enum cs_condition)c));
 		text_condition_seen(out, &analysis->conditions, (enum cs_condition)c);
 		const struct cs_pool_condition *pool = &analysis->conditions.pool_saturation;
-		fprintf(out, "\n      -> %s\n", c == CS_COND_POOL_SATURATION ? cs_pool_advice(pool->kind, pool->server) : cs_condition_advice((enum cs_condition)c));
+		fprintf(out, "\n      -> %s\n", c == CS_COND_POOL_SATURATION ? cs_pool_advice(pool->kind, pool->server)
+							  : cs_condition_advice((enum cs_condition)c));
 	}
 	if (!shown)
 		fprintf(out, "  none flagged\n");
@@ -265,7 +271,10 @@ static void text_labels(FILE *out, const struct cs_target_labels *labels)
 static void text_multiplexed(FILE *out, const struct cs_request_stats *r)
 {
 	if (r->connections_multiplexed)
-		fprintf(out, "multiplexed: %" PRIu64 " connection(s) whose requests overlap (%" PRIu64 " HTTP/2 by its preface, %" PRIu64 " pipelined or multiplexed by timing, %" PRIu64 " pipelined and read at once): their %" PRIu64 " exchange(s) are in no request latency or phase (their accept wait, set-up and lifetime are)\n",
+		fprintf(out, "multiplexed: %" PRIu64 " connection(s) whose requests overlap (%" PRIu64
+			" HTTP/2 by its preface, %" PRIu64 " pipelined or multiplexed by timing, %" PRIu64
+			" pipelined and read at once): their %" PRIu64
+			" exchange(s) are in no request latency or phase (their accept wait, set-up and lifetime are)\n",
 			r->connections_multiplexed, r->multiplexed_h2,
 			r->connections_multiplexed - r->multiplexed_h2 - r->multiplexed_one_read - r->multiplexed_uncounted,
 			r->multiplexed_one_read, r->multiplexed_exchanges);
@@ -280,8 +289,8 @@ static void text_multiplexed(FILE *out, const struct cs_request_stats *r)
 			(double)r->pipelined_commands / (double)r->pipelined_exchanges);
 	if (r->tls_alpn_h2 || r->tls_alpn_not_told)
 		fprintf(out, "multiplexed over TLS: could not be told for %" PRIu64 " connection(s) that offered HTTP/2 "
-			     "(ALPN h2) and %" PRIu64 " whose offer was not read: the server's choice is encrypted; "
-			     "their exchanges count as requests unless they overlap\n",
+			"(ALPN h2) and %" PRIu64 " whose offer was not read: the server's choice is encrypted; "
+			"their exchanges count as requests unless they overlap\n",
 			r->tls_alpn_h2, r->tls_alpn_not_told);
 }
 
@@ -294,12 +303,13 @@ static void text_adopted(FILE *out, const struct cs_request_stats *r, const stru
 {
 	if (!r->connections_adopted && !r->partial)
 		return;
-	fprintf(out, "%" PRIu64 " connections older than the attach, adopted at their first idle moment; %" PRIu64 " requests in flight at the attach%s left out\n", r->connections_adopted, r->partial,
+	fprintf(out, "%" PRIu64 " connections older than the attach, adopted at their first idle moment; %" PRIu64
+		" requests in flight at the attach%s left out\n", r->connections_adopted, r->partial,
 		meta->trace.sampled ? " or a window's start" : "");
 	if (r->adopted_tls || r->not_a_start)
-		fprintf(out, "  of them %" PRIu64 " over TLS, re-synchronised at a record header; %" PRIu64 " not adopted where their bytes started no message (a TLS record or a body under way, a "
-			     "binary protocol): partial until an idle moment that does\n",
-			r->adopted_tls, r->not_a_start);
+		fprintf(out, "  of them %" PRIu64 " over TLS, re-synchronised at a record header; %" PRIu64
+			" not adopted where their bytes started no message (a TLS record or a body under way, a "
+			"binary protocol): partial until an idle moment that does\n", r->adopted_tls, r->not_a_start);
 }
 
 /* The first line: the run, what of its records was kept, what could not be followed whole. */
@@ -313,14 +323,15 @@ static void text_run(FILE *out, const struct cs_report_view *view)
 	/* What could not be followed whole: counted, kept out of every latency. */
 	const struct cs_conn_partial *partial = &view->partial;
 	if (partial->accepts || partial->requests || partial->closes)
-		fprintf(out, ", partial (older than the attach): %" PRIu64 " accept(s), %" PRIu64 " request(s), %" PRIu64 " close(s)", partial->accepts, partial->requests, partial->closes);
+		fprintf(out, ", partial (older than the attach): %" PRIu64 " accept(s), %" PRIu64
+			" request(s), %" PRIu64 " close(s)", partial->accepts, partial->requests, partial->closes);
 	if (view->conns_evicted || view->conns_timed_out)
-		fprintf(out, ", connections forgotten: %" PRIu64 " evicted (table full), %" PRIu64 " timed out (no event for %llu s)", view->conns_evicted, view->conns_timed_out,
+		fprintf(out, ", connections forgotten: %" PRIu64 " evicted (table full), %" PRIu64
+			" timed out (no event for %llu s)", view->conns_evicted, view->conns_timed_out,
 			CS_CONN_TIMEOUT_NS / 1000000000ull);
 	if (view->handbacks_dropped)
 		fprintf(out, ", %" PRIu64 " executor hand-back(s) not kept (table full: their requests' read -> send is "
-			     "handler)",
-			view->handbacks_dropped);
+			"handler)", view->handbacks_dropped);
 	fputc('\n', out);
 }
 
@@ -330,8 +341,7 @@ static void text_where(FILE *out, const struct cs_report_meta *meta)
 	text_labels(out, meta->labels);
 	if (meta->window_to_s > 0)
 		fprintf(out, "window %.1f s to %.1f s of the recording (connections older than it partial; lost records and "
-			     "kernel counters: the whole run's)\n",
-			meta->window_from_s, meta->window_to_s);
+			"kernel counters: the whole run's)\n", meta->window_from_s, meta->window_to_s);
 	if (meta->stamp.start_unix_ns > 0) {
 		char started[48];
 		cs_run_stamp_format_utc(&meta->stamp, started, sizeof(started));
@@ -366,7 +376,8 @@ void cs_report_view_text(FILE *out, const struct cs_report_view *view)
 
 	text_findings(out, &view->analysis);
 	if (view->totals->malformed || meta->table_full)
-		fprintf(out, "\nnote: %" PRIu64 " malformed record(s), %" PRIu64 " in-kernel table insert(s) failed\n", view->totals->malformed, meta->table_full);
+		fprintf(out, "\nnote: %" PRIu64 " malformed record(s), %" PRIu64
+			" in-kernel table insert(s) failed\n", view->totals->malformed, meta->table_full);
 }
 
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta)

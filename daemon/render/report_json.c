@@ -66,17 +66,17 @@ static json_t *listener(const struct cs_listener_stats *l, const struct cs_repor
 				       "delayed_1s", JI(l->handshakes_delayed_1s), "failed", JI(l->handshakes_failed),
 				       "extra_us", cs_report_percentiles_us(l->handshake_extra_ns));
 	json_t *value = json_pack("{s:I,s:I,s:I,s:o,s:I,s:I,s:o,s:I,s:I,s:o,s:o,s:I,s:I,s:I,s:o,s:o,s:o}",
-				  "port", JI(l->port), "sockets", JI(l->socket_count), "accepts", JI(l->accepts),
-				  "accepts_per_s", cs_json_3(per_second(l->accepts, meta->duration_s)),
-				  "accepts_partial", JI(l->accepts_unmatched), "accept_errors", JI(l->accept_errors),
-				  "accept_wait_us", cs_report_percentiles_us(l->accept_wait_ns),
-				  "backlog_max", JI(l->backlog_max), "backlog_limit", JI(l->backlog_limit),
-				  "backlog_full_share", cs_json_4(share(l->backlog_full_samples, l->backlog_samples)),
-				  "backlog_nonempty_share", cs_json_4(share(l->backlog_nonempty_samples, l->backlog_samples)),
-				  "backlog_samples", JI(l->backlog_samples), "drops", JI(cs_listener_drops_seen(l, meta)),
-				  "eagain", JI(l->eagain), "handshakes", handshakes,
-				  "busiest_worker_share", cs_json_4(busiest ? share(busiest->accepts, l->accepts) : 0.0),
-				  "workers", workers(l));
+			 "port", JI(l->port), "sockets", JI(l->socket_count), "accepts", JI(l->accepts),
+			 "accepts_per_s", cs_json_3(per_second(l->accepts, meta->duration_s)),
+			 "accepts_partial", JI(l->accepts_unmatched), "accept_errors", JI(l->accept_errors),
+			 "accept_wait_us", cs_report_percentiles_us(l->accept_wait_ns),
+			 "backlog_max", JI(l->backlog_max), "backlog_limit", JI(l->backlog_limit),
+			 "backlog_full_share", cs_json_4(share(l->backlog_full_samples, l->backlog_samples)),
+			 "backlog_nonempty_share", cs_json_4(share(l->backlog_nonempty_samples, l->backlog_samples)),
+			 "backlog_samples", JI(l->backlog_samples), "drops", JI(cs_listener_drops_seen(l, meta)),
+			 "eagain", JI(l->eagain), "handshakes", handshakes,
+			 "busiest_worker_share", cs_json_4(busiest ? share(busiest->accepts, l->accepts) : 0.0),
+			 "workers", workers(l));
 	/* Of the drops (as ListenOverflows counts them), the handshakes' last ACKs; the rest SYNs. */
 	json_object_set_new(value, "ack_drops", json_integer(JI(cs_listener_ack_drops_seen(l, meta))));
 	return value;
@@ -113,7 +113,10 @@ static void thread(uint64_t key, void *value, void *list)
 	const struct {
 		const char *key;
 		uint64_t value;
-	} counts[] = { { "accepts", t->accepts }, { "ready_polls", t->ready_polls }, { "reads_own", t->reads_own }, { "reads_handed", t->reads_handed }, { "handed_out", t->handed_out }, { "reads_blocking", t->reads_blocking }, { "parked_out", t->parked_out }, { "executed", t->executed } };
+	} counts[] = { { "accepts", t->accepts },	  { "ready_polls", t->ready_polls },
+		       { "reads_own", t->reads_own },	  { "reads_handed", t->reads_handed },
+		       { "handed_out", t->handed_out }, { "reads_blocking", t->reads_blocking },
+		       { "parked_out", t->parked_out }, { "executed", t->executed } };
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
 		json_object_set_new(o, counts[i].key, json_integer(JI(counts[i].value)));
 	json_array_append_new(list, o);
@@ -144,13 +147,13 @@ static json_t *connection_limit(const struct cs_conditions *conditions)
 	const typeof(conditions->connection_limit) *c = &conditions->connection_limit;
 	bool known = c->blocked_share >= 0;
 	json_t *o = json_pack("{s:b,s:I,s:I,s:o,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:I,s:I,s:I}", "flagged", c->flagged,
-			      "port", JI(c->port), "open_connections", JI(c->open_connections), "plateau_s",
-			      cs_json_3(c->plateau_s), "blocked_share", known ? cs_json_4(c->blocked_share) : json_null(),
-			      "on_cpu_share", known ? cs_json_4(c->on_cpu_share) : json_null(), "handler_share",
-			      cs_json_4(c->handler_share), "waits", JI(c->waits), "queued_waits", JI(c->queued_waits),
-			      "wait_share", cs_json_4(c->wait_share), "accept_wait_p99_us", cs_json_3(c->accept_wait_p99_us),
-			      "freed_by_idle_close", JI(c->freed_by_idle_close), "freed_by_client", JI(c->freed_by_client),
-			      "freed_other", JI(c->freed_other));
+			 "port", JI(c->port), "open_connections", JI(c->open_connections), "plateau_s",
+			 cs_json_3(c->plateau_s), "blocked_share", known ? cs_json_4(c->blocked_share) : json_null(),
+			 "on_cpu_share", known ? cs_json_4(c->on_cpu_share) : json_null(), "handler_share",
+			 cs_json_4(c->handler_share), "waits", JI(c->waits), "queued_waits", JI(c->queued_waits),
+			 "wait_share", cs_json_4(c->wait_share), "accept_wait_p99_us", cs_json_3(c->accept_wait_p99_us),
+			 "freed_by_idle_close", JI(c->freed_by_idle_close), "freed_by_client", JI(c->freed_by_client),
+			 "freed_other", JI(c->freed_other));
 	json_object_set_new(o, "made_room", json_integer(JI(c->made_room)));
 	json_object_set_new(o, "held_by_pool", json_boolean(c->held_by_pool));
 	return o;
@@ -173,7 +176,9 @@ static json_t *pool_value(const struct cs_pool_condition *pool)
 	json_object_set_new(p, "workers", json_integer(JI(pool->pool_threads)));
 	json_object_set_new(p, "busy_workers", accept ? json_integer(JI(pool->busy_threads)) : json_null());
 	json_object_set_new(p, "busy", json_boolean(pool->busy));
-	json_object_set_new(p, "busy_while_waiting_share", !accept && pool->busy_while_waiting_share >= 0 ? cs_json_4(pool->busy_while_waiting_share) : json_null());
+	json_object_set_new(p, "busy_while_waiting_share", !accept && pool->busy_while_waiting_share >= 0
+								    ? cs_json_4(pool->busy_while_waiting_share)
+								    : json_null());
 	json_object_set_new(p, "wait_cause", json_string(cs_pool_wait_cause_names[pool->wait_cause]));
 	bool held = pool->accept_held, named = accept || pool->server != CS_POOL_SERVER_OTHER;
 	json_object_set_new(p, "port", accept || held ? json_integer(JI(pool->port)) : json_null());
@@ -293,7 +298,8 @@ static void add_requests(json_t *report, const struct cs_report_view *view)
 	/* The same two figures by what they are: connections older than the attach. */
 	json_object_set_new(report, "connections_adopted", json_integer(JI(r->connections_adopted)));
 	json_object_set_new(report, "requests_in_flight_at_attach", json_integer(JI(r->partial)));
-	json_object_set_new(report, "adopted", json_pack("{s:I,s:I}", "tls_resynchronised", JI(r->adopted_tls), "not_a_message_start", JI(r->not_a_start)));
+	json_object_set_new(report, "adopted", json_pack("{s:I,s:I}", "tls_resynchronised", JI(r->adopted_tls),
+							 "not_a_message_start", JI(r->not_a_start)));
 	json_object_set_new(report, "connections", json_integer(JI(r->first_on_connection)));
 	json_object_set_new(report, "connections_multiplexed", json_integer(JI(r->connections_multiplexed)));
 	json_object_set_new(report, "multiplexed",
@@ -361,7 +367,8 @@ static void add_run(json_t *report, const struct cs_report_view *view)
 	json_object_set_new(report, "target", cs_json_text(meta->target));
 	json_object_set_new(report, "run", run_stamp(meta));
 	if (meta->window_to_s > 0)
-		json_object_set_new(report, "window", json_pack("{s:o,s:o}", "from_s", cs_json_3(meta->window_from_s), "to_s", cs_json_3(meta->window_to_s)));
+		json_object_set_new(report, "window", json_pack("{s:o,s:o}", "from_s", cs_json_3(meta->window_from_s),
+								"to_s", cs_json_3(meta->window_to_s)));
 	if (meta->labels && meta->labels->netns_ino)
 		json_object_set_new(report, "target_labels",
 				    json_pack("{s:I,s:o,s:o}", "netns", JI(meta->labels->netns_ino), "cgroup",

@@ -19,8 +19,7 @@
 static int slower_first(const void *a, const void *b)
 {
 	const struct cs_exemplar *x = a, *y = b;
-	return x->split.total_ns < y->split.total_ns ? 1 : x->split.total_ns > y->split.total_ns ? -1
-												 : 0;
+	return x->split.total_ns < y->split.total_ns ? 1 : x->split.total_ns > y->split.total_ns ? -1 : 0;
 }
 
 /* The n slowest kept, slowest first, in a new array (NULL: none, or out of memory). */

@@ -32,16 +32,16 @@
  * the suites that take setup and teardown (TestSuite(name, .init = setup,
  * .fini = teardown)).
  */
-#define CS_ENGINE_FIXTURE                   \
-	static struct cs_engine *engine;    \
-	static void setup(void)             \
-	{                                   \
-		engine = cs_engine_new();   \
-		cr_assert_not_null(engine); \
-	}                                   \
-	static void teardown(void)          \
-	{                                   \
-		cs_engine_free(engine);     \
+#define CS_ENGINE_FIXTURE                                 \
+	static struct cs_engine *engine;                  \
+	static void setup(void)                           \
+	{                                                 \
+		engine = cs_engine_new();                 \
+		cr_assert_not_null(engine);               \
+	}                                                 \
+	static void teardown(void)                        \
+	{                                                 \
+		cs_engine_free(engine);                   \
 	}
 
 /* The listening socket cookie a test uses unless it names one. */
@@ -62,9 +62,9 @@ struct accept_spec {
 	uint64_t listener_sk;    /* 0: default_listener_sk(port) */
 	uint16_t port;
 	uint32_t tgid, tid;
-	int32_t ret; /* 0: a successful accept (fd 5) */
+	int32_t ret;             /* 0: a successful accept (fd 5) */
 	uint32_t backlog, backlog_limit, drops;
-	const char *comm; /* NULL: "worker" */
+	const char *comm;        /* NULL: "worker" */
 };
 
 static inline struct cs_ev_accept make_accept(struct accept_spec s)
@@ -92,7 +92,7 @@ static inline struct cs_ev_accept make_accept(struct accept_spec s)
 
 struct sample_spec {
 	uint64_t ts_ns;
-	uint64_t sk; /* 0: default_listener_sk(port) */
+	uint64_t sk;             /* 0: default_listener_sk(port) */
 	uint16_t port;
 	uint32_t backlog, backlog_limit, drops, syn_queue;
 };
@@ -114,11 +114,11 @@ static inline struct cs_ev_listener_sample make_sample(struct sample_spec s)
 }
 
 struct handshake_spec {
-	uint64_t ts_ns; /* the handshake ended */
-	uint16_t port;  /* the target port (the listener's) */
+	uint64_t ts_ns;          /* the handshake ended */
+	uint16_t port;           /* the target port (the listener's) */
 	uint64_t syn_sent_ns, last_syn_ns;
 	uint32_t retransmits;
-	bool gave_up; /* false: the connection got in */
+	bool gave_up;            /* false: the connection got in */
 };
 
 static inline struct cs_ev_handshake make_handshake(struct handshake_spec s)
@@ -153,11 +153,11 @@ static inline struct cs_ev_proc make_proc(uint16_t type, uint64_t ts_ns, uint32_
 }
 
 /* Feed a record that must be accepted. */
-#define FEED_OK(engine, ev)                                                                     \
-	do {                                                                                    \
-		__typeof__(ev) feed_ok_ev_ = (ev);                                              \
+#define FEED_OK(engine, ev)                                                                   \
+	do {                                                                                  \
+		__typeof__(ev) feed_ok_ev_ = (ev);                                            \
 		int feed_ok_err_ = cs_engine_feed((engine), &feed_ok_ev_, sizeof(feed_ok_ev_)); \
-		cr_assert_eq(feed_ok_err_, 0, "cs_engine_feed: %d", feed_ok_err_);              \
+		cr_assert_eq(feed_ok_err_, 0, "cs_engine_feed: %d", feed_ok_err_);            \
 	} while (0)
 
 static inline void feed_accept(struct cs_engine *engine, struct accept_spec s)
@@ -181,7 +181,9 @@ static inline void feed_accepts(struct cs_engine *engine, uint16_t port, uint32_
 {
 	for (uint64_t i = 0; i < n; i++) {
 		*clock_ns += 10 * US;
-		feed_accept(engine, (struct accept_spec){ .port = port, .tgid = 100, .tid = tid, .established_ns = *clock_ns - wait_ns, .ts_ns = *clock_ns, .backlog_limit = 128 });
+		feed_accept(engine, (struct accept_spec){ .port = port, .tgid = 100, .tid = tid,
+							  .established_ns = *clock_ns - wait_ns,
+							  .ts_ns = *clock_ns, .backlog_limit = 128 });
 	}
 }
 
@@ -191,7 +193,9 @@ static inline void feed_eagains(struct cs_engine *engine, uint16_t port, uint32_
 {
 	for (uint64_t i = 0; i < n; i++) {
 		*clock_ns += 10 * US;
-		feed_accept(engine, (struct accept_spec){ .port = port, .tgid = 100, .tid = tid, .ret = -EAGAIN, .ts_ns = *clock_ns, .backlog_limit = 128 });
+		feed_accept(engine, (struct accept_spec){ .port = port, .tgid = 100, .tid = tid,
+							  .ret = -EAGAIN, .ts_ns = *clock_ns,
+							  .backlog_limit = 128 });
 	}
 }
 
@@ -201,7 +205,9 @@ static inline void feed_samples(struct cs_engine *engine, uint16_t port, uint64_
 {
 	for (uint64_t i = 0; i < n; i++) {
 		*clock_ns += 10 * MS;
-		feed_sample(engine, (struct sample_spec){ .port = port, .backlog = backlog, .backlog_limit = limit, .drops = drops, .ts_ns = *clock_ns });
+		feed_sample(engine, (struct sample_spec){ .port = port, .backlog = backlog,
+							  .backlog_limit = limit, .drops = drops,
+							  .ts_ns = *clock_ns });
 	}
 }
 
@@ -234,7 +240,7 @@ static inline struct cs_tuple server_tuple(uint16_t port, uint32_t client_ipv4, 
 
 /* An accept of socket sk from a named client (make_accept() picks sk and client itself). */
 static inline struct cs_ev_accept make_accept_of(struct accept_spec s, uint64_t sk, uint32_t client_ipv4,
-						 uint16_t client_port)
+						uint16_t client_port)
 {
 	struct cs_ev_accept ev = make_accept(s);
 	ev.sk = sk;
@@ -259,7 +265,7 @@ static inline struct cs_ev_handshake make_slow_handshake(struct handshake_spec s
 
 struct request_spec {
 	uint64_t sk;
-	uint64_t ts_ns; /* 0: the request's end (latest of its phase times) */
+	uint64_t ts_ns;          /* 0: the request's end (latest of its phase times) */
 	uint64_t start_ns, first_read_ns, first_send_ns, last_send_ns, drain_end_ns;
 	uint64_t pickup_runq_ns, handler_runq_ns, drain_runq_ns;
 	uint64_t handshake_extra_ns;
@@ -316,13 +322,13 @@ struct upstream_spec {
 	uint64_t sk;                /* 0: a cookie of the port */
 	uint64_t start_ns, send_ns; /* start 0: send_ns */
 	uint64_t first_byte_ns, first_read_ns;
-	uint64_t connect_ns; /* with CS_UP_CONNECT: the connect, from start_ns */
+	uint64_t connect_ns;        /* with CS_UP_CONNECT: the connect, from start_ns */
 	uint64_t request_read_ns;
 	uint64_t sender_cpu_ns;
-	uint32_t upstream_ipv4; /* 0: 127.0.0.2 */
-	uint16_t port;          /* 0: 9000 */
+	uint32_t upstream_ipv4;     /* 0: 127.0.0.2 */
+	uint16_t port;              /* 0: 9000 */
 	uint16_t open, reads_between, syn_retransmits, flags;
-	uint32_t tid; /* 0: 7, sender and reader */
+	uint32_t tid;               /* 0: 7, sender and reader */
 	uint32_t index;
 };
 
@@ -362,16 +368,16 @@ static inline void feed_upstream(struct cs_engine *engine, struct upstream_spec 
 
 struct close_spec {
 	uint64_t sk;
-	uint64_t ts_ns; /* left ESTABLISHED */
+	uint64_t ts_ns;            /* left ESTABLISHED */
 	uint64_t established_ns;
 	uint64_t last_activity_ns;
 	uint32_t requests;
-	uint32_t client_ipv4; /* 0: 10.0.0.2 */
-	uint16_t client_port; /* 0: 40000 */
+	uint32_t client_ipv4;      /* 0: 10.0.0.2 */
+	uint16_t client_port;      /* 0: 40000 */
 	uint16_t port;
-	uint8_t closed_by; /* enum cs_closer */
+	uint8_t closed_by;         /* enum cs_closer */
 	uint8_t partial;
-	uint32_t flags; /* enum cs_close_flags */
+	uint32_t flags;            /* enum cs_close_flags */
 	uint64_t closer_runq_ns;
 	uint32_t closer_tid; /* 0: not known */
 };
@@ -464,7 +470,7 @@ static inline struct cs_ev_thread_polls make_thread_polls(uint64_t ts_ns, uint32
 
 /* A parked request's hand-back (tgid 100): its worker ran it [handler_start_ns, handler_end_ns). */
 static inline struct cs_ev_handback make_handback(uint64_t sk, uint64_t start_ns, uint64_t handler_start_ns,
-						  uint64_t handler_end_ns, uint32_t worker_tid)
+							  uint64_t handler_end_ns, uint32_t worker_tid)
 {
 	struct cs_ev_handback ev;
 	memset(&ev, 0, sizeof(ev));

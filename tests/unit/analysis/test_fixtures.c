@@ -65,9 +65,8 @@ Test(fixtures, s1_baseline_is_the_handler_and_nothing_else)
 	replay("s1", &r);
 	cr_expect_eq(r.tail.causes[0].cause, CS_CAUSE_HANDLER);
 	cr_expect(!r.cond.non_persistent.flagged && !r.cond.idle_timeout.flagged &&
-			  !r.cond.listen_overflow.flagged && !r.cond.accept_contention.flagged &&
-			  !r.cond.cpu_saturation.flagged,
-		  "a condition flagged on the baseline");
+		  !r.cond.listen_overflow.flagged && !r.cond.accept_contention.flagged &&
+		  !r.cond.cpu_saturation.flagged, "a condition flagged on the baseline");
 	/* /sleep/5: every request's handler takes at least the 5 ms. */
 	cr_expect_geq(cs_hist_percentile(r.engine->requests.latency_ns, 50.0), 5000000);
 	release(&r);

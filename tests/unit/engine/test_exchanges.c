@@ -129,7 +129,8 @@ Test(tls_walk, h2_preface)
 
 static uint64_t accept_at(uint64_t ts_ns)
 {
-	struct cs_ev_accept ev = make_accept((struct accept_spec){ .ts_ns = ts_ns, .established_ns = ts_ns - 100 * US, .port = PORT, .tgid = 100, .tid = 7 });
+	struct cs_ev_accept ev = make_accept((struct accept_spec){ .ts_ns = ts_ns, .established_ns = ts_ns - 100 * US,
+								    .port = PORT, .tgid = 100, .tid = 7 });
 	FEED_OK(engine, ev);
 	return ev.sk;
 }
@@ -160,7 +161,10 @@ static struct cs_ev_request_bytes bytes_of(uint64_t sk, uint32_t index, uint64_t
 
 static void request_of(uint64_t sk, uint32_t index, uint64_t start_ns, uint16_t request_flags)
 {
-	feed_request(engine, (struct request_spec){ .sk = sk, .index = index, .port = PORT, .start_ns = start_ns, .first_read_ns = start_ns + 10 * US, .first_send_ns = start_ns + 50 * US, .last_send_ns = start_ns + 60 * US, .flags = request_flags });
+	feed_request(engine, (struct request_spec){ .sk = sk, .index = index, .port = PORT, .start_ns = start_ns,
+						    .first_read_ns = start_ns + 10 * US,
+						    .first_send_ns = start_ns + 50 * US,
+						    .last_send_ns = start_ns + 60 * US, .flags = request_flags });
 }
 
 static void exchange_of(uint64_t sk, uint32_t index, uint64_t start_ns, const uint8_t *first, size_t first_len,
@@ -337,7 +341,9 @@ Test(exchanges, close_notify_reset_is_no_keepalive_race)
 	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
 	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
 	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
-	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 3 * MS, .established_ns = T0 - 100 * US, .last_activity_ns = T0 + 2 * MS, .requests = 3, .port = PORT, .closed_by = CS_CLOSED_BY_SERVER });
+	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 3 * MS, .established_ns = T0 - 100 * US,
+						     .last_activity_ns = T0 + 2 * MS, .requests = 3, .port = PORT,
+						     .closed_by = CS_CLOSED_BY_SERVER });
 	/* The client's close_notify reaches the closed socket: a reset. */
 	struct cs_ev_reset reset = make_reset(T0 + 3 * MS + 50 * US, PORT, CS_RESET_SENT, 9);
 	FEED_OK(engine, reset);
@@ -464,7 +470,9 @@ Test(exchanges, aborted_tls_connection_reset_is_its_close)
 	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
 	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
 	/* An abort: the socket's local port is cleared before the close record is written. */
-	struct cs_ev_conn_close close = make_conn_close((struct close_spec){ .sk = sk, .ts_ns = T0 + 3 * MS, .established_ns = T0 - 100 * US, .port = PORT, .requests = 3, .closed_by = CS_CLOSED_BY_ABORT });
+	struct cs_ev_conn_close close = make_conn_close((struct close_spec){ .sk = sk, .ts_ns = T0 + 3 * MS,
+									     .established_ns = T0 - 100 * US, .port = PORT,
+									     .requests = 3, .closed_by = CS_CLOSED_BY_ABORT });
 	close.tuple.local_port = 0;
 	FEED_OK(engine, close);
 	/* The close with the client's close_notify unread: a reset, just after the record. */
@@ -543,7 +551,9 @@ Test(exchanges, close_notify_answered_after_the_close_is_control)
 	exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
 	exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
 	exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
-	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 4 * MS, .established_ns = T0 - 100 * US, .last_activity_ns = T0 + 3 * MS, .requests = 4, .port = PORT, .closed_by = CS_CLOSED_BY_CLIENT });
+	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 4 * MS, .established_ns = T0 - 100 * US,
+						     .last_activity_ns = T0 + 3 * MS, .requests = 4, .port = PORT,
+						     .closed_by = CS_CLOSED_BY_CLIENT });
 	exchange_of(sk, 3, T0 + 3 * MS, alert13, sizeof(alert13), "d", 0, 0);
 	cr_assert_eq(engine->requests.requests, 1);
 	cr_assert_eq(engine->requests.tls_control_exchanges, 1);
@@ -563,7 +573,9 @@ Test(exchanges, close_notifies_after_two_closes_interleaved_are_control)
 		exchange(sk, 0, T0 + 10 * US, NULL, "c", 0, 0);
 		exchange(sk, 1, T0 + 1 * MS, NULL, "ad", 0, 0);
 		exchange(sk, 2, T0 + 2 * MS, NULL, "d", 0, 0);
-		feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 4 * MS, .established_ns = T0, .last_activity_ns = T0 + 3 * MS, .requests = 4, .port = PORT, .closed_by = CS_CLOSED_BY_CLIENT });
+		feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = T0 + 4 * MS, .established_ns = T0,
+							     .last_activity_ns = T0 + 3 * MS, .requests = 4, .port = PORT,
+							     .closed_by = CS_CLOSED_BY_CLIENT });
 	}
 	FEED_OK(engine, bytes_of(sks[0], 3, T0 + 5 * MS, alert13, sizeof(alert13), "d", 0));
 	FEED_OK(engine, bytes_of(sks[1], 3, T0 + 5 * MS, alert13, sizeof(alert13), "d", 0));

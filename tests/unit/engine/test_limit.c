@@ -50,8 +50,13 @@ static uint64_t next_sk = 0xffff888000000000ull;
 static uint64_t accept_one(uint64_t established_ns, uint64_t enter_ns, uint64_t ts_ns)
 {
 	uint64_t sk = ++next_sk;
-	struct cs_ev_accept ev = make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100, .tid = ACCEPTOR_TID, .ts_ns = ts_ns, .enter_ns = enter_ns, .established_ns = established_ns, .backlog = 3, .backlog_limit = 128, .comm = "acceptor" },
-						sk, 0x0a000002, (uint16_t)(40000 + sk % 1000));
+	struct cs_ev_accept ev = make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100,
+								      .tid = ACCEPTOR_TID, .ts_ns = ts_ns,
+								      .enter_ns = enter_ns,
+								      .established_ns = established_ns,
+								      .backlog = 3, .backlog_limit = 128,
+								      .comm = "acceptor" },
+					  sk, 0x0a000002, (uint16_t)(40000 + sk % 1000));
 	FEED_OK(engine, ev);
 	return ev.sk;
 }
@@ -69,8 +74,11 @@ static void open_to_the_limit(void)
 static uint64_t accept_begun_before(uint64_t established_ns, uint64_t ts_ns)
 {
 	uint64_t sk = ++next_sk;
-	struct cs_ev_accept ev = make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100, .tid = ACCEPTOR_TID, .ts_ns = ts_ns, .established_ns = established_ns, .comm = "acceptor" },
-						sk, 0x0a000002, (uint16_t)(40000 + sk % 1000));
+	struct cs_ev_accept ev = make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100,
+								      .tid = ACCEPTOR_TID, .ts_ns = ts_ns,
+								      .established_ns = established_ns,
+								      .comm = "acceptor" },
+					  sk, 0x0a000002, (uint16_t)(40000 + sk % 1000));
 	ev.enter_ns = 0;
 	ev.listener_sk = 0;
 	ev.backlog = ev.backlog_limit = ev.listener_drops = 0;
@@ -80,7 +88,9 @@ static uint64_t accept_begun_before(uint64_t established_ns, uint64_t ts_ns)
 
 static void close_one(uint64_t sk, uint64_t ts_ns, uint64_t idle_ns, uint8_t closed_by)
 {
-	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = ts_ns, .established_ns = ts_ns - SEC, .last_activity_ns = ts_ns - idle_ns, .requests = 1, .port = PORT, .closed_by = closed_by });
+	feed_conn_close(engine, (struct close_spec){ .sk = sk, .ts_ns = ts_ns, .established_ns = ts_ns - SEC,
+						     .last_activity_ns = ts_ns - idle_ns, .requests = 1,
+						     .port = PORT, .closed_by = closed_by });
 }
 
 /* The server closes its oldest open connection, idle for idle_ns; its place is taken at the end. */

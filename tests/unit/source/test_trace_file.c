@@ -74,17 +74,21 @@ static void add(struct recording *r, const void *record, size_t len)
 static struct recording sample_records(void)
 {
 	struct recording r = { .n = 0 };
-	struct cs_ev_accept accept = make_accept((struct accept_spec){ .port = 8080, .tid = 7, .tgid = 6, .established_ns = 5 * SEC, .ts_ns = 5 * SEC + 40 * US, .backlog_limit = 128 });
+	struct cs_ev_accept accept = make_accept((struct accept_spec){ .port = 8080, .tid = 7, .tgid = 6,
+								       .established_ns = 5 * SEC, .ts_ns = 5 * SEC + 40 * US,
+								       .backlog_limit = 128 });
 	add(&r, &accept, sizeof(accept));
 	struct cs_ev_request request = make_request((struct request_spec){
-		.sk = accept.sk, .port = 8080, .start_ns = 5 * SEC + 10 * US, .first_read_ns = 5 * SEC + 50 * US, .first_send_ns = 5 * SEC + 150 * US, .last_send_ns = 5 * SEC + 150 * US, .bytes_out = 512 });
+		.sk = accept.sk, .port = 8080, .start_ns = 5 * SEC + 10 * US, .first_read_ns = 5 * SEC + 50 * US,
+		.first_send_ns = 5 * SEC + 150 * US, .last_send_ns = 5 * SEC + 150 * US, .bytes_out = 512 });
 	add(&r, &request, sizeof(request));
 	struct cs_ev_thread_sample thread = make_thread_sample(5 * SEC + 200 * US, 7, "worker", 3 * MS, 1 * MS, 12);
 	add(&r, &thread, sizeof(thread));
 	struct cs_ev_reset reset = make_reset(5 * SEC + 300 * US, 8080, CS_RESET_SENT, 9);
 	add(&r, &reset, sizeof(reset));
 	struct cs_ev_conn_close close = make_conn_close((struct close_spec){
-		.sk = accept.sk, .port = 8080, .ts_ns = 6 * SEC, .established_ns = 5 * SEC, .last_activity_ns = 5 * SEC + 150 * US, .requests = 1, .closed_by = CS_CLOSED_BY_SERVER });
+		.sk = accept.sk, .port = 8080, .ts_ns = 6 * SEC, .established_ns = 5 * SEC,
+		.last_activity_ns = 5 * SEC + 150 * US, .requests = 1, .closed_by = CS_CLOSED_BY_SERVER });
 	add(&r, &close, sizeof(close));
 	return r;
 }
@@ -129,7 +133,7 @@ static unsigned char *slurp(const char *file, size_t *len)
 /* What a read delivered. */
 struct delivered {
 	struct recording records;
-	int stop_after; /* > 0: return -ECANCELED after this many */
+	int stop_after;    /* > 0: return -ECANCELED after this many */
 };
 
 static int collect(void *ctx, const void *record, size_t len)
@@ -338,10 +342,12 @@ Test(trace, an_upstream_exchange_replays_before_its_request_and_joins_it)
 	struct recording r = { .n = 0 };
 	uint64_t read = 5 * SEC;
 	struct cs_ev_upstream exchange = make_upstream((struct upstream_spec){
-		.send_ns = read + 10 * US, .first_byte_ns = read + 20 * MS, .first_read_ns = read + 20 * MS + 5 * US, .open = 1, .request_read_ns = read });
+		.send_ns = read + 10 * US, .first_byte_ns = read + 20 * MS, .first_read_ns = read + 20 * MS + 5 * US,
+		.open = 1, .request_read_ns = read });
 	add(&r, &exchange, sizeof(exchange));
 	struct cs_ev_request request = make_request((struct request_spec){
-		.sk = 0xffff999000000001ull, .port = 8080, .index = 1, .start_ns = read - 10 * US, .first_read_ns = read, .first_send_ns = read + 21 * MS, .last_send_ns = read + 21 * MS });
+		.sk = 0xffff999000000001ull, .port = 8080, .index = 1, .start_ns = read - 10 * US, .first_read_ns = read,
+		.first_send_ns = read + 21 * MS, .last_send_ns = read + 21 * MS });
 	add(&r, &request, sizeof(request));
 	write_trace(path, &r, "port 8080", &sample_meta);
 
@@ -493,11 +499,7 @@ Test(trace, other_versions_and_header_sizes)
 	struct recording r;
 	size_t len;
 	written(&r, &len);
-	static const struct {
-		size_t offset;
-		uint32_t value;
-		const char *what;
-	} fields[] = {
+	static const struct { size_t offset; uint32_t value; const char *what; } fields[] = {
 		{ offsetof(struct cs_trace_header, file_version), CS_TRACE_VERSION + 1, "file version" },
 		{ offsetof(struct cs_trace_header, file_version), 0, "file version 0" },
 		{ offsetof(struct cs_trace_header, wire_version), CS_WIRE_VERSION + 1, "wire version" },
@@ -610,11 +612,7 @@ Test(trace, data_after_the_summary)
 	/* A whole record, a second summary, or any stray bytes after the summary. */
 	struct cs_trace_summary summary;
 	memcpy(&summary, bytes + len - sizeof(summary), sizeof(summary));
-	const struct {
-		const void *data;
-		size_t len;
-		const char *what;
-	} extra[] = {
+	const struct { const void *data; size_t len; const char *what; } extra[] = {
 		{ r.bytes, r.len[0], "a record" },
 		{ &summary, sizeof(summary), "a second summary" },
 		{ r.bytes, 1, "one byte" },
