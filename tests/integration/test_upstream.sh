@@ -5,8 +5,9 @@
 # attached to nginx before the load, says so: upstream leads, naming the
 # backend's port; connscope's p99 agrees with the clients'; the slow
 # requests' upstream wait is the 30 ms the backend was told to take
-# (their median within 10 % or 1 ms; none below it); every exchange is
-# joined or counted as not joined, and there are as many exchanges as the
+# (their median within 10 % or 1 ms; 90 % of them at least that long);
+# every exchange is joined or counted as not joined, and there are as
+# many exchanges as the
 # backend served requests, each one's record replayed before its
 # request's (none left waiting for its request, none unmatched).
 # (Shared, and run with each build: a light load, 200 requests/s, whose
@@ -48,13 +49,17 @@ assert_cmp "$(json_get "$r" '[c for c in j["tail"]["causes"] if c["cause"] == "u
 assert_p99_agrees "$r" "$CS_TMP/client.json"
 
 # The slow requests' wait on the backend: what it was told to take.
-read -r slow_count slow_median slow_min < <(json_get "$CS_TMP/slowest.json" '" ".join(str(x) for x in (lambda w: (len(w), w[len(w) // 2] if w else 0, w[0] if w else 0))(sorted(s["upstream"]["wait_us"] for s in j["slowest"] if s["upstream"] and s["upstream"]["wait_us"] >= 15000)))')
-note "$slow_count slow request(s) joined to their exchange (the client sent $client_slow): first-byte wait median $slow_median us, least $slow_min us"
+# (A request whose wait is half the backend's or more: the slow ones, and
+# on a busy machine a fast one the backend itself answered late; those
+# at the backend's 30 ms or more are the slow ones, less any it slept
+# short of, which it never does.)
+read -r slow_count slow_median full_count < <(json_get "$CS_TMP/slowest.json" '" ".join(str(x) for x in (lambda w: (len(w), w[len(w) // 2] if w else 0, sum(v >= '"$((slow_ms * 1000 - 1000))"' for v in w)))(sorted(s["upstream"]["wait_us"] for s in j["slowest"] if s["upstream"] and s["upstream"]["wait_us"] >= 15000)))')
+note "$slow_count slow request(s) joined to their exchange (the client sent $client_slow): first-byte wait median $slow_median us, $full_count of them at the backend's $slow_ms ms or more"
 tolerance_us=$(python3 -c "print(max(0.1 * $slow_ms * 1000, 1000))")
 assert_cmp "$(python3 -c "print(abs($slow_median - $slow_ms * 1000))")" '<=' "$tolerance_us" \
   "the slow requests' upstream wait (median) against the backend's $slow_ms ms"
-assert_cmp "$slow_min" '>=' "$((slow_ms * 1000 - 1000))" "no slow request's upstream wait below the backend's $slow_ms ms"
-assert_cmp "$slow_count" '>=' "$(python3 -c "print(0.9 * $client_slow)")" "slow requests joined (90 % of those sent)"
+assert_cmp "$full_count" '>=' "$(python3 -c "print(0.9 * $client_slow)")" \
+  "slow requests joined with the backend's $slow_ms ms wait (90 % of those sent)"
 
 # Every exchange counted once, as many as the backend served; none waiting for its request.
 u='[x for x in j["upstreams"] if x["port"] == '$backend_port'][0]'
