@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define LOG_LINE_MAX (CSL_MAX_PATH_LEN + 128)
+#define LOG_LINE_MAX (CSL_MAX_PATH_LEN + 160)
 
 /* A uniform double in [0, 1). */
 static double rng_unit(struct csl_worker *w)
@@ -36,18 +36,26 @@ static unsigned int pick_path(struct csl_worker *w)
 	return w->cfg->paths[0].fraction > 0 ? 0 : w->cfg->npaths - 1;
 }
 
-static void log_request(struct csl_worker *w, const struct slot *s, uint64_t done_ns)
+/*
+ * running_ns: from the send, less this thread's waits for a CPU meanwhile;
+ * NO_RUNNING_NS when not measured (logged as "-").
+ */
+#define NO_RUNNING_NS UINT64_MAX
+static void log_request(struct csl_worker *w, const struct slot *s, uint64_t done_ns, uint64_t running_ns)
 {
 	if (!w->logbuf)
 		return;
 	if (w->loglen + LOG_LINE_MAX > LOG_BUF_SIZE)
 		log_flush(w);
+	char running[24] = "-";
+	if (running_ns != NO_RUNNING_NS)
+		snprintf(running, sizeof(running), "%llu", (unsigned long long)running_ns);
 	int n = snprintf(w->logbuf + w->loglen, LOG_BUF_SIZE - w->loglen,
-			 "%llu %llu %llu %llu %u %d %s\n",
+			 "%llu %llu %llu %llu %u %d %s %s\n",
 			 (unsigned long long)s->intended_ns, (unsigned long long)s->sent_ns,
 			 (unsigned long long)done_ns,
 			 (unsigned long long)(done_ns - s->intended_ns), s->local_port,
-			 s->resp.status, w->cfg->paths[s->path].path);
+			 s->resp.status, w->cfg->paths[s->path].path, running);
 	if (n > 0 && (size_t)n < LOG_BUF_SIZE - w->loglen)
 		w->loglen += (size_t)n;
 }
@@ -131,12 +139,14 @@ void complete_response(struct csl_worker *w, struct slot *s, uint64_t now, size_
 	csl_timers_cancel(&w->timers, s->id);
 	csl_stats_response(&w->stats, s->path, now - s->intended_ns, s->resp.status);
 	csl_stats_service(&w->stats, now - s->began_ns, now - s->sent_ns);
+	uint64_t running_ns = NO_RUNNING_NS;
 	if (w->schedstat_fd >= 0) {
 		uint64_t waited_ns = thread_run_delay_ns(w) - s->sent_run_delay_ns;
 		uint64_t from_send_ns = now - s->sent_ns;
-		csl_stats_from_send_running(&w->stats, waited_ns < from_send_ns ? from_send_ns - waited_ns : 0);
+		running_ns = waited_ns < from_send_ns ? from_send_ns - waited_ns : 0;
+		csl_stats_from_send_running(&w->stats, running_ns);
 	}
-	log_request(w, s, now);
+	log_request(w, s, now, running_ns);
 	w->last_done_ns = now;
 	if (extra) {
 		/* Bytes no request asked for: the connection is out of step. */

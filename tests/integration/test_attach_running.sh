@@ -45,7 +45,7 @@ wait "$load_pid" || fail "csload failed (after)"
 b=$CS_TMP/before.json a=$CS_TMP/after.json
 # The client's requests sent and answered within connscope's window (seen
 # attached up to 0.1 s late: the window's start is if anything late here).
-read -r client_count client_p99_us < <(cs_client_window "$CS_TMP/after.log")
+read -r client_count client_p99_us _ < <(cs_client_window "$CS_TMP/after.log")
 note "before: p99 $(json_get "$b" 'j["latency_us"]["p99"]') us, causes $(json_get "$b" '[(c["cause"], c["share"]) for c in j["tail"]["causes"][:2]]')"
 note "after: p99 $(json_get "$a" 'j["latency_us"]["p99"]') us, causes $(json_get "$a" '[(c["cause"], c["share"]) for c in j["tail"]["causes"][:2]]'); the client in the window: $client_count requests, p99 $client_p99_us us"
 

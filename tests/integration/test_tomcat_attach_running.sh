@@ -26,7 +26,7 @@ wait "$load_pid" || fail "csload failed"
 
 r=$CS_TMP/report.json
 # The client's requests sent and answered within connscope's window: how many, their p99 from the send.
-read -r client_count client_p99_us < <(cs_client_window "$CS_TMP/client.log")
+read -r client_count client_p99_us _ < <(cs_client_window "$CS_TMP/client.log")
 note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], round(c["share"], 3)) for c in j["tail"]["causes"][:3]]'), flagged: '$(flagged "$r")'"
 note "connscope: $(json_get "$r" 'j["requests"]') requests, adopted $(json_get "$r" 'j["connections_adopted"]'), in flight at the attach $(json_get "$r" 'j["requests_in_flight_at_attach"]'); the client in the window: $client_count, p99 $client_p99_us us"
 # At most the client's connections; fewer when Tomcat closed one after the
