@@ -13,12 +13,14 @@
 #include "maps.bpf.h"
 #include "requests.bpf.h"
 
-/* Nothing read from it and nothing sent on it: every byte it received is still queued. */
-static __always_inline bool is_fresh_connection(const struct sock *sk)
+/*
+ * Nothing read from it: every byte it received is still queued. Its first
+ * exchange is to come, whole; what the server sent before is a greeting
+ * (a server that speaks first, as MySQL's).
+ */
+static __always_inline bool is_fresh_connection(const struct tcp_sock *tp)
 {
-	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
-
-	return tp && tp->bytes_sent == 0 && tp->rcv_nxt - tp->copied_seq == (__u32)tp->bytes_received;
+	return tp->rcv_nxt - tp->copied_seq == (__u32)tp->bytes_received;
 }
 
 /*
@@ -132,9 +134,9 @@ static __always_inline struct conn_state *adopt_connection(const struct sock *sk
 		conn->established_ns = stamp_ns;
 		conn->last_activity_ns = stamp_ns;
 	}
-	if (arriving && is_fresh_connection(sk))
-		return conn;
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+	if (arriving && tp && is_fresh_connection(tp))
+		return conn;
 	if (arriving && tp && answer_acked(tp) && only_arriving_bytes_unread(sk, tp)) {
 		adopt_idle(conn);
 		conn->adopted = stamped_since ? ADOPT_DUE_STAMPED : ADOPT_DUE;

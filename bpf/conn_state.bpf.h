@@ -28,6 +28,7 @@ enum peek_conn_state {
 	PEEK_RESP,        /* Redis, commands as RESP arrays: every read's commands counted (resp_peek.bpf.h) */
 	PEEK_RESP_INLINE, /* Redis, inline commands (a line each): every read's lines counted */
 	PEEK_PG,          /* PostgreSQL: every read's messages walked (pg_peek.bpf.h) */
+	PEEK_MYSQL,       /* MySQL, MariaDB: every read's packets walked (mysql_peek.bpf.h) */
 };
 
 /*
@@ -95,23 +96,53 @@ struct conn_state {
 	__u32 tls_skip;        /* bytes of the TLS record under way still to be read */
 	__u32 hello_len;       /* the ClientHello record's length; 0: its body was copied (or not TLS) */
 	__u32 rcv_nxt_seen;    /* partial: TCP's rcv_nxt at the last look (see idle_since_last_look) */
-	/* Framed protocols' messages, counted (resp_peek.bpf.h, pg_peek.bpf.h). */
-	__u32 msg_skip;        /* bytes of the message under way (a bulk string and its CRLF) still to come */
-	__u32 resp_elems_left; /* PEEK_RESP: bulk strings of the command under way still to come */
-	__u16 msg_commands;    /* requests the exchange read (commands, queries), at most 65535 */
-	__u8 resp_resync;      /* PEEK_RESP: reads went by unseen: the next must begin a command */
-	__u8 pg_untyped;       /* PEEK_PG: the next message has no type byte (a start-up) */
-	__u8 pg_messages;      /* PEEK_PG: enum cs_msg_flags the exchange read */
+	/* Framed protocols' messages, counted (resp_peek.bpf.h, pg_peek.bpf.h, mysql_peek.bpf.h). */
+	__u32 msg_skip;         /* bytes of the message under way (a bulk string and its CRLF) still to come */
+	__u32 resp_elems_left;  /* PEEK_RESP: bulk strings of the command under way still to come */
+	__u16 msg_commands;     /* requests the exchange read (commands, queries), at most 65535 */
+	__u8 resp_resync;       /* PEEK_RESP: reads went by unseen: the next must begin a command */
+	__u8 pg_untyped;        /* PEEK_PG: the next message has no type byte (a start-up) */
+	__u8 msg_flags;         /* enum cs_msg_flags of the exchange: what it read, a greeting before it */
+	__u8 wire_protocol;     /* enum cs_wire_protocol: told at its start, kept when the walk is lost */
+	__u8 mysql_authed;      /* PEEK_MYSQL: past the handshake (a command was read) */
+	__u8 mysql_continued;   /* PEEK_MYSQL: the packet under way continues in the next */
+	__u8 mysql_ssl;         /* PEEK_MYSQL: an SSL request was read: TLS comes next */
+	__u8 mysql_command_due; /* PEEK_MYSQL: a command's header ended the last read */
 	__u8 peek_first[CS_PEEK_FIRST_LEN];
 	__u8 peek_types[CS_PEEK_TLS_RECORDS];
 	__u32 peek_read_us[CS_PEEK_TLS_RECORDS];
 };
 
 
-/* A framed protocol's connection: every read's messages counted (Redis, PostgreSQL). */
+/* A framed protocol's connection: every read's messages counted (Redis, PostgreSQL, MySQL). */
 static __always_inline bool counts_messages(const struct conn_state *conn)
 {
-	return conn->peek_conn == PEEK_RESP || conn->peek_conn == PEEK_RESP_INLINE || conn->peek_conn == PEEK_PG;
+	return conn->peek_conn == PEEK_RESP || conn->peek_conn == PEEK_RESP_INLINE || conn->peek_conn == PEEK_PG ||
+	       conn->peek_conn == PEEK_MYSQL;
+}
+
+/*
+ * After a framed protocol's walk of one read (pg_peek.bpf.h,
+ * mysql_peek.bpf.h): the queries it brought add to the exchange's, and
+ * the message under way is kept for the next read. A TLS record where a
+ * message would be (the server took up SSL) ends the walks: encrypted from
+ * there, its exchanges are requests. A walk lost is said on the exchange
+ * (lost_flags), and the connection is walked no more.
+ */
+static __always_inline void keep_walk(struct conn_state *conn, __u32 skip, __u32 queries, __u8 msg_flags, bool tls,
+				      bool lost, __u8 lost_flags)
+{
+	if (tls)
+		conn->peek_conn = PEEK_OFF;
+	__u32 total = conn->msg_commands + queries;
+	conn->msg_commands = total > 65535 ? 65535 : (__u16)total;
+	conn->msg_skip = skip;
+	conn->msg_flags |= msg_flags;
+	if (lost) {
+		conn->peek_flags |= lost_flags;
+		conn->peek_seen = 1;
+		conn->peek_conn = PEEK_OFF;
+	}
 }
 
 #endif /* CS_CONN_STATE_BPF_H */

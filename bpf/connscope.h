@@ -43,8 +43,11 @@
  * 14: cs_ev_conn_close.closer_tid, at the end (CS_EV_CONN_CLOSE_V13_SIZE
  *    before it); older closes read with it 0. CS_PEEK_PG and
  *    cs_ev_request_bytes.messages (from its padding): a PostgreSQL
- *    connection's exchanges carry their queries and what else they read. */
-#define CS_WIRE_VERSION 14
+ *    connection's exchanges carry their queries and what else they read.
+ * 15: cs_ev_request_bytes.protocol (from its padding) and CS_MSG_GREETING:
+ *    MySQL's commands, and a greeting the server wrote before its first read
+ *    (a version 14 reader takes MySQL's authentication for a request). */
+#define CS_WIRE_VERSION 15
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -277,8 +280,22 @@ enum cs_peek_flags {
 
 /* cs_ev_request_bytes.messages: a framed protocol's messages that are no request */
 enum cs_msg_flags {
-	CS_MSG_SETUP = 1 << 0,   /* connection set-up: PostgreSQL's start-up, SSL request, password */
-	CS_MSG_GOODBYE = 1 << 1, /* the client's goodbye, which the server does not answer (Terminate) */
+	CS_MSG_SETUP = 1 << 0,    /* connection set-up: PostgreSQL's start-up, SSL request, password;
+	                             MySQL's handshake response and authentication */
+	CS_MSG_GOODBYE = 1 << 1,  /* the client's goodbye, which the server does not answer
+	                             (PostgreSQL's Terminate, MySQL's COM_QUIT) */
+	CS_MSG_GREETING = 1 << 2, /* any connection's first exchange: the server wrote before it
+	                             read anything (MySQL's greeting, SMTP's banner) */
+};
+
+/*
+ * cs_ev_request_bytes.protocol: a framed protocol the flags do not name
+ * (CS_PEEK_RESP and CS_PEEK_PG name theirs; the flags' byte is full).
+ */
+enum cs_wire_protocol {
+	CS_WIRE_PROTOCOL_FLAGS = 0, /* told by the flags, or none */
+	CS_WIRE_PROTOCOL_MYSQL = 1, /* MySQL and MariaDB: commands counts the commands the server
+	                               answers, messages its set-up and goodbye */
 };
 #define CS_PEEK_BIG_HANDSHAKE_LEN 128
 
@@ -294,10 +311,12 @@ struct cs_ev_request_bytes {
 	__u32 record_read_us[CS_PEEK_TLS_RECORDS]; /* when the read that brought each one's
 	                                              header returned, us after start_ns */
 	__u8 flags;                                /* enum cs_peek_flags */
-	__u8 messages;                             /* CS_PEEK_PG: enum cs_msg_flags */
+	__u8 messages;                             /* enum cs_msg_flags: PostgreSQL's and MySQL's,
+	                                              and any connection's greeting */
 	__u16 commands;                            /* CS_PEEK_RESP: commands the exchange read (pipelined: more than one);
-	                   CS_PEEK_PG: its queries and Syncs */
-	__u8 pad2[4];
+	                   CS_PEEK_PG: its queries and Syncs; MySQL: its answered commands */
+	__u8 protocol;                             /* enum cs_wire_protocol */
+	__u8 pad2[3];
 };
 
 /*

@@ -134,18 +134,9 @@ static __always_inline void pg_read(struct conn_state *conn, __u64 buf, __u32 ro
 		bpf_loop(PG_STEPS, pg_step, &s, 0);
 	if (!s.lost && !s.tls && s.at < s.len)
 		s.lost = 1;
-	if (s.tls)
-		conn->peek_conn = PEEK_OFF; /* encrypted from here: its exchanges are requests */
-	__u32 total = conn->msg_commands + s.queries;
-	conn->msg_commands = total > 65535 ? 65535 : (__u16)total;
-	conn->msg_skip = s.skip;
 	conn->pg_untyped = s.untyped;
-	conn->pg_messages |= (s.setup ? CS_MSG_SETUP : 0) | (s.goodbye ? CS_MSG_GOODBYE : 0);
-	if (s.lost) {
-		conn->peek_flags |= CS_PEEK_PG | CS_PEEK_UNCOUNTED;
-		conn->peek_seen = 1;
-		conn->peek_conn = PEEK_OFF;
-	}
+	keep_walk(conn, s.skip, s.queries, (s.setup ? CS_MSG_SETUP : 0) | (s.goodbye ? CS_MSG_GOODBYE : 0), s.tls,
+		  s.lost, CS_PEEK_PG | CS_PEEK_UNCOUNTED);
 }
 
 /* A connection's first bytes: a PostgreSQL start-up message, or an SSL or GSS request. */

@@ -13,6 +13,7 @@
 #include "http_peek.bpf.h"
 #include "resp_peek.bpf.h"
 #include "pg_peek.bpf.h"
+#include "mysql_peek.bpf.h"
 #include "syscalls.bpf.h"
 
 /*
@@ -194,9 +195,11 @@ static __always_inline void peek_tls_alert(const struct sock *sk, struct conn_st
  * The first read of a connection adopted at an idle moment: what arrived
  * must start a message. A TLS record header: its records re-synchronised
  * there, followed on for alerts (peek_tls_alert) and said on the request.
- * Text (an HTTP/1.x request line, Redis, memcached): a request. Anything
- * else (a TLS record or a request body under way, split where the server
- * had read all that came, a binary protocol): not a boundary after all; the
+ * A PostgreSQL message, a MySQL command or a Redis array: its messages
+ * counted from there. Text (an HTTP/1.x request line, Redis, memcached): a
+ * request. Anything else (a TLS record or a request body under way, split
+ * where the server had read all that came, a binary protocol): not a
+ * boundary after all; the
  * connection goes back to partial until its next idle moment, said once.
  * An unreadable buffer: taken as a start (the kernel's state said so).
  */
@@ -206,7 +209,10 @@ static __always_inline void peek_adopted(const struct sock *sk, struct conn_stat
 	__u8 h[TLS_HEADER_LEN] = {};
 
 	conn->peek_conn = PEEK_OFF;
-	if (!buf || room < 1 || bpf_probe_read_user(h, room < sizeof(h) ? 1 : sizeof(h), (void *)buf))
+	/* (Four bytes: a MySQL command's header, read alone.) */
+	__u32 want = room >= sizeof(h) ? sizeof(h) : room >= MYSQL_HEADER ? MYSQL_HEADER
+									  : 1;
+	if (!buf || room < 1 || bpf_probe_read_user(h, want, (void *)buf))
 		return;
 	if (room >= TLS_HEADER_LEN && tls_header(h) && h[2] <= TLS_VERSION_MINOR_MAX) {
 		conn->peek_conn = PEEK_TLS;
@@ -216,6 +222,13 @@ static __always_inline void peek_adopted(const struct sock *sk, struct conn_stat
 	/* A PostgreSQL message (a type, then a length below 16 MiB): its messages walked from here. */
 	if (room >= PG_TYPED_HEADER && h[1] == 0 && pg_frontend_type(h[0]) && pg_be32(h + 1) >= 4) {
 		conn->peek_conn = PEEK_PG;
+		return;
+	}
+	/* A MySQL command, the whole read: its packets walked from here, past the handshake. */
+	if (mysql_command_read(h, (__u32)room, len)) {
+		conn->peek_conn = PEEK_MYSQL;
+		conn->wire_protocol = CS_WIRE_PROTOCOL_MYSQL;
+		conn->mysql_authed = 1;
 		return;
 	}
 	/* A RESP array's header: a Redis connection, its commands counted from here. */
@@ -302,12 +315,25 @@ static __always_inline void peek_read(const struct sock *sk, struct conn_state *
 	}
 	if (conn->peek_conn == PEEK_START) {
 		const __u8 *f = conn->peek_first;
+		/*
+		 * Bytes sent before the first read: the server spoke first (MySQL's
+		 * greeting). Told here, not at the send: on loopback the client may
+		 * have read it and answered before the send's tracepoint runs.
+		 */
+		struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+		if (tp && tp->bytes_sent)
+			conn->msg_flags |= CS_MSG_GREETING;
 		if (conn->peek_first_len >= TLS_HEADER_LEN && f[0] == TLS_CT_HANDSHAKE && f[1] == TLS_VERSION_MAJOR &&
 		    f[2] >= TLS_VERSION_MINOR_MIN && f[2] <= TLS_VERSION_MINOR_MAX) {
 			conn->peek_conn = PEEK_TLS;
 			conn->peek_flags |= CS_PEEK_TLS;
 			conn->hello_len = (__u32)f[3] << 8 | f[4];
 			copy_client_hello(sk, conn, buf, (__u32)room, true);
+		} else if ((conn->msg_flags & CS_MSG_GREETING) && mysql_first_bytes(conn->peek_first, conn->peek_first_len)) {
+			conn->peek_conn = PEEK_MYSQL;
+			conn->wire_protocol = CS_WIRE_PROTOCOL_MYSQL;
+			mysql_read(conn, buf, (__u32)room, len);
+			return;
 		} else if (pg_first_bytes(conn->peek_first, conn->peek_first_len)) {
 			conn->peek_conn = PEEK_PG;
 			conn->peek_flags |= CS_PEEK_PG;
@@ -331,13 +357,15 @@ static __always_inline void peek_read(const struct sock *sk, struct conn_state *
 				   now > conn->start_ns ? (__u32)((now - conn->start_ns) / 1000) : 0);
 }
 
-/* A read of a Redis or PostgreSQL connection: its messages counted, every exchange long. */
+/* A read of a Redis, PostgreSQL or MySQL connection: its messages counted, every exchange long. */
 static __always_inline void peek_messages(struct conn_state *conn, __u32 len)
 {
 	__u64 room = 0, buf = read_call_buffer(&room, len);
 
 	if (conn->peek_conn == PEEK_PG)
 		pg_read(conn, buf, (__u32)room, len);
+	else if (conn->peek_conn == PEEK_MYSQL)
+		mysql_read(conn, buf, (__u32)room, len);
 	else
 		resp_read(conn, buf, (__u32)room, len);
 }

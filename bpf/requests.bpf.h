@@ -101,12 +101,14 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
 		__builtin_memcpy(bytes->record_types, conn->peek_types, sizeof(bytes->record_types));
 		__builtin_memcpy(bytes->record_read_us, conn->peek_read_us, sizeof(bytes->record_read_us));
 		bytes->flags = conn->peek_flags;
-		bytes->messages = 0;
+		bytes->messages = conn->msg_flags;
 		bytes->commands = 0;
+		bytes->protocol = conn->wire_protocol;
 		if (conn->peek_conn == PEEK_PG || (conn->peek_flags & CS_PEEK_PG)) {
 			bytes->flags |= CS_PEEK_PG;
 			bytes->commands = conn->msg_commands;
-			bytes->messages = conn->pg_messages;
+		} else if (conn->wire_protocol == CS_WIRE_PROTOCOL_MYSQL) {
+			bytes->commands = conn->msg_commands;
 		} else if (conn->peek_conn == PEEK_RESP || conn->peek_conn == PEEK_RESP_INLINE ||
 			   (conn->peek_flags & CS_PEEK_RESP)) {
 			bytes->flags |= CS_PEEK_RESP;
@@ -116,7 +118,7 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
 		submit_event(bytes);
 	}
 	conn->peek_seen = conn->peek_flags = conn->peek_first_len = conn->peek_records = 0;
-	conn->msg_commands = conn->pg_messages = 0;
+	conn->msg_commands = conn->msg_flags = 0;
 	__builtin_memset(conn->peek_first, 0, sizeof(conn->peek_first));
 	__builtin_memset(conn->peek_types, 0, sizeof(conn->peek_types));
 	__builtin_memset(conn->peek_read_us, 0, sizeof(conn->peek_read_us));
@@ -191,7 +193,7 @@ static __always_inline void drop_cut_request(const struct sock *sk, struct conn_
 	reset_request(conn);
 	/* Its bytes' record goes with it. */
 	conn->peek_seen = conn->peek_flags = conn->peek_first_len = conn->peek_records = 0;
-	conn->msg_commands = conn->pg_messages = 0;
+	conn->msg_commands = conn->msg_flags = 0;
 	conn->window = trace_window;
 }
 
@@ -256,9 +258,9 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 	if (conn->handler_end_ns)
 		emit_handback(sk, conn, now);
 	/* A framed protocol's exchange is said when it read other than one request, or set-up, or a goodbye. */
-	if (conn->peek_seen || (counts_messages(conn) && (conn->msg_commands != 1 || conn->pg_messages)))
+	if (conn->peek_seen || (counts_messages(conn) && (conn->msg_commands != 1 || conn->msg_flags)))
 		emit_request_bytes(sk, conn, now);
-	conn->msg_commands = conn->pg_messages = 0;
+	conn->msg_commands = conn->msg_flags = 0; /* (not emitted: one command, nothing else) */
 	ev = reserve_event_at(sizeof(*ev), CS_EV_REQUEST, now);
 	if (ev) {
 		__u64 drain_end = conn->drain_end_ns ? conn->drain_end_ns : conn->last_send_ns;

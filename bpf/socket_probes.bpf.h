@@ -95,6 +95,17 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 		conn->flags |= CS_REQ_READ_AFTER_SEND;
 	if (conn->phase != PHASE_WAITING)
 		return 0;
+	/*
+	 * The answer's mark before the phase: a softirq on this CPU (the
+	 * client's FIN, its next bytes) may run the state-change probe between
+	 * the two, and in HANDLING it takes a write_seq past the mark for an
+	 * answer begun.
+	 */
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	if (tp)
+		conn->write_seq_at_read = tp->write_seq;
+	asm volatile("" ::
+			     : "memory");
 	conn->phase = PHASE_HANDLING;
 	conn->first_read_ns = now;
 	conn->reader_tid = cs_tid_of(pid_tgid);
@@ -117,9 +128,6 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 		conn->pickup_runq_ns = at_most(run_delay - conn->start_run_delay_ns, now - conn->start_ns);
 	else
 		conn->pickup_runq_ns = runq_since(conn->start_ns, now, run_delay);
-	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
-	if (tp)
-		conn->write_seq_at_read = tp->write_seq;
 	return 0;
 }
 

@@ -35,8 +35,9 @@
 
 /* cs_conn.framing: a connection whose requests are counted from its messages (exchanges.c). */
 enum cs_conn_framing {
-	CS_FRAMING_COUNTED = 1 << 0,    /* Redis, PostgreSQL: an overlap hides no request */
+	CS_FRAMING_COUNTED = 1 << 0,    /* Redis, PostgreSQL, MySQL: an overlap hides no request */
 	CS_FRAMING_SETUP_SEEN = 1 << 1, /* its protocol's set-up exchanges were seen: its first request pays them */
+	CS_FRAMING_GREETED = 1 << 2,    /* its server wrote first (a greeting): its set-up began at the accept */
 };
 
 /* A connection the engine follows from accept() to close. */

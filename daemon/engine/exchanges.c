@@ -309,7 +309,7 @@ static int unfollowed_bytes(struct cs_engine *engine, const struct cs_ev_request
 	if (!u)
 		return 0;
 	u->last_ns = ev->hdr.ts_ns;
-	u->counted |= resp || (ev->flags & CS_PEEK_PG);
+	u->counted |= cs_counts_commands(ev);
 	if ((h2 || more) && !u->multiplexed) {
 		u->multiplexed = 1;
 		stats->connections_multiplexed++;
@@ -355,7 +355,7 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 	/* This exchange holds more than one request: it and the later ones are no single request. */
 	if (ev->flags & CS_PEEK_MORE_REQUESTS)
 		mark_multiplexed(stats, conn, CS_MUX_ONE_READ);
-	if (ev->flags & (CS_PEEK_RESP | CS_PEEK_PG))
+	if (cs_counts_commands(ev))
 		conn->framing |= CS_FRAMING_COUNTED;
 	if (ev->flags & CS_PEEK_UNCOUNTED)
 		mark_multiplexed(stats, conn, CS_MUX_UNCOUNTED);
@@ -373,10 +373,13 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 	 */
 	conn->bytes_data_us = walk.ended && walk.data_record > 0 ? ev->record_read_us[walk.data_record] : 0;
 	conn->bytes_kind = before == CS_TLS_NONE ? CS_EXCHANGE_REQUEST : exchange_kind_of(ev, &walk, before, conn->tls_phase);
-	if (ev->flags & CS_PEEK_PG)
-		conn->bytes_kind = cs_framed_kind(ev);
+	enum cs_exchange_kind framed = cs_framed_kind(ev);
+	if (framed != CS_EXCHANGE_REQUEST) /* a framed protocol's set-up or goodbye */
+		conn->bytes_kind = framed;
 	if (conn->bytes_kind == CS_EXCHANGE_PROTOCOL_SETUP)
 		conn->framing |= CS_FRAMING_SETUP_SEEN;
+	if (ev->index == 0 && (ev->messages & CS_MSG_GREETING))
+		conn->framing |= CS_FRAMING_GREETED;
 	count_walk(stats, &walk, before, conn->tls_phase);
 	if (walk.version == 13)
 		tls13_resumption(stats, conn);
@@ -507,10 +510,15 @@ bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, cons
 		setup->began_ns = u->first_bytes_ns;
 		setup->tls = true;
 	}
-	/* A protocol's set-up (PostgreSQL's start-up) ran before its first request: it pays it. */
+	/*
+	 * A protocol's set-up (PostgreSQL's start-up) ran before its first
+	 * request: it pays it. A server that spoke first (MySQL's greeting)
+	 * began it at its accept.
+	 */
 	if (conn && (conn->framing & CS_FRAMING_SETUP_SEEN) && req->index > 0 && conn->first_bytes_ns) {
 		setup->first = conn->requests_counted == 0;
-		setup->began_ns = conn->first_bytes_ns;
+		setup->began_ns = (conn->framing & CS_FRAMING_GREETED) && conn->accept_ns ? conn->accept_ns
+											   : conn->first_bytes_ns;
 		setup->extra_ns = conn->handshake_extra_ns;
 		setup->protocol = true;
 	}

@@ -108,9 +108,11 @@ bool cs_is_h2_preface(const uint8_t *first, size_t first_len);
 
 /* protocols.c: what a connection's first bytes (and the probe's flags on them) speak. Pure. */
 enum cs_protocol cs_protocol_of(const uint8_t *first, size_t first_len, uint8_t peek_flags);
+/* A bytes record of a protocol whose commands the probes count: Redis, PostgreSQL, MySQL. */
+bool cs_counts_commands(const struct cs_ev_request_bytes *ev);
 /* The requests a bytes record's exchange carried: a Redis pipeline's commands, PostgreSQL's queries; 1 otherwise. */
 uint32_t cs_exchange_commands(const struct cs_ev_request_bytes *ev);
-/* A PostgreSQL exchange's kind by its messages: set-up, a goodbye, or a request. */
+/* A PostgreSQL or MySQL exchange's kind by its messages: set-up, a goodbye, or a request. */
 enum cs_exchange_kind cs_framed_kind(const struct cs_ev_request_bytes *ev);
 
 #endif /* CS_EXCHANGES_H */

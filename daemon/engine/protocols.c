@@ -15,6 +15,7 @@ const char *const cs_protocol_names[CS_PROTOCOL_COUNT] = {
 	[CS_PROTOCOL_TLS] = "tls",
 	[CS_PROTOCOL_RESP] = "resp",
 	[CS_PROTOCOL_POSTGRESQL] = "postgresql",
+	[CS_PROTOCOL_MYSQL] = "mysql",
 	[CS_PROTOCOL_OTHER] = "other",
 };
 
@@ -64,31 +65,45 @@ enum cs_protocol cs_protocol_of(const uint8_t *first, size_t first_len, uint8_t 
 	return CS_PROTOCOL_OTHER;
 }
 
+/* MySQL's framing was told by the probes (its first bytes are binary, after the server's greeting). */
+static bool is_mysql(const struct cs_ev_request_bytes *ev)
+{
+	return ev->protocol == CS_WIRE_PROTOCOL_MYSQL;
+}
+
 enum cs_protocol cs_count_protocol(struct cs_request_stats *stats, const struct cs_ev_request_bytes *ev)
 {
 	size_t first_len = ev->first_len < CS_PEEK_FIRST_LEN ? ev->first_len : CS_PEEK_FIRST_LEN;
-	enum cs_protocol protocol = cs_protocol_of(ev->first, first_len, ev->flags);
+	enum cs_protocol protocol = is_mysql(ev) ? CS_PROTOCOL_MYSQL : cs_protocol_of(ev->first, first_len, ev->flags);
 	stats->connections_by_protocol[protocol]++;
+	if (ev->messages & CS_MSG_GREETING)
+		stats->greetings++;
 	return protocol;
+}
+
+bool cs_counts_commands(const struct cs_ev_request_bytes *ev)
+{
+	return (ev->flags & (CS_PEEK_RESP | CS_PEEK_PG)) || is_mysql(ev);
 }
 
 uint32_t cs_exchange_commands(const struct cs_ev_request_bytes *ev)
 {
-	if (!(ev->flags & (CS_PEEK_RESP | CS_PEEK_PG)) || (ev->flags & CS_PEEK_UNCOUNTED))
+	if (!cs_counts_commands(ev) || (ev->flags & CS_PEEK_UNCOUNTED))
 		return 1;
 	/* None ended in it (its answer was for none of them: a push, an error): one exchange. */
 	return ev->commands ? ev->commands : 1;
 }
 
 /*
- * A PostgreSQL exchange without a query: the connection's set-up (its
- * start-up, an SSL request, a password), or the client's goodbye
- * (Terminate, which the server does not answer). One with a query is a
- * request, whatever else it read.
+ * A PostgreSQL or MySQL exchange without a query: the connection's set-up
+ * (PostgreSQL's start-up, an SSL request, a password; MySQL's handshake
+ * response and authentication, after its greeting), or the client's
+ * goodbye (Terminate, COM_QUIT, which the server does not answer). One
+ * with a query is a request, whatever else it read.
  */
 enum cs_exchange_kind cs_framed_kind(const struct cs_ev_request_bytes *ev)
 {
-	if (!(ev->flags & CS_PEEK_PG) || (ev->flags & CS_PEEK_UNCOUNTED) || ev->commands)
+	if (!((ev->flags & CS_PEEK_PG) || is_mysql(ev)) || (ev->flags & CS_PEEK_UNCOUNTED) || ev->commands)
 		return CS_EXCHANGE_REQUEST;
 	if (ev->messages & CS_MSG_SETUP)
 		return CS_EXCHANGE_PROTOCOL_SETUP;

@@ -44,6 +44,7 @@ enum cs_protocol {
 	CS_PROTOCOL_TLS,        /* a TLS handshake record (HTTPS and anything else over TLS) */
 	CS_PROTOCOL_RESP,       /* Redis: a RESP array, or an inline command */
 	CS_PROTOCOL_POSTGRESQL, /* a PostgreSQL start-up, SSL or GSS request, or cancel */
+	CS_PROTOCOL_MYSQL,      /* MySQL, MariaDB: a handshake response after the server's greeting */
 	CS_PROTOCOL_OTHER,      /* none of these, or its bytes could not be seen */
 	CS_PROTOCOL_COUNT,
 };
@@ -122,7 +123,8 @@ struct cs_request_stats {
 	uint64_t setup_protocol_ns;   /* ... the protocol's set-up (PostgreSQL's start-up) */
 	uint64_t protocol_setups;     /* first requests that paid one */
 	uint64_t protocol_setup_exchanges; /* exchanges kept out of the requests as that set-up */
-	uint64_t goodbye_exchanges;   /* the client's goodbyes (PostgreSQL's Terminate): no request */
+	uint64_t goodbye_exchanges;   /* the client's goodbyes (PostgreSQL's Terminate, MySQL's COM_QUIT): no request */
+	uint64_t greetings;           /* connections whose server wrote before its first read (MySQL's greeting) */
 	/* Connections that spoke TLS from their first bytes (exchanges.c). */
 	uint64_t tls_connections;
 	uint64_t tls_handshakes;      /* whose handshake ended before a request */

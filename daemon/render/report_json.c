@@ -315,9 +315,10 @@ static void add_requests(json_t *report, const struct cs_report_view *view)
 		json_object_set_new(protocols, cs_protocol_names[p], json_integer(JI(r->connections_by_protocol[p])));
 	json_object_set_new(report, "connections_by_protocol", protocols);
 	json_object_set_new(report, "protocol_setup",
-			    json_pack("{s:I,s:I,s:I,s:o}", "connections", JI(r->protocol_setups), "exchanges",
+			    json_pack("{s:I,s:I,s:I,s:I,s:o}", "connections", JI(r->protocol_setups), "exchanges",
 				      JI(r->protocol_setup_exchanges), "goodbyes", JI(r->goodbye_exchanges),
-				      "setup_total_us", cs_json_us(r->setup_protocol_ns)));
+				      "greetings", JI(r->greetings), "setup_total_us",
+				      cs_json_us(r->setup_protocol_ns)));
 	json_object_set_new(report, "tls", tls_value(view));
 	json_object_set_new(report, "latency_us", cs_report_percentiles_us(r->latency_ns));
 	json_object_set_new(report, "latency_buckets_us", buckets_us(r->latency_ns));

@@ -197,7 +197,7 @@ static const struct {
 		"{setup_tls}[+setup_protocol|, the protocol's start-up and authentication (a database "
 		"backend's) {setup_protocol}]",
 		"turn on keep-alive (HTTP/1.1 persistent connections, client connection pools; a database's "
-		"clients: a pooler such as pgbouncer, or the application's own pool); over TLS, "
+		"clients: a pooler such as pgbouncer or ProxySQL, or the application's own pool); over TLS, "
 		"have clients resume TLS sessions (session tickets or a session cache) to shorten each handshake",
 		"turn on keep-alive (persistent connections, client pools); TLS session resumption" },
 	[CS_COND_IDLE_TIMEOUT] = { "the server closes idle keep-alive connections first",

@@ -5,7 +5,9 @@
  * request of its exchange's times, a count lost keeps the connection out
  * as multiplexed, a read after an answer began is no overlap on a
  * connection whose commands are counted, and connections counted by what
- * their first bytes spoke.
+ * their first bytes spoke. PostgreSQL's and MySQL's set-up and goodbyes
+ * are no requests; a server that spoke first began the set-up at its
+ * accept.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -22,6 +24,7 @@ CS_ENGINE_FIXTURE
 TestSuite(protocol_of);
 TestSuite(resp, .init = setup, .fini = teardown);
 TestSuite(pg, .init = setup, .fini = teardown);
+TestSuite(mysql, .init = setup, .fini = teardown);
 
 static enum cs_protocol of(const char *first, size_t len, uint8_t flags)
 {
@@ -178,4 +181,76 @@ Test(pg, start_up_is_set_up_paid_by_the_first_query_and_terminate_no_request)
 	/* From the connection's first bytes (T0 + 10 us) to the query's (T0 + 20 ms). */
 	cr_assert_eq(r->setup_protocol_ns, 20 * MS - 10 * US);
 	cr_assert_eq(r->setup_accept_ns, 0, "its bytes came after the accept");
+}
+
+/* A MySQL exchange's bytes record: its commands, and what else it read. */
+static void mysql_bytes(uint64_t sk, uint32_t index, uint64_t start_ns, uint16_t commands, uint8_t messages)
+{
+	struct cs_ev_request_bytes bytes = make_request_bytes(sk, index, PORT, start_ns + 100 * US, 0);
+	bytes.protocol = CS_WIRE_PROTOCOL_MYSQL;
+	bytes.commands = commands;
+	bytes.messages = messages;
+	if (index == 0) {
+		memcpy(bytes.first, "\xad\x00\x00\x01", 4); /* a handshake response's header, read alone */
+		bytes.first_len = 4;
+	}
+	FEED_OK(engine, bytes);
+}
+
+Test(mysql, the_greeting_and_authentication_are_set_up_from_the_accept)
+{
+	uint64_t sk = accept_at(T0);
+	/* The greeting went out at the accept; the handshake response came 200 us later. */
+	mysql_bytes(sk, 0, T0 + 200 * US, 0, CS_MSG_GREETING | CS_MSG_SETUP);
+	resp_request(sk, 0, T0 + 200 * US, 0);
+	/* A query: no record (one command, nothing else). */
+	resp_request(sk, 1, T0 + 1 * MS, 0);
+	/* COM_STMT_CLOSE and the next query in one exchange: one answered command. */
+	mysql_bytes(sk, 2, T0 + 2 * MS, 1, 0);
+	resp_request(sk, 2, T0 + 2 * MS, 0);
+	/* COM_QUIT: unanswered. */
+	mysql_bytes(sk, 3, T0 + 3 * MS, 0, CS_MSG_GOODBYE);
+	resp_request(sk, 3, T0 + 3 * MS, CS_REQ_NO_RESPONSE);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 2, "the two queries");
+	cr_assert_eq(r->unanswered, 0, "the goodbye is no unanswered request");
+	cr_assert_eq(r->protocol_setup_exchanges, 1);
+	cr_assert_eq(r->goodbye_exchanges, 1);
+	cr_assert_eq(r->greetings, 1);
+	cr_assert_eq(r->protocol_setups, 1);
+	cr_assert_eq(r->connections_by_protocol[CS_PROTOCOL_MYSQL], 1);
+	/* The accept queue (100 us before the accept), then from the accept to the query's start. */
+	cr_assert_eq(r->setup_accept_ns, 100 * US);
+	cr_assert_eq(r->setup_protocol_ns, 1 * MS);
+}
+
+Test(mysql, a_lost_walk_keeps_the_connection_out)
+{
+	uint64_t sk = accept_at(T0);
+	mysql_bytes(sk, 0, T0 + 200 * US, 0, CS_MSG_GREETING | CS_MSG_SETUP);
+	resp_request(sk, 0, T0 + 200 * US, 0);
+	resp_request(sk, 1, T0 + 1 * MS, 0);
+	struct cs_ev_request_bytes lost = make_request_bytes(sk, 2, PORT, T0 + 2 * MS, CS_PEEK_UNCOUNTED);
+	lost.protocol = CS_WIRE_PROTOCOL_MYSQL;
+	FEED_OK(engine, lost);
+	resp_request(sk, 2, T0 + 2 * MS, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->requests, 1, "the query before the walk was lost");
+	cr_assert_eq(r->multiplexed_uncounted, 1);
+}
+
+Test(mysql, a_greeting_is_counted_on_any_protocol)
+{
+	uint64_t sk = accept_at(T0);
+	struct cs_ev_request_bytes bytes = make_request_bytes(sk, 0, PORT, T0 + 1 * MS, 0);
+	memcpy(bytes.first, "\x01\x02\x03\x04", 4); /* a binary protocol whose server spoke first */
+	bytes.first_len = 4;
+	bytes.messages = CS_MSG_GREETING;
+	FEED_OK(engine, bytes);
+	resp_request(sk, 0, T0 + 1 * MS, 0);
+	const struct cs_request_stats *r = &engine->requests;
+	cr_assert_eq(r->greetings, 1);
+	cr_assert_eq(r->connections_by_protocol[CS_PROTOCOL_OTHER], 1);
+	cr_assert_eq(r->requests, 1, "its exchange a request: no set-up known of it");
+	cr_assert_eq(r->protocol_setups, 0);
 }
