@@ -10,6 +10,8 @@
 #    (accept queue, then greeting and authentication).
 # 2. mysqlslap on open connections: requests equal the queries, and
 #    non_persistent is not flagged.
+# 3. Attached to 4 clients already querying: their connections adopted,
+#    the requests against the server's own count of SELECTs.
 # (Shared: counts, and a condition whose set-up is a thread's start and an
 # authentication per connection, far above what another test's load moves.)
 # integration: plain build
@@ -73,3 +75,33 @@ assert_cmp "$(json_get "$p" 'j["requests"]')" == "$queries" "requests: the queri
 [[ $(json_get "$p" 'j["conditions"]["non_persistent"]["flagged"]') == False ]] || fail "non_persistent flagged on open connections"
 echo "ok: non_persistent not flagged"
 assert_cmp "$(json_get "$p" 'j["events"]["lost"]')" == 0 "events lost"
+
+# 3. Attached to a busy server: 4 clients already querying (each query a
+#    millisecond's sleep), their
+#    connections older than the attach, adopted at an idle moment (a
+#    command's header, read alone). Requests against the server's own
+#    count of SELECTs, read just after the attach and just before the stop
+#    (each by a connection of its own, one SHOW each): at least those, and
+#    no more than that rate over connscope's whole window (5 %: the rate
+#    moves, on a busy machine).
+com_select() { mariadb "${client[@]}" -N -e "SHOW GLOBAL STATUS LIKE 'Com_select'" | awk '{ print $2 }'; }
+# (A millisecond's sleep in each query keeps the clients to about 3 000
+# queries a second: other tests share the machine.)
+selects_before=$(com_select)
+cs_bg mysqlslap "${client[@]}" --create-schema=slap --query='SELECT SLEEP(0.001)' --concurrency=4 --iterations=1 \
+  --number-of-queries=100000
+slap_pid=$BG_PID
+until [[ $(com_select) -gt $((selects_before + 200)) ]]; do sleep 0.1; done
+SERVER_PID=$(cat "$MDB_DIR/pid")
+CS_ON_ATTACHED='selects_from=$(com_select); from_ns=$(cs_monotonic_ns)' \
+  CS_ON_STOPPING='to_ns=$(cs_monotonic_ns); selects_to=$(com_select)' cs_attach_window busy 2
+kill "$slap_pid" 2>/dev/null || true
+b=$CS_TMP/busy.json
+selects=$((selects_to - selects_from))
+most=$(python3 -c "print(int(1.05 * $selects * ($WINDOW_TO_NS - $WINDOW_FROM_NS) / ($to_ns - $from_ns)) + 2)")
+note "the server ran $selects SELECTs over $(((to_ns - from_ns) / 1000000)) ms of connscope's $(((WINDOW_TO_NS - WINDOW_FROM_NS) / 1000000)) ms window; connscope: $(json_get "$b" 'j["requests"]') requests, $(json_get "$b" 'j["connections_adopted"]') connections adopted, $(json_get "$b" 'j["requests_in_flight_at_attach"]') in flight at the attach, by protocol $(json_get "$b" 'j["connections_by_protocol"]'), adopted $(json_get "$b" 'j["adopted"]'), multiplexed $(json_get "$b" 'j["multiplexed"]'), p99 $(json_get "$b" 'j["latency_us"]["p99"]') us"
+assert_cmp "$(json_get "$b" 'j["connections_adopted"]')" == 4 "the clients' connections adopted"
+assert_cmp "$(json_get "$b" 'j["adopted"]["not_a_message_start"]')" == 0 "adoptions refused"
+assert_cmp "$(json_get "$b" 'j["connections_multiplexed"]')" == 0 "connections whose commands could not be counted"
+assert_cmp "$(json_get "$b" 'j["requests"]')" '>=' "$selects" "requests: the SELECTs the server ran inside the window"
+assert_cmp "$(json_get "$b" 'j["requests"]')" '<=' "$most" "requests: the server's rate over the whole window, and the two SHOWs"
