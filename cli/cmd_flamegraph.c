@@ -228,6 +228,35 @@ static int join_tail(struct fg_run *run)
 	return 0;
 }
 
+/*
+ * What the target's connections spoke, most connections first (two at
+ * most, and "..." for more): " speaking resp", " speaking http1 and tls";
+ * empty when no connection's first bytes were seen.
+ */
+static void protocols_spoken(const struct cs_request_stats *r, char *out, size_t len)
+{
+	bool named[CS_PROTOCOL_COUNT] = { false };
+	size_t used = 0, count = 0;
+	out[0] = '\0';
+	for (;;) {
+		int best = -1;
+		for (int p = 0; p < CS_PROTOCOL_COUNT; p++)
+			if (!named[p] && r->connections_by_protocol[p] &&
+			    (best < 0 || r->connections_by_protocol[p] > r->connections_by_protocol[best]))
+				best = p;
+		if (best < 0)
+			return;
+		named[best] = true;
+		const char *lead = count == 0 ? " speaking " : count == 1 ? " and " : NULL;
+		int n = lead ? snprintf(out + used, len - used, "%s%s", lead, cs_protocol_names[best])
+			     : snprintf(out + used, len - used, ", ...");
+		if (n < 0 || (size_t)n >= len - used || !lead)
+			return;
+		used += (size_t)n;
+		count++;
+	}
+}
+
 /* What the graph covers and what it lost, for the summary and the SVG. */
 static void describe(struct fg_run *run)
 {
@@ -238,8 +267,10 @@ static void describe(struct fg_run *run)
 	cs_format_duration(threshold, sizeof(threshold), run->tail.threshold_ns);
 	cs_format_duration(total, sizeof(total), run->stats.total_ns);
 	cs_format_duration(short_total, sizeof(short_total), counters[CS_STK_OFF_CPU_SHORT_NS]);
-	snprintf(run->title, sizeof(run->title), "connscope: where the tail went, %s (p%g: %zu requests >= %s, %s)",
-		 run->result.target, args->tail_percentile, run->tail_count, threshold, total);
+	char spoken[64];
+	protocols_spoken(&run->engine->requests, spoken, sizeof(spoken));
+	snprintf(run->title, sizeof(run->title), "connscope: where the tail went, %s%s (p%g: %zu requests >= %s, %s)",
+		 run->result.target, spoken, args->tail_percentile, run->tail_count, threshold, total);
 	snprintf(run->subtitle, sizeof(run->subtitle),
 		 "%.1f s; on-CPU: %s at %u Hz on %d CPUs, %llu samples (%llu lost); off-CPU: %llu intervals "
 		 ">= %llu us (%llu lost), %llu shorter not kept (%s); %.0f%% of the time sampled",

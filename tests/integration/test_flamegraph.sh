@@ -64,6 +64,9 @@ cs_flamegraph "$CS_TMP/fg.err" \
 total_us=$(reported_total_us "$CS_TMP/fg.err")
 [[ -n $total_us && $total_us -gt 0 ]] || fail "connscope reported no total"
 folded_check "$folded" "$total_us" || fail "folded weights do not add up to $total_us us"
+# The title names what the connections spoke (csserver: HTTP/1.x), in the summary and the SVG.
+grep -q "where the tail went, .* speaking http1 (p" "$CS_TMP/fg.err" || fail "the title names no protocol: $(head -n 1 "$CS_TMP/fg.err")"
+grep -q "<text id=\"title\"[^<]* speaking http1 (p" "$svg" || fail "the SVG's title names no protocol"
 
 # Under event_loop, following the widest frame at each level (the graph's
 # hot path, as one reads it) leads through handle_block, and handle_block
