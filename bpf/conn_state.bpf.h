@@ -91,11 +91,12 @@ struct conn_state {
 	__u8 peek_flags; /* enum cs_peek_flags of this exchange */
 	__u8 peek_first_len;
 	__u8 peek_records;
-	__u8 peek_scanned;     /* PEEK_PLAIN: the exchange (requests) whose first read was scanned */
-	__u8 tls_records_seen; /* a TLS record header was followed: the next is not the ClientHello */
-	__u32 tls_skip;        /* bytes of the TLS record under way still to be read */
-	__u32 hello_len;       /* the ClientHello record's length; 0: its body was copied (or not TLS) */
-	__u32 rcv_nxt_seen;    /* partial: TCP's rcv_nxt at the last look (see idle_since_last_look) */
+	__u8 peek_scanned;      /* PEEK_PLAIN: the exchange (requests) whose first read was scanned */
+	__u8 tls_records_seen;  /* a TLS record header was followed: the next is not the ClientHello */
+	__u8 server_hello_seen; /* PEEK_TLS: its server's first flight was copied (or could not be) */
+	__u32 tls_skip;         /* bytes of the TLS record under way still to be read */
+	__u32 hello_len;        /* the ClientHello record's length; 0: its body was copied (or not TLS) */
+	__u32 rcv_nxt_seen;     /* partial: TCP's rcv_nxt at the last look (see idle_since_last_look) */
 	/* Framed protocols' messages, counted (resp_peek.bpf.h, pg_peek.bpf.h, mysql_peek.bpf.h). */
 	__u32 msg_skip;         /* bytes of the message under way (a bulk string and its CRLF) still to come */
 	__u32 resp_elems_left;  /* PEEK_RESP: bulk strings of the command under way still to come */

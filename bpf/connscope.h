@@ -46,7 +46,8 @@
  *    connection's exchanges carry their queries and what else they read.
  * 15: cs_ev_request_bytes.protocol (from its padding) and CS_MSG_GREETING:
  *    MySQL's commands, and a greeting the server wrote before its first read
- *    (a version 14 reader takes MySQL's authentication for a request). */
+ *    (a version 14 reader takes MySQL's authentication for a request).
+ *    CS_EV_SERVER_HELLO: a TLS server's first flight (its ALPN choice). */
 #define CS_WIRE_VERSION 15
 #define CS_WIRE_VERSION_MIN 1
 
@@ -72,6 +73,7 @@ enum cs_event_type {
 	CS_EV_CLIENT_HELLO = 16,   /* the start of a TLS connection's ClientHello (its ALPN offer) */
 	CS_EV_RUNTIME_PAUSE = 17,  /* a runtime stopped every thread of its process (a JVM's safepoint) */
 	CS_EV_UPSTREAM = 18,       /* an exchange on a connection the target opened (its upstream) */
+	CS_EV_SERVER_HELLO = 19,   /* the start of a TLS server's first flight (its ServerHello: ALPN) */
 	CS_EV_PROG_COST = 20,      /* one of connscope's BPF programs: its run time (user space) */
 	CS_EV_SELF_COST = 21,      /* connscope's own CPU time, and whether BPF run time is counted */
 	CS_EV_TYPE_MAX,
@@ -337,6 +339,22 @@ struct cs_ev_client_hello {
 	__u16 captured_len; /* valid bytes in hello[] */
 	__u16 listener_port;
 	__u8 hello[CS_HELLO_LEN];
+};
+
+/*
+ * The first bytes a TLS connection's server sent: its first flight, the
+ * ServerHello first (whose ALPN extension, in TLS 1.2, says whether it
+ * chose HTTP/2; TLS 1.3 encrypts that choice). Copied once per connection,
+ * at its server's first send.
+ */
+#define CS_SERVER_HELLO_LEN 256
+struct cs_ev_server_hello {
+	struct cs_event_header hdr;
+	__u64 sk;
+	__u32 send_len;     /* bytes the send carried */
+	__u16 captured_len; /* valid bytes in flight[] */
+	__u16 listener_port;
+	__u8 flight[CS_SERVER_HELLO_LEN]; /* from the first record's header on */
 };
 
 enum cs_closer {
@@ -848,6 +866,7 @@ _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
 _Static_assert(sizeof(struct cs_ev_request) == 128, "wire: request size");
 _Static_assert(sizeof(struct cs_ev_request_bytes) == 96, "wire: request bytes size");
 _Static_assert(sizeof(struct cs_ev_client_hello) == 32 + CS_HELLO_LEN, "wire: client hello size");
+_Static_assert(sizeof(struct cs_ev_server_hello) == 32 + CS_SERVER_HELLO_LEN, "wire: server hello size");
 _Static_assert(sizeof(struct cs_ev_conn_close) == 112, "wire: conn close size");
 _Static_assert(__builtin_offsetof(struct cs_ev_conn_close, closer_runq_ns) == CS_EV_CONN_CLOSE_V8_SIZE, "wire: v8 close");
 _Static_assert(__builtin_offsetof(struct cs_ev_conn_close, closer_tid) == CS_EV_CONN_CLOSE_V13_SIZE, "wire: v13 close");

@@ -16,6 +16,7 @@
 #include "requests.bpf.h"
 #include "adopt.bpf.h"
 #include "read_peek.bpf.h"
+#include "server_hello.bpf.h"
 #include "upstreams.bpf.h"
 
 SEC("tp_btf/sk_data_ready")
@@ -149,6 +150,9 @@ int BPF_PROG(on_tcp_sendmsg, const struct sock *sk, const struct msghdr *msg, co
 	if (conn->phase != PHASE_HANDLING)
 		return 0;
 	mark_first_send(conn, cs_tid_of(bpf_get_current_pid_tgid()), bpf_ktime_get_ns(), true);
+	/* A TLS connection's first answer: the server's first flight, its ServerHello. */
+	if (conn->peek_conn == PEEK_TLS && !conn->server_hello_seen && conn->requests == 1 && !conn->first_unseen)
+		copy_server_hello(sk, conn, msg);
 	return 0;
 }
 

@@ -39,6 +39,8 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_request_bytes);
 	case CS_EV_CLIENT_HELLO:
 		return sizeof(struct cs_ev_client_hello);
+	case CS_EV_SERVER_HELLO:
+		return sizeof(struct cs_ev_server_hello);
 	case CS_EV_RUNTIME_PAUSE:
 		return sizeof(struct cs_ev_runtime_pause);
 	case CS_EV_UPSTREAM:

@@ -114,9 +114,9 @@ enum cs_psk_offer cs_client_hello_psk(const uint8_t *hello, size_t len, size_t t
 
 /*
  * A TLS connection's ClientHello: whether it offered HTTP/2. The
- * server's choice is in its own flight, encrypted in TLS 1.3 (and not read
- * in 1.2): a connection that offered h2 may be multiplexed, which cannot
- * be told; one that did not is HTTP/1.x.
+ * server's choice is in its own flight (server_hello.c), encrypted in TLS
+ * 1.3: a connection that offered h2 may be multiplexed; one that did not
+ * is HTTP/1.x.
  */
 int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello *ev)
 {
@@ -130,8 +130,10 @@ int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello
 	/* A session offer counts when the connection turns out TLS 1.3 (tls13_resumption). */
 	enum cs_psk_offer psk = cs_client_hello_psk(ev->hello, len, ev->record_len);
 	struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
-	if (conn)
+	if (conn) {
 		conn->hello_psk = (uint8_t)(1 + psk);
+		conn->alpn_offer = (uint8_t)(1 + offer);
+	}
 	else if (psk != CS_PSK_NONE)
 		stats->tls_psk_not_told++; /* its version will not be told: said at once */
 	return 0;

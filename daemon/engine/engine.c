@@ -164,6 +164,7 @@ union any_record {
 	struct cs_ev_self_cost self_cost;
 	struct cs_ev_request_bytes bytes;
 	struct cs_ev_client_hello hello;
+	struct cs_ev_server_hello server_hello;
 	struct cs_ev_runtime_pause pause;
 	struct cs_ev_upstream upstream;
 };
@@ -223,6 +224,8 @@ static int dispatch(struct cs_engine *engine, uint16_t type, const union any_rec
 		return cs_on_request_bytes(engine, &ev->bytes);
 	case CS_EV_CLIENT_HELLO:
 		return cs_on_client_hello(engine, &ev->hello);
+	case CS_EV_SERVER_HELLO:
+		return cs_on_server_hello(engine, &ev->server_hello);
 	case CS_EV_RUNTIME_PAUSE:
 		return cs_on_runtime_pause(engine, &ev->pause);
 	case CS_EV_UPSTREAM:

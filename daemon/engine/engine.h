@@ -63,6 +63,7 @@ struct cs_conn {
 	uint8_t tls_phase;           /* enum cs_tls_phase; CS_TLS_NONE: not TLS (or unknown) */
 	uint8_t multiplexed;         /* enum cs_multiplex_reason; 0: not seen */
 	uint8_t hello_psk;           /* its ClientHello's session offer: 1 + enum cs_psk_offer; 0: no hello */
+	uint8_t alpn_offer;          /* its ClientHello's ALPN offer: 1 + enum cs_alpn_offer; 0: no hello */
 	uint8_t framing;             /* enum cs_conn_framing: its requests counted from its messages */
 	uint8_t protocol;            /* 1 + enum cs_protocol of its first bytes; 0: not seen */
 	uint32_t first_flight_bytes; /* bytes the server sent in its first exchange: a TLS

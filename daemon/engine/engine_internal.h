@@ -79,6 +79,9 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 /* protocols.c: a connection's first exchange, counted by what it speaks. */
 enum cs_protocol cs_count_protocol(struct cs_request_stats *stats, const struct cs_ev_request_bytes *ev);
 int cs_on_client_hello(struct cs_engine *engine, const struct cs_ev_client_hello *ev);
+int cs_on_server_hello(struct cs_engine *engine, const struct cs_ev_server_hello *ev);
+/* exchanges.c: the connection's requests overlap (or are HTTP/2's streams): no request is timed on it. */
+void cs_mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *conn, enum cs_multiplex_reason why);
 /* Whether an exchange is a request, and what it paid before it began when it is its connection's first. */
 bool cs_exchange_is_request(struct cs_engine *engine, struct cs_conn *conn, const struct cs_ev_request *req,
 			    struct cs_request_setup *setup);

@@ -201,7 +201,7 @@ static void tls13_resumption(struct cs_request_stats *stats, const struct cs_con
 	}
 }
 
-static void mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *conn, enum cs_multiplex_reason why)
+void cs_mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *conn, enum cs_multiplex_reason why)
 {
 	if (conn->multiplexed)
 		return;
@@ -213,6 +213,8 @@ static void mark_multiplexed(struct cs_request_stats *stats, struct cs_conn *con
 		stats->multiplexed_one_read++;
 	else if (why == CS_MUX_UNCOUNTED)
 		stats->multiplexed_uncounted++;
+	else if (why == CS_MUX_H2_ALPN)
+		stats->multiplexed_h2_alpn++;
 }
 
 /* What a walk told, counted once per connection: versions, resumption, a lost framing. */
@@ -349,16 +351,16 @@ int cs_on_request_bytes(struct cs_engine *engine, const struct cs_ev_request_byt
 			conn->tls_phase = CS_TLS_HELLO;
 			stats->tls_connections++;
 		} else if (cs_is_h2_preface(ev->first, first_len)) {
-			mark_multiplexed(stats, conn, CS_MUX_H2_PREFACE);
+			cs_mark_multiplexed(stats, conn, CS_MUX_H2_PREFACE);
 		}
 	}
 	/* This exchange holds more than one request: it and the later ones are no single request. */
 	if (ev->flags & CS_PEEK_MORE_REQUESTS)
-		mark_multiplexed(stats, conn, CS_MUX_ONE_READ);
+		cs_mark_multiplexed(stats, conn, CS_MUX_ONE_READ);
 	if (cs_counts_commands(ev))
 		conn->framing |= CS_FRAMING_COUNTED;
 	if (ev->flags & CS_PEEK_UNCOUNTED)
-		mark_multiplexed(stats, conn, CS_MUX_UNCOUNTED);
+		cs_mark_multiplexed(stats, conn, CS_MUX_UNCOUNTED);
 	conn->bytes_commands = (uint16_t)cs_exchange_commands(ev);
 	uint8_t before = conn->tls_phase;
 	struct cs_tls_exchange walk;
@@ -450,8 +452,9 @@ static enum cs_exchange_kind exchange_kind(struct cs_engine *engine, struct cs_c
 	 */
 	if (kind == CS_EXCHANGE_REQUEST && !ended && !(conn->framing & CS_FRAMING_COUNTED) && (req->flags & CS_REQ_READ_AFTER_SEND) &&
 	    !(req->flags & CS_REQ_PARTIAL))
-		mark_multiplexed(stats, conn, CS_MUX_OVERLAP);
-	if (conn->multiplexed)
+		cs_mark_multiplexed(stats, conn, CS_MUX_OVERLAP);
+	/* (A TLS handshake's exchanges stay set-up: HTTP/2 is told at the server's first flight.) */
+	if (conn->multiplexed && kind == CS_EXCHANGE_REQUEST)
 		return CS_EXCHANGE_MULTIPLEXED;
 	return kind;
 }

@@ -45,6 +45,7 @@ enum cs_multiplex_reason {
 	CS_MUX_OVERLAP,        /* bytes of a request were read after the previous answer began */
 	CS_MUX_ONE_READ,       /* a read held a request and the next one (pipelined, read at once) */
 	CS_MUX_UNCOUNTED,      /* a Redis read whose commands could not be counted */
+	CS_MUX_H2_ALPN,        /* its TLS server chose HTTP/2 (ALPN, in a TLS 1.2 ServerHello) */
 };
 
 /* One exchange's TLS records, walked (cs_tls_walk). */
@@ -91,6 +92,21 @@ enum cs_psk_offer {
 	CS_PSK_NONE,         /* no pre_shared_key extension: a full handshake */
 	CS_PSK_OFFERED,      /* a pre_shared_key extension: a session ticket offered */
 };
+
+/* What a TLS server chose for ALPN, from its ServerHello (cs_server_hello_alpn). */
+enum cs_alpn_choice {
+	CS_ALPN_CHOICE_NOT_TOLD = 0, /* not a ServerHello, cut before its extensions ended, or malformed */
+	CS_ALPN_CHOICE_NONE,         /* no ALPN extension: HTTP/1.x */
+	CS_ALPN_CHOICE_OTHER,        /* a protocol other than "h2" (http/1.1) */
+	CS_ALPN_CHOICE_H2,           /* HTTP/2 */
+	CS_ALPN_CHOICE_ENCRYPTED,    /* TLS 1.3: the choice is in the encrypted extensions */
+};
+
+/*
+ * The ALPN choice of a server's first flight (len bytes of it, from its
+ * first record's header on). Pure.
+ */
+enum cs_alpn_choice cs_server_hello_alpn(const uint8_t *flight, size_t len);
 
 /* The same walk as cs_client_hello_alpn, for the pre_shared_key extension (41). Pure. */
 enum cs_psk_offer cs_client_hello_psk(const uint8_t *hello, size_t len, size_t total_len);

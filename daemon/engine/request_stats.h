@@ -163,8 +163,11 @@ struct cs_request_stats {
 	                                 remembered (table full): counted as requests */
 	uint64_t tls_alpn_h2;         /* TLS connections whose ClientHello offered HTTP/2 */
 	uint64_t tls_alpn_not_told;   /* ...whose ALPN offer could not be read (hello cut) */
+	uint64_t tls_alpn_h2_chosen;  /* of those that offered h2: the server chose it (a TLS 1.2 ServerHello) */
+	uint64_t tls_alpn_h2_declined; /* ...the server chose another protocol, or none */
 	uint64_t connections_multiplexed; /* overlapping requests, or HTTP/2's preface */
 	uint64_t multiplexed_h2;      /* of which by the preface */
+	uint64_t multiplexed_h2_alpn; /* ...by the TLS server's ALPN choice */
 	uint64_t multiplexed_one_read; /* ...by a read that held more than one request */
 	uint64_t multiplexed_uncounted; /* ...by a Redis read whose commands could not be counted */
 	uint64_t multiplexed_exchanges;   /* their exchanges from then on: not in any latency */
@@ -175,5 +178,12 @@ struct cs_request_stats {
 	struct cs_exemplar exemplars[CS_EXEMPLARS]; /* min-heap on total_ns */
 	size_t exemplar_count;
 };
+
+/* Multiplexed connections told by timing alone: a read after an answer began. */
+static inline uint64_t cs_multiplexed_by_timing(const struct cs_request_stats *r)
+{
+	return r->connections_multiplexed - r->multiplexed_h2 - r->multiplexed_h2_alpn - r->multiplexed_one_read -
+	       r->multiplexed_uncounted;
+}
 
 #endif /* CS_REQUEST_STATS_H */

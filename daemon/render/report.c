@@ -272,11 +272,10 @@ static void text_multiplexed(FILE *out, const struct cs_request_stats *r)
 {
 	if (r->connections_multiplexed)
 		fprintf(out, "multiplexed: %" PRIu64 " connection(s) whose requests overlap (%" PRIu64
-			" HTTP/2 by its preface, %" PRIu64 " pipelined or multiplexed by timing, %" PRIu64
-			" pipelined and read at once): their %" PRIu64
+			" HTTP/2 by its preface, %" PRIu64 " HTTP/2 by the TLS server's choice, %" PRIu64
+			" pipelined or multiplexed by timing, %" PRIu64 " pipelined and read at once): their %" PRIu64
 			" exchange(s) are in no request latency or phase (their accept wait, set-up and lifetime are)\n",
-			r->connections_multiplexed, r->multiplexed_h2,
-			r->connections_multiplexed - r->multiplexed_h2 - r->multiplexed_one_read - r->multiplexed_uncounted,
+			r->connections_multiplexed, r->multiplexed_h2, r->multiplexed_h2_alpn, cs_multiplexed_by_timing(r),
 			r->multiplexed_one_read, r->multiplexed_exchanges);
 	if (r->multiplexed_uncounted)
 		fprintf(out, "multiplexed: of those, %" PRIu64 " Redis connection(s) whose pipelined commands could not be "
@@ -287,11 +286,12 @@ static void text_multiplexed(FILE *out, const struct cs_request_stats *r)
 			     "each is a request, timed from its exchange's first bytes to its last write\n",
 			r->pipelined_commands, r->pipelined_exchanges,
 			(double)r->pipelined_commands / (double)r->pipelined_exchanges);
-	if (r->tls_alpn_h2 || r->tls_alpn_not_told)
+	uint64_t h2_not_told = r->tls_alpn_h2 - r->tls_alpn_h2_chosen - r->tls_alpn_h2_declined;
+	if (h2_not_told || r->tls_alpn_not_told)
 		fprintf(out, "multiplexed over TLS: could not be told for %" PRIu64 " connection(s) that offered HTTP/2 "
-			"(ALPN h2) and %" PRIu64 " whose offer was not read: the server's choice is encrypted; "
-			"their exchanges count as requests unless they overlap\n",
-			r->tls_alpn_h2, r->tls_alpn_not_told);
+			"(ALPN h2) and %" PRIu64 " whose offer was not read: the server's choice is encrypted "
+			"(TLS 1.3); their exchanges count as requests unless they overlap\n",
+			h2_not_told, r->tls_alpn_not_told);
 }
 
 /*

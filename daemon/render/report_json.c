@@ -277,8 +277,9 @@ static json_t *lifecycle(const struct cs_conditions *conditions)
 static json_t *tls_value(const struct cs_report_view *view)
 {
 	const struct cs_request_stats *r = view->requests;
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "connections",
-			 JI(r->tls_connections), "alpn_h2", JI(r->tls_alpn_h2), "alpn_not_told", JI(r->tls_alpn_not_told),
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "connections",
+			 JI(r->tls_connections), "alpn_h2", JI(r->tls_alpn_h2), "alpn_h2_chosen", JI(r->tls_alpn_h2_chosen),
+			 "alpn_h2_declined", JI(r->tls_alpn_h2_declined), "alpn_not_told", JI(r->tls_alpn_not_told),
 			 "handshakes", JI(r->tls_handshakes), "tls12", JI(r->tls12), "tls13", JI(r->tls13), "resumed",
 			 JI(r->tls_resumed + r->tls13_psk_resumed), "resumed_tls12", JI(r->tls_resumed),
 			 "tls13_psk_offered", JI(r->tls13_psk_offered), "tls13_psk_resumed", JI(r->tls13_psk_resumed),
@@ -303,10 +304,9 @@ static void add_requests(json_t *report, const struct cs_report_view *view)
 	json_object_set_new(report, "connections", json_integer(JI(r->first_on_connection)));
 	json_object_set_new(report, "connections_multiplexed", json_integer(JI(r->connections_multiplexed)));
 	json_object_set_new(report, "multiplexed",
-			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "connections", JI(r->connections_multiplexed),
-				      "h2_preface", JI(r->multiplexed_h2), "overlap",
-				      JI(r->connections_multiplexed - r->multiplexed_h2 - r->multiplexed_one_read -
-					 r->multiplexed_uncounted),
+			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "connections", JI(r->connections_multiplexed),
+				      "h2_preface", JI(r->multiplexed_h2), "h2_alpn", JI(r->multiplexed_h2_alpn), "overlap",
+				      JI(cs_multiplexed_by_timing(r)),
 				      "one_read", JI(r->multiplexed_one_read), "uncounted", JI(r->multiplexed_uncounted),
 				      "exchanges", JI(r->multiplexed_exchanges)));
 	json_object_set_new(report, "pipelined", json_pack("{s:I,s:I}", "exchanges", JI(r->pipelined_exchanges), "commands", JI(r->pipelined_commands)));

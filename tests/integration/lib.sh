@@ -495,7 +495,8 @@ CONF
 # HTTP/2 (without ssl: HTTP/2 with prior knowledge, as h2load speaks it).
 # Sets NGINX_MASTER and SERVER_PID (the worker, which accepts and serves).
 # NGINX_SERVER_EXTRA, if set, goes into the server block (more locations);
-# NGINX_HTTP_EXTRA into the http block (an upstream block).
+# NGINX_HTTP_EXTRA into the http block (an upstream block);
+# NGINX_TLS_PROTOCOLS replaces "TLSv1.2 TLSv1.3" (ssl_protocols).
 cs_start_nginx() {
   NGINX_DIR=$CS_TMP/nginx NGINX_PORT=$(cs_free_port)
   mkdir -p "$NGINX_DIR/tmp"
@@ -504,7 +505,7 @@ cs_start_nginx() {
     openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
       -keyout "$NGINX_DIR/key.pem" -out "$NGINX_DIR/cert.pem" 2>"$NGINX_DIR/openssl.log" \
       || { cat "$NGINX_DIR/openssl.log"; fail "openssl could not make a certificate"; }
-    tls="ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate $NGINX_DIR/cert.pem; ssl_certificate_key $NGINX_DIR/key.pem; ${NGINX_TLS_EXTRA:-}"
+    tls="ssl_protocols ${NGINX_TLS_PROTOCOLS:-TLSv1.2 TLSv1.3}; ssl_certificate $NGINX_DIR/cert.pem; ssl_certificate_key $NGINX_DIR/key.pem; ${NGINX_TLS_EXTRA:-}"
   fi
   cat >"$NGINX_DIR/nginx.conf" <<NGINX
 daemon off;

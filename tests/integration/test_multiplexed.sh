@@ -7,7 +7,9 @@
 #    accepts and closes are still followed.
 # 2. h2load over TLS: whether nginx chose HTTP/2 is in its encrypted
 #    flight (TLS 1.3). connscope reads the clients' ALPN offer (h2) from
-#    their ClientHellos and says it could not be told.
+#    their ClientHellos and says it could not be told. Over TLS 1.2
+#    nginx's ServerHello names h2 in the clear: the connections are
+#    multiplexed, their streams no requests.
 # 3. A client pipelines HTTP/1.1 on csserver's pool (Tomcat-shaped): its
 #    second request arrives while the first (/block/200) is served and is
 #    read after the first answer began. Beside it, a client that waits for
@@ -50,6 +52,27 @@ assert_cmp "$(json_get "$r" 'j["tls"]["alpn_h2"]')" '==' 4 "connections whose Cl
 "$CS_BIN" report "$CS_TMP/h2tls.cstrace" | head -n 6 | grep -q '^multiplexed over TLS: could not be told for 4 connection(s) that offered HTTP/2' \
   || fail "the report's first lines do not say HTTP/2 over TLS could not be told"
 echo "ok: the report's first lines say it could not be told"
+assert_cmp "$(json_get "$r" 'j["tls"]["alpn_h2_chosen"] + j["tls"]["alpn_h2_declined"]')" '==' 0 \
+  "connections whose server's choice was told (TLS 1.3: encrypted)"
+
+# 2b. HTTP/2 over TLS 1.2: nginx's ServerHello names its choice, h2, in the clear.
+kill "$NGINX_MASTER"
+wait "$NGINX_MASTER" 2>/dev/null || true
+NGINX_TLS_PROTOCOLS=TLSv1.2 cs_start_nginx 60s 512 "ssl http2"
+cs_profile h2tls12 h2load -n 400 -c 4 -m 10 "https://127.0.0.1:$NGINX_PORT/" >"$CS_TMP/h2load-tls12.log"
+r=$CS_TMP/h2tls12.json
+note "h2load over TLS 1.2: $(grep -E '^requests:|^TLS Protocol|^ALPN' "$CS_TMP/h2load-tls12.log" | tr '\n' ' '); connscope: requests $(json_get "$r" 'j["requests"]'), multiplexed $(json_get "$r" 'j["multiplexed"]'), tls $(json_get "$r" 'j["tls"]')"
+grep -q '400 succeeded' "$CS_TMP/h2load-tls12.log" || { cat "$CS_TMP/h2load-tls12.log"; fail "h2load's requests over TLS 1.2 did not all succeed"; }
+grep -q '^TLS Protocol: TLSv1.2' "$CS_TMP/h2load-tls12.log" || fail "h2load did not speak TLS 1.2"
+assert_cmp "$(json_get "$r" 'j["tls"]["tls12"]')" '==' 4 "TLS 1.2 connections (h2load's 4)"
+assert_cmp "$(json_get "$r" 'j["tls"]["alpn_h2_chosen"]')" '==' 4 "connections whose server chose h2"
+assert_cmp "$(json_get "$r" 'j["connections_multiplexed"]')" '==' 4 "multiplexed connections"
+assert_cmp "$(json_get "$r" 'j["multiplexed"]["h2_alpn"]')" '==' 4 "told by the server's ALPN choice"
+assert_cmp "$(json_get "$r" 'j["requests"]')" '==' 0 "requests: none of h2load's streams"
+assert_cmp "$(json_get "$r" 'j["tls"]["handshake_exchanges"]')" '==' 8 "the handshakes' exchanges (two each): set-up, not multiplexed exchanges"
+"$CS_BIN" report "$CS_TMP/h2tls12.cstrace" | head -n 6 | grep -q '^multiplexed: 4 connection(s) whose requests overlap (0 HTTP/2 by its preface, 4 HTTP/2 by the TLS server.s choice' \
+  || fail "the report's first lines do not say the server chose HTTP/2"
+echo "ok: the report's first lines say the server chose HTTP/2"
 
 # 3. HTTP/1.1 pipelining.
 cs_start_server --workers 2 --accept pool
@@ -123,7 +146,7 @@ assert_cmp "$(json_get "$r" 'j["connections"]')" '==' $((5 + serial)) "connectio
 # No /block/200 request of a pipelining connection in the per-request figures.
 assert_cmp "$(json_get "$r" 'j["latency_us"]["count"]')" '==' $((20 + 2 * serial)) "requests in the latency"
 "$CS_BIN" report "$CS_TMP/pipelined.cstrace" | head -n 6 |
-  grep -q "^multiplexed: $overlapped connection(s) whose requests overlap (0 HTTP/2 by its preface, $overlapped pipelined" \
+  grep -q "^multiplexed: $overlapped connection(s) whose requests overlap (0 HTTP/2 by its preface, 0 HTTP/2 by the TLS server.s choice, $overlapped pipelined" \
   || fail "the report's first lines do not say the connections were pipelined"
 echo "ok: the report's first lines say so"
 
@@ -144,6 +167,6 @@ assert_cmp "$(json_get "$r" 'j["requests"]')" '==' 25 "requests: the 5 with a bo
 assert_cmp "$(json_get "$r" 'j["connections"]')" '==' 10 "connections that carried requests (5 with a body, 5 serial)"
 assert_cmp "$(json_get "$r" 'j["latency_us"]["count"]')" '==' 25 "requests in the latency: none of the 12 written at once"
 "$CS_BIN" report "$CS_TMP/burst.cstrace" | head -n 6 | tee "$CS_TMP/burst.head"
-grep -q '^multiplexed: 5 connection(s) whose requests overlap (0 HTTP/2 by its preface, 0 pipelined or multiplexed by timing, 5 pipelined and read at once)' "$CS_TMP/burst.head" \
+grep -q '^multiplexed: 5 connection(s) whose requests overlap (0 HTTP/2 by its preface, 0 HTTP/2 by the TLS server.s choice, 0 pipelined or multiplexed by timing, 5 pipelined and read at once)' "$CS_TMP/burst.head" \
   || fail "the report's first lines do not say the requests were pipelined and read at once"
 echo "ok: the report's first lines say so"

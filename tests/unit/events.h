@@ -396,6 +396,21 @@ static inline struct cs_ev_request_bytes make_request_bytes(uint64_t sk, uint32_
 	return bytes;
 }
 
+/* A ClientHello record: len bytes copied of a hello record_len long (its body, from the handshake type on). */
+static inline struct cs_ev_client_hello make_client_hello(uint64_t sk, uint16_t port, uint64_t ts_ns,
+							  const uint8_t *hello, size_t record_len, size_t len)
+{
+	struct cs_ev_client_hello ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_CLIENT_HELLO, sizeof(ev), ts_ns);
+	ev.sk = sk;
+	ev.record_len = (uint32_t)record_len;
+	ev.captured_len = (uint16_t)len;
+	ev.listener_port = port;
+	memcpy(ev.hello, hello, len);
+	return ev;
+}
+
 static inline struct cs_ev_conn_close make_conn_close(struct close_spec s)
 {
 	struct cs_ev_conn_close ev;

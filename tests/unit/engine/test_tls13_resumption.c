@@ -150,14 +150,7 @@ static void connection_of(uint64_t at_ns, const uint8_t *hello, size_t hello_len
 	struct cs_ev_accept accept = make_accept((struct accept_spec){ .ts_ns = at_ns, .established_ns = at_ns - 100 * US,
 									.port = PORT, .tgid = 100, .tid = 7 });
 	FEED_OK(engine, accept);
-	struct cs_ev_client_hello ev;
-	memset(&ev, 0, sizeof(ev));
-	ev.hdr = make_header(CS_EV_CLIENT_HELLO, sizeof(ev), at_ns + 20 * US);
-	ev.sk = accept.sk;
-	ev.record_len = (uint32_t)hello_len;
-	ev.captured_len = (uint16_t)len;
-	ev.listener_port = PORT;
-	memcpy(ev.hello, hello, len);
+	struct cs_ev_client_hello ev = make_client_hello(accept.sk, PORT, at_ns + 20 * US, hello, hello_len, len);
 	FEED_OK(engine, ev);
 	exchange(accept.sk, 0, at_ns + 10 * US, "c", flight_bytes);
 	exchange(accept.sk, 1, at_ns + 1 * MS, second_flight, 255);
