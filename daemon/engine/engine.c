@@ -169,6 +169,22 @@ union any_record {
 	struct cs_ev_upstream upstream;
 };
 
+/*
+ * A process's name, from its fork or exit record, for its main thread if
+ * it served without one yet: a forked worker (a PostgreSQL backend, a
+ * pre-fork pool's) that has exited by the end can no longer be named from
+ * /proc.
+ */
+static int name_process(struct cs_engine *engine, const struct cs_ev_proc *ev)
+{
+	struct cs_thread_stats *thread = cs_u64map_get(&engine->threads, ev->pid);
+	if (thread && !thread->comm[0] && ev->comm[0]) {
+		memcpy(thread->comm, ev->comm, CS_COMM_LEN);
+		thread->comm[CS_COMM_LEN - 1] = '\0';
+	}
+	return 0;
+}
+
 /* The header, checked against the type's size. Returns the record's size, or 0 when malformed. */
 static size_t read_header(const void *record, size_t len, struct cs_event_header *hdr)
 {
@@ -202,10 +218,10 @@ static int dispatch(struct cs_engine *engine, uint16_t type, const union any_rec
 		return on_handshake(engine, &ev->handshake);
 	case CS_EV_PROC_FORK:
 		engine->totals.forks++;
-		return 0;
+		return name_process(engine, &ev->proc);
 	case CS_EV_PROC_EXIT:
 		engine->totals.exits++;
-		return 0;
+		return name_process(engine, &ev->proc);
 	case CS_EV_REQUEST:
 		return cs_on_request(engine, &ev->request);
 	case CS_EV_CONN_CLOSE:

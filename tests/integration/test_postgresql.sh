@@ -63,6 +63,10 @@ assert_cmp "$(json_get "$r" 'j["conditions"]["non_persistent"]["setup_protocol_u
 "$CS_BIN" report "$CS_TMP/connect.cstrace" | sed -n '/^conditions/,/^$/p' | tee "$CS_TMP/connect.conditions"
 grep -q "start-up and authentication (a database backend's)" "$CS_TMP/connect.conditions" || fail "the set-up split does not name the backend's start-up"
 grep -q "pgbouncer" "$CS_TMP/connect.conditions" || fail "the advice names no pooler"
+# The backends served and exited: named by their exit, not "?".
+"$CS_BIN" report "$CS_TMP/connect.cstrace" >"$CS_TMP/connect.txt"
+if grep -q '? (tid' "$CS_TMP/connect.txt"; then grep -m 3 '? (tid' "$CS_TMP/connect.txt"; fail "threads without a name"; fi
+echo "ok: every thread named"
 
 # 2. Open connections.
 before=$(statements)

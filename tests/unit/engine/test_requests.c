@@ -492,6 +492,24 @@ Test(join, requests_without_a_timeline_are_counted_apart)
 	cr_assert_eq(engine->totals.by_type[CS_EV_REQUEST], 5);
 }
 
+Test(join, an_exited_forked_worker_is_named_by_its_exit)
+{
+	/* A forked worker (a PostgreSQL backend) served, then exited: /proc no longer names it. */
+	struct request_spec r = timeline(SK(1), 1, T0, 100 * US, 200 * US, 300 * US);
+	r.reader_tid = 4242;
+	feed_request(engine, r);
+	const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, 4242);
+	cr_assert_not_null(t);
+	cr_assert_eq(t->comm[0], '\0');
+	struct cs_ev_proc exit_ev = make_proc(CS_EV_PROC_EXIT, T0 + 1 * MS, 4242);
+	FEED_OK(engine, exit_ev);
+	cr_assert_str_eq(t->comm, "target");
+	/* A process that served nothing gets no thread of its own. */
+	struct cs_ev_proc other = make_proc(CS_EV_PROC_EXIT, T0 + 2 * MS, 4343);
+	FEED_OK(engine, other);
+	cr_assert_null(cs_u64map_get(&engine->threads, 4343));
+}
+
 Test(join, threads_collect_the_requests_they_read)
 {
 	for (int i = 0; i < 10; i++) {
