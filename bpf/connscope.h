@@ -577,7 +577,8 @@ enum cs_upstream_flags {
 	                                 before an earlier send): connect_ns not in this exchange */
 	CS_UP_UNREAD = 1 << 2,        /* the connection closed before the target read the answer */
 	CS_UP_CROWDED = 1 << 3,       /* its sender had more requests open than the probes follow
-	                                 (CS_UP_OPEN_FOLLOWED): open_requests unknown */
+	                                 (CS_UP_OPEN_FOLLOWED) at its start and at its answer:
+	                                 open_requests unknown */
 	CS_UP_CPU_UNKNOWN = 1 << 4,   /* another thread read the answer: sender_cpu_ns unknown */
 };
 #define CS_UP_OPEN_FOLLOWED 8 /* requests followed per thread, read and not yet answered */

@@ -163,7 +163,12 @@ static __always_inline int upstream_data_ready(struct upstream_state *up)
 /*
  * The requests the exchange may have served: those its sender had open
  * both at the start and now (at the answer's first read), by their first
- * read's time; and the requests it began reading meanwhile.
+ * read's time; and the requests it began reading meanwhile. A request
+ * keeps the slot it opened with until it closes, and one that found none
+ * keeps none: with the slots full at the start only, such a request still
+ * open now would be counted crowded now; full now only, it opened after
+ * the start. Only crowded at both ends, one may have been open throughout
+ * unseen: unknown.
  */
 static __always_inline void upstream_served(const struct upstream_state *up, struct cs_ev_upstream *ev)
 {
@@ -174,10 +179,11 @@ static __always_inline void upstream_served(const struct upstream_state *up, str
 	ev->open_requests = 0;
 	ev->request_read_ns = 0;
 	ev->reads_between = 0;
-	if (up->crowded)
-		ev->flags |= CS_UP_CROWDED;
-	if (!thread)
+	if (!thread) {
+		if (up->crowded)
+			ev->flags |= CS_UP_CROWDED;
 		return;
+	}
 	for (__u32 i = 0; i < CS_UP_OPEN_FOLLOWED; i++) {
 		__u64 read_ns = up->open_read_ns[i];
 		if (!read_ns)
@@ -194,7 +200,7 @@ static __always_inline void upstream_served(const struct upstream_state *up, str
 	ev->request_read_ns = open == 1 ? which : 0;
 	__u64 reads = thread->reads - up->reads_at_start;
 	ev->reads_between = reads > 0xffff ? 0xffff : (__u16)reads;
-	if (thread->crowded)
+	if (up->crowded && thread->crowded)
 		ev->flags |= CS_UP_CROWDED;
 }
 
