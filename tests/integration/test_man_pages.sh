@@ -78,8 +78,9 @@ line_of() {
 }
 # in_page_as PAGE NAME LINE: ".B NAME" in PAGE, the line after it LINE (roff escapes each '-')
 in_page_as() {
-  awk -v name=".B $2" -v line="$(printf '%s' "$3" | sed 's/-/\\-/g')" '
-    prev == name && $0 == line { found = 1 } { prev = $0 } END { exit !found }' "$1"
+  # (Through the environment: awk -v reads escapes, and "\-" is "-" to gawk, kept by mawk.)
+  NAME=".B $2" LINE="$(printf '%s' "$3" | sed 's/-/\\-/g')" awk '
+    prev == ENVIRON["NAME"] && $0 == ENVIRON["LINE"] { found = 1 } { prev = $0 } END { exit !found }' "$1"
 }
 listed=0
 while read -r kind name; do
