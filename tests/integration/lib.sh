@@ -189,6 +189,14 @@ cs_attach_window() {
   read -r WINDOW_FROM_NS WINDOW_TO_NS < <(json_get "$CS_TMP/$name.json" \
     '"%d %d" % (j["run"]["live_from_mono_ns"], j["run"]["live_to_mono_ns"])')
 }
+# cs_stop_load PID: a csload whose run the test no longer needs (its window
+# is over) stops now, as Ctrl-C stops it: it exits 0 with its JSON and log
+# written. Its --duration stays the bound when an attach is slow.
+cs_stop_load() {
+  kill -INT "$1" 2>/dev/null || true
+  wait "$1" || fail "csload failed"
+}
+
 # cs_client_window LOG: "COUNT P99_US RUNNING_P99_US" of the client's
 # requests sent and answered within the window: the p99 from the send, and
 # (csload --busy-poll) from the send less the client's own waits for a CPU

@@ -40,7 +40,7 @@ cs_bg "$CS_LOAD" --busy-poll --port "$SERVER_PORT" --connections "$CONNS" --rate
 load_pid=$BG_PID
 sleep 2
 cs_attach_window after 5
-wait "$load_pid" || fail "csload failed (after)"
+cs_stop_load "$load_pid"
 
 b=$CS_TMP/before.json a=$CS_TMP/after.json
 # The client's requests sent and answered within connscope's window (seen
@@ -92,7 +92,7 @@ load_pid=$BG_PID
 sleep 2
 "$CS_BIN" flamegraph --pid "$SERVER_PID" --duration 3 -o "$CS_TMP/tail.folded" 2>"$CS_TMP/flame.err" ||
   { cat "$CS_TMP/flame.err"; fail "connscope flamegraph failed"; }
-wait "$load_pid" || fail "csload failed (flame graph)"
+cs_stop_load "$load_pid"
 note "$(grep 'tail requests' "$CS_TMP/flame.err")"
 joined=$(sed -n 's/.*tail requests [0-9]*, joined \([0-9]*\).*/\1/p' "$CS_TMP/flame.err")
 assert_cmp "${joined:-0}" '>' 0 "tail requests joined with stacks"

@@ -48,6 +48,6 @@ assert_cmp "$adopted" == "$CONNECTIONS" "connections adopted in the first window
 assert_cmp "$in_flight" '<=' "$CONNECTIONS" "requests left out (at most one a connection)"
 # The window's requests at the client's rate: the window is timed from the attach, the load steady.
 assert_cmp "$requests" '>=' "$(python3 -c "print(0.8 * $RATE * $window_s)")" "requests traced in the first window"
-wait "$load" || fail "csload failed"
+cs_stop_load "$load"
 kill -TERM "$DAEMON"
 wait "$DAEMON" || fail "connscoped did not stop cleanly"

@@ -27,14 +27,14 @@
 # Runs alone: both p99s are compared with each other and with the client's,
 # which another test's load would move by milliseconds.
 # integration: plain build
-# Once, with the plain build: its comparison needs 19 s of steady load, and
+# Once, with the plain build: its comparison needs 13 s of steady load, and
 # the windows' bookkeeping is unit-tested under ASan and valgrind.
 source "$(dirname "$0")/lib.sh"
 
 CS_DAEMON=$CS_BUILD/connscoped
 CONNECTIONS=16
-PERIOD_S=6
-LOAD_S=19 # three windows of the load: some 1500 requests traced, 15 in the tail
+PERIOD_S=4
+LOAD_S=13 # three windows of the load: some 1500 requests traced, 15 in the tail
 IDLE_CONNECTIONS=6
 IDLE_TIMEOUT_MS=1500 # the load's connections are never idle that long
 

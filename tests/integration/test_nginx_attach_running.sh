@@ -40,7 +40,7 @@ cs_bg "$CS_LOAD" --busy-poll --port "$port" --connections 8 --rate 2000 --durati
 load_pid=$BG_PID
 sleep 2
 cs_attach_window rate 5
-wait "$load_pid" || fail "csload failed"
+cs_stop_load "$load_pid"
 r=$CS_TMP/rate.json
 read -r client_count client_p99_us _ < <(cs_client_window "$CS_TMP/client.log")
 note "connscope: $(json_get "$r" 'j["requests"]') requests, p99 $(json_get "$r" 'j["latency_us"]["p99"]') us; the client in the window: $client_count, p99 $client_p99_us us"

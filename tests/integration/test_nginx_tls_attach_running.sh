@@ -18,7 +18,7 @@ cs_bg "$CS_LOAD" --tls --port "$port" --connections "$CONNS" --rate 1000 --durat
 load_pid=$BG_PID
 sleep 2
 cs_attach_window report 4
-wait "$load_pid" || fail "csload failed"
+cs_stop_load "$load_pid"
 
 r=$CS_TMP/report.json
 read -r client_count _ < <(cs_client_window "$CS_TMP/client.log")

@@ -22,7 +22,7 @@ cs_bg "$CS_LOAD" --port "$port" --connections "$CONNS" --duration 10 --path /blo
 load_pid=$BG_PID
 sleep 2
 cs_attach_window report 4
-wait "$load_pid" || fail "csload failed"
+cs_stop_load "$load_pid"
 
 r=$CS_TMP/report.json
 # The client's requests sent and answered within connscope's window: how many, their p99 from the send.
