@@ -397,10 +397,10 @@ void *csl_worker_main(void *arg)
 		.tv_nsec = (long)(w->run->start_ns % 1000000000ull),
 	};
 
-	/* A busy-polling client measures its own waits for a CPU (its thread's
-	 * schedstat): what it then reads late is its own time, not a server's. */
-	if (w->cfg->busy_poll)
-		w->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	/* The client measures its own waits for a CPU (its thread's schedstat:
+	 * spinning, or woken from epoll_wait and not yet run): what it then
+	 * reads late is its own time, not a server's. */
+	w->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	/* Timer slack (50 us by default) would delay every scheduled send. */
 	if (prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) < 0)
 		perror("csload: prctl(PR_SET_TIMERSLACK)");

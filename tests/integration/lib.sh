@@ -339,10 +339,10 @@ cs_keep_trace() {
 # send, which no server can see; and scenarios that compare run csload with
 # --busy-poll, so that the client does not add its wake-up lag (up to
 # milliseconds on a VM) to its reading of the response either. On a busy
-# machine the spinning client itself waits for a CPU, and reads responses
-# late by that much: busy-polling, it times each request less its own waits
-# (from_send_running_us, from its thread's schedstat), and that is the
-# lower bound then.
+# machine the client itself waits for a CPU (spinning, or woken and not
+# yet run), and reads responses late by that much: it times each request
+# less its own waits (from_send_running_us, from its thread's schedstat),
+# and that is the lower bound then.
 assert_p99_agrees() {
   local server from_connect from_send
   server=$(json_get "$1" 'j["latency_us"]["p99"]')

@@ -33,6 +33,10 @@ replay() {
     { said "the plain build's report --json failed"; return; }
   "$CS_BIN" report --interval 1 "$trace" >/dev/null 2>>"$err" || { said "report --interval failed"; return; }
   "$CS_BIN" report --from 0.5 --to 2 --json "$trace" >/dev/null 2>>"$err" || { said "report --from --to failed"; return; }
+  # Two runs side by side: a recorded trace against the first fixture.
+  if [[ $trace != "$fixtures"/* ]]; then
+    "$CS_BIN" diff "${traces[0]}" "$trace" >/dev/null 2>>"$err" || { said "diff against the first fixture failed"; return; }
+  fi
   python3 - "$CS_TMP/$name.json" "$CS_TMP/$name.plain.json" <<'PY' 2>>"$err" || said "the sanitized and plain reports differ"
 import json, sys
 sanitized, plain = (json.load(open(path)) for path in sys.argv[1:])
@@ -61,9 +65,4 @@ for trace in "${traces[@]}"; do
   replayed=$((replayed + 1))
 done
 assert_cmp "$replayed" '>=' 11 "traces replayed (the fixtures at least)"
-# Two runs side by side: the first fixture against each recorded one.
-for trace in "${recorded[@]}"; do
-  "$CS_BIN" diff "${traces[0]}" "$trace" >/dev/null 2>"$CS_TMP/diff.err" ||
-    { cat "$CS_TMP/diff.err"; fail "diff against $(basename "$trace") failed"; }
-done
 echo "ok: $replayed traces replayed by the sanitized build, ${#recorded[@]} diffs"
