@@ -26,7 +26,7 @@ cs_profile loop taskset -c 0 "$CS_PYTHON" "$(dirname "$0")/resp_load.py" --port 
   --rate 100 --duration 3 --lua-every-ms 500 --lua-ms "$script_ms" --json "$CS_TMP/client.json"
 r=$CS_TMP/loop.json
 c=$CS_TMP/client.json
-note "the clients: $(json_get "$c" 'j["pings"]') PINGs, $(json_get "$c" 'j["evals"]') scripts, PING p99 $(json_get "$c" 'j["from_send_us"]["p99"]') us; connscope: $(json_get "$r" 'j["requests"]') requests, p99 $(json_get "$r" 'j["latency_us"]["p99"]') us"
+note "the clients: $(json_get "$c" 'j["pings"]') PINGs, $(json_get "$c" 'j["evals"]') scripts, their commands' p99 $(json_get "$c" 'j["from_send_us"]["p99"]') us; connscope: $(json_get "$r" 'j["requests"]') requests, p99 $(json_get "$r" 'j["latency_us"]["p99"]') us"
 note "tail: $(json_get "$r" '", ".join("%s %.1f%%" % (x["cause"], 100 * x["share"]) for x in j["tail"]["causes"] if x["share"] >= 0.005)')"
 "$CS_BIN" report "$CS_TMP/loop.cstrace" | sed -n '/^where the tail goes/,/^$/p'
 assert_cmp "$(json_get "$r" 'j["requests"]')" == "$(json_get "$c" 'j["commands"]')" "requests: every command the clients sent"
