@@ -240,13 +240,9 @@ assert_window_p99_agrees() {
   local server count from_send running
   server=$(json_get "$1" 'j["latency_us"]["p99"]')
   read -r count from_send running < <(cs_client_window "$2")
-  local low high
-  read -r low high < <(python3 -c "t = lambda x: max(0.1 * x, 1000.0)
-print($running - t($running), $from_send + t($from_send))")
-  assert_cmp "$server" '>=' "$low" \
-    "p99 agreement: connscope $server us vs client $running us from the send, less its waits for a CPU ($count requests in the window)"
-  assert_cmp "$server" '<=' "$high" \
-    "p99 agreement: connscope $server us vs client $from_send us from the send ($count requests in the window)"
+  assert_p99_between "$server" "$running" "$from_send" \
+    "client $running us from the send, less its waits for a CPU ($count requests in the window)" \
+    "client $from_send us from the send ($count requests in the window)"
 }
 
 # cs_client_adoptable LOG: how many of the client's connections connscope
@@ -348,13 +344,18 @@ assert_p99_agrees() {
   server=$(json_get "$1" 'j["latency_us"]["p99"]')
   from_connect=$(json_get "$2" 'j["service_us"]["p99"]')
   from_send=$(json_get "$2" 'j.get("from_send_running_us", j["from_send_us"])["p99"]')
-  local low high # each bound, less or plus its tolerance: 10 % or 1 ms
+  assert_p99_between "$server" "$from_send" "$from_connect" "client $from_send us from the send" \
+    "client $from_connect us from the connect"
+}
+
+# assert_p99_between SERVER_US LOW_US HIGH_US LOW_WHAT HIGH_WHAT: connscope's
+# p99 within the client's two, each less or plus its tolerance (10 % or 1 ms).
+assert_p99_between() {
+  local low high
   read -r low high < <(python3 -c "t = lambda x: max(0.1 * x, 1000.0)
-print($from_send - t($from_send), $from_connect + t($from_connect))")
-  assert_cmp "$server" '>=' "$low" \
-    "p99 agreement: connscope $server us vs client $from_send us from the send"
-  assert_cmp "$server" '<=' "$high" \
-    "p99 agreement: connscope $server us vs client $from_connect us from the connect"
+print($2 - t($2), $3 + t($3))")
+  assert_cmp "$1" '>=' "$low" "p99 agreement: connscope $1 us vs $4"
+  assert_cmp "$1" '<=' "$high" "p99 agreement: connscope $1 us vs $5"
 }
 
 # top_cause JSON: the tail's largest cause.
