@@ -573,8 +573,9 @@ struct cs_ev_runtime_pause {
 enum cs_upstream_flags {
 	CS_UP_CONNECT = 1 << 0,       /* the connection's first exchange, its connect in it
 	                                 (connect_ns, syn_retransmits) */
-	CS_UP_CONNECT_APART = 1 << 1, /* its first exchange, connected by another thread (or
-	                                 before an earlier send): connect_ns not in this exchange */
+	CS_UP_CONNECT_APART = 1 << 1, /* its first exchange, connected by another thread, or
+	                                 before the requests its sender has open (a pool filled
+	                                 ahead): connect_ns not in this exchange */
 	CS_UP_UNREAD = 1 << 2,        /* the connection closed before the target read the answer */
 	CS_UP_CROWDED = 1 << 3,       /* its sender had more requests open than the probes follow
 	                                 (CS_UP_OPEN_FOLLOWED) at its start and at its answer:

@@ -318,8 +318,11 @@ static __always_inline int on_server_established(const struct sock *sk)
 static __always_inline int on_closing_state_change(const struct sock *sk, int old_state)
 {
 	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0, 0);
-	if (!conn)
-		return 0;
+	if (!conn) {
+		/* An upstream the target closes after the upstream did (or reset): its answer is read or never will be. */
+		struct upstream_state *up = old_state == TCP_CLOSE_WAIT ? upstream_of(sk) : NULL;
+		return up ? upstream_closed(sk, up) : 0;
+	}
 	bool server_first = old_state != TCP_CLOSE_WAIT && old_state != TCP_LAST_ACK;
 	if (!conn->closed) {
 		count(CS_CTR_CLOSE_LATE);

@@ -334,8 +334,12 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 
 	if (!conn) {
 		struct upstream_state *up = upstream_of(sk);
+		/*
+		 * The upstream's FIN (CLOSE_WAIT) often comes with its answer, still
+		 * to be read: the exchange ends at that read, or at the target's close.
+		 */
 		if (up)
-			return upstream_closed(sk, up);
+			return new_state == TCP_CLOSE_WAIT ? 0 : upstream_closed(sk, up);
 		return late ? 0 : close_unfollowed(sk, new_state);
 	}
 	if (conn->closed)

@@ -118,7 +118,37 @@ static __always_inline void upstream_enter_window(struct upstream_state *up)
 	up->window = trace_window;
 }
 
-/* The target sends: an exchange begins, unless one is under way (a request in several sends). */
+/*
+ * A connect made for a request still open now (its thread had it open then
+ * and has it now; or too many were open then and now to tell). A connect
+ * made before any of the requests now open (a pool filled ahead, a
+ * connection opened as a client connected) served none of them.
+ */
+static __always_inline bool connected_for_open_request(const struct upstream_state *up, __u32 tid)
+{
+	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &tid);
+
+	if (!thread)
+		return false;
+	if (up->crowded && thread->crowded)
+		return true;
+	for (__u32 i = 0; i < CS_UP_OPEN_FOLLOWED; i++) {
+		__u64 read_ns = up->open_read_ns[i];
+		if (!read_ns)
+			continue;
+		for (__u32 j = 0; j < CS_UP_OPEN_FOLLOWED; j++)
+			if (thread->open_read_ns[j] == read_ns)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * The target sends: an exchange begins, unless one is under way (a request
+ * in several sends). The connection's first begins at its connect when the
+ * connecting thread sends and connected for a request it still has open;
+ * otherwise here, the connect apart.
+ */
 static __always_inline int upstream_sending(struct upstream_state *up, __u64 now)
 {
 	upstream_enter_window(up);
@@ -126,7 +156,7 @@ static __always_inline int upstream_sending(struct upstream_state *up, __u64 now
 		return 0;
 	__u32 tid = cs_tid_of(bpf_get_current_pid_tgid());
 	bool from_connect = up->exchanges == 0 && up->start_ns && up->start_ns == up->syn_sent_ns &&
-			    tid == up->connector_tid;
+			    tid == up->connector_tid && connected_for_open_request(up, tid);
 	if (!from_connect)
 		upstream_begin(up, tid, now);
 	up->phase = UP_SENT;

@@ -39,6 +39,7 @@ struct cs_upstream_stats {
 	uint64_t unread;           /* the connection closed before the target read the answer */
 	uint64_t connects;         /* first exchanges with their connect timed */
 	uint64_t syn_retransmits;  /* of those connects */
+	uint64_t connects_retransmitted; /* of those connects, those that waited for one or more */
 	uint64_t joined;           /* exchanges joined to the request they served */
 	uint64_t not_joined[CS_UNJOINED_COUNT];
 	uint64_t pending;          /* joined to a request whose record has not come yet */

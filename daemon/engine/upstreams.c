@@ -205,6 +205,7 @@ int cs_on_upstream(struct cs_engine *engine, const struct cs_ev_upstream *ev)
 	if (ev->connect_ns) {
 		u->connects++;
 		u->syn_retransmits += ev->syn_retransmits;
+		u->connects_retransmitted += ev->syn_retransmits > 0;
 		cs_hist_record(u->connect_ns, ev->connect_ns);
 	}
 	if (ev->flags & CS_UP_UNREAD) {

@@ -66,6 +66,9 @@ void cs_mx_histogram(const struct cs_mx_out *w, const char *name, const char *ex
 /* The families beyond the core ones (metrics_series.c): backlog depth, threads, pool, build. */
 void cs_mx_render_series(const struct cs_mx_out *w);
 
+/* The servers the target calls (metrics_upstreams.c): waits, connects, exchanges, per upstream. */
+void cs_mx_render_upstreams(const struct cs_mx_out *w);
+
 /* What connscope costs (metrics_cost.c): BPF run time, its own CPU time. */
 void cs_mx_render_cost(const struct cs_mx_out *w);
 

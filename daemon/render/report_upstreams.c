@@ -41,7 +41,11 @@ static void text_upstream(FILE *out, const struct cs_upstream_stats *u, double t
 		fprintf(out, " (%" PRIu64 " behind a loop blocked on it)", u->loop_waits);
 	fprintf(out, "; %.1f%% of the tail's time\n", 100.0 * tail_share);
 	text_p50_p99(out, "connect", u->connect_ns);
-	fprintf(out, "  (%" PRIu64 " connect(s), %" PRIu64 " SYN retransmit(s))\n", u->connects, u->syn_retransmits);
+	if (u->connects_retransmitted)
+		fprintf(out, "  (%" PRIu64 " connect(s), %" PRIu64 " waited for a SYN retransmit: %" PRIu64 " in all)\n",
+			u->connects, u->connects_retransmitted, u->syn_retransmits);
+	else
+		fprintf(out, "  (%" PRIu64 " connect(s), 0 SYN retransmit(s))\n", u->connects);
 	text_p50_p99(out, "first byte", u->wait_ns);
 	fputc('\n', out);
 	text_p50_p99(out, "read", u->read_ns);
@@ -74,6 +78,7 @@ static json_t *upstream_value(const struct cs_upstream_stats *u, double tail_sha
 			      JI(u->connects), "syn_retransmits", JI(u->syn_retransmits), "connect_us",
 			      cs_report_percentiles_us(u->connect_ns), "wait_us", cs_report_percentiles_us(u->wait_ns),
 			      "read_us", cs_report_percentiles_us(u->read_ns));
+	json_object_set_new(o, "connects_retransmitted", json_integer(JI(u->connects_retransmitted)));
 	json_object_set_new(o, "joined", json_integer(JI(u->joined)));
 	json_object_set_new(o, "not_joined", json_integer(JI(cs_upstream_not_joined(u))));
 	json_object_set_new(o, "not_joined_by", by);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -61,6 +62,45 @@ static void listeners(const json_t *root, const json_t *live, struct cs_top_mode
 			break;
 		}
 	}
+}
+
+static int more_of_the_tail(const void *a, const void *b)
+{
+	const struct cs_top_upstream *x = a, *y = b;
+	if (x->tail_share != y->tail_share)
+		return x->tail_share < y->tail_share ? 1 : -1;
+	return (x->exchanges < y->exchanges) - (x->exchanges > y->exchanges);
+}
+
+/* The upstreams that took most of the tail, then the busiest: the first CS_TOP_UPSTREAMS kept. */
+static void upstreams(const json_t *root, struct cs_top_model *m)
+{
+	struct cs_top_upstream all[CS_TOP_UPSTREAMS * 8];
+	size_t i, n = 0;
+	const json_t *u;
+	json_array_foreach(json_object_get(root, "upstreams"), i, u) {
+		if (n == sizeof(all) / sizeof(all[0])) {
+			m->upstreams_more++;
+			continue;
+		}
+		struct cs_top_upstream *out = &all[n++];
+		memset(out, 0, sizeof(*out));
+		char address[48] = "";
+		cs_json_str(u, "address", address, sizeof(address));
+		unsigned port = (unsigned)clamp(cs_json_num(u, "port", 0), 0, 65535);
+		snprintf(out->endpoint, sizeof(out->endpoint), strchr(address, ':') ? "[%s]:%u" : "%s:%u", address, port);
+		out->exchanges = count(u, "exchanges");
+		out->not_joined = count(u, "not_joined");
+		out->connects_retransmitted = count(u, "connects_retransmitted");
+		out->wait_p50_us = num(json_object_get(u, "wait_us"), "p50");
+		out->wait_p99_us = num(json_object_get(u, "wait_us"), "p99");
+		out->connect_p99_us = num(json_object_get(u, "connect_us"), "p99");
+		out->tail_share = clamp(cs_json_num(u, "tail_share", 0), 0, 1);
+	}
+	qsort(all, n, sizeof(all[0]), more_of_the_tail);
+	m->upstream_count = n < CS_TOP_UPSTREAMS ? (int)n : CS_TOP_UPSTREAMS;
+	memcpy(m->upstreams, all, (size_t)m->upstream_count * sizeof(all[0]));
+	m->upstreams_more += n - (size_t)m->upstream_count;
 }
 
 /* ["acceptor","worker"] -> "aw"; unknown names are skipped. */
@@ -186,6 +226,7 @@ void cs_top_model_from_value(struct cs_top_model *m, const json_t *root)
 	p99_series(live, m);
 	tail(root, m);
 	listeners(root, live, m);
+	upstreams(root, m);
 	conditions(live, m);
 	threads(live, m);
 }

@@ -27,6 +27,7 @@
 #define CS_TOP_LISTENERS 16
 #define CS_TOP_THREADS 256
 #define CS_TOP_CONDITIONS 8
+#define CS_TOP_UPSTREAMS 8
 
 struct cs_top_latency {
 	double p50_us, p90_us, p99_us, p999_us, max_us;
@@ -49,6 +50,16 @@ struct cs_top_thread {
 	double runq_p99_us;
 	double busy_share;
 	char roles[8];              /* one letter a role: a acceptor, p poller, l event loop, w worker */
+};
+
+/* A server the target calls (the snapshot's upstreams[]). */
+struct cs_top_upstream {
+	char endpoint[64];          /* "127.0.0.1:6379", "[::1]:8081" */
+	uint64_t exchanges, not_joined;
+	uint64_t connects_retransmitted; /* connects that waited for a SYN retransmit */
+	double wait_p50_us, wait_p99_us; /* sent -> the answer's first byte */
+	double connect_p99_us;
+	double tail_share;          /* of the tail's time, waiting on it */
 };
 
 struct cs_top_condition {
@@ -92,6 +103,9 @@ struct cs_top_model {
 	int cause_count;
 	struct cs_top_listener listeners[CS_TOP_LISTENERS];
 	int listener_count;
+	int upstream_count;
+	uint64_t upstreams_more;    /* upstreams not shown */
+	struct cs_top_upstream upstreams[CS_TOP_UPSTREAMS]; /* the most of the tail first */
 	struct cs_top_condition conditions[CS_TOP_CONDITIONS];
 	int condition_count;
 	struct cs_top_thread threads[CS_TOP_THREADS];

@@ -251,6 +251,33 @@ static int listeners(struct cs_top_screen *s, int row, int last_row, const struc
 	return row;
 }
 
+/* The servers the target waited on, when it called any: their waits and their share of the tail. */
+static int upstreams(struct cs_top_screen *s, int row, int last_row, const struct cs_top_model *m)
+{
+	if (row > last_row || m->upstream_count == 0)
+		return row;
+	put_fmt(s, row++, 0, CS_TOP_HEADER, "%-22s %10s %21s %12s %7s %6s", "upstream", "exchanges",
+		"first byte p50/p99", "connect p99", "SYN rt", "tail");
+	for (int i = 0; i < m->upstream_count && row <= last_row; i++) {
+		const struct cs_top_upstream *u = &m->upstreams[i];
+		char p50[24], p99[24], waits[56], connect[24];
+		duration_us(p50, sizeof(p50), u->wait_p50_us);
+		duration_us(p99, sizeof(p99), u->wait_p99_us);
+		snprintf(waits, sizeof(waits), "%s/%s", p50, p99);
+		duration_us(connect, sizeof(connect), u->connect_p99_us);
+		int col = put_fmt(s, row, 0, CS_TOP_NORMAL, "%-22.22s %10" PRIu64 " %21s %12s ", u->endpoint,
+				  u->exchanges, waits, connect);
+		col = put_fmt(s, row, col, u->connects_retransmitted ? CS_TOP_BAD : CS_TOP_NORMAL, "%7" PRIu64,
+			      u->connects_retransmitted);
+		put_fmt(s, row, col, u->tail_share >= 0.5 ? CS_TOP_WARN : CS_TOP_NORMAL, " %5.1f%%",
+			100.0 * u->tail_share);
+		row++;
+	}
+	if (m->upstreams_more && row <= last_row)
+		put_fmt(s, row++, 2, CS_TOP_DIM, "and %" PRIu64 " more upstream(s)", m->upstreams_more);
+	return row;
+}
+
 static int tail(struct cs_top_screen *s, int row, int last_row, int max_causes, const struct cs_top_model *m)
 {
 	if (row > last_row)
@@ -392,6 +419,7 @@ void cs_top_render(struct cs_top_screen *s, const struct cs_top_model *m, const 
 		int max_causes = spare >= 18 ? CS_CAUSE_COUNT : spare >= 12 ? 3 : 2;
 		int max_conditions = spare >= 18 ? CS_TOP_CONDITIONS : 2;
 		row = listeners(s, row, last_row, m);
+		row = upstreams(s, row, last_row, m);
 		row = tail(s, row, last_row, max_causes, m);
 		row = conditions(s, row, last_row, max_conditions, m);
 		threads(s, row, last_row, m, ui);
