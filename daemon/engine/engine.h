@@ -125,6 +125,7 @@ struct cs_engine {
 	uint64_t upstream_untracked;       /* exchanges with upstreams past CS_UPSTREAMS_MAX: counted only */
 	struct cs_u64map upstream_pending; /* a request (its reader, its first read) -> its exchanges */
 	struct cs_u64map upstream_blocked; /* tid -> the exchanges its thread last blocked in */
+	struct cs_u64map upstream_turns;   /* tid -> the exchanges its loop read last (upstream_turns.c) */
 	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
 	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
 	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */

@@ -154,6 +154,14 @@ void cs_upstream_take(struct cs_engine *engine, const struct cs_ev_request *req,
 		      uint64_t pickup_from, struct cs_request_split *split, struct cs_upstream_use *use);
 /* Forget exchanges whose request's record has not come for long: unmatched. */
 void cs_upstreams_sweep(struct cs_engine *engine, uint64_t now_ns);
+/* An event loop's exchanges by its turns (upstream_turns.c): each noted as it comes, */
+int cs_upstream_turns_init(struct cs_engine *engine);
+void cs_upstream_turns_free(struct cs_engine *engine);
+void cs_upstream_turn_note(struct cs_engine *engine, const struct cs_ev_upstream *ev, const struct cs_upstream_exchange *x,
+			   bool ambiguous);
+/* and at each request's record, an ambiguous one claimed by the turn that answered it (when claim is empty). */
+void cs_upstream_turn_claim(struct cs_engine *engine, const struct cs_ev_request *req, struct cs_upstream_claim *claim);
+void cs_upstream_turns_sweep(struct cs_engine *engine, uint64_t now_ns);
 /* connscope's cost readings (cost.c). */
 int cs_on_prog_cost(struct cs_engine *engine, const struct cs_ev_prog_cost *ev);
 int cs_on_self_cost(struct cs_engine *engine, const struct cs_ev_self_cost *ev);

@@ -41,6 +41,8 @@ struct cs_upstream_stats {
 	uint64_t syn_retransmits;  /* of those connects */
 	uint64_t connects_retransmitted; /* of those connects, those that waited for one or more */
 	uint64_t joined;           /* exchanges joined to the request they served */
+	uint64_t joined_by_turn;   /* of those, an event loop's, told by the turn that answered the
+	                              request (upstream_turns.c) */
 	uint64_t not_joined[CS_UNJOINED_COUNT];
 	uint64_t pending;          /* joined to a request whose record has not come yet */
 	uint64_t requests_waited;  /* requests whose time it took: joined, or waiting behind a

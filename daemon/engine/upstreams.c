@@ -59,7 +59,8 @@ struct blocked_thread {
 int cs_upstreams_init(struct cs_engine *engine)
 {
 	if (cs_u64map_init(&engine->upstream_pending, sizeof(struct pending_request), PENDING_MAX) ||
-	    cs_u64map_init(&engine->upstream_blocked, sizeof(struct blocked_thread), BLOCKED_THREADS_MAX))
+	    cs_u64map_init(&engine->upstream_blocked, sizeof(struct blocked_thread), BLOCKED_THREADS_MAX) ||
+	    cs_upstream_turns_init(engine))
 		return -ENOMEM;
 	return 0;
 }
@@ -74,6 +75,7 @@ void cs_upstreams_free(struct cs_engine *engine)
 	free(engine->upstreams);
 	cs_u64map_free(&engine->upstream_pending);
 	cs_u64map_free(&engine->upstream_blocked);
+	cs_upstream_turns_free(engine);
 }
 
 /* The upstream at the tuple's remote end, added on its first exchange; NULL: the table is full. */
@@ -222,7 +224,9 @@ int cs_on_upstream(struct cs_engine *engine, const struct cs_ev_upstream *ev)
 	x.blocked = thread_blocked(ev);
 	note_blocked(engine, ev, &x);
 	enum cs_upstream_unjoined why = CS_UNJOINED_UNMATCHED;
-	if (!served_one(ev, &why) || !add_pending(engine, ev, &x))
+	bool one = served_one(ev, &why);
+	cs_upstream_turn_note(engine, ev, &x, !one && why == CS_UNJOINED_AMBIGUOUS);
+	if (!one || !add_pending(engine, ev, &x))
 		u->not_joined[why]++;
 	else
 		u->pending++;
@@ -249,16 +253,17 @@ void cs_upstream_claim(struct cs_engine *engine, const struct cs_ev_request *req
 	claim->count = 0;
 	uint64_t key = request_key(req->reader_tid, req->first_read_ns);
 	struct pending_request *p = req->first_read_ns ? cs_u64map_get(&engine->upstream_pending, key) : NULL;
-	if (!p || p->tid != req->reader_tid || p->read_ns != req->first_read_ns)
-		return;
-	claim->count = p->count;
-	memcpy(claim->exchanges, p->exchanges, p->count * sizeof(p->exchanges[0]));
-	cs_u64map_remove(&engine->upstream_pending, key);
-	for (size_t i = 0; i < claim->count; i++) {
-		struct cs_upstream_stats *u = upstream_at(engine, claim->exchanges[i].upstream);
-		if (u && u->pending)
-			u->pending--;
+	if (p && p->tid == req->reader_tid && p->read_ns == req->first_read_ns) {
+		claim->count = p->count;
+		memcpy(claim->exchanges, p->exchanges, p->count * sizeof(p->exchanges[0]));
+		cs_u64map_remove(&engine->upstream_pending, key);
+		for (size_t i = 0; i < claim->count; i++) {
+			struct cs_upstream_stats *u = upstream_at(engine, claim->exchanges[i].upstream);
+			if (u && u->pending)
+				u->pending--;
+		}
 	}
+	cs_upstream_turn_claim(engine, req, claim); /* a loop's: by its turn, when none was joined so */
 }
 
 void cs_upstream_unclaimed(struct cs_engine *engine, const struct cs_upstream_claim *claim)
@@ -474,4 +479,5 @@ void cs_upstreams_sweep(struct cs_engine *engine, uint64_t now_ns)
 	struct sweep_ctx ctx = { .engine = engine, .now_ns = now_ns };
 	cs_u64map_remove_if(&engine->upstream_pending, pending_expired, &ctx);
 	cs_u64map_remove_if(&engine->upstream_blocked, blocked_expired, &ctx);
+	cs_upstream_turns_sweep(engine, now_ns);
 }

@@ -30,10 +30,13 @@ static void text_upstream(FILE *out, const struct cs_upstream_stats *u, double t
 	char endpoint[CS_ENDPOINT_LEN], waited[32];
 	cs_format_endpoint(endpoint, sizeof(endpoint), u->addr, u->port);
 	cs_format_duration(waited, sizeof(waited), u->waited_ns);
-	fprintf(out, "  %s  %" PRIu64 " exchange(s): joined %" PRIu64 ", not joined %" PRIu64 " (ambiguous %" PRIu64
-		", no request %" PRIu64 ", unmatched %" PRIu64 ", awaiting their request %" PRIu64 ")",
-		endpoint, u->exchanges, u->joined, cs_upstream_not_joined(u), u->not_joined[CS_UNJOINED_AMBIGUOUS],
-		u->not_joined[CS_UNJOINED_NO_REQUEST], u->not_joined[CS_UNJOINED_UNMATCHED], u->pending);
+	fprintf(out, "  %s  %" PRIu64 " exchange(s): joined %" PRIu64, endpoint, u->exchanges, u->joined);
+	if (u->joined_by_turn)
+		fprintf(out, " (%" PRIu64 " by their loop's turn)", u->joined_by_turn);
+	fprintf(out, ", not joined %" PRIu64 " (ambiguous %" PRIu64 ", no request %" PRIu64 ", unmatched %" PRIu64
+		", awaiting their request %" PRIu64 ")",
+		cs_upstream_not_joined(u), u->not_joined[CS_UNJOINED_AMBIGUOUS], u->not_joined[CS_UNJOINED_NO_REQUEST],
+		u->not_joined[CS_UNJOINED_UNMATCHED], u->pending);
 	if (u->unread)
 		fprintf(out, "; %" PRIu64 " unread (closed first)", u->unread);
 	fprintf(out, "\n    %" PRIu64 " request(s) waited %s on it", u->requests_waited, waited);
@@ -80,6 +83,7 @@ static json_t *upstream_value(const struct cs_upstream_stats *u, double tail_sha
 			      "read_us", cs_report_percentiles_us(u->read_ns));
 	json_object_set_new(o, "connects_retransmitted", json_integer(JI(u->connects_retransmitted)));
 	json_object_set_new(o, "joined", json_integer(JI(u->joined)));
+	json_object_set_new(o, "joined_by_turn", json_integer(JI(u->joined_by_turn)));
 	json_object_set_new(o, "not_joined", json_integer(JI(cs_upstream_not_joined(u))));
 	json_object_set_new(o, "not_joined_by", by);
 	json_object_set_new(o, "requests_waited", json_integer(JI(u->requests_waited)));

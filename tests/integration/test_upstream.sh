@@ -10,6 +10,12 @@
 # many exchanges as the
 # backend served requests, each one's record replayed before its
 # request's (none left waiting for its request, none unmatched).
+# Then 32 clients at once, each request waiting 20 ms on a second backend:
+# nginx has every request open over every exchange, none joined by what
+# was open, and its loop's turns join them (it writes each answer right
+# after reading the backend's): upstream leads, nine exchanges in ten at
+# least joined, each joined request's upstream time the backend's 20 ms
+# and less than the client's.
 # (Shared, and run with each build: a light load, 200 requests/s, whose
 # tail is the backend's 30 ms, far above what another test's load adds.)
 source "$(dirname "$0")/lib.sh"
@@ -20,9 +26,16 @@ backend_port=$(cs_free_port)
 backend_pid=$!
 cs_pids+=("$backend_pid")
 cs_wait_port "$backend_port"
+busy_port=$(cs_free_port)
+"$CS_SERVER" --port "$busy_port" --workers 1 >"$CS_TMP/busy-backend.log" 2>&1 &
+busy_pid=$!
+cs_pids+=("$busy_pid")
+cs_wait_port "$busy_port"
 
-NGINX_HTTP_EXTRA="upstream backend { server 127.0.0.1:$backend_port; keepalive 16; }"
-NGINX_SERVER_EXTRA='location /b/ { proxy_pass http://backend/; proxy_http_version 1.1; proxy_set_header Connection ""; }'
+NGINX_HTTP_EXTRA="upstream backend { server 127.0.0.1:$backend_port; keepalive 16; }
+  upstream busy { server 127.0.0.1:$busy_port; keepalive 32; }"
+NGINX_SERVER_EXTRA='location /b/ { proxy_pass http://backend/; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  location /c/ { proxy_pass http://busy/; proxy_http_version 1.1; proxy_set_header Connection ""; }'
 cs_start_nginx 65s 1024
 
 cs_profile upstream "$CS_LOAD" --port "$NGINX_PORT" --connections 16 --rate 200 --duration 5 \
@@ -48,18 +61,23 @@ assert_cmp "$(json_get "$r" '[c for c in j["tail"]["causes"] if c["cause"] == "u
   == "$backend_port" "the evidence names the backend's port"
 assert_p99_agrees "$r" "$CS_TMP/client.json"
 
-# The slow requests' wait on the backend: what it was told to take.
-# (A request whose wait is half the backend's or more: the slow ones, and
-# on a busy machine a fast one the backend itself answered late; those
-# at the backend's 30 ms or more are the slow ones, less any it slept
-# short of, which it never does.)
-read -r slow_count slow_median full_count < <(json_get "$CS_TMP/slowest.json" '" ".join(str(x) for x in (lambda w: (len(w), w[len(w) // 2] if w else 0, sum(v >= '"$((slow_ms * 1000 - 1000))"' for v in w)))(sorted(s["upstream"]["wait_us"] for s in j["slowest"] if s["upstream"] and s["upstream"]["wait_us"] >= 15000)))')
-note "$slow_count slow request(s) joined to their exchange (the client sent $client_slow): first-byte wait median $slow_median us, $full_count of them at the backend's $slow_ms ms or more"
+# The slow requests' wait on the backend: what it was told to take. Each
+# kept request is told by its path, from the client's log (kept_paths.py):
+# the slow ones joined with the backend's 30 ms (less any it slept short
+# of, which it never does), and no other given a slow one's exchange (as a
+# wrong join by a loop's turn would).
+"$CS_PYTHON" "$(dirname "$0")/kept_paths.py" "$CS_TMP/client.log" "$CS_TMP/slowest.json" >"$CS_TMP/kept"
+full_us=$((slow_ms * 1000 - 1000))
+read -r slow_count slow_median full_count < <(awk -v p="/b/sleep/$slow_ms" '$1 == p { print $2 }' "$CS_TMP/kept" | sort -n |
+  awk -v full="$full_us" '{ v[NR] = $1; if ($1 >= full) n++ } END { print NR, v[int((NR + 1) / 2)] + 0, n + 0 }')
+misjoined=$(awk -v p="/b/sleep/$slow_ms" -v full="$full_us" '$1 != p && $2 >= full' "$CS_TMP/kept" | wc -l)
+note "$slow_count slow request(s) kept joined to their exchange (the client sent $client_slow): first-byte wait median $slow_median us, $full_count of them at the backend's $slow_ms ms or more; other requests with such a wait: $misjoined"
 tolerance_us=$(python3 -c "print(max(0.1 * $slow_ms * 1000, 1000))")
 assert_cmp "$(python3 -c "print(abs($slow_median - $slow_ms * 1000))")" '<=' "$tolerance_us" \
   "the slow requests' upstream wait (median) against the backend's $slow_ms ms"
 assert_cmp "$full_count" '>=' "$(python3 -c "print(0.9 * $client_slow)")" \
   "slow requests joined with the backend's $slow_ms ms wait (90 % of those sent)"
+assert_cmp "$misjoined" == 0 "other requests joined to a slow request's exchange"
 
 # Every exchange counted once, as many as the backend served; none waiting for its request.
 u='[x for x in j["upstreams"] if x["port"] == '$backend_port'][0]'
@@ -69,3 +87,28 @@ assert_cmp "$exchanges" == "$backend_requests" "exchanges = the backend's reques
 assert_cmp "$(json_get "$r" "$u[\"not_joined_by\"][\"awaiting_request\"] + $u[\"not_joined_by\"][\"unmatched\"]")" == 0 \
   "exchanges replayed before their requests (none awaiting, none unmatched)"
 assert_cmp "$(json_get "$r" 'j["events"]["lost"]')" == 0 "events lost"
+
+# 2. 32 clients at once, every request waiting 20 ms on the busy backend.
+busy_ms=20
+cs_profile busy "$CS_LOAD" --port "$NGINX_PORT" --connections 32 --duration 3 --path "/c/sleep/$busy_ms" \
+  --json "$CS_TMP/busy-client.json" --quiet
+kill -TERM "$busy_pid"
+wait "$busy_pid" || true
+busy_requests=$(sed -n 's/.*worker 0: .*, requests \([0-9]*\),.*/\1/p' "$CS_TMP/busy-backend.log")
+b=$CS_TMP/busy.json
+u='[x for x in j["upstreams"] if x["port"] == '$busy_port'][0]'
+note "32 clients: p99 connscope $(json_get "$b" 'j["latency_us"]["p99"]') us, the client $(json_get "$CS_TMP/busy-client.json" 'j["from_send_us"]["p99"]') us; tail: $(json_get "$b" '", ".join("%s %.1f%%" % (c["cause"], 100 * c["share"]) for c in j["tail"]["causes"] if c["share"] >= 0.005)')"
+note "the busy backend: $(json_get "$b" "$u")"
+[[ $(top_cause "$b") == upstream ]] || fail "32 clients: the tail's top cause is $(top_cause "$b"), expected upstream"
+echo "ok: 32 clients: upstream leads the tail"
+exchanges=$(json_get "$b" "$u[\"exchanges\"]")
+assert_cmp "$exchanges" == "$busy_requests" "32 clients: exchanges = the busy backend's requests"
+assert_cmp "$(json_get "$b" "$u[\"joined\"]")" '>=' "$(python3 -c "print(0.9 * $exchanges)")" \
+  "32 clients: exchanges joined (90 %), by the loop's turns"
+# Each joined request's time on the backend: its 20 ms at least (it never
+# sleeps short), and less than the whole of what the client waited.
+per_request=$(json_get "$b" "$u[\"waited_us\"] / $u[\"requests_waited\"]")
+client_mean=$(json_get "$CS_TMP/busy-client.json" 'j["latency_us"]["mean"]')
+note "32 clients: the joined requests waited $per_request us each on the backend (mean; the client's mean latency $client_mean us)"
+assert_cmp "$per_request" '>=' "$((busy_ms * 1000))" "32 clients: the joined requests' upstream time (mean): the backend's $busy_ms ms"
+assert_cmp "$per_request" '<' "$client_mean" "32 clients: the joined requests' upstream time (mean) within the client's"

@@ -52,19 +52,10 @@ assert_p99_agrees "$r" "$CS_TMP/client.json"
 
 # The slow requests' wait on Redis against Redis's own time for their scripts.
 read -r redis_count redis_median < <(sort -n "$CS_TMP/slowlog" | awk '{ v[NR] = $1 } END { print NR, v[int((NR + 1) / 2)] + 0 }')
-# Each kept slow request is told by its connection (the client's port) and
-# its number on it: the client's log gives the path it asked.
-read -r slow_count slow_median < <("$CS_PYTHON" - "$CS_TMP/client.log" "$CS_TMP/slowest.json" "/slow/$slow_ms" <<'PY'
-import collections, json, sys
-paths = collections.defaultdict(list)
-for line in sorted((l.split() for l in open(sys.argv[1])), key=lambda f: int(f[1])):
-    paths[int(line[4])].append(line[6])
-waits = sorted(s["upstream"]["wait_us"] for s in json.load(open(sys.argv[2]))["slowest"]
-               if s["upstream"] and s["index"] < len(paths[s["peer_port"]])
-               and paths[s["peer_port"]][s["index"]] == sys.argv[3])
-print(len(waits), waits[(len(waits) - 1) // 2] if waits else 0)
-PY
-)
+# Each kept slow request's path, from the client's log (kept_paths.py).
+"$CS_PYTHON" "$(dirname "$0")/kept_paths.py" "$CS_TMP/client.log" "$CS_TMP/slowest.json" >"$CS_TMP/kept"
+read -r slow_count slow_median < <(awk -v p="/slow/$slow_ms" '$1 == p { print $2 }' "$CS_TMP/kept" | sort -n |
+  awk '{ v[NR] = $1 } END { print NR, v[int((NR + 1) / 2)] + 0 }')
 note "the client sent $client_slow slow request(s); Redis ran $redis_count script(s), median $redis_median us; connscope kept $slow_count of them joined to their call, first-byte wait median $slow_median us"
 assert_cmp "$redis_count" == "$client_slow" "Redis's slow log: a script for each slow request"
 assert_cmp "$slow_count" == "$client_slow" "slow requests kept, joined to their call to Redis"

@@ -110,11 +110,67 @@ Test(upstreams, an_event_loop_joins_the_exchange_only_one_open_request_can_have_
 						      .tid = 9 });
 	feed_request(engine, request(SK(1), r1, 30 * MS + 200 * US, 9));
 
-	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), 30 * MS + 40 * US);
-	cr_expect_eq(cause_total(CS_CAUSE_HANDLER), 300 * US + 160 * US);
-	expect_joins(1, 1, 0, 0);
+	/* The first exchange, ambiguous by what was open, is the second request's by its turn (below). */
+	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), 30 * MS + 40 * US + 210 * US);
+	cr_expect_eq(cause_total(CS_CAUSE_HANDLER), 90 * US + 160 * US);
+	expect_joins(2, 0, 0, 0);
+	cr_expect_eq(only_upstream()->joined_by_turn, 1);
 	cr_expect_eq(only_upstream()->exchanges, 2);
-	cr_expect_eq(only_upstream()->requests_waited, 1);
+	cr_expect_eq(only_upstream()->requests_waited, 2);
+}
+
+/*
+ * nginx proxying three requests at once, each on a connection of its own
+ * to the backend: it read them 100 us apart and connected for each; the
+ * backend answered them in turn, and the loop wrote each client's answer
+ * 50 us after reading the backend's. Every exchange had three requests
+ * open; each request's answer followed exactly one exchange's read, begun
+ * after the request was read: that exchange is the request's.
+ */
+Test(upstreams, an_event_loop_s_exchange_is_the_request_its_turn_answered)
+{
+	for (uint64_t i = 0; i < 3; i++) {
+		uint64_t read = T0 + i * 100 * US, start = read + 10 * US, answer = T0 + (10 + 2 * i) * MS;
+		feed_upstream(engine, (struct upstream_spec){ .sk = 0x7000 + i, .start_ns = start, .connect_ns = 30 * US,
+							      .send_ns = start + 40 * US, .first_byte_ns = answer - 20 * US,
+							      .first_read_ns = answer, .open = 3, .tid = 9,
+							      .reads_between = (uint16_t)(2 - i), .flags = CS_UP_CONNECT,
+							      .sender_cpu_ns = 100 * US });
+		feed_request(engine, request(SK(10 + i), read, answer + 50 * US - read, 9));
+	}
+	expect_joins(3, 0, 0, 0);
+	cr_expect_eq(only_upstream()->joined_by_turn, 3);
+	cr_expect_eq(only_upstream()->requests_waited, 3);
+	/*
+	 * Each request's read -> answer, less its loop's own 10 us before the
+	 * connect, 10 us between it and the send and 50 us after the read.
+	 */
+	uint64_t handled = 0;
+	for (uint64_t i = 0; i < 3; i++)
+		handled += (10 + 2 * i) * MS + 50 * US - i * 100 * US;
+	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), handled - 3 * 70 * US);
+	cr_expect_eq(cause_total(CS_CAUSE_HANDLER), 3 * 70 * US);
+}
+
+/*
+ * The loop read two backends' answers in one turn, then wrote both
+ * clients' answers: which exchange was which request's is not told by the
+ * turn either, and neither is joined.
+ */
+Test(upstreams, an_event_loop_that_read_two_answers_in_one_turn_does_not_guess)
+{
+	uint64_t r1 = T0, r2 = T0 + 100 * US;
+	feed_upstream(engine, (struct upstream_spec){ .sk = 0x7001, .send_ns = r1 + 10 * US, .first_byte_ns = r1 + 10 * MS,
+						      .first_read_ns = r1 + 10 * MS, .open = 2, .tid = 9,
+						      .reads_between = 1, .sender_cpu_ns = 100 * US });
+	feed_upstream(engine, (struct upstream_spec){ .sk = 0x7002, .send_ns = r2 + 10 * US,
+						      .first_byte_ns = r1 + 10 * MS + 10 * US,
+						      .first_read_ns = r1 + 10 * MS + 20 * US, .open = 2, .tid = 9,
+						      .sender_cpu_ns = 100 * US });
+	feed_request(engine, request(SK(1), r1, 10 * MS + 50 * US, 9));
+	feed_request(engine, request(SK(2), r2, 10 * MS + 70 * US - 100 * US, 9));
+	expect_joins(0, 2, 0, 0);
+	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), 0);
 }
 
 /*
