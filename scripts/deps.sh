@@ -28,7 +28,7 @@ test_packages=(
   prometheus chromium groff-base tmux
   tomcat10 openjdk-17-jre-headless openjdk-17-jdk-headless libnetty-java jetty9
   openssl nghttp2-client gunicorn golang-go apache2-bin python3.11-dbg
-  redis-server redis-tools postgresql mariadb-server mariadb-client
+  redis-server redis-tools postgresql mariadb-server mariadb-client haproxy
 )
 
 # The commands each set runs, "command package": after an install each
@@ -45,13 +45,14 @@ test_commands=(
   "openssl openssl" "h2load nghttp2-client" "chrt util-linux" "gunicorn gunicorn" "go golang-go" "apache2 apache2-bin"
   "redis-server redis-server" "redis-benchmark redis-tools" "redis-cli redis-tools" "runuser util-linux"
   "pg_lsclusters postgresql-common" "mariadbd mariadb-server" "mariadb-install-db mariadb-server" "mysqlslap mariadb-client" "mariadb mariadb-client"
+  "haproxy haproxy"
 )
 demo_commands=("ab apache2-utils")
 bench_commands=("ab apache2-utils" "wrk wrk" "nginx nginx" "bpftrace bpftrace" "taskset util-linux")
 build_commands=("clang clang" "bpftool bpftool" "gcc gcc" "pkg-config pkg-config")
 
 # Server packages whose Debian service an install enables and starts.
-services=(nginx tomcat10 jetty9 jetty9.timer prometheus redis-server postgresql mariadb)
+services=(nginx tomcat10 jetty9 jetty9.timer prometheus redis-server postgresql mariadb haproxy)
 
 set_name=${1:-}
 if [[ $set_name == --list ]]; then

@@ -42,6 +42,71 @@ void cs_upstream_tail_scan(const struct cs_engine *engine, const struct cs_tail 
 	}
 }
 
+/*
+ * The request the upstream saw for this exchange, when the upstream is a
+ * target of the same run too: of the kept requests on its listener port
+ * from the exchange's connection (its peer port), the one whose time
+ * overlapped the exchange's send -> answer most. NULL: none kept.
+ */
+static const struct cs_exemplar *upstream_side(const struct cs_engine *engine, const struct cs_upstream_stats *u,
+					       const struct cs_upstream_use *use)
+{
+	const struct cs_exemplar *best = NULL;
+	uint64_t best_overlap = 0;
+	for (size_t i = 0; use->local_port && i < engine->requests.exemplar_count; i++) {
+		const struct cs_exemplar *b = &engine->requests.exemplars[i];
+		if (b->port != u->port || b->peer_port != use->local_port || !b->peer_family)
+			continue;
+		uint64_t start = b->end_ns > b->split.total_ns ? b->end_ns - b->split.total_ns : 0;
+		uint64_t from = start > use->exchange_send_ns ? start : use->exchange_send_ns;
+		uint64_t to = b->end_ns < use->exchange_answer_ns ? b->end_ns : use->exchange_answer_ns;
+		if (to > from && to - from > best_overlap) {
+			best_overlap = to - from;
+			best = b;
+		}
+	}
+	return best;
+}
+
+/* The hop behind the tail's waits on upstream u: its own requests' time, by cause, and their two largest. */
+static void chained_evidence(const struct cs_engine *engine, const struct cs_tail *tail, size_t u_index,
+			     struct cs_figures *f)
+{
+	const struct cs_upstream_stats *u = &engine->upstreams[u_index];
+	uint64_t chained = 0, cause_ns[CS_CAUSE_COUNT] = { 0 };
+	for (size_t i = 0; tail->requests && i < engine->requests.exemplar_count; i++) {
+		const struct cs_exemplar *e = &engine->requests.exemplars[i];
+		if (e->split.total_ns < tail->threshold_ns || e->upstream.upstream != u_index + 1)
+			continue;
+		const struct cs_exemplar *b = upstream_side(engine, u, &e->upstream);
+		if (!b)
+			continue;
+		chained++;
+		for (int c = 0; c < CS_CAUSE_COUNT; c++)
+			cause_ns[c] += b->split.cause_ns[c];
+	}
+	cs_figures_count(f, "chained_requests", chained);
+	int first = -1, second = -1;
+	for (int c = 0; c < CS_CAUSE_COUNT; c++) {
+		if (!cause_ns[c])
+			continue;
+		if (first < 0 || cause_ns[c] > cause_ns[first]) {
+			second = first;
+			first = c;
+		} else if (second < 0 || cause_ns[c] > cause_ns[second]) {
+			second = c;
+		}
+	}
+	if (first < 0)
+		return;
+	cs_figures_name(f, "chained_first_cause", cs_cause_names[first]);
+	cs_figures_ns(f, "chained_first", cause_ns[first]);
+	if (second >= 0) {
+		cs_figures_name(f, "chained_second_cause", cs_cause_names[second]);
+		cs_figures_ns(f, "chained_second", cause_ns[second]);
+	}
+}
+
 void cs_upstream_evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *cause)
 {
 	struct cs_upstream_tail scan;
@@ -66,4 +131,5 @@ void cs_upstream_evidence(const struct cs_engine *engine, const struct cs_tail *
 	cs_figures_count(f, "loop_waits", scan.loop_waits[scan.top]);
 	cs_figures_share(f, "upstream_share", scan.share[scan.top]);
 	cs_figures_count(f, "other_upstreams", others);
+	chained_evidence(engine, tail, (size_t)scan.top, f);
 }

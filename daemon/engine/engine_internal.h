@@ -129,8 +129,9 @@ struct cs_upstream_exchange {
 	uint64_t first_read_ns;
 	uint32_t syn_retransmits;
 	uint16_t upstream;      /* index + 1 into engine->upstreams */
+	uint16_t local_port;    /* the target's end of the connection: the upstream's peer port */
 	uint8_t blocked;        /* its thread blocked in it: read no request, mostly off its CPU */
-	uint8_t pad;
+	uint8_t pad[7];
 };
 /* A request's exchanges, taken when its record comes (more: unmatched). */
 #define CS_UPSTREAM_CLAIM_MAX 4

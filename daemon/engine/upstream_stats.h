@@ -69,10 +69,16 @@ struct cs_upstream_use {
 	uint64_t wait_ns;
 	uint64_t read_ns;
 	uint64_t upstream_ns;     /* of them, upstream's: the one that took the most */
+	/* Of that upstream's exchanges, the one that took the most: its send -> answer, on which connection. */
+	uint64_t exchange_take_ns;
+	uint64_t exchange_send_ns;
+	uint64_t exchange_answer_ns; /* the answer's first byte (its first read, when not seen) */
 	uint32_t syn_retransmits;
 	uint16_t upstream;        /* index + 1 into the engine's upstreams; 0: none */
+	uint16_t local_port;      /* the target's end of that exchange's connection */
 	uint8_t exchanges;        /* joined to it */
 	uint8_t loop_blocked;     /* its wait for its loop, which was blocked on the upstream */
+	uint8_t pad[6];
 };
 
 #endif /* CS_UPSTREAM_STATS_H */

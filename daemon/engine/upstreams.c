@@ -138,6 +138,7 @@ static void exchange_of(const struct cs_ev_upstream *ev, uint16_t upstream, stru
 		.first_read_ns = ev->first_read_ns,
 		.syn_retransmits = connect ? ev->syn_retransmits : 0,
 		.upstream = upstream,
+		.local_port = ev->tuple.local_port,
 	};
 }
 
@@ -309,10 +310,11 @@ static void parts_within(const struct cs_upstream_exchange *x, uint64_t from, ui
 #undef OVERLAP
 }
 
-/* Move up to the parts' time from cause to upstream, into use (and its upstream's figures). */
-static void take_parts(struct cs_engine *engine, struct parts *p, uint16_t upstream, enum cs_cause cause,
-		       struct cs_request_split *split, struct cs_upstream_use *use)
+/* Move up to the parts' time from x's cause to upstream, into use (and its upstream's figures). */
+static void take_parts(struct cs_engine *engine, struct parts *p, const struct cs_upstream_exchange *x,
+		       enum cs_cause cause, struct cs_request_split *split, struct cs_upstream_use *use)
 {
+	uint16_t upstream = x->upstream;
 	uint64_t sum = parts_sum(p), take = sum < split->cause_ns[cause] ? sum : split->cause_ns[cause];
 	if (!take)
 		return;
@@ -331,6 +333,14 @@ static void take_parts(struct cs_engine *engine, struct parts *p, uint16_t upstr
 	} else if (take > use->upstream_ns) {
 		use->upstream = upstream;
 		use->upstream_ns = take;
+		use->exchange_take_ns = 0;
+	}
+	/* Its exchange that took the most: where the request went on the upstream's side (a chained hop). */
+	if (upstream == use->upstream && take > use->exchange_take_ns) {
+		use->exchange_take_ns = take;
+		use->local_port = x->local_port;
+		use->exchange_send_ns = x->send_ns;
+		use->exchange_answer_ns = x->first_byte_ns ? x->first_byte_ns : x->first_read_ns;
 	}
 }
 
@@ -388,7 +398,7 @@ static void take_joined(struct cs_engine *engine, const struct cs_ev_request *re
 			u->joined++;
 		use->exchanges++;
 		use->syn_retransmits += claim->exchanges[i].syn_retransmits;
-		take_parts(engine, &parts[i], claim->exchanges[i].upstream, CS_CAUSE_HANDLER, split, use);
+		take_parts(engine, &parts[i], &claim->exchanges[i], CS_CAUSE_HANDLER, split, use);
 	}
 }
 
@@ -405,7 +415,7 @@ static void take_blocked_loop(struct cs_engine *engine, const struct cs_ev_reque
 		struct parts p;
 		parts_within(&thread->spans[i], pickup_from, req->first_read_ns, &p);
 		uint64_t before = split->cause_ns[CS_CAUSE_UPSTREAM];
-		take_parts(engine, &p, thread->spans[i].upstream, CS_CAUSE_EVENT_LOOP, split, use);
+		take_parts(engine, &p, &thread->spans[i], CS_CAUSE_EVENT_LOOP, split, use);
 		use->loop_blocked |= split->cause_ns[CS_CAUSE_UPSTREAM] > before;
 	}
 }

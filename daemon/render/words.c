@@ -77,15 +77,20 @@ static const struct {
 		"{upstream}: {tail_requests} tail request(s) waited {tail_wait} on it: connect {connect}"
 		"[+syn_retransmits| ({syn_retransmits} SYN retransmit(s))], waiting for the first byte "
 		"{first_byte_wait}, reading the answer {read}[+loop_waits|; {loop_waits} of them waited for their "
-		"loop, blocked on it][+other_upstreams|; {other_upstreams} other upstream(s) in the tail]" },
+		"loop, blocked on it][+other_upstreams|; {other_upstreams} other upstream(s) in the tail]"
+		"[+chained_requests|; where {chained_requests} of them were seen (the upstream is a target too), "
+		"their requests waited {chained_first} in {chained_first_cause}[?chained_second_cause| and "
+		"{chained_second} in {chained_second_cause}]]" },
 };
 
 /* A cause's own advice; NULL: it has none (the conditions advise). */
 static const struct {
 	const char *text;
 } cause_advice[CS_CAUSE_COUNT] = {
-	[CS_CAUSE_UPSTREAM] = { "the upstream answered late, not this server: look at {upstream} itself (connscope "
-		"attach --port {upstream_port} where it runs)[+syn_retransmits|; its listen backlog overflowed: raise it]"
+	[CS_CAUSE_UPSTREAM] = { "the upstream answered late, not this server: look at {upstream} itself"
+		"[!chained_requests| (connscope attach --port {upstream_port} where it runs)]"
+		"[?chained_first_cause|, where the time went to {chained_first_cause} (its listener :{upstream_port} "
+		"in this report)][+syn_retransmits|; its listen backlog overflowed: raise it]"
 		"[+loop_waits|; and call it off the event loop's thread: a loop blocked in the call holds every "
 		"request behind it]" },
 };

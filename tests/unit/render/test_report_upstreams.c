@@ -93,3 +93,54 @@ Test(report_upstreams, the_json_lists_each_upstream_with_its_joins_and_tail_shar
 	json_free(root);
 	free(text);
 }
+
+/*
+ * Two hops, both targets: a proxy (port 8080) calls 127.0.0.2:9000 on a
+ * new connection for each of its 20 requests; the backend (port 9000)
+ * sees each connection wait in its accept queue, every fifth 30 ms, then
+ * answers in 200 us. The upstream's evidence goes one hop further: the
+ * backend's requests on those connections, their time in its accept queue.
+ */
+Test(report_upstreams, a_chained_hop_names_the_upstream_s_own_cause)
+{
+	for (uint64_t i = 0; i < 20; i++) {
+		uint64_t read = T0 + i * 100 * MS, start = read + 100 * US;
+		uint64_t queued = i % 5 == 0 ? 30 * MS : 10 * US, accepted = start + 50 * US + queued;
+		uint64_t answer = accepted + 300 * US;
+		struct cs_ev_accept acc = make_accept((struct accept_spec){ .ts_ns = accepted, .established_ns = start + 50 * US,
+									    .port = 9000, .tgid = 200, .tid = 21 });
+		acc.tuple.remote_port = (uint16_t)(46000 + i);
+		FEED_OK(engine, acc);
+		feed_request(engine, (struct request_spec){ .sk = acc.sk, .port = 9000, .index = 0, .tgid = 200,
+							    .start_ns = start + 70 * US, .first_read_ns = accepted + 30 * US,
+							    .first_send_ns = answer, .last_send_ns = answer, .drain_end_ns = answer,
+							    .reader_tid = 21 });
+		struct cs_ev_upstream up = make_upstream((struct upstream_spec){
+			.sk = 0x8000 + i, .start_ns = start, .connect_ns = 50 * US, .send_ns = start + 60 * US,
+			.first_byte_ns = answer + 20 * US, .first_read_ns = answer + 40 * US, .open = 1, .request_read_ns = read,
+			.flags = CS_UP_CONNECT, .sender_cpu_ns = 10 * US, .index = 0 });
+		up.tuple.local_port = (uint16_t)(46000 + i);
+		FEED_OK(engine, up);
+		uint64_t sent = answer + 100 * US;
+		feed_request(engine, (struct request_spec){ .sk = 0xffff888800000000ull + i, .port = PORT, .index = 0,
+							    .start_ns = read - 10 * US, .first_read_ns = read, .first_send_ns = sent,
+							    .last_send_ns = sent, .drain_end_ns = sent, .reader_tid = 7 });
+	}
+	char *text = render_report(engine, &meta, true);
+	struct json *root = json_parse(text);
+	const struct json *causes = member(member(root, "tail", J_OBJECT), "causes", J_ARRAY);
+	const struct json *upstream = NULL;
+	for (size_t i = 0; i < length(causes); i++)
+		if (!strcmp(member(element(causes, i), "cause", J_STRING)->string, "upstream"))
+			upstream = element(causes, i);
+	cr_assert_not_null(upstream, "%s", text);
+	const struct json *figures = member(upstream, "figures", J_OBJECT);
+	cr_expect_eq(number(figures, "tail_requests"), 4);
+	cr_expect_eq(number(figures, "chained_requests"), 4);
+	cr_expect_str_eq(member(figures, "chained_first_cause", J_STRING)->string, "accept_queue");
+	cr_expect_float_eq(number(figures, "chained_first_us"), 4 * 30000.0, 1.0);
+	const char *advice = member(upstream, "advice", J_STRING)->string;
+	cr_expect_not_null(strstr(advice, "where the time went to accept_queue (its listener :9000"), "%s", advice);
+	json_free(root);
+	free(text);
+}
