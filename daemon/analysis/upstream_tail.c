@@ -28,6 +28,7 @@ void cs_upstream_tail_scan(const struct cs_engine *engine, const struct cs_tail 
 		scan->ns[u] += e->split.cause_ns[CS_CAUSE_UPSTREAM] * e->commands;
 		scan->requests[u] += e->commands;
 		scan->loop_waits[u] += use->loop_blocked;
+		scan->queue_ns[u] += use->queue_ns;
 		scan->connect_ns[u] += use->connect_ns;
 		scan->wait_ns[u] += use->wait_ns;
 		scan->read_ns[u] += use->read_ns;
@@ -124,6 +125,8 @@ void cs_upstream_evidence(const struct cs_engine *engine, const struct cs_tail *
 	cs_figures_count(f, "upstream_port", u->port);
 	cs_figures_count(f, "tail_requests", scan.requests[scan.top]);
 	cs_figures_ns(f, "tail_wait", scan.ns[scan.top]);
+	cs_figures_ns(f, "connection_wait", scan.queue_ns[scan.top]);
+	cs_figures_flag(f, "mostly_connection_wait", 2 * scan.queue_ns[scan.top] >= scan.ns[scan.top]);
 	cs_figures_ns(f, "connect", scan.connect_ns[scan.top]);
 	cs_figures_count(f, "syn_retransmits", scan.syn_retransmits[scan.top]);
 	cs_figures_ns(f, "first_byte_wait", scan.wait_ns[scan.top]);

@@ -16,6 +16,7 @@ struct cs_upstream_tail {
 	uint64_t ns[CS_UPSTREAMS_MAX];        /* the tail requests' time on each upstream (kept ones) */
 	uint64_t requests[CS_UPSTREAMS_MAX];  /* tail requests that waited on it */
 	uint64_t loop_waits[CS_UPSTREAMS_MAX]; /* ... of which behind a loop blocked on it */
+	uint64_t queue_ns[CS_UPSTREAMS_MAX];  /* ... of it, waiting for a free connection to it */
 	uint64_t connect_ns[CS_UPSTREAMS_MAX];
 	uint64_t wait_ns[CS_UPSTREAMS_MAX];
 	uint64_t read_ns[CS_UPSTREAMS_MAX];

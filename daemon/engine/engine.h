@@ -104,6 +104,8 @@ struct cs_conn_partial {
 	uint64_t closes;         /* closed, never seen established */
 };
 
+struct cs_upstream_spans;
+
 struct cs_engine {
 	struct cs_listener_stats *listeners;
 	size_t listener_count, listener_cap;
@@ -126,6 +128,7 @@ struct cs_engine {
 	struct cs_u64map upstream_pending; /* a request (its reader, its first read) -> its exchanges */
 	struct cs_u64map upstream_blocked; /* tid -> the exchanges its thread last blocked in */
 	struct cs_u64map upstream_turns;   /* tid -> the exchanges its loop read last (upstream_turns.c) */
+	struct cs_upstream_spans *upstream_spans; /* per upstream, its latest exchanges (upstream_queue.c) */
 	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
 	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
 	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */

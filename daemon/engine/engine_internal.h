@@ -163,6 +163,12 @@ void cs_upstream_turn_note(struct cs_engine *engine, const struct cs_ev_upstream
 /* and at each request's record, an ambiguous one claimed by the turn that answered it (when claim is empty). */
 void cs_upstream_turn_claim(struct cs_engine *engine, const struct cs_ev_request *req, struct cs_upstream_claim *claim);
 void cs_upstream_turns_sweep(struct cs_engine *engine, uint64_t now_ns);
+/* A request's wait for a free connection to its upstream (upstream_queue.c): each exchange noted as it comes, */
+int cs_upstream_queue_init(struct cs_engine *engine);
+void cs_upstream_queue_free(struct cs_engine *engine);
+void cs_upstream_queue_note(struct cs_engine *engine, const struct cs_upstream_exchange *x);
+/* and of a request read at read_ns, the time before exchange x began that it waited for one. */
+uint64_t cs_upstream_queued(const struct cs_engine *engine, uint64_t read_ns, const struct cs_upstream_exchange *x);
 /* connscope's cost readings (cost.c). */
 int cs_on_prog_cost(struct cs_engine *engine, const struct cs_ev_prog_cost *ev);
 int cs_on_self_cost(struct cs_engine *engine, const struct cs_ev_self_cost *ev);

@@ -43,12 +43,15 @@ struct cs_upstream_stats {
 	uint64_t joined;           /* exchanges joined to the request they served */
 	uint64_t joined_by_turn;   /* of those, an event loop's, told by the turn that answered the
 	                              request (upstream_turns.c) */
+	uint64_t joined_alike;     /* of those, one of alike exchanges read in that turn */
 	uint64_t not_joined[CS_UNJOINED_COUNT];
 	uint64_t pending;          /* joined to a request whose record has not come yet */
 	uint64_t requests_waited;  /* requests whose time it took: joined, or waiting behind a
 	                              loop blocked on it */
 	uint64_t loop_waits;       /* of which waiting behind a loop blocked on it */
 	uint64_t waited_ns;        /* the time it took of those requests */
+	uint64_t queued_requests;  /* of those, requests that waited for a free connection to it */
+	uint64_t queued_ns;        /* ... that long in all (upstream_queue.c) */
 	struct cs_hist *connect_ns; /* SYN sent -> established */
 	struct cs_hist *wait_ns;    /* sent -> the answer's first byte */
 	struct cs_hist *read_ns;    /* first byte -> the target's first read */
@@ -65,7 +68,8 @@ static inline uint64_t cs_upstream_not_joined(const struct cs_upstream_stats *u)
 
 /* A request's time taken by its upstream exchanges (upstreams.c), kept with the slowest requests. */
 struct cs_upstream_use {
-	uint64_t connect_ns;      /* the parts of its upstream time */
+	uint64_t queue_ns;        /* the parts of its upstream time: waiting for a free connection, */
+	uint64_t connect_ns;      /* connecting, */
 	uint64_t wait_ns;
 	uint64_t read_ns;
 	uint64_t upstream_ns;     /* of them, upstream's: the one that took the most */

@@ -6,16 +6,18 @@
  * over each of its upstream exchanges: which one an exchange served is
  * not told by what was open. What the loop does tells it: it answers a
  * request in the turn that read that request's upstream answer (it reads
- * the answer, then writes the client's). So when, on the request's
- * thread, between the thread's previous answer (or the request's first
- * read, if later) and this request's first send, exactly one exchange's
- * answer was read, that exchange begun after the request was read, the
- * exchange is the request's. Where two were read in that turn (the loop
- * read two answers, then wrote), or the one read was joined already, it
- * stays not joined (ambiguous): never guessed. The thread's answers are
- * known as their requests' records come, not always in their order: a
- * previous answer not known yet widens the turn, which can only find more
- * exchanges in it, and so join fewer.
+ * the answer, then writes the client's). A request's turn is the run of
+ * exchange reads on its thread before its first send, back to the
+ * thread's previous answer (or the request's first read, if later). When
+ * that turn read one exchange's answer, begun after the request was read,
+ * that exchange is the request's. When it read several (the loop read
+ * two answers, then wrote two), which was whose is not told: they are
+ * joined only when alike (their starts and their reads within 5 % of
+ * their length, or 50 us), so that any of them gives the request the same
+ * split (joined_alike); otherwise they stay not joined (ambiguous), never
+ * guessed. The thread's answers are known as their requests' records
+ * come, not always in their order: a previous answer not known yet widens
+ * the turn, which can only find more exchanges in it, and so join fewer.
  */
 #include <string.h>
 
@@ -65,35 +67,74 @@ void cs_upstream_turn_note(struct cs_engine *engine, const struct cs_ev_upstream
 	thread->last_ns = ev->hdr.ts_ns;
 }
 
-/* The turn that answered req began: its thread's latest known answer before it, or req's first read. */
-static uint64_t turn_began(const struct turn_thread *thread, const struct cs_ev_request *req)
-{
-	uint64_t began = req->first_read_ns;
-	for (uint32_t i = 0; i < TURNS_RECENT && i < thread->next_answer; i++)
-		if (thread->answers_ns[i] < req->first_send_ns && thread->answers_ns[i] > began)
-			began = thread->answers_ns[i];
-	return began;
-}
+/* Exchanges read in one turn that the turn join weighs at most (more: not joined). */
+#define TURN_READS_MAX 8
 
-/* The one exchange whose answer the thread read in (from, to]; NULL: none, several, or some no longer kept. */
-static struct turn *only_read_in(struct turn_thread *thread, uint64_t from, uint64_t to)
+/*
+ * The exchanges read in the turn that answered req (into reads, at most
+ * TURN_READS_MAX): the run of reads before its first send, back to the
+ * thread's latest known answer before them, or req's first read. Returns
+ * how many; 0 when none, too many, or some no longer kept.
+ */
+static size_t turn_reads(struct turn_thread *thread, const struct cs_ev_request *req, struct turn **reads)
 {
-	struct turn *only = NULL;
-	uint64_t oldest = UINT64_MAX;
-	for (uint32_t i = 0; i < TURNS_RECENT && i < thread->next; i++) {
+	uint64_t last = 0, from = req->first_read_ns, oldest = UINT64_MAX;
+	uint32_t kept = thread->next < TURNS_RECENT ? thread->next : TURNS_RECENT;
+	for (uint32_t i = 0; i < kept; i++) {
+		uint64_t read = thread->turns[i].x.first_read_ns;
+		if (read > req->first_read_ns && read <= req->first_send_ns && read > last)
+			last = read;
+	}
+	if (!last)
+		return 0;
+	for (uint32_t i = 0; i < TURNS_RECENT && i < thread->next_answer; i++)
+		if (thread->answers_ns[i] < last && thread->answers_ns[i] > from)
+			from = thread->answers_ns[i];
+	size_t n = 0;
+	for (uint32_t i = 0; i < kept; i++) {
 		struct turn *t = &thread->turns[i];
-		if (t->x.first_read_ns < oldest)
-			oldest = t->x.first_read_ns;
-		if (t->x.first_read_ns <= from || t->x.first_read_ns > to)
+		oldest = t->x.first_read_ns < oldest ? t->x.first_read_ns : oldest;
+		if (t->x.first_read_ns <= from || t->x.first_read_ns > last)
 			continue;
-		if (only)
-			return NULL;
-		only = t;
+		if (n == TURN_READS_MAX)
+			return 0;
+		reads[n++] = t;
 	}
 	/* The ring wrapped after the turn began: an exchange of it may have been overwritten. */
 	if (thread->next > TURNS_RECENT && oldest > from)
+		return 0;
+	return n;
+}
+
+static uint64_t distance(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/* The turn's exchanges are alike: one upstream, starts and reads within 5 % of their length (or 50 us). */
+static bool alike(struct turn *const *reads, size_t n)
+{
+	const struct cs_upstream_exchange *first = &reads[0]->x;
+	uint64_t length = first->first_read_ns > first->start_ns ? first->first_read_ns - first->start_ns : 0;
+	uint64_t tolerance = length / 20 > 50000 ? length / 20 : 50000;
+	for (size_t i = 1; i < n; i++) {
+		const struct cs_upstream_exchange *x = &reads[i]->x;
+		if (x->upstream != first->upstream || distance(x->start_ns, first->start_ns) > tolerance ||
+		    distance(x->first_read_ns, first->first_read_ns) > tolerance)
+			return false;
+	}
+	return true;
+}
+
+/* Of req's turn's n exchanges, the one it takes: the turn's one, or the first free of alike ones; NULL: none. */
+static struct turn *turn_exchange(struct turn *const *reads, size_t n, const struct cs_ev_request *req)
+{
+	if (n > 1 && !alike(reads, n))
 		return NULL;
-	return only;
+	for (size_t i = 0; i < n; i++)
+		if (reads[i]->ambiguous && !reads[i]->taken && reads[i]->x.start_ns >= req->first_read_ns)
+			return reads[i];
+	return NULL;
 }
 
 static void note_answer(struct turn_thread *thread, uint64_t first_send_ns)
@@ -109,9 +150,11 @@ void cs_upstream_turn_claim(struct cs_engine *engine, const struct cs_ev_request
 	struct turn_thread *thread = cs_u64map_get(&engine->upstream_turns, req->reader_tid ? req->reader_tid : 1);
 	if (!thread)
 		return;
-	struct turn *t = claim->count ? NULL : only_read_in(thread, turn_began(thread, req), req->first_send_ns);
+	struct turn *reads[TURN_READS_MAX];
+	size_t in_turn = claim->count ? 0 : turn_reads(thread, req, reads);
+	struct turn *t = in_turn ? turn_exchange(reads, in_turn, req) : NULL;
 	note_answer(thread, req->first_send_ns);
-	if (!t || !t->ambiguous || t->taken || t->x.start_ns < req->first_read_ns)
+	if (!t)
 		return;
 	t->taken = 1;
 	claim->exchanges[claim->count++] = t->x;
@@ -121,6 +164,7 @@ void cs_upstream_turn_claim(struct cs_engine *engine, const struct cs_ev_request
 		if (u->not_joined[CS_UNJOINED_AMBIGUOUS])
 			u->not_joined[CS_UNJOINED_AMBIGUOUS]--;
 		u->joined_by_turn++;
+		u->joined_alike += in_turn > 1;
 	}
 }
 

@@ -60,7 +60,7 @@ int cs_upstreams_init(struct cs_engine *engine)
 {
 	if (cs_u64map_init(&engine->upstream_pending, sizeof(struct pending_request), PENDING_MAX) ||
 	    cs_u64map_init(&engine->upstream_blocked, sizeof(struct blocked_thread), BLOCKED_THREADS_MAX) ||
-	    cs_upstream_turns_init(engine))
+	    cs_upstream_turns_init(engine) || cs_upstream_queue_init(engine))
 		return -ENOMEM;
 	return 0;
 }
@@ -76,6 +76,7 @@ void cs_upstreams_free(struct cs_engine *engine)
 	cs_u64map_free(&engine->upstream_pending);
 	cs_u64map_free(&engine->upstream_blocked);
 	cs_upstream_turns_free(engine);
+	cs_upstream_queue_free(engine);
 }
 
 /* The upstream at the tuple's remote end, added on its first exchange; NULL: the table is full. */
@@ -227,6 +228,7 @@ int cs_on_upstream(struct cs_engine *engine, const struct cs_ev_upstream *ev)
 	enum cs_upstream_unjoined why = CS_UNJOINED_UNMATCHED;
 	bool one = served_one(ev, &why);
 	cs_upstream_turn_note(engine, ev, &x, !one && why == CS_UNJOINED_AMBIGUOUS);
+	cs_upstream_queue_note(engine, &x);
 	if (!one || !add_pending(engine, ev, &x))
 		u->not_joined[why]++;
 	else
@@ -272,24 +274,24 @@ void cs_upstream_unclaimed(struct cs_engine *engine, const struct cs_upstream_cl
 	unmatched(engine, claim->exchanges, claim->count);
 }
 
-/* An exchange's parts: its connect, its wait for the first byte, the read. */
+/* An exchange's parts: the request's wait for a connection to it, its connect, its wait for the first byte, the read. */
 struct parts {
-	uint64_t connect_ns, wait_ns, read_ns;
+	uint64_t queue_ns, connect_ns, wait_ns, read_ns;
 };
 
 static uint64_t parts_sum(const struct parts *p)
 {
-	return p->connect_ns + p->wait_ns + p->read_ns;
+	return p->queue_ns + p->connect_ns + p->wait_ns + p->read_ns;
 }
 
 /*
  * The parts cut to take in all: the read first (the thread's own pickup
  * of the answer, where its waits for a CPU fall), then the wait for the
- * first byte, then the connect.
+ * first byte, then the connect, then the wait for a connection.
  */
 static void parts_cut(struct parts *p, uint64_t take)
 {
-	uint64_t *cut_first[] = { &p->read_ns, &p->wait_ns, &p->connect_ns };
+	uint64_t *cut_first[] = { &p->read_ns, &p->wait_ns, &p->connect_ns, &p->queue_ns };
 	uint64_t excess = parts_sum(p) > take ? parts_sum(p) - take : 0;
 	for (size_t i = 0; i < sizeof(cut_first) / sizeof(cut_first[0]) && excess; i++) {
 		uint64_t cut = *cut_first[i] < excess ? *cut_first[i] : excess;
@@ -298,9 +300,10 @@ static void parts_cut(struct parts *p, uint64_t take)
 	}
 }
 
-/* The parts of x that lie within [from, to]. */
+/* The parts of x that lie within [from, to] (no wait for a connection: cs_upstream_queued tells it). */
 static void parts_within(const struct cs_upstream_exchange *x, uint64_t from, uint64_t to, struct parts *p)
 {
+	p->queue_ns = 0;
 	uint64_t answered = x->first_byte_ns ? x->first_byte_ns : x->first_read_ns;
 	uint64_t connect_end = x->start_ns + x->connect_ns;
 #define OVERLAP(a, b) span((a) > from ? (a) : from, (b) < to ? (b) : to)
@@ -321,12 +324,16 @@ static void take_parts(struct cs_engine *engine, struct parts *p, const struct c
 	parts_cut(p, take);
 	split->cause_ns[cause] -= take;
 	split->cause_ns[CS_CAUSE_UPSTREAM] += take;
+	use->queue_ns += p->queue_ns;
 	use->connect_ns += p->connect_ns;
 	use->wait_ns += p->wait_ns;
 	use->read_ns += p->read_ns;
 	struct cs_upstream_stats *u = upstream_at(engine, upstream);
-	if (u)
+	if (u) {
 		u->waited_ns += take;
+		u->queued_requests += p->queue_ns > 0;
+		u->queued_ns += p->queue_ns;
+	}
 	/* The upstream that took the most of it names the request's. */
 	if (upstream == use->upstream) {
 		use->upstream_ns += take;
@@ -382,7 +389,8 @@ static void take_joined(struct cs_engine *engine, const struct cs_ev_request *re
 			continue;
 		}
 		parts_within(x, x->start_ns, x->first_read_ns, &parts[i]);
-		waited += parts[i].connect_ns + parts[i].wait_ns;
+		parts[i].queue_ns = cs_upstream_queued(engine, req->first_read_ns, x);
+		waited += parts[i].queue_ns + parts[i].connect_ns + parts[i].wait_ns;
 		blocked &= x->blocked;
 	}
 	uint64_t runq = runq_while_waiting(req, waited, blocked);

@@ -64,12 +64,15 @@ static void upstream_text(FILE *out, const struct cs_report_view *view, const st
 	const struct cs_upstream_stats *u = upstream_of(view, e);
 	if (!u)
 		return;
-	char endpoint[CS_ENDPOINT_LEN], connect[32], wait[32], read[32];
+	char endpoint[CS_ENDPOINT_LEN], queue[32], connect[32], wait[32], read[32];
 	cs_format_endpoint(endpoint, sizeof(endpoint), u->addr, u->port);
+	cs_format_duration(queue, sizeof(queue), e->upstream.queue_ns);
 	cs_format_duration(connect, sizeof(connect), e->upstream.connect_ns);
 	cs_format_duration(wait, sizeof(wait), e->upstream.wait_ns);
 	cs_format_duration(read, sizeof(read), e->upstream.read_ns);
-	fprintf(out, "    upstream %s: connect %s, first byte %s, read %s%s\n", endpoint, connect, wait, read,
+	fprintf(out, "    upstream %s: %s%s%sconnect %s, first byte %s, read %s%s\n", endpoint,
+		e->upstream.queue_ns ? "waiting for a connection " : "", e->upstream.queue_ns ? queue : "",
+		e->upstream.queue_ns ? ", " : "", connect, wait, read,
 		e->upstream.loop_blocked ? " (of its wait for its loop, blocked on it)" : "");
 }
 
@@ -80,9 +83,10 @@ static json_t *upstream_value(const struct cs_report_view *view, const struct cs
 		return json_null();
 	char address[CS_ENDPOINT_LEN];
 	cs_format_addr(address, sizeof(address), u->addr);
-	return json_pack("{s:o,s:I,s:o,s:o,s:o,s:b}", "address", cs_json_text(address), "port", (json_int_t)u->port,
-			 "connect_us", cs_json_us(e->upstream.connect_ns), "wait_us", cs_json_us(e->upstream.wait_ns),
-			 "read_us", cs_json_us(e->upstream.read_ns), "loop_blocked", e->upstream.loop_blocked != 0);
+	return json_pack("{s:o,s:I,s:o,s:o,s:o,s:o,s:b}", "address", cs_json_text(address), "port", (json_int_t)u->port,
+			 "connection_wait_us", cs_json_us(e->upstream.queue_ns), "connect_us",
+			 cs_json_us(e->upstream.connect_ns), "wait_us", cs_json_us(e->upstream.wait_ns), "read_us",
+			 cs_json_us(e->upstream.read_ns), "loop_blocked", e->upstream.loop_blocked != 0);
 }
 
 static const char *comm_of(const struct cs_report_view *view, uint32_t tid)

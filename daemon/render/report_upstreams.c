@@ -31,7 +31,10 @@ static void text_upstream(FILE *out, const struct cs_upstream_stats *u, double t
 	cs_format_endpoint(endpoint, sizeof(endpoint), u->addr, u->port);
 	cs_format_duration(waited, sizeof(waited), u->waited_ns);
 	fprintf(out, "  %s  %" PRIu64 " exchange(s): joined %" PRIu64, endpoint, u->exchanges, u->joined);
-	if (u->joined_by_turn)
+	if (u->joined_alike)
+		fprintf(out, " (%" PRIu64 " by their loop's turn, %" PRIu64 " of them among alike ones)", u->joined_by_turn,
+			u->joined_alike);
+	else if (u->joined_by_turn)
 		fprintf(out, " (%" PRIu64 " by their loop's turn)", u->joined_by_turn);
 	fprintf(out, ", not joined %" PRIu64 " (ambiguous %" PRIu64 ", no request %" PRIu64 ", unmatched %" PRIu64
 		", awaiting their request %" PRIu64 ")",
@@ -43,6 +46,12 @@ static void text_upstream(FILE *out, const struct cs_upstream_stats *u, double t
 	if (u->loop_waits)
 		fprintf(out, " (%" PRIu64 " behind a loop blocked on it)", u->loop_waits);
 	fprintf(out, "; %.1f%% of the tail's time\n", 100.0 * tail_share);
+	if (u->queued_requests) {
+		char queued[32];
+		cs_format_duration(queued, sizeof(queued), u->queued_ns);
+		fprintf(out, "    %" PRIu64 " of them waited %s for a free connection to it (its connections all busy)\n",
+			u->queued_requests, queued);
+	}
 	text_p50_p99(out, "connect", u->connect_ns);
 	if (u->connects_retransmitted)
 		fprintf(out, "  (%" PRIu64 " connect(s), %" PRIu64 " waited for a SYN retransmit: %" PRIu64 " in all)\n",
@@ -84,11 +93,14 @@ static json_t *upstream_value(const struct cs_upstream_stats *u, double tail_sha
 	json_object_set_new(o, "connects_retransmitted", json_integer(JI(u->connects_retransmitted)));
 	json_object_set_new(o, "joined", json_integer(JI(u->joined)));
 	json_object_set_new(o, "joined_by_turn", json_integer(JI(u->joined_by_turn)));
+	json_object_set_new(o, "joined_alike", json_integer(JI(u->joined_alike)));
 	json_object_set_new(o, "not_joined", json_integer(JI(cs_upstream_not_joined(u))));
 	json_object_set_new(o, "not_joined_by", by);
 	json_object_set_new(o, "requests_waited", json_integer(JI(u->requests_waited)));
 	json_object_set_new(o, "loop_waits", json_integer(JI(u->loop_waits)));
 	json_object_set_new(o, "waited_us", cs_json_us(u->waited_ns));
+	json_object_set_new(o, "queued_requests", json_integer(JI(u->queued_requests)));
+	json_object_set_new(o, "queued_us", cs_json_us(u->queued_ns));
 	json_object_set_new(o, "tail_share", cs_json_4(tail_share));
 	return o;
 }

@@ -74,7 +74,8 @@ static const struct {
 		"[?other_operation| ({other_operation})]; time to safepoint p50 {time_to_safepoint_p50}, max "
 		"{time_to_safepoint_max}]" },
 	[CS_CAUSE_UPSTREAM] = { "waiting on an upstream: a server it called",
-		"{upstream}: {tail_requests} tail request(s) waited {tail_wait} on it: connect {connect}"
+		"{upstream}: {tail_requests} tail request(s) waited {tail_wait} on it: "
+		"[+connection_wait|for a free connection to it {connection_wait} (its connections all busy), ]connect {connect}"
 		"[+syn_retransmits| ({syn_retransmits} SYN retransmit(s))], waiting for the first byte "
 		"{first_byte_wait}, reading the answer {read}[+loop_waits|; {loop_waits} of them waited for their "
 		"loop, blocked on it][+other_upstreams|; {other_upstreams} other upstream(s) in the tail]"
@@ -87,7 +88,9 @@ static const struct {
 static const struct {
 	const char *text;
 } cause_advice[CS_CAUSE_COUNT] = {
-	[CS_CAUSE_UPSTREAM] = { "the upstream answered late, not this server: look at {upstream} itself"
+	[CS_CAUSE_UPSTREAM] = { "[+mostly_connection_wait|the requests waited for a connection to {upstream}, all of "
+		"this server's busy: raise its limit (HAProxy's maxconn on the server line, a pool's size) if the upstream "
+		"has room, else ]the upstream answered late, not this server: look at {upstream} itself"
 		"[!chained_requests| (connscope attach --port {upstream_port} where it runs)]"
 		"[?chained_first_cause|, where the time went to {chained_first_cause} (its listener :{upstream_port} "
 		"in this report)][+syn_retransmits|; its listen backlog overflowed: raise it]"

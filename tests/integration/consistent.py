@@ -53,8 +53,10 @@ def pool_contradictions(pool, tail):
 
 def upstream_contradictions(report, tail):
     """upstream: the upstream its evidence names is one of upstreams[]; its
-    split adds up to its time; each upstream's exchanges are joined or
-    counted as not joined; their tail shares add up to at most the cause's."""
+    split (the wait for a connection, connect, first byte, read) adds up to
+    its time, and "mostly a wait for a connection" is so; each upstream's
+    exchanges are joined or counted as not joined; their tail shares add up
+    to at most the cause's."""
     upstreams = report.get("upstreams", [])
     for u in upstreams:
         if u["joined"] + u["not_joined"] != u["exchanges"]:
@@ -70,9 +72,13 @@ def upstream_contradictions(report, tail):
     named = [u for u in upstreams if u["port"] == f["upstream_port"]]
     if not named or not any(u["requests_waited"] for u in named):
         yield "upstream: its evidence names :%d, no upstream whose requests waited on it" % f["upstream_port"]
-    parts = f["connect_us"] + f["first_byte_wait_us"] + f["read_us"]
+    parts = f.get("connection_wait_us", 0) + f["connect_us"] + f["first_byte_wait_us"] + f["read_us"]
     if abs(parts - f["tail_wait_us"]) > 0.001 * f["tail_requests"] + 0.01:
-        yield "upstream: connect + first byte + read %.3f us, not its %.3f us" % (parts, f["tail_wait_us"])
+        yield "upstream: connection wait + connect + first byte + read %.3f us, not its %.3f us" % (
+            parts, f["tail_wait_us"])
+    if f.get("mostly_connection_wait") and 2 * f.get("connection_wait_us", 0) < f["tail_wait_us"]:
+        yield "upstream: mostly a wait for a connection, but %.3f of its %.3f us" % (
+            f["connection_wait_us"], f["tail_wait_us"])
 
 
 def contradictions(report):

@@ -155,22 +155,86 @@ Test(upstreams, an_event_loop_s_exchange_is_the_request_its_turn_answered)
 /*
  * The loop read two backends' answers in one turn, then wrote both
  * clients' answers: which exchange was which request's is not told by the
- * turn either, and neither is joined.
+ * turn either. One took 10 ms, the other 30: neither is joined.
  */
-Test(upstreams, an_event_loop_that_read_two_answers_in_one_turn_does_not_guess)
+Test(upstreams, an_event_loop_that_read_two_unlike_answers_in_one_turn_does_not_guess)
 {
-	uint64_t r1 = T0, r2 = T0 + 100 * US;
-	feed_upstream(engine, (struct upstream_spec){ .sk = 0x7001, .send_ns = r1 + 10 * US, .first_byte_ns = r1 + 10 * MS,
-						      .first_read_ns = r1 + 10 * MS, .open = 2, .tid = 9,
+	uint64_t r1 = T0, r2 = T0 + 20 * MS;
+	feed_upstream(engine, (struct upstream_spec){ .sk = 0x7001, .send_ns = r2 + 10 * US, .first_byte_ns = r2 + 10 * MS,
+						      .first_read_ns = r2 + 10 * MS, .open = 2, .tid = 9,
 						      .reads_between = 1, .sender_cpu_ns = 100 * US });
-	feed_upstream(engine, (struct upstream_spec){ .sk = 0x7002, .send_ns = r2 + 10 * US,
-						      .first_byte_ns = r1 + 10 * MS + 10 * US,
-						      .first_read_ns = r1 + 10 * MS + 20 * US, .open = 2, .tid = 9,
-						      .sender_cpu_ns = 100 * US });
-	feed_request(engine, request(SK(1), r1, 10 * MS + 50 * US, 9));
-	feed_request(engine, request(SK(2), r2, 10 * MS + 70 * US - 100 * US, 9));
+	feed_upstream(engine, (struct upstream_spec){ .sk = 0x7002, .send_ns = r1 + 10 * US,
+						      .first_byte_ns = r2 + 10 * MS + 10 * US,
+						      .first_read_ns = r2 + 10 * MS + 20 * US, .open = 2, .tid = 9,
+						      .reads_between = 1, .sender_cpu_ns = 100 * US });
+	feed_request(engine, request(SK(1), r1, 30 * MS + 50 * US, 9));
+	feed_request(engine, request(SK(2), r2, 10 * MS + 70 * US, 9));
 	expect_joins(0, 2, 0, 0);
 	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), 0);
+}
+
+/*
+ * HAProxy with two connections to its server, answered in lockstep: it
+ * read both answers in one turn, then wrote both clients' answers. Which
+ * was whose is not told, but the two exchanges are alike (sent 60 us
+ * apart, read 10 us apart, 20 ms long): either gives each request the
+ * same split, and each request takes one, whichever order their records
+ * come in.
+ */
+Test(upstreams, alike_answers_read_in_one_turn_are_joined_either_way)
+{
+	uint64_t r1 = T0, r2 = T0 + 100 * US, send = T0 + 5 * MS, read = send + 20 * MS;
+	feed_upstream(engine, (struct upstream_spec){ .sk = 0x7001, .send_ns = send, .first_byte_ns = read - 50 * US,
+						      .first_read_ns = read, .open = 2, .tid = 9, .reads_between = 1,
+						      .sender_cpu_ns = 100 * US });
+	feed_upstream(engine, (struct upstream_spec){ .sk = 0x7002, .send_ns = send + 60 * US,
+						      .first_byte_ns = read - 40 * US, .first_read_ns = read + 10 * US,
+						      .open = 2, .tid = 9, .sender_cpu_ns = 100 * US });
+	/* The second request's record first. */
+	feed_request(engine, request(SK(2), r2, read + 100 * US - r2, 9));
+	feed_request(engine, request(SK(1), r1, read + 40 * US - r1, 9));
+	expect_joins(2, 0, 0, 0);
+	cr_expect_eq(only_upstream()->joined_by_turn, 2);
+	cr_expect_eq(only_upstream()->joined_alike, 2);
+	cr_expect_eq(only_upstream()->requests_waited, 2);
+	/* Each request's upstream time is one exchange's: 20 ms and 20.01 ms from the sends (less any cut). */
+	cr_expect_geq(cause_total(CS_CAUSE_UPSTREAM), 2 * 20 * MS - 100 * US);
+	cr_expect_leq(cause_total(CS_CAUSE_UPSTREAM), 2 * 20 * MS + 100 * US);
+}
+
+/*
+ * HAProxy with at most two connections to its server: four requests read
+ * at once; two go out at once, the other two wait in its queue until the
+ * first two's answers come (20 ms), then go out. The two queued requests'
+ * wait while both connections were busy is upstream time, told apart as
+ * the wait for a connection; the first two waited for none.
+ */
+Test(upstreams, a_request_queued_for_a_busy_connection_waits_on_the_upstream)
+{
+	uint64_t answered[2] = { 20 * MS, 40 * MS + 100 * US };
+	for (uint64_t turn = 0; turn < 2; turn++) {
+		for (uint64_t k = 0; k < 2; k++) {
+			uint64_t start = turn ? answered[0] + 80 * US + k * 10 * US : 10 * US + k * 10 * US;
+			feed_upstream(engine, (struct upstream_spec){
+				.sk = 0x7100 + k, .send_ns = T0 + start, .first_byte_ns = T0 + answered[turn] + k * 10 * US,
+				.first_read_ns = T0 + answered[turn] + k * 10 * US, .open = 2, .tid = 9, .reads_between = 1,
+				.sender_cpu_ns = 100 * US });
+		}
+		for (uint64_t k = 0; k < 2; k++) {
+			uint64_t read = T0 + (turn * 2 + k) * 5 * US, sent = T0 + answered[turn] + 40 * US + k * 20 * US;
+			feed_request(engine, request(SK(20 + turn * 2 + k), read, sent - read, 9));
+		}
+	}
+	expect_joins(4, 0, 0, 0);
+	const struct cs_upstream_stats *u = only_upstream();
+	cr_expect_eq(u->joined_alike, 4);
+	cr_expect_eq(u->queued_requests, 2);
+	/*
+	 * From each queued request's read (10 and 15 us) to the first turn's
+	 * last answer (20.01 ms), and for the second, the 10 us the first's
+	 * exchange was under way before its own went out.
+	 */
+	cr_expect_eq(u->queued_ns, (20 * MS) + (20 * MS - 5 * US + 10 * US), "queued %lu", (unsigned long)u->queued_ns);
 }
 
 /*
