@@ -1,4 +1,6 @@
-"""The servers measured: Debian's nginx and csserver, one worker each; and, for
+"""The servers measured: Debian's nginx and csserver, one worker each (and nginx as
+a reverse proxy in front of csserver: the cost of following a target's upstream
+connections, `--targets nginx-proxy`); and, for
 the JVM pause probes' cost, Debian's OpenJDK 17 running the JDK's own HttpServer
 (tests/integration/jvm/CsPauses.java) with pauses on a schedule."""
 import os
@@ -16,7 +18,7 @@ class Nginx:
 
     name = "nginx"
 
-    def __init__(self, procs, build=None, pinned=True):
+    def __init__(self, procs, build=None, pinned=True, upstream_port=None):
         self.procs = procs
         self.dir = tempfile.mkdtemp(prefix="connscope-bench-nginx-")
         os.chmod(self.dir, 0o755)  # the worker runs as nobody and reads html/
@@ -41,9 +43,11 @@ http {{
     uwsgi_temp_path {self.dir}/tmp;
     scgi_temp_path {self.dir}/tmp;
     keepalive_requests 1000000;
+    {self.upstream_block(upstream_port)}
     server {{
         listen 127.0.0.1:{self.port} backlog=4096;
         root {self.dir}/html;
+        {self.proxy_location(upstream_port)}
     }}
 }}
 """
@@ -67,6 +71,15 @@ http {{
             time.sleep(0.05)
         self.pid = self.worker
         self.pids = [self.proc.pid] + ([self.worker] if self.worker else [])
+
+    @staticmethod
+    def upstream_block(port):
+        return f"upstream backend {{ server 127.0.0.1:{port}; keepalive 16; }}" if port else ""
+
+    @staticmethod
+    def proxy_location(port):
+        return ('location / { proxy_pass http://backend; proxy_http_version 1.1; '
+                'proxy_set_header Connection ""; }') if port else ""
 
     def close(self):
         self.procs.stop(self.proc, signal.SIGQUIT)
@@ -92,6 +105,22 @@ class CsServer:
 
     def close(self):
         self.procs.stop(self.proc, signal.SIGTERM)
+
+
+class NginxProxy(Nginx):
+    """nginx proxying every request to csserver on keep-alive upstream connections: the
+    target (nginx) follows them, an exchange per request. The backend shares the
+    server's CPU; only nginx's CPU is the target's."""
+
+    name = "nginx-proxy"
+
+    def __init__(self, procs, build, pinned=True):
+        self.backend = CsServer(procs, build, pinned=pinned)
+        super().__init__(procs, build, pinned, upstream_port=self.backend.port)
+
+    def close(self):
+        super().close()
+        self.backend.close()
 
 
 class JavaServer:
@@ -124,7 +153,7 @@ class JavaServer:
         self.procs.stop(self.proc, signal.SIGTERM)
 
 
-TARGETS = [Nginx, CsServer]
+TARGETS = [Nginx, CsServer, NginxProxy]
 
 
 def new_target(target_cls, procs, args, pinned=True):
