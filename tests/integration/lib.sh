@@ -361,6 +361,34 @@ print($2 - t($2), $3 + t($3))")
 # top_cause JSON: the tail's largest cause.
 top_cause() { json_get "$1" 'j["tail"]["causes"][0]["cause"]'; }
 
+# cs_start_backend [OPTIONS...]: a csserver on a free port for a target to
+# call, its log in $CS_TMP/backend-PORT.log; BACKEND_PORT and BACKEND_PID.
+cs_start_backend() {
+  BACKEND_PORT=$(cs_free_port)
+  "$CS_SERVER" --port "$BACKEND_PORT" "$@" >"$CS_TMP/backend-$BACKEND_PORT.log" 2>&1 &
+  BACKEND_PID=$!
+  cs_pids+=("$BACKEND_PID")
+  cs_wait_port "$BACKEND_PORT"
+}
+
+# note_upstream_tail REPORT CLIENT_JSON: the p99s, the tail's causes, the
+# upstream cause's evidence and the upstreams, for the log.
+note_upstream_tail() {
+  note "p99: connscope $(json_get "$1" 'j["latency_us"]["p99"]') us, the client $(json_get "$2" 'j["from_send_us"]["p99"]') us from its send"
+  note "tail: $(json_get "$1" '", ".join("%s %.1f%%" % (c["cause"], 100 * c["share"]) for c in j["tail"]["causes"] if c["share"] >= 0.005)')"
+  note "upstream evidence: $(json_get "$1" '" ".join(c["evidence"] for c in j["tail"]["causes"] if c["cause"] == "upstream")')"
+  note "upstreams: $(json_get "$1" 'j["upstreams"]')"
+}
+
+# assert_upstream_leads REPORT PORT WHAT: upstream is the tail's top cause
+# and its evidence names PORT (WHAT: whose port it is, for the log).
+assert_upstream_leads() {
+  [[ $(top_cause "$1") == upstream ]] || fail "the tail's top cause is $(top_cause "$1"), expected upstream"
+  echo "ok: upstream leads the tail"
+  assert_cmp "$(json_get "$1" '[c for c in j["tail"]["causes"] if c["cause"] == "upstream"][0]["figures"]["upstream_port"]')" \
+    == "$2" "the evidence names $3"
+}
+
 # flagged JSON: the conditions flagged, space-separated (empty: none).
 flagged() { json_get "$1" '" ".join(k for k, v in j["conditions"].items() if isinstance(v, dict) and v.get("flagged"))'; }
 

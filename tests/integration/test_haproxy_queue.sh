@@ -14,11 +14,8 @@
 # integration: plain build
 source "$(dirname "$0")/lib.sh"
 
-backend_port=$(cs_free_port)
-"$CS_SERVER" --port "$backend_port" --workers 1 >"$CS_TMP/backend.log" 2>&1 &
-backend_pid=$!
-cs_pids+=("$backend_pid")
-cs_wait_port "$backend_port"
+cs_start_backend --workers 1
+backend_port=$BACKEND_PORT
 haproxy_port=$(cs_free_port)
 cat >"$CS_TMP/haproxy.cfg" <<CFG
 global
@@ -56,14 +53,9 @@ wait "$haproxy_pid" || true
 r=$CS_TMP/queue.json
 cause='[c for c in j["tail"]["causes"] if c["cause"] == "upstream"][0]'
 u='[x for x in j["upstreams"] if x["port"] == '"$backend_port"'][0]'
-note "p99: connscope $(json_get "$r" 'j["latency_us"]["p99"]') us, the client $(json_get "$CS_TMP/client.json" 'j["from_send_us"]["p99"]') us from its send"
-note "tail: $(json_get "$r" '", ".join("%s %.1f%%" % (c["cause"], 100 * c["share"]) for c in j["tail"]["causes"] if c["share"] >= 0.005)')"
-note "upstream evidence: $(json_get "$r" "$cause[\"evidence\"]")"
+note_upstream_tail "$r" "$CS_TMP/client.json"
 note "its advice: $(json_get "$r" "$cause[\"advice\"]")"
-note "the backend: $(json_get "$r" "$u")"
-
-[[ $(top_cause "$r") == upstream ]] || fail "the tail's top cause is $(top_cause "$r"), expected upstream"
-echo "ok: upstream leads the tail"
+assert_upstream_leads "$r" "$backend_port" "the backend's port"
 [[ $(json_get "$r" "$cause[\"figures\"][\"mostly_connection_wait\"]") == True ]] ||
   fail "the tail's wait on the backend is not mostly for a free connection"
 echo "ok: the tail's wait on the backend: mostly for a free connection"

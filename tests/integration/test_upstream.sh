@@ -21,16 +21,10 @@
 source "$(dirname "$0")/lib.sh"
 
 slow_ms=30
-backend_port=$(cs_free_port)
-"$CS_SERVER" --port "$backend_port" --workers 1 >"$CS_TMP/backend.log" 2>&1 &
-backend_pid=$!
-cs_pids+=("$backend_pid")
-cs_wait_port "$backend_port"
-busy_port=$(cs_free_port)
-"$CS_SERVER" --port "$busy_port" --workers 1 >"$CS_TMP/busy-backend.log" 2>&1 &
-busy_pid=$!
-cs_pids+=("$busy_pid")
-cs_wait_port "$busy_port"
+cs_start_backend --workers 1
+backend_port=$BACKEND_PORT backend_pid=$BACKEND_PID
+cs_start_backend --workers 1
+busy_port=$BACKEND_PORT busy_pid=$BACKEND_PID
 
 NGINX_HTTP_EXTRA="upstream backend { server 127.0.0.1:$backend_port; keepalive 16; }
   upstream busy { server 127.0.0.1:$busy_port; keepalive 32; }"
@@ -44,21 +38,13 @@ cs_profile upstream "$CS_LOAD" --port "$NGINX_PORT" --connections 16 --rate 200 
   fail "connscope report --slowest failed"
 kill -TERM "$backend_pid"
 wait "$backend_pid" || true
-backend_requests=$(sed -n 's/.*worker 0: .*, requests \([0-9]*\),.*/\1/p' "$CS_TMP/backend.log")
-[[ -n $backend_requests ]] || { cat "$CS_TMP/backend.log"; fail "the backend did not say how many requests it served"; }
+backend_requests=$(sed -n 's/.*worker 0: .*, requests \([0-9]*\),.*/\1/p' "$CS_TMP/backend-$backend_port.log")
+[[ -n $backend_requests ]] || { cat "$CS_TMP/backend-$backend_port.log"; fail "the backend did not say how many requests it served"; }
 client_slow=$(awk -v p="/b/sleep/$slow_ms" '$7 == p' "$CS_TMP/client.log" | wc -l)
 
 r=$CS_TMP/upstream.json
-note "p99: connscope $(json_get "$r" 'j["latency_us"]["p99"]') us, the client $(json_get "$CS_TMP/client.json" 'j["from_send_us"]["p99"]') us from its send"
-note "tail: $(json_get "$r" '", ".join("%s %.1f%%" % (c["cause"], 100 * c["share"]) for c in j["tail"]["causes"] if c["share"] >= 0.005)')"
-note "upstream evidence: $(json_get "$r" '[c for c in j["tail"]["causes"] if c["cause"] == "upstream"][0]["evidence"]')"
-note "upstreams: $(json_get "$r" 'j["upstreams"]')"
-
-# The tail's cause, and the upstream it names.
-[[ $(top_cause "$r") == upstream ]] || fail "the tail's top cause is $(top_cause "$r"), expected upstream"
-echo "ok: upstream leads the tail"
-assert_cmp "$(json_get "$r" '[c for c in j["tail"]["causes"] if c["cause"] == "upstream"][0]["figures"]["upstream_port"]')" \
-  == "$backend_port" "the evidence names the backend's port"
+note_upstream_tail "$r" "$CS_TMP/client.json"
+assert_upstream_leads "$r" "$backend_port" "the backend's port"
 assert_p99_agrees "$r" "$CS_TMP/client.json"
 
 # The slow requests' wait on the backend: what it was told to take. Each
@@ -94,7 +80,7 @@ cs_profile busy "$CS_LOAD" --port "$NGINX_PORT" --connections 32 --duration 3 --
   --json "$CS_TMP/busy-client.json" --quiet
 kill -TERM "$busy_pid"
 wait "$busy_pid" || true
-busy_requests=$(sed -n 's/.*worker 0: .*, requests \([0-9]*\),.*/\1/p' "$CS_TMP/busy-backend.log")
+busy_requests=$(sed -n 's/.*worker 0: .*, requests \([0-9]*\),.*/\1/p' "$CS_TMP/backend-$busy_port.log")
 b=$CS_TMP/busy.json
 u='[x for x in j["upstreams"] if x["port"] == '$busy_port'][0]'
 note "32 clients: p99 connscope $(json_get "$b" 'j["latency_us"]["p99"]') us, the client $(json_get "$CS_TMP/busy-client.json" 'j["from_send_us"]["p99"]') us; tail: $(json_get "$b" '", ".join("%s %.1f%%" % (c["cause"], 100 * c["share"]) for c in j["tail"]["causes"] if c["share"] >= 0.005)')"

@@ -15,11 +15,8 @@
 # integration: plain build
 source "$(dirname "$0")/lib.sh"
 
-backend_port=$(cs_free_port)
-"$CS_SERVER" --port "$backend_port" --accept acceptor --workers 2 --accept-delay-us 5000 >"$CS_TMP/backend.log" 2>&1 &
-backend_pid=$!
-cs_pids+=("$backend_pid")
-cs_wait_port "$backend_port"
+cs_start_backend --accept acceptor --workers 2 --accept-delay-us 5000
+backend_port=$BACKEND_PORT backend_pid=$BACKEND_PID
 NGINX_SERVER_EXTRA="location /c/ { proxy_pass http://127.0.0.1:$backend_port/; }"
 cs_start_nginx 65s 1024
 

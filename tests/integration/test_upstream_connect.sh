@@ -15,12 +15,8 @@
 # integration: plain build
 source "$(dirname "$0")/lib.sh"
 
-backend_port=$(cs_free_port)
-"$CS_SERVER" --port "$backend_port" --accept acceptor --workers 2 --accept-delay-us 10000 --backlog 4 \
-  >"$CS_TMP/backend.log" 2>&1 &
-backend_pid=$!
-cs_pids+=("$backend_pid")
-cs_wait_port "$backend_port"
+cs_start_backend --accept acceptor --workers 2 --accept-delay-us 10000 --backlog 4
+backend_port=$BACKEND_PORT backend_pid=$BACKEND_PID
 app_port=$(cs_free_port)
 cs_bg python3 "$(dirname "$0")/calling_app.py" --port "$app_port" --http-port "$backend_port" \
   --connect-log "$CS_TMP/connects.log" >"$CS_TMP/app.log" 2>&1
@@ -44,14 +40,9 @@ read -r app_connects app_slow app_max_us < <(awk '{ n++; if ($1 >= 1000000) slow
   END { print n + 0, slow + 0, max + 0 }' "$CS_TMP/connects.log")
 u='[x for x in j["upstreams"] if x["port"] == '"$backend_port"'][0]'
 cause='[c for c in j["tail"]["causes"] if c["cause"] == "upstream"][0]'
-note "p99: connscope $(json_get "$r" 'j["latency_us"]["p99"]') us, the client $(json_get "$CS_TMP/client.json" 'j["from_send_us"]["p99"]') us from its send"
-note "tail: $(json_get "$r" '", ".join("%s %.1f%%" % (c["cause"], 100 * c["share"]) for c in j["tail"]["causes"] if c["share"] >= 0.005)')"
-note "upstream evidence: $(json_get "$r" "$cause[\"evidence\"]")"
-note "the application: $app_calls calls, $app_connects connects, $app_slow of 1 s or more, the slowest $app_max_us us; connscope: $(json_get "$r" "$u")"
-
-[[ $(top_cause "$r") == upstream ]] || fail "the tail's top cause is $(top_cause "$r"), expected upstream"
-echo "ok: upstream leads the tail"
-assert_cmp "$(json_get "$r" "$cause[\"figures\"][\"upstream_port\"]")" == "$backend_port" "the evidence names the backend's port"
+note_upstream_tail "$r" "$CS_TMP/client.json"
+note "the application: $app_calls calls, $app_connects connects, $app_slow of 1 s or more, the slowest $app_max_us us"
+assert_upstream_leads "$r" "$backend_port" "the backend's port"
 assert_cmp "$(json_get "$r" "$cause[\"figures\"][\"syn_retransmits\"]")" '>' 0 "the evidence counts the SYN retransmits"
 assert_cmp "$(json_get "$r" "$cause[\"figures\"][\"connect_us\"]")" '>=' 1000000 "the evidence's connect time: a retransmit's second at least"
 assert_p99_agrees "$r" "$CS_TMP/client.json"

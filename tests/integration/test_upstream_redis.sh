@@ -35,15 +35,8 @@ app_calls=$(sed -n 's/^calls \([0-9]*\)$/\1/p' "$CS_TMP/app.log")
 client_slow=$(awk -v p="/slow/$slow_ms" '$7 == p' "$CS_TMP/client.log" | wc -l)
 
 r=$CS_TMP/app.json
-note "p99: connscope $(json_get "$r" 'j["latency_us"]["p99"]') us, the client $(json_get "$CS_TMP/client.json" 'j["from_send_us"]["p99"]') us from its send"
-note "tail: $(json_get "$r" '", ".join("%s %.1f%%" % (c["cause"], 100 * c["share"]) for c in j["tail"]["causes"] if c["share"] >= 0.005)')"
-note "upstream evidence: $(json_get "$r" '[c for c in j["tail"]["causes"] if c["cause"] == "upstream"][0]["evidence"]')"
-note "upstreams: $(json_get "$r" 'j["upstreams"]')"
-
-[[ $(top_cause "$r") == upstream ]] || fail "the tail's top cause is $(top_cause "$r"), expected upstream"
-echo "ok: upstream leads the tail"
-assert_cmp "$(json_get "$r" '[c for c in j["tail"]["causes"] if c["cause"] == "upstream"][0]["figures"]["upstream_port"]')" \
-  == "$REDIS_PORT" "the evidence names Redis's port"
+note_upstream_tail "$r" "$CS_TMP/client.json"
+assert_upstream_leads "$r" "$REDIS_PORT" "Redis's port"
 # The application's own work (parsing, answering: well under a
 # millisecond a request) is all handler may keep of 20 ms requests.
 assert_cmp "$(json_get "$r" 'sum(c["share"] for c in j["tail"]["causes"] if c["cause"] == "handler")')" '<' 0.25 \
