@@ -119,6 +119,30 @@ static __always_inline void upstream_enter_window(struct upstream_state *up)
 }
 
 /*
+ * The requests open at the exchange's start that its thread still has open
+ * now, by their first read's time (the last one found in *which).
+ */
+static __always_inline __u16 open_throughout(const struct upstream_state *up, const struct reading_thread *thread,
+					     __u64 *which)
+{
+	__u16 open = 0;
+
+	for (__u32 i = 0; i < CS_UP_OPEN_FOLLOWED; i++) {
+		__u64 read_ns = up->open_read_ns[i];
+		if (!read_ns)
+			continue;
+		for (__u32 j = 0; j < CS_UP_OPEN_FOLLOWED; j++) {
+			if (thread->open_read_ns[j] == read_ns) {
+				open++;
+				*which = read_ns;
+				break;
+			}
+		}
+	}
+	return open;
+}
+
+/*
  * A connect made for a request still open now (its thread had it open then
  * and has it now; or too many were open then and now to tell). A connect
  * made before any of the requests now open (a pool filled ahead, a
@@ -127,20 +151,11 @@ static __always_inline void upstream_enter_window(struct upstream_state *up)
 static __always_inline bool connected_for_open_request(const struct upstream_state *up, __u32 tid)
 {
 	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &tid);
+	__u64 which = 0;
 
 	if (!thread)
 		return false;
-	if (up->crowded && thread->crowded)
-		return true;
-	for (__u32 i = 0; i < CS_UP_OPEN_FOLLOWED; i++) {
-		__u64 read_ns = up->open_read_ns[i];
-		if (!read_ns)
-			continue;
-		for (__u32 j = 0; j < CS_UP_OPEN_FOLLOWED; j++)
-			if (thread->open_read_ns[j] == read_ns)
-				return true;
-	}
-	return false;
+	return (up->crowded && thread->crowded) || open_throughout(up, thread, &which) > 0;
 }
 
 /*
@@ -203,7 +218,6 @@ static __always_inline int upstream_data_ready(struct upstream_state *up)
 static __always_inline void upstream_served(const struct upstream_state *up, struct cs_ev_upstream *ev)
 {
 	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &up->sender_tid);
-	__u16 open = 0;
 	__u64 which = 0;
 
 	ev->open_requests = 0;
@@ -214,18 +228,7 @@ static __always_inline void upstream_served(const struct upstream_state *up, str
 			ev->flags |= CS_UP_CROWDED;
 		return;
 	}
-	for (__u32 i = 0; i < CS_UP_OPEN_FOLLOWED; i++) {
-		__u64 read_ns = up->open_read_ns[i];
-		if (!read_ns)
-			continue;
-		for (__u32 j = 0; j < CS_UP_OPEN_FOLLOWED; j++) {
-			if (thread->open_read_ns[j] == read_ns) {
-				open++;
-				which = read_ns;
-				break;
-			}
-		}
-	}
+	__u16 open = open_throughout(up, thread, &which);
 	ev->open_requests = open;
 	ev->request_read_ns = open == 1 ? which : 0;
 	__u64 reads = thread->reads - up->reads_at_start;
