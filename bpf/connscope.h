@@ -47,8 +47,11 @@
  * 15: cs_ev_request_bytes.protocol (from its padding) and CS_MSG_GREETING:
  *    MySQL's commands, and a greeting the server wrote before its first read
  *    (a version 14 reader takes MySQL's authentication for a request).
- *    CS_EV_SERVER_HELLO: a TLS server's first flight (its ALPN choice). */
-#define CS_WIRE_VERSION 15
+ *    CS_EV_SERVER_HELLO: a TLS server's first flight (its ALPN choice).
+ * 16: cs_ev_request.loop_turned_ns, at the end (CS_EV_REQUEST_V15_SIZE before it); older
+ *    requests read with it 0: a request's wait for its loop's other requests after its
+ *    read shows as its handler time, as it did. */
+#define CS_WIRE_VERSION 16
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -234,8 +237,11 @@ struct cs_ev_request {
 	__u32 index;       /* 0: first request on its connection */
 	__u32 send_eagain; /* send calls that found the buffer full */
 	__u16 listener_port;
-	__u16 flags; /* enum cs_request_flags */
+	__u16 flags;          /* enum cs_request_flags */
+	__u64 loop_turned_ns; /* its loop read another request before answering it, in one
+	                          pass (no ready poll between): the first such read; 0 if none */
 };
+#define CS_EV_REQUEST_V15_SIZE 128 /* before loop_turned_ns */
 
 /*
  * What the server read in one of a connection's first CS_PEEK_EXCHANGES
@@ -865,7 +871,8 @@ _Static_assert(sizeof(struct cs_ev_listener_sample) == 56, "wire: listener size"
 _Static_assert(sizeof(struct cs_endpoint_state) == 8 * CS_ENDPOINT_LISTENERS + 16, "map: endpoint size");
 _Static_assert(sizeof(struct cs_ev_handshake) == 112, "wire: handshake size");
 _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
-_Static_assert(sizeof(struct cs_ev_request) == 128, "wire: request size");
+_Static_assert(sizeof(struct cs_ev_request) == 136, "wire: request size");
+_Static_assert(__builtin_offsetof(struct cs_ev_request, loop_turned_ns) == CS_EV_REQUEST_V15_SIZE, "wire: v15 request");
 _Static_assert(sizeof(struct cs_ev_request_bytes) == 96, "wire: request bytes size");
 _Static_assert(sizeof(struct cs_ev_client_hello) == 32 + CS_HELLO_LEN, "wire: client hello size");
 _Static_assert(sizeof(struct cs_ev_server_hello) == 32 + CS_SERVER_HELLO_LEN, "wire: server hello size");

@@ -175,11 +175,14 @@ __u64 upstream_sockets = 0;
  * identity on its thread), and how many it read in all. An upstream
  * exchange's sender compares them at the exchange's start and its end:
  * the requests open over the whole exchange are those it may have served.
+ * Its send of an answer compares the other way: a request overtaken by
+ * another read before its answer began (see loop_turned).
  * A hash, not task storage: a request's answer may begin in another
  * context (note_answer_in_flight), which must close it for its reader.
  */
 struct reading_thread {
 	__u64 open_read_ns[CS_UP_OPEN_FOLLOWED]; /* 0: a free slot */
+	__u64 overtaken_ns[CS_UP_OPEN_FOLLOWED]; /* the thread's first read of another request since; 0: none */
 	__u64 reads;                             /* requests it began reading */
 	__u32 crowded;                           /* open requests that found no free slot */
 	__u32 pad;

@@ -129,7 +129,11 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
  * (reading_threads): what an upstream exchange of that thread may serve.
  */
 
-/* The reader began this request: open on its thread until its answer begins. */
+/*
+ * The reader began this request: open on its thread until its answer
+ * begins. Its read overtakes the thread's other open requests: the first
+ * such read is when the thread turned from each of them to another.
+ */
 static __always_inline void open_read(const struct conn_state *conn)
 {
 	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &conn->reader_tid);
@@ -142,30 +146,65 @@ static __always_inline void open_read(const struct conn_state *conn)
 		return;
 	}
 	thread->reads++;
+	bool placed = false;
 	for (__u32 i = 0; i < CS_UP_OPEN_FOLLOWED; i++) {
-		if (!thread->open_read_ns[i]) {
+		if (thread->open_read_ns[i]) {
+			if (!thread->overtaken_ns[i])
+				thread->overtaken_ns[i] = conn->first_read_ns;
+		} else if (!placed) {
 			thread->open_read_ns[i] = conn->first_read_ns;
-			return;
+			thread->overtaken_ns[i] = 0;
+			placed = true;
 		}
 	}
-	thread->crowded++;
+	if (!placed)
+		thread->crowded++;
 }
 
-/* Its answer began, or it ended unanswered: no longer open on its reader's thread. */
-static __always_inline void close_read(const struct conn_state *conn)
+/*
+ * Its answer began, or it ended unanswered: no longer open on its reader's
+ * thread. Returns when another read first overtook it (0: none, or not
+ * followed).
+ */
+static __always_inline __u64 close_read(const struct conn_state *conn)
 {
 	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &conn->reader_tid);
 
 	if (!thread)
-		return;
+		return 0;
 	for (__u32 i = 0; i < CS_UP_OPEN_FOLLOWED; i++) {
 		if (thread->open_read_ns[i] == conn->first_read_ns) {
+			__u64 overtaken_ns = thread->overtaken_ns[i];
 			thread->open_read_ns[i] = 0;
-			return;
+			thread->overtaken_ns[i] = 0;
+			return overtaken_ns;
 		}
 	}
 	if (thread->crowded)
 		thread->crowded--;
+	return 0;
+}
+
+/*
+ * A loop that reads every ready request and runs each to completion before
+ * it writes their answers (Redis: replies go out before its next poll)
+ * makes a request read early in a pass wait, after its own short handling,
+ * for the requests read after it: from the first of those reads to its
+ * answer, the loop was busy with others (event_loop, not its handler). Said
+ * only when the request was read and answered in one pass of an epoll loop
+ * that never slept meanwhile: the same thread, no ready poll since its read,
+ * no voluntary context switch. A loop that polled or slept (for an
+ * upstream's answer, a timer, a worker's hand-back) was not busy.
+ */
+static __always_inline __u64 loop_turned(const struct conn_state *conn, __u32 tid, __u64 overtaken_ns)
+{
+	if (!overtaken_ns || overtaken_ns <= conn->first_read_ns || tid != conn->reader_tid ||
+	    bpf_get_current_task_btf()->nvcsw != conn->read_nvcsw)
+		return 0;
+	struct poll_thread *poller = bpf_map_lookup_elem(&poll_threads, &tid);
+	if (!poller || !poller->ready_exit_ns || poller->ready_exit_ns >= conn->first_read_ns)
+		return 0;
+	return overtaken_ns;
 }
 
 static __always_inline void reset_request(struct conn_state *conn)
@@ -179,7 +218,7 @@ static __always_inline void reset_request(struct conn_state *conn)
 	conn->start_run_delay_ns = conn->read_run_delay_ns = conn->send_run_delay_ns = 0;
 	conn->bytes_in = conn->bytes_out = conn->send_eagain = 0;
 	conn->reader_tid = conn->sender_tid = conn->worker_tid = 0;
-	conn->handler_start_ns = conn->handler_end_ns = 0;
+	conn->handler_start_ns = conn->handler_end_ns = conn->loop_turned_ns = 0;
 	conn->flags = 0;
 }
 
@@ -281,6 +320,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		ev->sender_tid = conn->sender_tid;
 		ev->index = (conn->requests ? conn->requests - 1 : 0) + conn->first_unseen;
 		ev->send_eagain = conn->send_eagain;
+		ev->loop_turned_ns = conn->loop_turned_ns;
 		ev->listener_port = conn->port;
 		__u16 flags = conn->flags;
 		if (conn->partial)
@@ -384,13 +424,14 @@ static __always_inline void note_parked(struct conn_state *conn, __u32 tid, __u6
 static __always_inline void mark_first_send(struct conn_state *conn, __u32 tid, __u64 now,
 					    bool in_thread)
 {
-	close_read(conn);
+	__u64 overtaken_ns = close_read(conn);
 	conn->phase = PHASE_SENDING;
 	conn->first_send_ns = now;
 	conn->last_send_ns = now;
 	conn->sender_tid = tid;
 	if (!in_thread)
 		return;
+	conn->loop_turned_ns = loop_turned(conn, tid, overtaken_ns);
 	if (tid == conn->reader_tid)
 		note_parked(conn, tid, now);
 	__u64 run_delay = current_run_delay();

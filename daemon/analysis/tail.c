@@ -224,6 +224,23 @@ static uint32_t carriers_of(const struct cs_engine *engine)
 	return count;
 }
 
+/*
+ * Of the loop's tail time on tid, what came after the requests' reads: the
+ * loop ran the requests it read after them before it wrote their answers.
+ */
+static uint64_t loop_after_read_ns(const struct cs_engine *engine, uint64_t threshold_ns, uint32_t tid)
+{
+	uint64_t ns = 0;
+	for (size_t i = 0; i < engine->requests.exemplar_count; i++) {
+		const struct cs_exemplar *e = &engine->requests.exemplars[i];
+		if (e->split.total_ns < threshold_ns || e->reader_tid != tid)
+			continue;
+		uint64_t loop_ns = e->split.cause_ns[CS_CAUSE_EVENT_LOOP];
+		ns += (e->split.loop_after_read_ns < loop_ns ? e->split.loop_after_read_ns : loop_ns) * e->commands;
+	}
+	return ns;
+}
+
 /* The thread with the most of the cause's time among the tail's exemplars. */
 static void thread_evidence(const struct cs_engine *engine, const struct cs_tail *tail, struct cs_tail_cause *c)
 {
@@ -243,6 +260,10 @@ static void thread_evidence(const struct cs_engine *engine, const struct cs_tail
 	} else if (c->cause == CS_CAUSE_EVENT_LOOP && is_carrier_tid(engine, tid)) {
 		const struct cs_thread_stats *t = cs_u64map_get(&engine->threads, tid);
 		carrier_evidence(c, t, tid, carriers_of(engine), thread_busy_share(t));
+	} else if (c->cause == CS_CAUSE_EVENT_LOOP) {
+		uint64_t after_read_ns = loop_after_read_ns(engine, tail->threshold_ns, tid);
+		if (after_read_ns) /* a loop that runs each request to completion as it reads it has none */
+			cs_figures_ns(f, "after_read_time", after_read_ns);
 	}
 }
 

@@ -56,5 +56,7 @@ size_t cs_record_size_in(uint16_t type, uint32_t wire_version)
 		return CS_EV_CONN_CLOSE_V8_SIZE;
 	if (type == CS_EV_CONN_CLOSE && wire_version < 14)
 		return CS_EV_CONN_CLOSE_V13_SIZE;
+	if (type == CS_EV_REQUEST && wire_version < 16)
+		return CS_EV_REQUEST_V15_SIZE;
 	return cs_record_size(type);
 }

@@ -110,6 +110,7 @@ struct cs_phase_spans {
 	uint32_t tgid;
 	enum cs_cause waited;         /* what the wait before the first read was: event_loop or worker_pool */
 	bool handed_back;             /* first read to first send split by a hand-back (cs_split_handed_back) */
+	bool loop_turned;             /* ... or by its loop's turn to other requests (handler, then event_loop) */
 	uint64_t accept_from_ns, accept_to_ns; /* the accept queue; 0: none */
 	uint64_t tls_from_ns, tls_to_ns;       /* the TLS handshake or the protocol's set-up; 0: none */
 	enum cs_cause setup_cause;             /* which of the two: tls_handshake or protocol_setup */

@@ -225,7 +225,8 @@ static uint64_t move_to_pause(struct cs_request_split *split, enum cs_cause from
  * A stopped thread is blocked, not runnable: the overlap comes out of the
  * phase's own cause, never its run-queue time. A parked request's first
  * read to first send is split into handler, worker_pool and event_loop
- * by its hand-back: taken from them in that order.
+ * by its hand-back, a request its loop turned from into handler and
+ * event_loop: taken from them in that order.
  */
 static void split_pauses(const struct cs_pause_stats *stats, const struct cs_phase_spans *spans,
 		     struct cs_request_split *split)
@@ -238,7 +239,7 @@ static void split_pauses(const struct cs_pause_stats *stats, const struct cs_pha
 		      cs_pause_overlap_ns(stats, tgid, spans->pickup_from_ns, spans->first_read_ns));
 	uint64_t left = cs_pause_overlap_ns(stats, tgid, spans->first_read_ns, spans->first_send_ns);
 	left -= move_to_pause(split, CS_CAUSE_HANDLER, left);
-	if (spans->handed_back) {
+	if (spans->handed_back || spans->loop_turned) {
 		left -= move_to_pause(split, CS_CAUSE_WORKER_POOL, left);
 		move_to_pause(split, CS_CAUSE_EVENT_LOOP, left);
 	}

@@ -59,6 +59,9 @@ struct cs_request_split {
 	uint64_t pool_busy_ns; /* of cause_ns[CS_CAUSE_WORKER_POOL]: the thread that took the
 	                          request was serving others meanwhile, or polling for the pool
 	                          (a taker that hands out what it polls): the pool was busy */
+	uint64_t loop_after_read_ns; /* of cause_ns[CS_CAUSE_EVENT_LOOP] before the upstreams' and pauses'
+	                                takes: after its read, while its loop ran requests it read later
+	                                in the same pass */
 };
 
 /* A slow request kept whole, as evidence for the tail's causes. */

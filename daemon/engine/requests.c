@@ -299,6 +299,27 @@ static uint64_t split_setup(const struct cs_engine *engine, const struct cs_ev_r
 	return pickup_from;
 }
 
+/*
+ * First read -> first send, on its own thread. Where that thread read
+ * another request meanwhile, in the same pass of its loop (loop_turned_ns,
+ * see the probes), the request's handling was over: from that read on the
+ * loop served the others, and the request waited for it (event_loop). Its
+ * run-queue time comes out of that wait first, the longer part by far.
+ * Returns whether the loop took part.
+ */
+static bool split_handler(const struct cs_ev_request *req, uint64_t handler, uint64_t handler_runq,
+			  struct cs_request_split *split)
+{
+	bool turned = req->loop_turned_ns > req->first_read_ns && req->loop_turned_ns < req->first_send_ns &&
+		      req->sender_tid == req->reader_tid;
+	uint64_t loop_ns = turned ? span(req->loop_turned_ns, req->first_send_ns) : 0;
+	uint64_t loop_runq = min_u64(handler_runq, loop_ns);
+	split->cause_ns[CS_CAUSE_EVENT_LOOP] += loop_ns - loop_runq;
+	split->loop_after_read_ns = loop_ns - loop_runq;
+	split->cause_ns[CS_CAUSE_HANDLER] = handler - loop_ns - (handler_runq - loop_runq);
+	return loop_ns > 0;
+}
+
 bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_request *req,
 			    const struct cs_request_setup *setup, struct cs_request_split *split)
 {
@@ -344,7 +365,7 @@ bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_r
 	if (spans.handed_back)
 		cs_split_handed_back(req, hb, handler_runq, split);
 	else
-		split->cause_ns[CS_CAUSE_HANDLER] = handler - handler_runq;
+		spans.loop_turned = split_handler(req, handler, handler_runq, split);
 	split->cause_ns[CS_CAUSE_SEND_DRAIN] = drain - drain_runq;
 	cs_take_pauses(engine, req, &spans, pickup_from, drain_end, waited, split);
 	split->pool_busy_ns = cs_pool_wait_busy_ns(engine, req, spans.handed_back ? hb : NULL, pickup_from, split);

@@ -46,7 +46,9 @@ static const struct {
 		"[+runq_max_mean| (its mean wait: the kernel's longest is older than the attach)]" },
 	[CS_CAUSE_EVENT_LOOP] = { "data ready while the event loop was busy elsewhere",
 		"[!virtual_threads|on {thread_comm} (tid {thread_tid}): {tail_requests} tail request(s) waited "
-		"{thread_time} in all with data ready while the loop was busy elsewhere]"
+		"{thread_time} in all [!after_read_time|with data ready ]while the loop was busy elsewhere"
+		"[+after_read_time|, {after_read_time} of it once read: the loop ran the requests it read after "
+		"them before it wrote their answers]]"
 		CARRIER_WAIT },
 	[CS_CAUSE_WORKER_POOL] = { "handed off by a poller, waiting for a free pool thread",
 		"[!virtual_threads|{poller_comm} (tid {poller_tid}) polled and handed the ready requests on; tail "

@@ -2,11 +2,13 @@
 # Redis's one event loop, blocked: 16 clients send PINGs at 1 600 a second
 # in all while another client runs a Lua script that spins for 12 ms every
 # 500 ms (EVAL). The PINGs that arrive meanwhile wait with their data
-# ready: event_loop leads the tail, on redis-server's thread, though each
-# script is itself a slow request (handler). connscope, attached before
-# the load, counts every command the clients sent, and its p99 lies
-# between what the scripts make it (3 ms at least: some 19 PINGs arrive
-# during each, waiting up to 12 ms) and the clients' own p99.
+# ready; those read in the pass that runs a script wait after their read,
+# for the replies Redis writes at the pass's end. event_loop leads the tail,
+# on redis-server's thread, though each script is itself a slow request
+# (handler). connscope, attached before the load, counts every command the
+# clients sent, and its p99 lies between what the scripts make it (3 ms at
+# least: some 19 PINGs arrive during each, waiting up to 12 ms) and the
+# clients' own p99.
 # integration: exclusive
 # Runs alone, Redis pinned to the second CPU and the clients to the first:
 # a run-queue wait of Redis's would take from the loop's share what the
@@ -34,6 +36,14 @@ assert_cmp "$(json_get "$r" 'j["requests"]')" == "$(json_get "$c" 'j["commands"]
 echo "ok: event_loop leads the tail"
 assert_cmp "$(json_get "$r" '[x for x in j["tail"]["causes"] if x["cause"] == "event_loop"][0]["figures"]["thread_tid"]')" \
   == "$SERVER_PID" "the loop named: redis-server's thread"
+# A PING read in the pass that runs a script waits for it after its read:
+# the loop's (Redis writes every reply of a pass at its end), not the PING's
+# handler. The tail's handler time is the scripts' own.
+handler_us=$(json_get "$r" 'sum(x["figures"].get("thread_time_us", 0) for x in j["tail"]["causes"] if x["cause"] == "handler")')
+assert_cmp "$handler_us" '<=' "$(json_get "$c" "j['evals'] * $script_ms * 1250 + 2000")" \
+  "the tail's handler time: the $(json_get "$c" 'j["evals"]') scripts' own ($script_ms ms each, 25 % + 2 ms over)"
+assert_cmp "$(json_get "$r" '[x for x in j["tail"]["causes"] if x["cause"] == "event_loop"][0]["figures"].get("after_read_time_us", 0)')" \
+  '>' 0 "the loop's wait after a read, told apart"
 assert_cmp "$(json_get "$r" 'j["latency_us"]["p99"]')" '>=' 3000 "p99: the PINGs that waited for a $script_ms ms script"
 client_p99=$(json_get "$c" 'j["from_send_us"]["p99"]')
 assert_cmp "$(json_get "$r" 'j["latency_us"]["p99"]')" '<=' "$(python3 -c "print($client_p99 + max(0.1 * $client_p99, 1000))")" \

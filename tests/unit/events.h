@@ -269,6 +269,7 @@ struct request_spec {
 	uint64_t start_ns, first_read_ns, first_send_ns, last_send_ns, drain_end_ns;
 	uint64_t pickup_runq_ns, handler_runq_ns, drain_runq_ns;
 	uint64_t handshake_extra_ns;
+	uint64_t loop_turned_ns;
 	uint32_t index;
 	uint32_t tgid, reader_tid, sender_tid; /* 0: 100, 7, reader_tid */
 	uint32_t bytes_in, bytes_out, send_eagain;
@@ -295,6 +296,7 @@ static inline struct cs_ev_request make_request(struct request_spec s)
 	ev.handler_runq_ns = s.handler_runq_ns;
 	ev.drain_runq_ns = s.drain_runq_ns;
 	ev.handshake_extra_ns = s.handshake_extra_ns;
+	ev.loop_turned_ns = s.loop_turned_ns;
 	ev.bytes_in = s.bytes_in;
 	ev.bytes_out = s.bytes_out;
 	ev.tgid = s.tgid ? s.tgid : 100;

@@ -182,6 +182,47 @@ Test(split, run_queue_parts_are_clipped_to_their_phase)
 	expect_split(&s, CAUSES([CS_CAUSE_HANDLER] = 2 * MS));
 }
 
+/*
+ * Redis reads a PING, then a script that runs 12 ms in the same pass, and
+ * writes both answers after it: the PING's handling ended at the script's
+ * read; the rest it waited for its loop.
+ */
+Test(split, a_loop_that_turned_to_another_request)
+{
+	struct cs_request_split s;
+	struct request_spec r = timeline(SK(1), 3, T0, 1 * MS, 12 * MS, 0);
+	r.loop_turned_ns = r.first_read_ns + 50 * US;
+	r.handler_runq_ns = 2 * MS;
+	cr_assert(split_of(r, &s));
+	expect_split(&s, CAUSES([CS_CAUSE_EVENT_LOOP] = 1 * MS + 11950 * US - 2 * MS, [CS_CAUSE_RUN_QUEUE] = 2 * MS,
+				[CS_CAUSE_HANDLER] = 50 * US));
+
+	/* More run-queue time than the loop's part: the rest from the handler's. */
+	r.loop_turned_ns = r.first_send_ns - 1 * MS;
+	cr_assert(split_of(r, &s));
+	expect_split(&s, CAUSES([CS_CAUSE_EVENT_LOOP] = 1 * MS, [CS_CAUSE_RUN_QUEUE] = 2 * MS,
+				[CS_CAUSE_HANDLER] = 10 * MS));
+}
+
+Test(split, a_turn_that_does_not_fit_is_the_handler_s)
+{
+	struct cs_request_split s;
+	struct request_spec r = timeline(SK(1), 3, T0, 1 * MS, 12 * MS, 0);
+	/* Answered by another thread: the reader's turn says nothing of it. */
+	r.loop_turned_ns = r.first_read_ns + 50 * US;
+	r.sender_tid = 8;
+	cr_assert(split_of(r, &s));
+	expect_split(&s, CAUSES([CS_CAUSE_EVENT_LOOP] = 1 * MS, [CS_CAUSE_HANDLER] = 12 * MS));
+	/* Outside its read -> send. */
+	r.sender_tid = 0;
+	r.loop_turned_ns = r.first_send_ns + 1;
+	cr_assert(split_of(r, &s));
+	expect_split(&s, CAUSES([CS_CAUSE_EVENT_LOOP] = 1 * MS, [CS_CAUSE_HANDLER] = 12 * MS));
+	r.loop_turned_ns = r.first_read_ns;
+	cr_assert(split_of(r, &s));
+	expect_split(&s, CAUSES([CS_CAUSE_EVENT_LOOP] = 1 * MS, [CS_CAUSE_HANDLER] = 12 * MS));
+}
+
 Test(split, phases_out_of_order_count_as_zero)
 {
 	/* Clock skew between CPUs: a phase that seems to end before it began. */
