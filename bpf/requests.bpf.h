@@ -130,13 +130,17 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
  */
 
 /*
- * The reader began this request: open on its thread until its answer
- * begins. Its read overtakes the thread's other open requests: the first
- * such read is when the thread turned from each of them to another.
+ * The reader began this request (in its thread): open on its thread until
+ * its answer begins. Its read overtakes the thread's other open requests:
+ * the first such read is when the thread turned from each of them to
+ * another. The thread's voluntary switches so far tell, at the answer,
+ * whether it slept meanwhile (loop_turned).
  */
-static __always_inline void open_read(const struct conn_state *conn)
+static __always_inline void open_read(struct conn_state *conn)
 {
 	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &conn->reader_tid);
+
+	conn->read_nvcsw = bpf_get_current_task_btf()->nvcsw;
 
 	if (!thread) {
 		struct reading_thread fresh = { .reads = 1 };

@@ -113,7 +113,6 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	conn->tgid = cs_tgid_of(pid_tgid);
 	note_reader(sk, conn);
 	open_read(conn);
-	conn->read_nvcsw = bpf_get_current_task_btf()->nvcsw;
 	__u64 run_delay = current_run_delay();
 	__u32 looked_at = conn->last_reader_tid;
 	conn->read_run_delay_ns = run_delay;
