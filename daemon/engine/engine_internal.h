@@ -128,6 +128,7 @@ struct cs_upstream_exchange {
 	uint64_t send_ns;
 	uint64_t first_byte_ns; /* 0: not seen */
 	uint64_t first_read_ns;
+	uint64_t sk;            /* its connection */
 	uint32_t syn_retransmits;
 	uint16_t upstream;      /* index + 1 into engine->upstreams */
 	uint16_t local_port;    /* the target's end of the connection: the upstream's peer port */

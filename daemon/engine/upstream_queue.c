@@ -9,9 +9,11 @@
  * read to its exchange's start is then the upstream's (its connections
  * were all in use), not the handler's, as far as the upstream had an
  * exchange under way all that time. Told only for a gap of a millisecond
- * or more, ended within a millisecond of another exchange's answer: a
- * loop's own work between reading a request and sending it on (tens of
- * microseconds) is not a wait for a connection.
+ * or more, ended within a millisecond of an answer on the same
+ * connection: a loop's own work between reading a request and sending it
+ * on (tens of microseconds) is not a wait for a connection, nor is a
+ * thread's with a connection of its own (a blocking worker that waited
+ * for a CPU or a lock, as another's answer came on another connection).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 
 struct span {
 	uint64_t from_ns, to_ns; /* an exchange's start -> its answer's first read */
+	uint64_t sk;             /* its connection */
 };
 
 struct cs_upstream_spans {
@@ -49,7 +52,7 @@ void cs_upstream_queue_note(struct cs_engine *engine, const struct cs_upstream_e
 	if (!x->upstream || x->upstream > CS_UPSTREAMS_MAX || !x->first_read_ns)
 		return;
 	struct cs_upstream_spans *ring = &engine->upstream_spans[x->upstream - 1];
-	ring->spans[ring->next % SPANS_RECENT] = (struct span){ x->start_ns, x->first_read_ns };
+	ring->spans[ring->next % SPANS_RECENT] = (struct span){ x->start_ns, x->first_read_ns, x->sk };
 	ring->next++;
 }
 
@@ -87,7 +90,7 @@ uint64_t cs_upstream_queued(const struct cs_engine *engine, uint64_t read_ns, co
 		const struct span *s = &ring->spans[i];
 		if (s->from_ns == x->start_ns && s->to_ns == x->first_read_ns)
 			continue; /* the exchange itself */
-		freed |= s->to_ns <= x->start_ns && x->start_ns - s->to_ns <= FREED_WITHIN_NS;
+		freed |= s->sk == x->sk && s->to_ns <= x->start_ns && x->start_ns - s->to_ns <= FREED_WITHIN_NS;
 		if (s->to_ns > read_ns && s->from_ns < x->start_ns)
 			over[n++] = *s;
 	}

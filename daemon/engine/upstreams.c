@@ -137,6 +137,7 @@ static void exchange_of(const struct cs_ev_upstream *ev, uint16_t upstream, stru
 		.send_ns = ev->send_ns,
 		.first_byte_ns = ev->first_byte_ns,
 		.first_read_ns = ev->first_read_ns,
+		.sk = ev->sk,
 		.syn_retransmits = connect ? ev->syn_retransmits : 0,
 		.upstream = upstream,
 		.local_port = ev->tuple.local_port,

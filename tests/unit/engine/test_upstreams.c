@@ -238,6 +238,27 @@ Test(upstreams, a_request_queued_for_a_busy_connection_waits_on_the_upstream)
 }
 
 /*
+ * Two blocking workers, a connection each: the second read its request
+ * 2 ms before the first's answer came and sent its own call 0.5 ms after
+ * it (it waited for a CPU, or a lock the first held): no connection was
+ * freed for it, it waited for none.
+ */
+Test(upstreams, a_worker_with_a_connection_of_its_own_waits_for_none)
+{
+	uint64_t answer = T0 + 10 * MS, read = answer - 2 * MS, start = answer + 500 * US;
+	feed_upstream(engine, (struct upstream_spec){ .sk = 0x7200, .send_ns = T0, .first_byte_ns = answer,
+						      .first_read_ns = answer, .open = 1, .request_read_ns = T0 - 10 * US,
+						      .tid = 11 });
+	feed_request(engine, request(SK(30), T0 - 10 * US, 10 * MS + 50 * US, 11));
+	feed_upstream(engine, (struct upstream_spec){ .sk = 0x7201, .send_ns = start, .first_byte_ns = start + 1 * MS,
+						      .first_read_ns = start + 1 * MS, .open = 1, .request_read_ns = read,
+						      .tid = 12 });
+	feed_request(engine, request(SK(31), read, start + 1 * MS + 50 * US - read, 12));
+	expect_joins(2, 0, 0, 0);
+	cr_expect_eq(only_upstream()->queued_requests, 0);
+}
+
+/*
  * Two requests open over the whole exchange (the loop read both, then
  * called the upstream for one of them, or for both): ambiguous, and each
  * keeps its handler time. More open requests than the probes follow, the
