@@ -39,6 +39,8 @@
  * Upstreams (one record per exchange, at its answer's first read):
  *   CLOSE -> SYN_SENT in a target's thread     : it connects: followed
  *   SYN_SENT -> ESTABLISHED, SYN retransmits   : the connect's time
+ *   sys_enter/exit_connect to a Unix socket    : the same for a Unix stream
+ *                                                socket (its peer's path)
  *   the send, data_ready and read hooks above  : each exchange: sent, first
  *                                                byte in, read
  * Per-connection state lives in socket-local storage; only target sockets
@@ -61,6 +63,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "socket_probes.bpf.h"
 #include "lifecycle.bpf.h"
 #include "upstreams.bpf.h"
+#include "unix_connect.bpf.h"
 #include "accept.bpf.h"
 #include "epoll.bpf.h"
 #include "walks.bpf.h"

@@ -50,7 +50,8 @@
  *    CS_EV_SERVER_HELLO: a TLS server's first flight (its ALPN choice).
  * 16: cs_ev_request.loop_turned_ns, at the end (CS_EV_REQUEST_V15_SIZE before it); older
  *    requests read with it 0: a request's wait for its loop's other requests after its
- *    read shows as its handler time, as it did. */
+ *    read shows as its handler time, as it did. CS_EV_UPSTREAM_PATH, and upstream
+ *    exchanges on Unix stream sockets (tuple.family AF_UNIX, see cs_ev_upstream_path). */
 #define CS_WIRE_VERSION 16
 #define CS_WIRE_VERSION_MIN 1
 
@@ -79,9 +80,10 @@ enum cs_event_type {
 	CS_EV_SERVER_HELLO = 19,   /* the start of a TLS server's first flight (its ServerHello: ALPN) */
 	CS_EV_PROG_COST = 20,      /* one of connscope's BPF programs: its run time (user space) */
 	CS_EV_SELF_COST = 21,      /* connscope's own CPU time, and whether BPF run time is counted */
+	CS_EV_UPSTREAM_PATH = 22,  /* a Unix-socket upstream's path, before its connection's exchanges */
 	CS_EV_TYPE_MAX,
 };
-_Static_assert(CS_EV_TYPE_MAX == CS_EV_SELF_COST + 1, "wire: record types in ascending order");
+_Static_assert(CS_EV_TYPE_MAX == CS_EV_UPSTREAM_PATH + 1, "wire: record types in ascending order");
 
 /* Common prefix of every record. */
 struct cs_event_header {
@@ -616,6 +618,27 @@ struct cs_ev_upstream {
 };
 
 /*
+ * A target's connection to a Unix stream socket (connect() in one of its
+ * threads), named once, when the probes first see it in use: the path the
+ * peer listens on (sun_path, path_len bytes: an abstract name begins with
+ * a 0 byte). Its exchanges are cs_ev_upstream records whose tuple has
+ * family AF_UNIX, no ports, and path_hash (FNV-1a 64 of the path's bytes)
+ * in the first 8 bytes of remote_addr: the upstream's identity.
+ */
+#define CS_UNIX_PATH_LEN 108
+
+struct cs_ev_upstream_path {
+	struct cs_event_header hdr;
+	__u64 sk;
+	__u64 path_hash;
+	__u32 tgid;
+	__u16 path_len;
+	__u16 pad;
+	char path[CS_UNIX_PATH_LEN];
+	__u32 pad2;
+};
+
+/*
  * What connscope costs: user space reads each of its BPF programs' run
  * time from the kernel (bpf_prog_info.run_time_ns and run_cnt) and its own
  * CPU time (getrusage) about once a second, and records what each grew by
@@ -872,6 +895,7 @@ _Static_assert(sizeof(struct cs_endpoint_state) == 8 * CS_ENDPOINT_LISTENERS + 1
 _Static_assert(sizeof(struct cs_ev_handshake) == 112, "wire: handshake size");
 _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
 _Static_assert(sizeof(struct cs_ev_request) == 136, "wire: request size");
+_Static_assert(sizeof(struct cs_ev_upstream_path) == 152, "wire: upstream path size");
 _Static_assert(__builtin_offsetof(struct cs_ev_request, loop_turned_ns) == CS_EV_REQUEST_V15_SIZE, "wire: v15 request");
 _Static_assert(sizeof(struct cs_ev_request_bytes) == 96, "wire: request bytes size");
 _Static_assert(sizeof(struct cs_ev_client_hello) == 32 + CS_HELLO_LEN, "wire: client hello size");

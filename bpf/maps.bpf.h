@@ -143,6 +143,7 @@ struct upstream_state {
 	__u64 start_cpu_ns;                      /* the sender's sum_exec_runtime at the start */
 	__u64 reads_at_start;                    /* the sender's requests read (reading_thread.reads) at the start */
 	__u64 open_read_ns[CS_UP_OPEN_FOLLOWED]; /* the sender's open requests at the start */
+	__u64 path_hash;                         /* a Unix socket's peer path (cs_ev_upstream_path); 0: TCP */
 	__u32 bytes_out;
 	__u32 tgid;
 	__u32 connector_tid; /* the thread that connected */
@@ -165,9 +166,44 @@ struct {
 
 /*
  * Upstream connections followed and not yet closed: while 0 (a target
- * that calls nobody), the socket probes do not look for one.
+ * that calls nobody), the socket probes do not look for one. A Unix
+ * socket's close is not seen: one stays counted until connscope detaches.
  */
 __u64 upstream_sockets = 0;
+
+/*
+ * A target thread's connect() to a Unix socket, from its entry to its
+ * exit (a blocking connect waits there while the listener's backlog is
+ * full). TCP connects are followed by their state changes instead.
+ */
+struct connect_call {
+	__u64 enter_ns;
+	__s32 fd;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct connect_call);
+} connect_calls SEC(".maps");
+
+/*
+ * A Unix upstream connected, by its socket's address, until a socket probe
+ * first meets it and moves its state into socket storage (which the
+ * connect's system-call exit cannot reach): its connect's time and the
+ * requests its thread had open then.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct upstream_state);
+} unix_connected SEC(".maps");
+
+/* Entries in unix_connected: while 0, the socket probes do not look there. */
+__u64 unix_connected_count = 0;
 
 /*
  * Per target thread that reads requests (tid): the requests it read and

@@ -31,10 +31,10 @@ static __always_inline __u64 tcp_stamp_ns(const struct sock *sk)
 }
 
 /*
- * The TCP socket behind a file descriptor of the current task, or NULL.
- * On every accept() twice: direct loads, not a chain of probe reads.
+ * The socket behind a file descriptor of the current task, or NULL. On
+ * every accept() twice: direct loads, not a chain of probe reads.
  */
-static __always_inline struct sock *tcp_sock_of_fd(int fd)
+static __always_inline struct sock *sock_of_fd(int fd)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct fdtable *fdt = task->files->fdt;
@@ -50,7 +50,13 @@ static __always_inline struct sock *tcp_sock_of_fd(int fd)
 	if ((file->f_inode->i_mode & S_IFMT) != S_IFSOCK)
 		return NULL;
 	struct socket *socket = kernel_ptr(struct socket, file->private_data);
-	struct sock *sk = socket->sk;
+	return socket->sk;
+}
+
+/* The TCP socket behind a file descriptor of the current task, or NULL. */
+static __always_inline struct sock *tcp_sock_of_fd(int fd)
+{
+	struct sock *sk = sock_of_fd(fd);
 	if (!sk)
 		return NULL;
 	__u16 family = sk->__sk_common.skc_family;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The target's upstreams: the TCP connections it opened itself, and the
- * exchanges on them (cs_ev_upstream). Followed from the connect, which
- * runs in the connecting thread (CLOSE -> SYN_SENT): a connection made
- * before the attach is not followed. The socket probes look here only for
+ * The target's upstreams: the TCP connections and Unix stream sockets it
+ * opened itself, and the exchanges on them (cs_ev_upstream). Followed from
+ * the connect, which runs in the connecting thread (TCP: CLOSE -> SYN_SENT;
+ * Unix: the system call, unix_connect.bpf.h): a connection made before the
+ * attach is not followed. The socket probes look here only for
  * a socket without server-side state (conns), and find nothing for any
  * socket but these.
  */
@@ -16,12 +17,6 @@
 #include "maps.bpf.h"
 #include "sock_reads.bpf.h"
 
-/* A socket's upstream state: only while some upstream connection is followed is there any to find. */
-static __always_inline struct upstream_state *upstream_of(const struct sock *sk)
-{
-	return upstream_sockets ? bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0) : NULL;
-}
-
 /* The connection is counted in upstream_sockets until it closes (or its connect fails). */
 static __always_inline void count_upstream(struct upstream_state *up, bool open)
 {
@@ -29,6 +24,73 @@ static __always_inline void count_upstream(struct upstream_state *up, bool open)
 		return;
 	up->counted = open;
 	__sync_fetch_and_add(&upstream_sockets, open ? 1 : -1);
+}
+
+#define FNV64_OFFSET 0xcbf29ce484222325ull
+#define FNV64_PRIME 0x100000001b3ull
+
+/* A Unix upstream's name: the path its peer listens on, in a record of its own; returns its hash. */
+static __always_inline __u64 emit_upstream_path(const struct sock *sk, __u32 tgid)
+{
+	const struct unix_sock *peer = (const struct unix_sock *)BPF_CORE_READ((const struct unix_sock *)sk, peer);
+	const struct unix_address *addr = peer ? BPF_CORE_READ(peer, addr) : NULL;
+	int len = addr ? BPF_CORE_READ(addr, len) - (int)sizeof(__u16) : 0;
+	__u32 path_len = len > 0 ? (len < CS_UNIX_PATH_LEN ? (__u32)len : CS_UNIX_PATH_LEN) : 0;
+	struct cs_ev_upstream_path *ev = reserve_event(sizeof(*ev), CS_EV_UPSTREAM_PATH);
+	__u64 hash = FNV64_OFFSET;
+
+	if (!ev)
+		return hash; /* unnamed: its exchanges still tell it apart from the others */
+	__builtin_memset(ev->path, 0, sizeof(ev->path));
+	if (path_len && bpf_probe_read_kernel(ev->path, sizeof(ev->path), addr->name[0].sun_path))
+		path_len = 0;
+	for (__u32 i = 0; i < CS_UNIX_PATH_LEN && i < path_len; i++) {
+		hash ^= (__u8)ev->path[i];
+		hash *= FNV64_PRIME;
+	}
+	ev->sk = (__u64)sk;
+	ev->path_hash = hash;
+	ev->tgid = tgid;
+	ev->path_len = (__u16)path_len;
+	ev->pad = 0;
+	ev->pad2 = 0;
+	submit_event(ev);
+	return hash;
+}
+
+/*
+ * A Unix upstream's first sight since its connect (unix_connect.bpf.h):
+ * its state moves into the socket's storage, where the probes find it
+ * from now on, and its path is named.
+ */
+static __always_inline struct upstream_state *adopt_unix_upstream(const struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	struct upstream_state *connected = bpf_map_lookup_elem(&unix_connected, &key);
+
+	if (!connected)
+		return NULL;
+	struct upstream_state *up = bpf_sk_storage_get(&upstreams, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!up) {
+		count(CS_CTR_SOCKET_STORAGE);
+	} else {
+		__builtin_memcpy(up, connected, sizeof(*up));
+		up->path_hash = emit_upstream_path(sk, up->tgid);
+		count_upstream(up, true);
+	}
+	if (!bpf_map_delete_elem(&unix_connected, &key))
+		__sync_fetch_and_add(&unix_connected_count, -1);
+	return up;
+}
+
+/* A socket's upstream state: only while some upstream connection is followed is there any to find. */
+static __always_inline struct upstream_state *upstream_of(const struct sock *sk)
+{
+	struct upstream_state *up = upstream_sockets ? bpf_sk_storage_get(&upstreams, (void *)sk, 0, 0) : NULL;
+
+	if (!up && unix_connected_count && sk->__sk_common.skc_family == AF_UNIX)
+		up = adopt_unix_upstream(sk);
+	return up;
 }
 
 /* The current thread's time on a CPU (the kernel's, brought up to date at ticks and switches). */
@@ -268,7 +330,13 @@ static __always_inline void emit_upstream(const struct sock *sk, struct upstream
 		ev->sender_cpu_ns = current_cpu_ns() - up->start_cpu_ns;
 	else
 		ev->flags |= CS_UP_CPU_UNKNOWN;
-	read_tuple(sk, &ev->tuple);
+	if (up->path_hash) {
+		__builtin_memset(&ev->tuple, 0, sizeof(ev->tuple));
+		ev->tuple.family = AF_UNIX;
+		__builtin_memcpy(ev->tuple.remote_addr, &up->path_hash, sizeof(up->path_hash));
+	} else {
+		read_tuple(sk, &ev->tuple);
+	}
 	ev->bytes_out = up->bytes_out;
 	ev->bytes_in = bytes_in;
 	ev->tgid = up->tgid;

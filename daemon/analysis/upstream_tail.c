@@ -115,8 +115,8 @@ void cs_upstream_evidence(const struct cs_engine *engine, const struct cs_tail *
 	if (scan.top < 0)
 		return;
 	const struct cs_upstream_stats *u = &engine->upstreams[scan.top];
-	char endpoint[CS_ENDPOINT_LEN];
-	cs_format_endpoint(endpoint, sizeof(endpoint), u->addr, u->port);
+	char endpoint[CS_UPSTREAM_NAME_LEN];
+	cs_upstream_name(endpoint, sizeof(endpoint), u);
 	uint64_t others = 0;
 	for (size_t i = 0; i < engine->upstream_count; i++)
 		others += i != (size_t)scan.top && scan.ns[i];

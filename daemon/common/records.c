@@ -45,6 +45,8 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_runtime_pause);
 	case CS_EV_UPSTREAM:
 		return sizeof(struct cs_ev_upstream);
+	case CS_EV_UPSTREAM_PATH:
+		return sizeof(struct cs_ev_upstream_path);
 	default:
 		return 0;
 	}

@@ -167,6 +167,7 @@ union any_record {
 	struct cs_ev_server_hello server_hello;
 	struct cs_ev_runtime_pause pause;
 	struct cs_ev_upstream upstream;
+	struct cs_ev_upstream_path upstream_path;
 };
 
 /*
@@ -246,6 +247,8 @@ static int dispatch(struct cs_engine *engine, uint16_t type, const union any_rec
 		return cs_on_runtime_pause(engine, &ev->pause);
 	case CS_EV_UPSTREAM:
 		return cs_on_upstream(engine, &ev->upstream);
+	case CS_EV_UPSTREAM_PATH:
+		return cs_on_upstream_path(engine, &ev->upstream_path);
 	case CS_EV_ACK_OVERFLOW:
 		return on_ack_overflow(engine, &ev->ack_overflow);
 	case CS_EV_HANDBACK:

@@ -144,6 +144,9 @@ struct cs_upstream_claim {
 int cs_upstreams_init(struct cs_engine *engine);
 void cs_upstreams_free(struct cs_engine *engine);
 int cs_on_upstream(struct cs_engine *engine, const struct cs_ev_upstream *ev);
+int cs_on_upstream_path(struct cs_engine *engine, const struct cs_ev_upstream_path *ev);
+/* The upstream at the tuple's remote end (a Unix socket's: its path's hash), added on first sight; NULL: the table is full. */
+struct cs_upstream_stats *cs_get_upstream(struct cs_engine *engine, const struct cs_tuple *tuple);
 /* The exchanges joined to req, taken from those waiting (claim->count 0: none). */
 void cs_upstream_claim(struct cs_engine *engine, const struct cs_ev_request *req, struct cs_upstream_claim *claim);
 /* Its request turned out not to be one the engine times: its exchanges are not joined. */

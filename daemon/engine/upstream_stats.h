@@ -9,8 +9,10 @@
 #ifndef CS_UPSTREAM_STATS_H
 #define CS_UPSTREAM_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "connscope.h"
 #include "hist.h"
 
 /* Upstreams told apart, by address and port; the exchanges of more are counted only. */
@@ -29,12 +31,14 @@ enum cs_upstream_unjoined {
 
 extern const char *const cs_unjoined_names[CS_UNJOINED_COUNT];
 
-/* One upstream: an address and port the target connected to. */
+/* One upstream: an address and port the target connected to, or a Unix socket's path. */
 struct cs_upstream_stats {
-	uint8_t addr[16];          /* IPv4 v4-mapped, as in cs_tuple */
+	uint8_t addr[16];          /* IPv4 v4-mapped, as in cs_tuple; AF_UNIX: its path's hash */
 	uint16_t port;
-	uint16_t family;           /* AF_INET or AF_INET6 */
-	uint32_t pad;
+	uint16_t family;           /* AF_INET, AF_INET6 or AF_UNIX */
+	uint16_t path_len;         /* AF_UNIX: path's bytes; 0: not named (its record was lost) */
+	uint16_t pad;
+	char path[CS_UNIX_PATH_LEN]; /* AF_UNIX: the path its peer listens on (abstract: a 0 byte first) */
 	uint64_t exchanges;        /* whose answer the target read */
 	uint64_t unread;           /* the connection closed before the target read the answer */
 	uint64_t connects;         /* first exchanges with their connect timed */
@@ -65,6 +69,15 @@ static inline uint64_t cs_upstream_not_joined(const struct cs_upstream_stats *u)
 		n += u->not_joined[i];
 	return n;
 }
+
+/*
+ * How an upstream is written: "127.0.0.1:6379", "[::1]:8081", a Unix
+ * socket's path ("/run/redis.sock"; an abstract name as "@name"; "unix
+ * socket #hash" when its name was not seen). address: without the port.
+ */
+#define CS_UPSTREAM_NAME_LEN (CS_UNIX_PATH_LEN + 24)
+void cs_upstream_name(char *buf, size_t len, const struct cs_upstream_stats *u);
+void cs_upstream_address(char *buf, size_t len, const struct cs_upstream_stats *u);
 
 /* A request's time taken by its upstream exchanges (upstreams.c), kept with the slowest requests. */
 struct cs_upstream_use {

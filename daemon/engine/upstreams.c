@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "engine_internal.h"
 #include "tables.h"
@@ -79,12 +80,12 @@ void cs_upstreams_free(struct cs_engine *engine)
 	cs_upstream_queue_free(engine);
 }
 
-/* The upstream at the tuple's remote end, added on its first exchange; NULL: the table is full. */
-static struct cs_upstream_stats *get_upstream(struct cs_engine *engine, const struct cs_tuple *tuple)
+struct cs_upstream_stats *cs_get_upstream(struct cs_engine *engine, const struct cs_tuple *tuple)
 {
 	for (size_t i = 0; i < engine->upstream_count; i++) {
 		struct cs_upstream_stats *u = &engine->upstreams[i];
-		if (u->port == tuple->remote_port && !memcmp(u->addr, tuple->remote_addr, sizeof(u->addr)))
+		if (u->port == tuple->remote_port && !memcmp(u->addr, tuple->remote_addr, sizeof(u->addr)) &&
+		    (u->family == AF_UNIX) == (tuple->family == AF_UNIX))
 			return u;
 	}
 	if (engine->upstream_count == CS_UPSTREAMS_MAX)
@@ -202,7 +203,7 @@ static bool add_pending(struct cs_engine *engine, const struct cs_ev_upstream *e
 
 int cs_on_upstream(struct cs_engine *engine, const struct cs_ev_upstream *ev)
 {
-	struct cs_upstream_stats *u = get_upstream(engine, &ev->tuple);
+	struct cs_upstream_stats *u = cs_get_upstream(engine, &ev->tuple);
 	if (!u) {
 		engine->upstream_untracked++;
 		return 0;

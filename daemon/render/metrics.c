@@ -30,6 +30,19 @@ void cs_mx_label_value(FILE *out, const char *value)
 	}
 }
 
+size_t cs_mx_escape(char *buf, size_t len, const char *value)
+{
+	size_t n = 0;
+	for (; *value && n + 2 < len; value++) {
+		if (*value == '\\' || *value == '"' || *value == '\n')
+			buf[n++] = '\\';
+		buf[n++] = *value == '\n' ? 'n' : *value;
+	}
+	if (len)
+		buf[n < len ? n : len - 1] = '\0';
+	return n;
+}
+
 static bool ends_with(const char *text, const char *suffix)
 {
 	size_t len = strlen(text), suffix_len = strlen(suffix);

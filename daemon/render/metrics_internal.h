@@ -36,6 +36,8 @@ struct cs_mx_out {
 void cs_mx_header(const struct cs_mx_out *w, const char *name, const char *type, const char *help);
 /* A label value with \, " and newline escaped, as both formats require. */
 void cs_mx_label_value(FILE *out, const char *value);
+/* The same into buf (at most len bytes, its 0 included; a value too long is cut); returns its length. */
+size_t cs_mx_escape(char *buf, size_t len, const char *value);
 /* name{target="...",extra} (extra already formatted, may be NULL), no closing brace. */
 void cs_mx_series(const struct cs_mx_out *w, const char *name, const char *extra);
 void cs_mx_sample(const struct cs_mx_out *w, const char *name, const char *extra, uint64_t value);

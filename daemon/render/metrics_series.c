@@ -97,15 +97,10 @@ static double busy_ratio(const struct cs_thread_stats *t)
 static void thread_labels(char *buf, size_t len, const struct cs_thread_stats *t)
 {
 	/* The comm escaped as a label value: at most two bytes for each of its own. */
-	char comm[2 * CS_COMM_LEN + 1];
-	size_t n = 0;
-	for (size_t i = 0; i < CS_COMM_LEN && t->comm[i]; i++) {
-		char c = t->comm[i];
-		if (c == '"' || c == '\\' || c == '\n')
-			comm[n++] = '\\';
-		comm[n++] = c == '\n' ? 'n' : c;
-	}
-	comm[n] = '\0';
+	char name[CS_COMM_LEN + 1], comm[2 * CS_COMM_LEN + 1];
+	memcpy(name, t->comm, CS_COMM_LEN);
+	name[CS_COMM_LEN] = '\0';
+	cs_mx_escape(comm, sizeof(comm), name);
 	snprintf(buf, len, "tid=\"%" PRIu32 "\",comm=\"%s\"", t->tid, comm);
 }
 

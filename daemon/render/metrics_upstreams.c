@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The servers the target calls, as Prometheus series: one per upstream
- * address and port (at most CS_UPSTREAMS_MAX, the engine's bound; the
+ * address and port, or Unix socket path (at most CS_UPSTREAMS_MAX, the engine's bound; the
  * exchanges with any further upstream are counted in one series), so that
  * a fleet's dashboards can tell which backend its proxies wait on.
  */
@@ -12,17 +12,20 @@
 #include "addr.h"
 #include "upstream_stats.h"
 
+#define UPSTREAM_LABEL_LEN (2 * CS_UPSTREAM_NAME_LEN + 16)
+
 static void upstream_label(char *buf, size_t len, const struct cs_upstream_stats *u)
 {
-	char endpoint[CS_ENDPOINT_LEN];
-	cs_format_endpoint(endpoint, sizeof(endpoint), u->addr, u->port);
-	snprintf(buf, len, "upstream=\"%s\"", endpoint);
+	char endpoint[CS_UPSTREAM_NAME_LEN], escaped[2 * CS_UPSTREAM_NAME_LEN];
+	cs_upstream_name(endpoint, sizeof(endpoint), u);
+	cs_mx_escape(escaped, sizeof(escaped), endpoint);
+	snprintf(buf, len, "upstream=\"%s\"", escaped);
 }
 
 static void per_upstream(const struct cs_mx_out *w, const char *name, const char *help,
 			 uint64_t (*value)(const struct cs_upstream_stats *))
 {
-	char label[CS_ENDPOINT_LEN + 16];
+	char label[UPSTREAM_LABEL_LEN];
 	cs_mx_header(w, name, "counter", help);
 	for (size_t i = 0; i < w->view->upstream_count; i++) {
 		upstream_label(label, sizeof(label), &w->view->upstreams[i]);
@@ -38,7 +41,7 @@ static uint64_t u_retransmitted(const struct cs_upstream_stats *u) { return u->c
 void cs_mx_render_upstreams(const struct cs_mx_out *w)
 {
 	const struct cs_report_view *view = w->view;
-	char label[CS_ENDPOINT_LEN + 16];
+	char label[UPSTREAM_LABEL_LEN];
 	if (!view->upstream_count && !view->upstream_untracked)
 		return; /* a target that calls nobody: no families to scrape */
 	cs_mx_header(w, "connscope_upstream_wait_seconds", "histogram",

@@ -64,8 +64,8 @@ static void upstream_text(FILE *out, const struct cs_report_view *view, const st
 	const struct cs_upstream_stats *u = upstream_of(view, e);
 	if (!u)
 		return;
-	char endpoint[CS_ENDPOINT_LEN], queue[32], connect[32], wait[32], read[32];
-	cs_format_endpoint(endpoint, sizeof(endpoint), u->addr, u->port);
+	char endpoint[CS_UPSTREAM_NAME_LEN], queue[32], connect[32], wait[32], read[32];
+	cs_upstream_name(endpoint, sizeof(endpoint), u);
 	cs_format_duration(queue, sizeof(queue), e->upstream.queue_ns);
 	cs_format_duration(connect, sizeof(connect), e->upstream.connect_ns);
 	cs_format_duration(wait, sizeof(wait), e->upstream.wait_ns);
@@ -81,8 +81,8 @@ static json_t *upstream_value(const struct cs_report_view *view, const struct cs
 	const struct cs_upstream_stats *u = upstream_of(view, e);
 	if (!u)
 		return json_null();
-	char address[CS_ENDPOINT_LEN];
-	cs_format_addr(address, sizeof(address), u->addr);
+	char address[CS_UPSTREAM_NAME_LEN];
+	cs_upstream_address(address, sizeof(address), u);
 	return json_pack("{s:o,s:I,s:o,s:o,s:o,s:o,s:b}", "address", cs_json_text(address), "port", (json_int_t)u->port,
 			 "connection_wait_us", cs_json_us(e->upstream.queue_ns), "connect_us",
 			 cs_json_us(e->upstream.connect_ns), "wait_us", cs_json_us(e->upstream.wait_ns), "read_us",

@@ -6,6 +6,7 @@
  * (and why the others were not), and their part of the tail.
  */
 #include <inttypes.h>
+#include <sys/socket.h>
 
 #include "addr.h"
 #include "json.h"
@@ -27,8 +28,8 @@ static void text_p50_p99(FILE *out, const char *what, const struct cs_hist *hist
 
 static void text_upstream(FILE *out, const struct cs_upstream_stats *u, double tail_share)
 {
-	char endpoint[CS_ENDPOINT_LEN], waited[32];
-	cs_format_endpoint(endpoint, sizeof(endpoint), u->addr, u->port);
+	char endpoint[CS_UPSTREAM_NAME_LEN], waited[32];
+	cs_upstream_name(endpoint, sizeof(endpoint), u);
 	cs_format_duration(waited, sizeof(waited), u->waited_ns);
 	fprintf(out, "  %s  %" PRIu64 " exchange(s): joined %" PRIu64, endpoint, u->exchanges, u->joined);
 	if (u->joined_alike)
@@ -79,8 +80,8 @@ void cs_report_upstreams_text(FILE *out, const struct cs_report_view *view)
 
 static json_t *upstream_value(const struct cs_upstream_stats *u, double tail_share)
 {
-	char address[CS_ENDPOINT_LEN];
-	cs_format_addr(address, sizeof(address), u->addr);
+	char address[CS_UPSTREAM_NAME_LEN];
+	cs_upstream_address(address, sizeof(address), u);
 	json_t *by = json_object();
 	for (int i = 0; i < CS_UNJOINED_COUNT; i++)
 		json_object_set_new(by, cs_unjoined_names[i], json_integer(JI(u->not_joined[i])));
@@ -90,6 +91,7 @@ static json_t *upstream_value(const struct cs_upstream_stats *u, double tail_sha
 			      JI(u->connects), "syn_retransmits", JI(u->syn_retransmits), "connect_us",
 			      cs_report_percentiles_us(u->connect_ns), "wait_us", cs_report_percentiles_us(u->wait_ns),
 			      "read_us", cs_report_percentiles_us(u->read_ns));
+	json_object_set_new(o, "transport", json_string(u->family == AF_UNIX ? "unix" : "tcp"));
 	json_object_set_new(o, "connects_retransmitted", json_integer(JI(u->connects_retransmitted)));
 	json_object_set_new(o, "joined", json_integer(JI(u->joined)));
 	json_object_set_new(o, "joined_by_turn", json_integer(JI(u->joined_by_turn)));

@@ -85,10 +85,15 @@ static void upstreams(const json_t *root, struct cs_top_model *m)
 		}
 		struct cs_top_upstream *out = &all[n++];
 		memset(out, 0, sizeof(*out));
-		char address[48] = "";
+		char address[sizeof(out->endpoint)] = "", transport[8] = "";
 		cs_json_str(u, "address", address, sizeof(address));
+		cs_json_str(u, "transport", transport, sizeof(transport));
 		unsigned port = (unsigned)clamp(cs_json_num(u, "port", 0), 0, 65535);
-		snprintf(out->endpoint, sizeof(out->endpoint), strchr(address, ':') ? "[%s]:%u" : "%s:%u", address, port);
+		if (!strcmp(transport, "unix")) /* a path: no port */
+			snprintf(out->endpoint, sizeof(out->endpoint), "%s", address);
+		else
+			snprintf(out->endpoint, sizeof(out->endpoint), strchr(address, ':') ? "[%s]:%u" : "%s:%u", address,
+				 port);
 		out->exchanges = count(u, "exchanges");
 		out->not_joined = count(u, "not_joined");
 		out->connects_retransmitted = count(u, "connects_retransmitted");

@@ -54,7 +54,7 @@ struct cs_top_thread {
 
 /* A server the target calls (the snapshot's upstreams[]). */
 struct cs_top_upstream {
-	char endpoint[64];          /* "127.0.0.1:6379", "[::1]:8081" */
+	char endpoint[136];         /* "127.0.0.1:6379", "[::1]:8081", "/run/redis/redis.sock" */
 	uint64_t exchanges, not_joined;
 	uint64_t connects_retransmitted; /* connects that waited for a SYN retransmit */
 	double wait_p50_us, wait_p99_us; /* sent -> the answer's first byte */

@@ -265,8 +265,11 @@ static int upstreams(struct cs_top_screen *s, int row, int last_row, const struc
 		duration_us(p99, sizeof(p99), u->wait_p99_us);
 		snprintf(waits, sizeof(waits), "%s/%s", p50, p99);
 		duration_us(connect, sizeof(connect), u->connect_p99_us);
-		int col = put_fmt(s, row, 0, CS_TOP_NORMAL, "%-22.22s %10" PRIu64 " %21s %12s ", u->endpoint,
-				  u->exchanges, waits, connect);
+		/* A long name (a Unix socket's path) by its end, where paths differ. */
+		size_t len = strlen(u->endpoint);
+		const char *name = len > 22 ? u->endpoint + len - 21 : u->endpoint;
+		int col = put_fmt(s, row, 0, CS_TOP_NORMAL, "%s%-*.*s %10" PRIu64 " %21s %12s ", len > 22 ? "~" : "",
+				  len > 22 ? 21 : 22, len > 22 ? 21 : 22, name, u->exchanges, waits, connect);
 		col = put_fmt(s, row, col, u->connects_retransmitted ? CS_TOP_BAD : CS_TOP_NORMAL, "%7" PRIu64,
 			      u->connects_retransmitted);
 		put_fmt(s, row, col, u->tail_share >= 0.5 ? CS_TOP_WARN : CS_TOP_NORMAL, " %5.1f%%",

@@ -7,6 +7,7 @@ calls another server before it answers.
 its client connects:
   GET /get       Redis GET (a fast call)
   GET /slow/MS   Redis EVAL of a Lua loop that keeps Redis busy MS ms
+--redis-socket PATH: the same, on Redis's Unix socket.
 --http-port P: an HTTP server, on a new connection for each call (GET /,
 HTTP/1.0, read to its close); --connect-log FILE gets each call's connect
 time in us, one a line, as the application timed it.
@@ -68,13 +69,18 @@ def call_http(port, connect_log):
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     redis_port = 0
+    redis_socket = None
     http_port = 0
     connect_log = None
 
     def setup(self):
         super().setup()
         self.redis = None
-        if self.redis_port:
+        if self.redis_socket:
+            self.redis = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.redis.settimeout(10)
+            self.redis.connect(self.redis_socket)
+        elif self.redis_port:
             self.redis = socket.create_connection(("127.0.0.1", self.redis_port), timeout=10)
             self.redis.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
@@ -131,6 +137,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int)
     parser.add_argument("--redis-port", type=int)
+    parser.add_argument("--redis-socket")
     parser.add_argument("--http-port", type=int)
     parser.add_argument("--connect-log")
     parser.add_argument("--slowlog", action="store_true")
@@ -138,9 +145,10 @@ def main():
     if args.slowlog:
         print_slowlog(args.redis_port)
         return
-    if bool(args.redis_port) == bool(args.http_port):
-        parser.error("give --redis-port or --http-port")
+    if bool(args.redis_port or args.redis_socket) == bool(args.http_port):
+        parser.error("give --redis-port (or --redis-socket) or --http-port")
     Handler.redis_port = args.redis_port or 0
+    Handler.redis_socket = args.redis_socket
     Handler.http_port = args.http_port or 0
     Handler.connect_log = open(args.connect_log, "w") if args.connect_log else None
     # socketserver listens with a backlog of 5: its own queue would overflow first.

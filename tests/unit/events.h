@@ -332,6 +332,7 @@ struct upstream_spec {
 	uint16_t open, reads_between, syn_retransmits, flags;
 	uint32_t tid;               /* 0: 7, sender and reader */
 	uint32_t index;
+	uint64_t unix_hash;         /* not 0: a Unix socket's, its path's hash (no address, no port) */
 };
 
 static inline struct cs_ev_upstream make_upstream(struct upstream_spec s)
@@ -353,6 +354,11 @@ static inline struct cs_ev_upstream make_upstream(struct upstream_spec s)
 	ev.tuple.local_port = 45000;
 	ev.tuple.remote_port = port;
 	ev.tuple.family = AF_INET;
+	if (s.unix_hash) {
+		memset(&ev.tuple, 0, sizeof(ev.tuple));
+		ev.tuple.family = AF_UNIX;
+		memcpy(ev.tuple.remote_addr, &s.unix_hash, sizeof(s.unix_hash));
+	}
 	ev.tgid = 100;
 	ev.sender_tid = ev.reader_tid = s.tid ? s.tid : 7;
 	ev.index = s.index;
@@ -360,6 +366,21 @@ static inline struct cs_ev_upstream make_upstream(struct upstream_spec s)
 	ev.reads_between = s.reads_between;
 	ev.syn_retransmits = s.syn_retransmits;
 	ev.flags = s.flags;
+	return ev;
+}
+
+/* A Unix upstream's path record (path_len bytes of path: an abstract name's first is 0). */
+static inline struct cs_ev_upstream_path make_upstream_path(uint64_t sk, uint64_t hash, const char *path,
+							    size_t path_len, uint64_t ts_ns)
+{
+	struct cs_ev_upstream_path ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_UPSTREAM_PATH, sizeof(ev), ts_ns);
+	ev.sk = sk;
+	ev.path_hash = hash;
+	ev.tgid = 100;
+	ev.path_len = (uint16_t)path_len;
+	memcpy(ev.path, path, path_len);
 	return ev;
 }
 

@@ -165,3 +165,56 @@ Test(upstream_outputs, top_shows_each_upstream_the_most_of_the_tail_first)
 	cs_window_free(&window);
 	free(json);
 }
+
+/*
+ * A worker calling Redis on its Unix socket (named, its path's bytes with
+ * the kernel's trailing 0, and a quote to escape in Prometheus), an
+ * abstract socket, and one whose path record was lost.
+ */
+static void worker_with_unix_upstreams(void)
+{
+	static const char path[] = "/run/re\"dis.sock";
+	FEED_OK(engine, make_upstream_path(0x5000, 0xabc, path, sizeof(path), T0 - MS));
+	FEED_OK(engine, make_upstream_path(0x5001, 0xdef, "\0db", 3, T0 - MS));
+	for (uint64_t i = 0; i < 10; i++) {
+		uint64_t read = T0 + i * SEC, send = read + 50 * US, hash = i < 6 ? 0xabc : i < 9 ? 0xdef : 0x123;
+		feed_upstream(engine, (struct upstream_spec){
+			.sk = 0x5000 + (i < 6 ? 0 : i < 9 ? 1 : 2), .send_ns = send, .first_byte_ns = send + 2 * MS,
+			.first_read_ns = send + 2 * MS + 10 * US, .open = 1, .request_read_ns = read,
+			.sender_cpu_ns = 10 * US, .unix_hash = hash });
+		uint64_t answer = send + 2 * MS + 100 * US;
+		feed_request(engine, (struct request_spec){ .sk = 0xffff888700000000ull + i, .port = PORT, .index = 1,
+							    .start_ns = read - 10 * US, .first_read_ns = read,
+							    .first_send_ns = answer, .last_send_ns = answer,
+							    .drain_end_ns = answer, .reader_tid = 7 });
+	}
+}
+
+Test(upstream_outputs, a_unix_socket_is_named_by_its_path_in_every_output)
+{
+	worker_with_unix_upstreams();
+	char *text = render_report(engine, &meta, true);
+	struct json *root = json_parse(text);
+	const struct json *list = member(root, "upstreams", J_ARRAY);
+	const struct json *named = element(list, 0), *abstract = element(list, 1), *unnamed = element(list, 2);
+	cr_expect_str_eq(member(named, "address", J_STRING)->string, "/run/re\"dis.sock", "%s", text);
+	cr_expect_str_eq(member(named, "transport", J_STRING)->string, "unix");
+	cr_expect_eq(number(named, "port"), 0);
+	cr_expect_eq(number(named, "exchanges"), 6);
+	cr_expect_eq(number(named, "joined"), 6);
+	cr_expect_str_eq(member(abstract, "address", J_STRING)->string, "@db");
+	cr_expect_eq(number(abstract, "exchanges"), 3);
+	cr_expect_str_eq(member(unnamed, "address", J_STRING)->string, "unix socket #0000000000000123");
+	json_free(root);
+	free(text);
+
+	text = metrics_text();
+	cr_expect_eq(sample(text, "connscope_upstream_exchanges_total{target=\"app\",upstream=\"/run/re\\\"dis.sock\"}"), 6,
+		     "%s", text);
+	cr_expect_eq(sample(text, "connscope_upstream_exchanges_total{target=\"app\",upstream=\"@db\"}"), 3);
+	free(text);
+
+	text = render_report(engine, &meta, false);
+	cr_expect_not_null(strstr(text, "  /run/re\"dis.sock  6 exchange(s)"), "%s", text);
+	free(text);
+}
