@@ -118,6 +118,52 @@ redis_processed() {
   redis-cli -p "$REDIS_PORT" info stats | tr -d '\r' | awk -F: '$1 == "total_commands_processed" { print $2 }'
 }
 
+# cs_redis_app_run SLOW_MS CONNECTIONS DURATION APP_ARGS...: the blocking
+# application server calling_app.py calling Redis (cs_start_redis, with its
+# slow log on) as APP_ARGS say (--redis-port P or --redis-socket PATH),
+# profiled as "app" under csload: /get, 5 % /slow/SLOW_MS. Leaves app.json,
+# app.cstrace, slowest.json (the 100 slowest), client.json, client.log and
+# slowlog (Redis's own time for each script) in $CS_TMP; sets APP_CALLS (the
+# calls the application made and read the answers of) and CLIENT_SLOW (the
+# slow requests the client sent).
+cs_redis_app_run() {
+  local slow_ms=$1 connections=$2 duration=$3 app_port app_pid
+  shift 3
+  app_port=$(cs_free_port)
+  cs_bg python3 "$(dirname "$0")/calling_app.py" --port "$app_port" "$@" >"$CS_TMP/app.log" 2>&1
+  SERVER_PID=$BG_PID app_pid=$BG_PID
+  cs_wait_port "$app_port"
+  cs_profile app "$CS_LOAD" --port "$app_port" --connections "$connections" --rate 100 --duration "$duration" \
+    --path /get --mix "/slow/$slow_ms:0.05" --json "$CS_TMP/client.json" --log "$CS_TMP/client.log" --quiet
+  "$CS_BIN" report --json --slowest 100 "$CS_TMP/app.cstrace" >"$CS_TMP/slowest.json" ||
+    fail "connscope report --slowest failed"
+  kill -TERM "$app_pid"
+  wait "$app_pid" || true
+  APP_CALLS=$(sed -n 's/^calls \([0-9]*\)$/\1/p' "$CS_TMP/app.log")
+  [[ -n $APP_CALLS ]] || { cat "$CS_TMP/app.log"; fail "the application did not say how many calls it made"; }
+  "$CS_PYTHON" "$(dirname "$0")/calling_app.py" --slowlog --redis-port "$REDIS_PORT" >"$CS_TMP/slowlog" ||
+    fail "reading Redis's slow log failed"
+  CLIENT_SLOW=$(awk -v p="/slow/$slow_ms" '$7 == p' "$CS_TMP/client.log" | wc -l)
+}
+
+# assert_slow_calls_agree SLOW_MS: after cs_redis_app_run, each slow request
+# kept (told by its connection and number on it, kept_paths.py) with its
+# call to Redis joined, and their wait on Redis (the median) within 10 % or
+# 1 ms of Redis's own time for the scripts (its slow log).
+assert_slow_calls_agree() {
+  local redis_count redis_median slow_count slow_median tolerance_us
+  read -r redis_count redis_median < <(sort -n "$CS_TMP/slowlog" | awk '{ v[NR] = $1 } END { print NR, v[int((NR + 1) / 2)] + 0 }')
+  "$CS_PYTHON" "$(dirname "$0")/kept_paths.py" "$CS_TMP/client.log" "$CS_TMP/slowest.json" >"$CS_TMP/kept"
+  read -r slow_count slow_median < <(awk -v p="/slow/$1" '$1 == p { print $2 }' "$CS_TMP/kept" | sort -n |
+    awk '{ v[NR] = $1 } END { print NR, v[int((NR + 1) / 2)] + 0 }')
+  note "the client sent $CLIENT_SLOW slow request(s); Redis ran $redis_count script(s), median $redis_median us; connscope kept $slow_count of them joined to their call, first-byte wait median $slow_median us"
+  assert_cmp "$redis_count" == "$CLIENT_SLOW" "Redis's slow log: a script for each slow request"
+  assert_cmp "$slow_count" == "$CLIENT_SLOW" "slow requests kept, joined to their call to Redis"
+  tolerance_us=$(python3 -c "print(max(0.1 * $redis_median, 1000))")
+  assert_cmp "$(python3 -c "print(abs($slow_median - $redis_median))")" '<=' "$tolerance_us" \
+    "the slow requests' wait on Redis (median) against Redis's own time for their scripts"
+}
+
 # cs_start_tomcat CONNECTOR_ATTRIBUTES [JSP_NAME JSP_TEXT]: Debian's Tomcat
 # 10 in a private CATALINA_BASE ($TOMCAT_BASE) with one HTTP connector on a
 # free port ($TOMCAT_PORT) and those attributes (maxThreads, ...), and a
