@@ -11,7 +11,8 @@
 # MaxRequestWorkers advised), worker_pool or accept_queue leading, no
 # connection_limit, no idle_timeout; the listener thread an acceptor;
 # connscope's p99 agrees with the clients'. connscope attaches before the
-# load, then once more to a load already running: the same verdict.
+# load, then once more to a load already running: the same conditions, the
+# pool's wait about half of the window's few tail requests.
 # integration: plain build
 # (a real server's behaviour)
 source "$(dirname "$0")/lib.sh"
@@ -36,6 +37,11 @@ judge() {
   cause=$(top_cause "$r")
   [[ $cause == worker_pool || $cause == accept_queue ]] || fail "$1: top tail cause is $cause, expected worker_pool or accept_queue"
   echo "ok: $1: top cause $cause"
+  judge_pool "$1"
+}
+# judge_pool NAME: the pool's conditions, whatever leads the tail.
+judge_pool() {
+  local r=$CS_TMP/$1.json flags
   flags=$(flagged "$r")
   [[ " $flags " == *" pool_saturation "* ]] || fail "$1: pool_saturation not flagged (flagged: $flags)"
   [[ $(json_get "$r" 'j["conditions"]["pool_saturation"]["kind"]') == handoff ]] || fail "$1: pool kind is not handoff"
@@ -83,7 +89,14 @@ read -r client_count client_p99_us _ < <(cs_client_window "$CS_TMP/client2.log")
 assert_cmp "$client_count" '>=' 20 "the client's requests within the window (the attach in time)"
 r=$CS_TMP/running.json
 note "attached to the running load: server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us over $(json_get "$r" 'j["requests"]') requests, the client's in the window $client_p99_us us over $client_count; causes $(json_get "$r" '[(c["cause"], round(c["share"], 3)) for c in j["tail"]["causes"][:3]]'); flagged: $(flagged "$r")"
-judge running
+# The window's tail is a request or two, each of which waited for one of
+# the two busy workers (one 40 ms handler, in the accept queue or the
+# pool's hand-off) before its own 40 ms: the pool's wait is about half of
+# it, and handler the other half, either a little ahead.
+assert_cmp "$(json_get "$r" 'sum(c["share"] for c in j["tail"]["causes"] if c["cause"] in ("accept_queue", "worker_pool"))')" \
+  '>=' 0.4 "running: the wait for the pool (accept_queue and worker_pool) in the tail, about half"
+[[ $(top_cause "$r") =~ ^(worker_pool|accept_queue|handler)$ ]] || fail "running: top tail cause is $(top_cause "$r")"
+judge_pool running
 # The window's p99 is said, not judged: a connection queued before the
 # attach is timed from its accept (its queueing was not seen), and the
 # window's few tail requests are mostly such connections.
