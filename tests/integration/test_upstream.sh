@@ -10,8 +10,11 @@
 # many exchanges as the
 # backend served requests, each one's record replayed before its
 # request's (none left waiting for its request, none unmatched).
-# Then 32 clients at once, each request waiting 20 ms on a second backend:
-# nginx has every request open over every exchange, none joined by what
+# Then 32 clients, 800 requests/s in all, each request waiting 20 ms on a
+# second backend (some 16 in flight: closed-loop, 1 600 a second kept both
+# CPUs busy, and with another test beside it nginx's waits for a CPU
+# outgrew the backend's 20 ms in the tail): nginx has every request open
+# over every exchange, none joined by what
 # was open, and its loop's turns join them (it writes each answer right
 # after reading the backend's): upstream leads, nine exchanges in ten at
 # least joined, each joined request's upstream time the backend's 20 ms
@@ -76,7 +79,7 @@ assert_cmp "$(json_get "$r" 'j["events"]["lost"]')" == 0 "events lost"
 
 # 2. 32 clients at once, every request waiting 20 ms on the busy backend.
 busy_ms=20
-cs_profile busy "$CS_LOAD" --port "$NGINX_PORT" --connections 32 --duration 3 --path "/c/sleep/$busy_ms" \
+cs_profile busy "$CS_LOAD" --port "$NGINX_PORT" --connections 32 --rate 800 --duration 3 --path "/c/sleep/$busy_ms" \
   --json "$CS_TMP/busy-client.json" --quiet
 kill -TERM "$busy_pid"
 wait "$busy_pid" || true
