@@ -12,7 +12,7 @@
 # connection_limit, no idle_timeout; the listener thread an acceptor;
 # connscope's p99 agrees with the clients'. connscope attaches before the
 # load, then once more to a load already running: the same conditions, the
-# pool's wait about half of the window's few tail requests.
+# pool's wait half or more of the window's few tail requests.
 # integration: plain build
 # (a real server's behaviour)
 source "$(dirname "$0")/lib.sh"
@@ -90,11 +90,12 @@ assert_cmp "$client_count" '>=' 20 "the client's requests within the window (the
 r=$CS_TMP/running.json
 note "attached to the running load: server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us over $(json_get "$r" 'j["requests"]') requests, the client's in the window $client_p99_us us over $client_count; causes $(json_get "$r" '[(c["cause"], round(c["share"], 3)) for c in j["tail"]["causes"][:3]]'); flagged: $(flagged "$r")"
 # The window's tail is a request or two, each of which waited for one of
-# the two busy workers (one 40 ms handler, in the accept queue or the
-# pool's hand-off) before its own 40 ms: the pool's wait is about half of
-# it, and handler the other half, either a little ahead.
+# the two busy workers (at least one 40 ms handler, in the accept queue or
+# the pool's hand-off) before its own 40 ms: the pool's wait is half of it
+# or more, and handler at most the other half; at about half, either
+# cause may lead by a little.
 assert_cmp "$(json_get "$r" 'sum(c["share"] for c in j["tail"]["causes"] if c["cause"] in ("accept_queue", "worker_pool"))')" \
-  '>=' 0.4 "running: the wait for the pool (accept_queue and worker_pool) in the tail, about half"
+  '>=' 0.4 "running: the wait for the pool (accept_queue and worker_pool) in the tail, half or more"
 [[ $(top_cause "$r") =~ ^(worker_pool|accept_queue|handler)$ ]] || fail "running: top tail cause is $(top_cause "$r")"
 judge_pool running
 # The window's p99 is said, not judged: a connection queued before the
