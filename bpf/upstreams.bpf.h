@@ -40,7 +40,7 @@ static __always_inline __u64 emit_upstream_path(const struct sock *sk, __u32 tgi
 	__u64 hash = FNV64_OFFSET;
 
 	if (!ev)
-		return hash; /* unnamed: its exchanges still tell it apart from the others */
+		return hash; /* the record lost (counted): its exchanges go with the other unnamed ones' */
 	__builtin_memset(ev->path, 0, sizeof(ev->path));
 	if (path_len && bpf_probe_read_kernel(ev->path, sizeof(ev->path), addr->name[0].sun_path))
 		path_len = 0;
