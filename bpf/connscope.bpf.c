@@ -43,6 +43,10 @@
  *                                                socket (its peer's path)
  *   the send, data_ready and read hooks above  : each exchange: sent, first
  *                                                byte in, read
+ * Local clients (one record per answer read, clients.bpf.h):
+ *   the data_ready and read hooks above       : on a socket whose peer is a
+ *                                                target endpoint: its answer's
+ *                                                arrival, the client's read
  * Per-connection state lives in socket-local storage; only target sockets
  * get any, so finding it is the target filter.
  */
@@ -63,6 +67,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "socket_probes.bpf.h"
 #include "lifecycle.bpf.h"
 #include "upstreams.bpf.h"
+#include "clients.bpf.h"
 #include "unix_connect.bpf.h"
 #include "accept.bpf.h"
 #include "epoll.bpf.h"

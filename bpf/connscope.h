@@ -51,8 +51,11 @@
  * 16: cs_ev_request.loop_turned_ns, at the end (CS_EV_REQUEST_V15_SIZE before it); older
  *    requests read with it 0: a request's wait for its loop's other requests after its
  *    read shows as its handler time, as it did. CS_EV_UPSTREAM_PATH, and upstream
- *    exchanges on Unix stream sockets (tuple.family AF_UNIX, see cs_ev_upstream_path). */
-#define CS_WIRE_VERSION 16
+ *    exchanges on Unix stream sockets (tuple.family AF_UNIX, see cs_ev_upstream_path).
+ * 17: cs_ev_request.client_key, at the end (CS_EV_REQUEST_V16_SIZE before it; older
+ *    requests read with it 0: joined to no client read). CS_EV_CLIENT_READ: a local
+ *    client's read of an answer. */
+#define CS_WIRE_VERSION 17
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -81,9 +84,10 @@ enum cs_event_type {
 	CS_EV_PROG_COST = 20,      /* one of connscope's BPF programs: its run time (user space) */
 	CS_EV_SELF_COST = 21,      /* connscope's own CPU time, and whether BPF run time is counted */
 	CS_EV_UPSTREAM_PATH = 22,  /* a Unix-socket upstream's path, before its connection's exchanges */
+	CS_EV_CLIENT_READ = 23,    /* a local client read an answer from a target's connection */
 	CS_EV_TYPE_MAX,
 };
-_Static_assert(CS_EV_TYPE_MAX == CS_EV_UPSTREAM_PATH + 1, "wire: record types in ascending order");
+_Static_assert(CS_EV_TYPE_MAX == CS_EV_CLIENT_READ + 1, "wire: record types in ascending order");
 
 /* Common prefix of every record. */
 struct cs_event_header {
@@ -242,8 +246,11 @@ struct cs_ev_request {
 	__u16 flags;          /* enum cs_request_flags */
 	__u64 loop_turned_ns; /* its loop read another request before answering it, in one
 	                          pass (no ready poll between): the first such read; 0 if none */
+	__u64 client_key;     /* cs_client_key() of its connection: its client's reads
+	                         (cs_ev_client_read) carry the same */
 };
 #define CS_EV_REQUEST_V15_SIZE 128 /* before loop_turned_ns */
+#define CS_EV_REQUEST_V16_SIZE 136 /* before client_key */
 
 /*
  * What the server read in one of a connection's first CS_PEEK_EXCHANGES
@@ -639,6 +646,48 @@ struct cs_ev_upstream_path {
 };
 
 /*
+ * A connection's two ends on one host: the client's address (its last 32
+ * bits for IPv6), its port and the server's port, as one number, the same
+ * from either end's socket. Never 0 for a TCP connection (ports are not 0).
+ */
+static inline __attribute__((always_inline)) __u64 cs_client_key(__u32 client_addr_low32, __u16 client_port, __u16 server_port)
+{
+	return ((__u64)client_addr_low32 << 32) | ((__u64)client_port << 16) | server_port;
+}
+
+/*
+ * A local client (a process on this host, in a target's network namespace)
+ * read answer bytes from its end of a connection to a target port:
+ * hdr.ts_ns is the read. The client's part of an exchange is the wait from
+ * the bytes' arrival in its socket to that read (the engine joins it to the
+ * request by client_key). The reading thread's CPU and run-queue totals let
+ * the engine say how busy the client's threads were, and how long they
+ * waited for a CPU, between two of its reads.
+ */
+struct cs_ev_client_read {
+	struct cs_event_header hdr;
+	__u64 sk;             /* the client's socket */
+	__u64 client_key;     /* cs_client_key(): the server's request records carry it */
+	__u64 arrived_ns;     /* the first of the bytes it read came into its socket */
+	__u64 runq_ns;        /* of arrived -> read: the reading thread runnable, not running */
+	__u64 thread_cpu_ns;  /* the reading thread's CPU time so far */
+	__u64 thread_runq_ns; /* ... and its run-queue time so far */
+	__u32 tgid;           /* the client process */
+	__u32 tid;            /* its reading thread */
+	__u32 bytes;          /* this read's */
+	__u16 flags;          /* enum cs_client_read_flags */
+	__u16 pad;
+	char comm[CS_COMM_LEN]; /* the reading thread's name */
+};
+
+enum cs_client_read_flags {
+	CS_CLIENT_FIRST = 1 << 0,        /* its socket's first read seen: a connection to count */
+	CS_CLIENT_RUNQ_UNKNOWN = 1 << 1, /* another thread read than the one the arrival looked at */
+	CS_CLIENT_LEFTOVER = 1 << 2,     /* bytes its previous read left (arrived_ns is that read's
+	                                    time): a read of the same answer, not a wait for one */
+};
+
+/*
  * What connscope costs: user space reads each of its BPF programs' run
  * time from the kernel (bpf_prog_info.run_time_ns and run_cnt) and its own
  * CPU time (getrusage) about once a second, and records what each grew by
@@ -894,7 +943,9 @@ _Static_assert(sizeof(struct cs_ev_listener_sample) == 56, "wire: listener size"
 _Static_assert(sizeof(struct cs_endpoint_state) == 8 * CS_ENDPOINT_LISTENERS + 16, "map: endpoint size");
 _Static_assert(sizeof(struct cs_ev_handshake) == 112, "wire: handshake size");
 _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
-_Static_assert(sizeof(struct cs_ev_request) == 136, "wire: request size");
+_Static_assert(sizeof(struct cs_ev_request) == 144, "wire: request size");
+_Static_assert(__builtin_offsetof(struct cs_ev_request, client_key) == CS_EV_REQUEST_V16_SIZE, "wire: v16 request");
+_Static_assert(sizeof(struct cs_ev_client_read) == 96, "wire: client read size");
 _Static_assert(sizeof(struct cs_ev_upstream_path) == 152, "wire: upstream path size");
 _Static_assert(__builtin_offsetof(struct cs_ev_request, loop_turned_ns) == CS_EV_REQUEST_V15_SIZE, "wire: v15 request");
 _Static_assert(sizeof(struct cs_ev_request_bytes) == 96, "wire: request bytes size");

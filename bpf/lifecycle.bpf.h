@@ -154,19 +154,6 @@ int BPF_PROG(on_receive_reset, struct sock *sk)
 
 /* ---- the connection enters the accept queue; client handshakes ---------- */
 
-/* The last of an IPv6 address's four 32-bit words. */
-#define IN6_LAST_WORD 3
-
-/* The low 32 bits of an address as the key uses it (IPv4: the address). */
-static __always_inline __u32 addr_low32(const struct sock *sk, bool remote)
-{
-	if (BPF_CORE_READ(sk, __sk_common.skc_family) == AF_INET6)
-		return remote ? BPF_CORE_READ(sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32[IN6_LAST_WORD])
-			      : BPF_CORE_READ(sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[IN6_LAST_WORD]);
-	return remote ? BPF_CORE_READ(sk, __sk_common.skc_daddr)
-		      : BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
-}
-
 /* A client socket's connection, keyed as the server's side will look it up. */
 static __always_inline struct handshake_key client_handshake_key(const struct sock *sk)
 {

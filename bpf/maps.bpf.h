@@ -206,6 +206,33 @@ struct {
 __u64 unix_connected_count = 0;
 
 /*
+ * A local client's end of a connection to a target port (clients.bpf.h):
+ * the answer bytes it has not read yet, and who read its last ones.
+ */
+struct client_state {
+	__u64 arrived_ns;           /* the first unread answer bytes came; 0: none unread */
+	__u64 arrival_run_delay_ns; /* its last reader's run-queue total then; 0: unknown */
+	__u64 reader_task;          /* that reader (a task's address: compared, read with CO-RE) */
+	__u32 reader_tid;
+	__u32 window;   /* the tracing window arrived_ns belongs to */
+	__u32 reads;    /* its reads of answers seen */
+	__u32 leftover; /* arrived_ns is a read's that left bytes unread */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct client_state);
+} client_sides SEC(".maps");
+
+/* Set by user space between open and load: --no-clients clears it. */
+const volatile bool follow_clients = true;
+
+/* Client sockets ever followed: while 0, the socket probes do not look for one. */
+__u64 clients_followed = 0;
+
+/*
  * Per target thread that reads requests (tid): the requests it read and
  * has not begun to answer, by their first read's time (a request's
  * identity on its thread), and how many it read in all. An upstream

@@ -325,6 +325,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		ev->index = (conn->requests ? conn->requests - 1 : 0) + conn->first_unseen;
 		ev->send_eagain = conn->send_eagain;
 		ev->loop_turned_ns = conn->loop_turned_ns;
+		ev->client_key = server_client_key(sk);
 		ev->listener_port = conn->port;
 		__u16 flags = conn->flags;
 		if (conn->partial)

@@ -92,6 +92,31 @@ static __always_inline void read_tuple(const struct sock *sk, struct cs_tuple *t
 	__builtin_memcpy(&tuple->remote_addr[V4_MAPPED_OFFSET], &remote, sizeof(remote));
 }
 
+/* The last of an IPv6 address's four 32-bit words. */
+#define IN6_LAST_WORD 3
+
+/* The low 32 bits of an address as the key uses it (IPv4: the address). */
+static __always_inline __u32 addr_low32(const struct sock *sk, bool remote)
+{
+	if (BPF_CORE_READ(sk, __sk_common.skc_family) == AF_INET6)
+		return remote ? BPF_CORE_READ(sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32[IN6_LAST_WORD])
+			      : BPF_CORE_READ(sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[IN6_LAST_WORD]);
+	return remote ? BPF_CORE_READ(sk, __sk_common.skc_daddr)
+		      : BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+}
+
+/* A server-side socket's connection as cs_client_key() numbers it. */
+static __always_inline __u64 server_client_key(const struct sock *sk)
+{
+	return cs_client_key(addr_low32(sk, true), bpf_ntohs(sk->__sk_common.skc_dport), sk->__sk_common.skc_num);
+}
+
+/* The same connection from the client's socket. */
+static __always_inline __u64 client_side_key(const struct sock *sk)
+{
+	return cs_client_key(addr_low32(sk, false), sk->__sk_common.skc_num, bpf_ntohs(sk->__sk_common.skc_dport));
+}
+
 /* sk_drops of a listener; newer kernels may also keep per-NUMA counters. */
 static __always_inline __u32 read_drops(const struct sock *sk)
 {

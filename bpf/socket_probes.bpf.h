@@ -18,6 +18,45 @@
 #include "read_peek.bpf.h"
 #include "server_hello.bpf.h"
 #include "upstreams.bpf.h"
+#include "clients.bpf.h"
+
+/* Bytes came into a socket without server-side state: an upstream's, a local client's, or an older connection's. */
+static __always_inline struct conn_state *data_ready_elsewhere(const struct sock *sk)
+{
+	struct upstream_state *up = upstream_of(sk);
+	if (up) {
+		upstream_data_ready(up);
+		return NULL;
+	}
+	struct client_state *client = client_of(sk);
+	if (client) {
+		client_data_ready(client);
+		return NULL;
+	}
+	struct conn_state *conn = adopt_connection(sk, true);
+	if (conn)
+		return conn;
+	client = adopt_client(sk);
+	if (client)
+		client_data_ready(client);
+	return NULL;
+}
+
+/* A read on a socket without server-side state: an upstream's or a local client's (true: it was). */
+static __always_inline bool read_elsewhere(const struct sock *sk, int ret)
+{
+	struct upstream_state *up = upstream_of(sk);
+	if (up) {
+		upstream_read(sk, up, ret);
+		return true;
+	}
+	struct client_state *client = client_of(sk);
+	if (client) {
+		client_read(sk, client, ret);
+		return true;
+	}
+	return false;
+}
 
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(on_data_ready, const struct sock *sk)
@@ -27,10 +66,7 @@ int BPF_PROG(on_data_ready, const struct sock *sk)
 	__u64 now;
 
 	if (!conn) {
-		struct upstream_state *up = upstream_of(sk);
-		if (up)
-			return upstream_data_ready(up);
-		conn = adopt_connection(sk, true);
+		conn = data_ready_elsewhere(sk);
 		if (!conn)
 			return 0;
 	}
@@ -64,9 +100,8 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	 * first idle moment.
 	 */
 	if (!conn) {
-		struct upstream_state *up = upstream_of(sk);
-		if (up)
-			return upstream_read(sk, up, ret);
+		if (read_elsewhere(sk, ret))
+			return 0;
 		conn = adopt_connection(sk, false);
 		if (!conn)
 			return 0;

@@ -123,6 +123,7 @@ static const struct option catalogue[] = {
 	{ "trace", required_argument, NULL, CS_OPT_TRACE },
 	{ "no-handshakes", no_argument, NULL, CS_OPT_NO_HANDSHAKES },
 	{ "no-pauses", no_argument, NULL, CS_OPT_NO_PAUSES },
+	{ "no-clients", no_argument, NULL, CS_OPT_NO_CLIENTS },
 	{ "no-jvm", no_argument, NULL, CS_OPT_NO_JVM },
 	{ "no-bpf-stats", no_argument, NULL, CS_OPT_NO_BPF_STATS },
 	{ "bpf-stats", required_argument, NULL, CS_OPT_BPF_STATS }, /* yes, always or no */
@@ -249,5 +250,6 @@ void cs_cli_session_defaults(struct cs_session_options *opts)
 	opts->probe.ring_bytes = (uint32_t)CS_RING_MB_DEFAULT << 20;
 	opts->probe.wakeup_bytes = CS_WAKEUP_BYTES_DEFAULT;
 	opts->probe.trace_handshakes = true;
+	opts->probe.follow_clients = true;
 	opts->stop = &cs_cli_stop;
 }

@@ -6,7 +6,7 @@
 #include "target_args.h"
 
 /* Its options, in the order a usage error lists them (cli.c defines each). */
-static const char run_options[] = CS_TARGET_OPTIONS " duration json output sample-hz ring-mb trace tail slowest no-handshakes no-pauses bpf-stats no-bpf-stats no-jvm quiet "
+static const char run_options[] = CS_TARGET_OPTIONS " duration json output sample-hz ring-mb trace tail slowest no-handshakes no-pauses no-clients bpf-stats no-bpf-stats no-jvm quiet "
 	"verbose help";
 
 /* The options that are attach's or record's alone. */
@@ -64,6 +64,9 @@ static int take_probe(const struct cs_cli *cli, int opt, const char *arg, struct
 		break;
 	case CS_OPT_NO_PAUSES:
 		opts->probe.no_pauses = true;
+		break;
+	case CS_OPT_NO_CLIENTS:
+		opts->probe.follow_clients = false;
 		break;
 	default: /* CS_OPT_NO_HANDSHAKES */
 		opts->probe.trace_handshakes = false;

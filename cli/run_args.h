@@ -35,6 +35,8 @@
 	"                       P seconds only, the request probes detached between\n" \
 	"                       (as connscoped by default); default always\n" \
 	"      --no-handshakes  do not follow local clients' SYN retransmits\n" \
+	"      --no-clients     do not follow local clients' reads of their answers\n" \
+	"                       (their own delay, client_bound)\n" \
 	"      --no-pauses      do not attach the JVM pause probes (uprobes on a java\n" \
 	"                       target's libjvm.so): runtime_pause is then not measured\n" \
 	"      --bpf-stats yes|always|no  the kernel's BPF run-time statistics, for the\n" \

@@ -493,6 +493,7 @@ void cs_conditions_from(const struct cs_engine *engine, const struct cs_report_m
 	accept_contention(findings, finding_count, cond);
 	cpu_saturation(engine, meta, tail, cond);
 	cs_runtime_pauses_condition(engine, meta, tail, cond);
+	cs_client_bound_condition(engine, cond);
 	pool_saturation(engine, tail, cond);
 	idle_closes_of_the_pool(engine, cond);
 	lifecycle(engine, cond);
@@ -519,6 +520,8 @@ bool cs_condition_flagged(const struct cs_conditions *cond, enum cs_condition co
 		return cond->pool_saturation.flagged;
 	case CS_COND_RUNTIME_PAUSES:
 		return cond->runtime_pauses.flagged;
+	case CS_COND_CLIENT_BOUND:
+		return cond->client_bound.flagged;
 	case CS_CONDITION_COUNT:
 		break;
 	}

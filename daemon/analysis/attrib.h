@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "clients.h"
 #include "diagnose.h"
 #include "engine.h"
 #include "figures.h"
@@ -161,6 +162,12 @@ struct cs_conditions {
 		uint64_t top_other_op_pauses;
 		bool named;                     /* operations told (USDT); false: uprobes saw the pauses alone */
 	} runtime_pauses;
+	struct cs_client_bound_condition {
+		bool flagged;
+		uint32_t clients;               /* local clients seen */
+		uint32_t bound_clients;         /* of which their own delay bound */
+		struct cs_client_view worst;    /* the one whose own delay weighs most */
+	} client_bound;
 	struct {
 		uint64_t closed_by_server;
 		uint64_t closed_by_client;
@@ -186,6 +193,8 @@ void cs_conditions_from(const struct cs_engine *engine, const struct cs_report_m
 void cs_conditions_figures(struct cs_conditions *conditions);
 
 /* runtime_pauses, from the engine's pauses and the tail (runtime_pauses.c); before pool_saturation. */
+/* client_bound (analysis/clients.c). */
+void cs_client_bound_condition(const struct cs_engine *engine, struct cs_conditions *conditions);
 void cs_runtime_pauses_condition(const struct cs_engine *engine, const struct cs_report_meta *meta,
 				 const struct cs_tail *tail, struct cs_conditions *conditions);
 

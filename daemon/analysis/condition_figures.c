@@ -115,6 +115,23 @@ static void runtime_pauses(const struct cs_pauses_condition *p, struct cs_figure
 	cs_figures_ns(f, "time_to_safepoint_max", p->reach_max_ns);
 }
 
+/* The client whose own delay weighs most: who, what it measured, what the server took, its threads. */
+static void client_bound(const struct cs_client_bound_condition *c, struct cs_figures *f)
+{
+	const struct cs_client_view *w = &c->worst;
+	cs_figures_name(f, "client", w->comm);
+	cs_figures_count(f, "pid", w->tgid);
+	cs_figures_count(f, "threads", w->threads);
+	cs_figures_count(f, "connections", w->connections);
+	cs_figures_ns(f, "read_delay_p99", w->read_delay_p99_ns);
+	cs_figures_ns(f, "runq_p99", w->runq_p99_ns);
+	cs_figures_ns(f, "server_p99", w->server_p99_ns);
+	cs_figures_ns(f, "measured_p99", w->seen_p99_ns);
+	cs_figures_share(f, "busy_share", w->busy_share);
+	cs_figures_share(f, "runq_share", w->runq_share);
+	cs_figures_count(f, "bound_clients", c->bound_clients);
+}
+
 /* No default: a condition added to the enum without its figures here is a -Wswitch error. */
 static void figures_of(const struct cs_conditions *c, enum cs_condition condition, struct cs_figures *f)
 {
@@ -154,6 +171,9 @@ static void figures_of(const struct cs_conditions *c, enum cs_condition conditio
 		break;
 	case CS_COND_RUNTIME_PAUSES:
 		runtime_pauses(&c->runtime_pauses, f);
+		break;
+	case CS_COND_CLIENT_BOUND:
+		client_bound(&c->client_bound, f);
 		break;
 	case CS_CONDITION_COUNT:
 		break;

@@ -30,6 +30,7 @@ static const char *const condition_names[CS_CONDITION_COUNT] = {
 	[CS_COND_CPU_SATURATION] = "cpu_saturation",
 	[CS_COND_POOL_SATURATION] = "pool_saturation",
 	[CS_COND_RUNTIME_PAUSES] = "runtime_pauses",
+	[CS_COND_CLIENT_BOUND] = "client_bound",
 };
 
 static const char *const pool_kind_names[CS_POOL_KIND_COUNT] = {

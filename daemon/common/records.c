@@ -47,6 +47,8 @@ size_t cs_record_size(uint16_t type)
 		return sizeof(struct cs_ev_upstream);
 	case CS_EV_UPSTREAM_PATH:
 		return sizeof(struct cs_ev_upstream_path);
+	case CS_EV_CLIENT_READ:
+		return sizeof(struct cs_ev_client_read);
 	default:
 		return 0;
 	}
@@ -60,5 +62,7 @@ size_t cs_record_size_in(uint16_t type, uint32_t wire_version)
 		return CS_EV_CONN_CLOSE_V13_SIZE;
 	if (type == CS_EV_REQUEST && wire_version < 16)
 		return CS_EV_REQUEST_V15_SIZE;
+	if (type == CS_EV_REQUEST && wire_version < 17)
+		return CS_EV_REQUEST_V16_SIZE;
 	return cs_record_size(type);
 }

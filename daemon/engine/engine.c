@@ -18,7 +18,8 @@
 struct cs_engine *cs_engine_new(void)
 {
 	struct cs_engine *engine = calloc(1, sizeof(struct cs_engine));
-	if (engine && (cs_requests_init(engine) || cs_pauses_init(&engine->pauses) || cs_upstreams_init(engine))) {
+	if (engine && (cs_requests_init(engine) || cs_pauses_init(&engine->pauses) || cs_upstreams_init(engine) ||
+		       cs_clients_init(engine))) {
 		cs_engine_free(engine);
 		return NULL;
 	}
@@ -35,6 +36,7 @@ void cs_engine_free(struct cs_engine *engine)
 	cs_requests_free(engine);
 	cs_pauses_free(&engine->pauses);
 	cs_upstreams_free(engine);
+	cs_clients_free(engine);
 	free(engine);
 }
 
@@ -168,6 +170,7 @@ union any_record {
 	struct cs_ev_runtime_pause pause;
 	struct cs_ev_upstream upstream;
 	struct cs_ev_upstream_path upstream_path;
+	struct cs_ev_client_read client_read;
 };
 
 /*
@@ -249,6 +252,8 @@ static int dispatch(struct cs_engine *engine, uint16_t type, const union any_rec
 		return cs_on_upstream(engine, &ev->upstream);
 	case CS_EV_UPSTREAM_PATH:
 		return cs_on_upstream_path(engine, &ev->upstream_path);
+	case CS_EV_CLIENT_READ:
+		return cs_on_client_read(engine, &ev->client_read);
 	case CS_EV_ACK_OVERFLOW:
 		return on_ack_overflow(engine, &ev->ack_overflow);
 	case CS_EV_HANDBACK:

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client_stats.h"
 #include "connscope.h"
 #include "cost_stats.h"
 #include "exchanges.h"
@@ -129,6 +130,10 @@ struct cs_engine {
 	struct cs_u64map upstream_blocked; /* tid -> the exchanges its thread last blocked in */
 	struct cs_u64map upstream_turns;   /* tid -> the exchanges its loop read last (upstream_turns.c) */
 	struct cs_upstream_spans *upstream_spans; /* per upstream, its latest exchanges (upstream_queue.c) */
+	struct cs_client_stats *clients;   /* [client_count]: the local clients (clients.c) */
+	size_t client_count;
+	uint64_t client_reads_untracked;   /* reads by clients past CS_CLIENTS_MAX: counted only */
+	struct cs_u64map client_pending;   /* client_key -> a read or a request waiting for the other */
 	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
 	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
 	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */

@@ -178,4 +178,13 @@ uint64_t cs_upstream_queued(const struct cs_engine *engine, uint64_t read_ns, co
 int cs_on_prog_cost(struct cs_engine *engine, const struct cs_ev_prog_cost *ev);
 int cs_on_self_cost(struct cs_engine *engine, const struct cs_ev_self_cost *ev);
 
+/* Local clients (clients.c): their reads of answers, each joined to the request it answered. */
+int cs_clients_init(struct cs_engine *engine);
+void cs_clients_free(struct cs_engine *engine);
+int cs_on_client_read(struct cs_engine *engine, const struct cs_ev_client_read *ev);
+/* A request record: joined to its client's read (split NULL: not timed, its read is dropped). */
+void cs_clients_on_request(struct cs_engine *engine, const struct cs_ev_request *req,
+			   const struct cs_request_split *split);
+void cs_clients_sweep(struct cs_engine *engine, uint64_t now_ns);
+
 #endif /* CS_ENGINE_INTERNAL_H */

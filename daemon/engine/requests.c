@@ -150,6 +150,7 @@ void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns)
 	cs_u64map_remove_if(&engine->tls_closed, tls_close_expired, &ctx);
 	cs_u64map_remove_if(&engine->unfollowed, unfollowed_expired, &ctx);
 	cs_upstreams_sweep(engine, now_ns);
+	cs_clients_sweep(engine, now_ns);
 }
 
 /*
@@ -538,10 +539,10 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	stats->last_index = req->index;
 	stats->last_was_request = cs_exchange_is_request(engine, conn, req, &setup);
 	stats->last_setup = setup;
-	if (!stats->last_was_request)
-		return not_timed(engine, req, &claim, false);
-	if (!cs_split_request_setup(engine, req, &setup, &split))
-		return not_timed(engine, req, &claim, true);
+	if (!stats->last_was_request || !cs_split_request_setup(engine, req, &setup, &split)) {
+		cs_clients_on_request(engine, req, NULL);
+		return not_timed(engine, req, &claim, stats->last_was_request);
+	}
 
 	if (conn)
 		conn->requests_counted += setup.commands;
@@ -549,6 +550,7 @@ int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req)
 	struct cs_upstream_use use;
 	cs_upstream_take(engine, req, &claim, pickup_from(conn, req, &setup), &split, &use);
 	record_requests(engine, req, &split, setup.commands);
+	cs_clients_on_request(engine, req, &split);
 	cs_note_pauses(engine, req, &split);
 	cs_note_worker(engine, req);
 	keep_exemplar(stats, req, conn, &split, &use, setup.commands);

@@ -18,6 +18,7 @@
 static const enum cs_condition live_order[] = {
 	CS_COND_NON_PERSISTENT, CS_COND_IDLE_TIMEOUT, CS_COND_LISTEN_OVERFLOW, CS_COND_ACCEPT_CONTENTION,
 	CS_COND_CPU_SATURATION, CS_COND_CONNECTION_LIMIT, CS_COND_POOL_SATURATION, CS_COND_RUNTIME_PAUSES,
+	CS_COND_CLIENT_BOUND,
 };
 _Static_assert(sizeof(live_order) / sizeof(live_order[0]) == CS_CONDITION_COUNT, "a condition missing from live_order");
 

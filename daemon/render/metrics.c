@@ -291,6 +291,7 @@ int cs_metrics_render(FILE *out, const struct cs_engine *engine, const struct cs
 	render_listeners(&w);
 	render_lifecycle(&w);
 	cs_mx_render_upstreams(&w);
+	cs_mx_render_clients(&w);
 	render_health(&w);
 	cs_mx_render_cost(&w);
 	cs_mx_render_series(&w);

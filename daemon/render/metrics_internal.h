@@ -70,6 +70,8 @@ void cs_mx_render_series(const struct cs_mx_out *w);
 
 /* The servers the target calls (metrics_upstreams.c): waits, connects, exchanges, per upstream. */
 void cs_mx_render_upstreams(const struct cs_mx_out *w);
+/* The target's local clients (metrics_clients.c): read delay, what they measured, busy share. */
+void cs_mx_render_clients(const struct cs_mx_out *w);
 
 /* What connscope costs (metrics_cost.c): BPF run time, its own CPU time. */
 void cs_mx_render_cost(const struct cs_mx_out *w);

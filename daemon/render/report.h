@@ -25,6 +25,11 @@ json_t *cs_report_slowest_value(const struct cs_report_view *view);
 /* The target's upstreams: their exchanges, connect and wait, joins, share of the tail (report_upstreams.c). */
 void cs_report_upstreams_text(FILE *out, const struct cs_report_view *view);
 json_t *cs_report_upstreams_value(const struct cs_report_view *view);
+/* The target's local clients: their own read delay, what they measured (report_clients.c). */
+void cs_report_clients_text(FILE *out, const struct cs_report_view *view);
+json_t *cs_report_clients_value(const struct cs_report_view *view);
+struct cs_client_bound_condition;
+json_t *cs_report_client_bound_value(const struct cs_client_bound_condition *c);
 /* The text report of a view; cs_report_text makes the view of engine first. */
 void cs_report_view_text(FILE *out, const struct cs_report_view *view);
 void cs_report_text(FILE *out, const struct cs_engine *engine, const struct cs_report_meta *meta);

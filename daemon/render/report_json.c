@@ -229,6 +229,7 @@ static json_t *saturation(const struct cs_conditions *c, json_t *conditions)
 			    json_boolean(cpu->runq_max_is_mean));
 	json_object_set_new(conditions, "pool_saturation", pool_value(pool));
 	json_object_set_new(conditions, "runtime_pauses", pauses_value(&c->runtime_pauses));
+	json_object_set_new(conditions, "client_bound", cs_report_client_bound_value(&c->client_bound));
 	return conditions;
 }
 
@@ -329,6 +330,7 @@ static void add_requests(json_t *report, const struct cs_report_view *view)
 	cs_u64map_each(view->threads, thread, threads);
 	json_object_set_new(report, "threads", threads);
 	json_object_set_new(report, "upstreams", cs_report_upstreams_value(view));
+	json_object_set_new(report, "clients", cs_report_clients_value(view));
 	json_object_set_new(report, "upstreams_untracked", json_integer(JI(view->upstream_untracked)));
 }
 

@@ -22,6 +22,9 @@ struct cs_report_view *cs_report_view_new(const struct cs_engine *engine, const 
 	view->upstreams = engine->upstreams;
 	view->upstream_count = engine->upstream_count;
 	view->upstream_untracked = engine->upstream_untracked;
+	view->clients = engine->clients;
+	view->client_count = engine->client_count;
+	view->client_reads_untracked = engine->client_reads_untracked;
 	view->partial = cs_engine_partial(engine);
 	view->conns_followed = engine->conns.count;
 	view->conns_evicted = engine->conns_evicted;

@@ -31,6 +31,9 @@ struct cs_report_view {
 	const struct cs_upstream_stats *upstreams;  /* [upstream_count]: the target's upstreams */
 	size_t upstream_count;
 	uint64_t upstream_untracked;                /* exchanges with upstreams past CS_UPSTREAMS_MAX */
+	const struct cs_client_stats *clients;      /* [client_count]: the local clients */
+	size_t client_count;
+	uint64_t client_reads_untracked;            /* reads by clients past CS_CLIENTS_MAX */
 	struct cs_conn_partial partial;             /* connections not followed whole */
 	uint64_t conns_followed;                    /* at the view's making */
 	uint64_t conns_evicted, conns_timed_out;

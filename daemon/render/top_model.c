@@ -72,6 +72,30 @@ static int more_of_the_tail(const void *a, const void *b)
 	return (x->exchanges < y->exchanges) - (x->exchanges > y->exchanges);
 }
 
+/* The local clients, as the snapshot lists them: the first CS_TOP_CLIENTS kept. */
+static void clients(const json_t *root, struct cs_top_model *m)
+{
+	size_t i;
+	const json_t *c;
+	json_array_foreach(json_object_get(root, "clients"), i, c) {
+		if (m->client_count == CS_TOP_CLIENTS) {
+			m->clients_more++;
+			continue;
+		}
+		struct cs_top_client *out = &m->clients[m->client_count++];
+		memset(out, 0, sizeof(*out));
+		cs_json_str(c, "comm", out->comm, sizeof(out->comm));
+		out->pid = (uint32_t)clamp(cs_json_num(c, "pid", 0), 0, UINT32_MAX);
+		out->connections = count(c, "connections");
+		out->read_delay_p99_us = num(json_object_get(c, "read_delay_us"), "p99");
+		out->runq_p99_us = num(json_object_get(c, "run_queue_us"), "p99");
+		out->measured_p99_us = num(json_object_get(c, "measured_us"), "p99");
+		out->server_p99_us = num(json_object_get(c, "server_us"), "p99");
+		out->busy_share = clamp(cs_json_num(c, "busy_share", 0), 0, 1);
+		out->bound = json_is_true(json_object_get(c, "bound"));
+	}
+}
+
 /* The upstreams that took most of the tail, then the busiest: the first CS_TOP_UPSTREAMS kept. */
 static void upstreams(const json_t *root, struct cs_top_model *m)
 {
@@ -232,6 +256,7 @@ void cs_top_model_from_value(struct cs_top_model *m, const json_t *root)
 	tail(root, m);
 	listeners(root, live, m);
 	upstreams(root, m);
+	clients(root, m);
 	conditions(live, m);
 	threads(live, m);
 }

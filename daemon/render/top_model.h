@@ -26,8 +26,9 @@
 
 #define CS_TOP_LISTENERS 16
 #define CS_TOP_THREADS 256
-#define CS_TOP_CONDITIONS 8
+#define CS_TOP_CONDITIONS 9
 #define CS_TOP_UPSTREAMS 8
+#define CS_TOP_CLIENTS 4
 
 struct cs_top_latency {
 	double p50_us, p90_us, p99_us, p999_us, max_us;
@@ -60,6 +61,19 @@ struct cs_top_upstream {
 	double wait_p50_us, wait_p99_us; /* sent -> the answer's first byte */
 	double connect_p99_us;
 	double tail_share;          /* of the tail's time, waiting on it */
+};
+
+/* A local client of the target (the snapshot's clients[]): its own delay beside the server's. */
+struct cs_top_client {
+	char comm[16];
+	uint32_t pid;
+	uint64_t connections;
+	double read_delay_p99_us;   /* answers arrived -> read by the client */
+	double runq_p99_us;         /* of that, waiting for a CPU */
+	double measured_p99_us;     /* what the client measured of the joined requests */
+	double server_p99_us;       /* the server's own latency of the same requests */
+	double busy_share;          /* its busiest thread's time on a CPU */
+	bool bound;                 /* client_bound: its own delay weighs */
 };
 
 struct cs_top_condition {
@@ -106,6 +120,9 @@ struct cs_top_model {
 	int upstream_count;
 	uint64_t upstreams_more;    /* upstreams not shown */
 	struct cs_top_upstream upstreams[CS_TOP_UPSTREAMS]; /* the most of the tail first */
+	int client_count;
+	uint64_t clients_more;      /* clients not shown */
+	struct cs_top_client clients[CS_TOP_CLIENTS]; /* as the snapshot lists them */
 	struct cs_top_condition conditions[CS_TOP_CONDITIONS];
 	int condition_count;
 	struct cs_top_thread threads[CS_TOP_THREADS];

@@ -281,6 +281,32 @@ static int upstreams(struct cs_top_screen *s, int row, int last_row, const struc
 	return row;
 }
 
+/* The local clients, when any: their own delay reading the answers beside the server's p99. */
+static int clients(struct cs_top_screen *s, int row, int last_row, const struct cs_top_model *m)
+{
+	if (row > last_row || m->client_count == 0)
+		return row;
+	put_fmt(s, row++, 0, CS_TOP_HEADER, "%-16s %8s %6s %12s %10s %12s %11s %5s", "client", "pid", "conns",
+		"read late p99", "runq p99", "measured p99", "server p99", "busy");
+	for (int i = 0; i < m->client_count && row <= last_row; i++) {
+		const struct cs_top_client *c = &m->clients[i];
+		char late[24], runq[24], measured[24], server[24];
+		duration_us(late, sizeof(late), c->read_delay_p99_us);
+		duration_us(runq, sizeof(runq), c->runq_p99_us);
+		duration_us(measured, sizeof(measured), c->measured_p99_us);
+		duration_us(server, sizeof(server), c->server_p99_us);
+		int col = put_fmt(s, row, 0, CS_TOP_NORMAL, "%-16.16s %8" PRIu32 " %6" PRIu64 " ", c->comm, c->pid,
+				  c->connections);
+		col = put_fmt(s, row, col, c->bound ? CS_TOP_WARN : CS_TOP_NORMAL, "%12s %10s %12s", late, runq,
+			      measured);
+		put_fmt(s, row, col, CS_TOP_NORMAL, " %11s %4.0f%%", server, 100.0 * c->busy_share);
+		row++;
+	}
+	if (m->clients_more && row <= last_row)
+		put_fmt(s, row++, 2, CS_TOP_DIM, "and %" PRIu64 " more client(s)", m->clients_more);
+	return row;
+}
+
 static int tail(struct cs_top_screen *s, int row, int last_row, int max_causes, const struct cs_top_model *m)
 {
 	if (row > last_row)
@@ -423,6 +449,7 @@ void cs_top_render(struct cs_top_screen *s, const struct cs_top_model *m, const 
 		int max_conditions = spare >= 18 ? CS_TOP_CONDITIONS : 2;
 		row = listeners(s, row, last_row, m);
 		row = upstreams(s, row, last_row, m);
+		row = clients(s, row, last_row, m);
 		row = tail(s, row, last_row, max_causes, m);
 		row = conditions(s, row, last_row, max_conditions, m);
 		threads(s, row, last_row, m, ui);

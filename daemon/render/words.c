@@ -275,6 +275,15 @@ static const struct {
 		"-XX:MaxGCPauseMillis, ZGC), allocate less per request; for pauses that are no "
 		"collection, -Xlog:safepoint names the VM operations (thread dumps, deoptimisation, biased locking)",
 		"JVM pauses: heap size and collector, allocation rate; -Xlog:safepoint" },
+	[CS_COND_CLIENT_BOUND] = { "a local client's own delay is in the latency it measures",
+		"{client} (pid {pid}, {threads} thread(s), {connections} connection(s)) read its answers "
+		"{read_delay_p99} late at p99 (waiting for a CPU {runq_p99} of it): it measured p99 "
+		"{measured_p99} where the server's own p99 was {server_p99}; its busiest thread was on a CPU "
+		"{busy_share}% of its time and waited for one {runq_share}%", NULL,
+		"the client, not the server, makes that tail: give the load generator more threads or cores, "
+		"pin it and the server on different CPUs (or run it on another machine), and measure latency "
+		"with a constant-rate client (wrk2) rather than a closed loop",
+		"the client is the bottleneck: more client threads/cores, pin apart, or another machine" },
 };
 
 /* An accept pool's advice, per server: the settings that size it, or an async worker. */

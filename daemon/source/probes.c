@@ -282,6 +282,7 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 		return cs_fail(errmsg, errlen, "cannot open the BPF object: %s", strerror(errno));
 	probes->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
 	probes->skel->rodata->trace_handshakes = opts->trace_handshakes;
+	probes->skel->rodata->follow_clients = opts->follow_clients;
 	probes->no_pauses = opts->no_pauses;
 	probes->skel->rodata->attach_ns = probes->attach_ns;
 	/* Optional hooks: leave out what this kernel does not have. */

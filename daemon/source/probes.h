@@ -31,6 +31,7 @@ struct cs_probe_options {
 	uint32_t ring_bytes;         /* ring buffer size, a power of two */
 	uint32_t wakeup_bytes;       /* wake the consumer past this much queued data */
 	bool trace_handshakes;       /* follow local clients' SYN retransmits */
+	bool follow_clients;         /* follow local clients' reads of their answers */
 	bool no_pauses;              /* never attach the JVM pause probes (--no-pauses) */
 	bool no_bpf_stats;           /* do not turn the kernel's BPF run-time counting on */
 	bool bpf_stats_always;       /* hold it on the whole run, not in sampled seconds */

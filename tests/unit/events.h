@@ -270,6 +270,7 @@ struct request_spec {
 	uint64_t pickup_runq_ns, handler_runq_ns, drain_runq_ns;
 	uint64_t handshake_extra_ns;
 	uint64_t loop_turned_ns;
+	uint64_t client_key;     /* its client's reads carry the same (cs_client_key) */
 	uint32_t index;
 	uint32_t tgid, reader_tid, sender_tid; /* 0: 100, 7, reader_tid */
 	uint32_t bytes_in, bytes_out, send_eagain;
@@ -297,6 +298,7 @@ static inline struct cs_ev_request make_request(struct request_spec s)
 	ev.drain_runq_ns = s.drain_runq_ns;
 	ev.handshake_extra_ns = s.handshake_extra_ns;
 	ev.loop_turned_ns = s.loop_turned_ns;
+	ev.client_key = s.client_key;
 	ev.bytes_in = s.bytes_in;
 	ev.bytes_out = s.bytes_out;
 	ev.tgid = s.tgid ? s.tgid : 100;
@@ -312,6 +314,35 @@ static inline struct cs_ev_request make_request(struct request_spec s)
 static inline void feed_request(struct cs_engine *engine, struct request_spec s)
 {
 	FEED_OK(engine, make_request(s));
+}
+
+/* A local client's read of an answer: at read_ns, of bytes that came at arrived_ns. */
+struct client_read_spec {
+	uint64_t client_key;
+	uint64_t arrived_ns, read_ns, runq_ns;
+	uint64_t thread_cpu_ns, thread_runq_ns;
+	uint32_t tgid, tid; /* 0: 300, 301 */
+	uint16_t flags;
+	const char *comm;   /* NULL: "wrk" */
+};
+
+static inline struct cs_ev_client_read make_client_read(struct client_read_spec s)
+{
+	struct cs_ev_client_read ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.hdr = make_header(CS_EV_CLIENT_READ, sizeof(ev), s.read_ns);
+	ev.sk = 0xffff888700000000ull + (s.client_key & 0xffff);
+	ev.client_key = s.client_key;
+	ev.arrived_ns = s.arrived_ns;
+	ev.runq_ns = s.runq_ns;
+	ev.thread_cpu_ns = s.thread_cpu_ns;
+	ev.thread_runq_ns = s.thread_runq_ns;
+	ev.tgid = s.tgid ? s.tgid : 300;
+	ev.tid = s.tid ? s.tid : 301;
+	ev.bytes = 100;
+	ev.flags = s.flags;
+	strncpy(ev.comm, s.comm ? s.comm : "wrk", sizeof(ev.comm) - 1);
+	return ev;
 }
 
 /*

@@ -31,6 +31,7 @@ static const char *const condition_names[CS_CONDITION_COUNT] = {
 	[CS_COND_CPU_SATURATION] = "cpu_saturation",
 	[CS_COND_POOL_SATURATION] = "pool_saturation",
 	[CS_COND_RUNTIME_PAUSES] = "runtime_pauses",
+	[CS_COND_CLIENT_BOUND] = "client_bound",
 };
 
 static const char *const finding_names[CS_FINDING_KIND_COUNT] = {
@@ -95,6 +96,7 @@ Test(kinds, flags_are_read_by_enum)
 			[CS_COND_CPU_SATURATION] = &c.cpu_saturation.flagged,
 			[CS_COND_POOL_SATURATION] = &c.pool_saturation.flagged,
 			[CS_COND_RUNTIME_PAUSES] = &c.runtime_pauses.flagged,
+			[CS_COND_CLIENT_BOUND] = &c.client_bound.flagged,
 		};
 		*flags[i] = true;
 		for (int j = 0; j < CS_CONDITION_COUNT; j++)

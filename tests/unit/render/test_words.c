@@ -223,6 +223,7 @@ Test(words, every_condition_s_words_quote_its_figures)
 		[CS_COND_CPU_SATURATION] = &c->cpu_saturation.flagged,
 		[CS_COND_POOL_SATURATION] = &c->pool_saturation.flagged,
 		[CS_COND_RUNTIME_PAUSES] = &c->runtime_pauses.flagged,
+		[CS_COND_CLIENT_BOUND] = &c->client_bound.flagged,
 	};
 	for (int i = 0; i < CS_CONDITION_COUNT; i++) {
 		cr_assert_not_null(flags[i], "condition %d has no flag here", i);

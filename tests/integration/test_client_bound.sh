@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The clients' side: a load generator on this machine whose own delay
+# reading its answers is in the latency it prints. csserver, one worker
+# pinned to CPU 1; each client pinned to CPU 0.
+# 1. wrk (one thread, 64 connections) sharing CPU 0 with a busy process,
+#    connscope attached before the load: client_bound is flagged, naming
+#    wrk; connscope's p99 of what wrk measured (the server's latency plus
+#    wrk's delay reading each answer, on the same requests) is within 15 %
+#    of the p99 wrk printed, and every one of wrk's requests is joined to
+#    wrk's read of its answer.
+# 2. ab (single-threaded, 32 keep-alive connections) at its limit, alone
+#    on CPU 0, connscope attached after the load began: client_bound is
+#    flagged, and ab's thread never rested (on a CPU, or waiting for one,
+#    90 % of its time or more), as /proc's counters of it say too.
+# 3. csload --busy-poll at 4 000 requests/s, alone on CPU 0: it reads
+#    each answer as it comes, client_bound is not flagged, and connscope's
+#    p99 of what it measured is within 15 % of csload's own from the send.
+#    (Closed-loop, csload's own work per answer makes it the bottleneck
+#    beside a server this fast: then it is client-bound, rightly.)
+# integration: exclusive
+# Runs alone: each part's client and server are pinned apart, and another
+# test on their CPUs would be a truth this test does not know (a client
+# that waits for a neighbour is client-bound, rightly).
+# integration: plain build
+# (the sanitized build replays what it recorded: test_sanitized_replay)
+source "$(dirname "$0")/lib.sh"
+
+CS_SERVER_WRAP="taskset -c 1" cs_start_server --workers 1
+url=http://127.0.0.1:$SERVER_PORT/
+client() { json_get "$1" "[c for c in j['clients'] if c['comm'] == '$2'][0]$3"; }
+
+# 1. wrk beside a busy process.
+cs_bg taskset -c 0 timeout 20 sh -c 'while :; do :; done'
+busy=$BG_PID
+cs_profile wrk sh -c "taskset -c 0 wrk -t1 -c64 -d3s --latency $url >$CS_TMP/wrk.log"
+kill "$busy"
+r=$CS_TMP/wrk.json
+wrk_p99=$(awk '$1 == "99%" { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
+  print v * (u == "us" ? 1 : u == "ms" ? 1000 : 1000000) }' "$CS_TMP/wrk.log")
+wrk_requests=$(awk '/requests in/ { print $1 }' "$CS_TMP/wrk.log")
+note "wrk: $wrk_requests requests, p99 $wrk_p99 us; connscope: server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, $(json_get "$r" 'j["conditions"]["client_bound"]')"
+[[ $(json_get "$r" 'j["conditions"]["client_bound"]["flagged"]') == True ]] || fail "client_bound not flagged for wrk"
+[[ $(json_get "$r" 'j["conditions"]["client_bound"]["comm"]') == wrk ]] || fail "client_bound names another client"
+echo "ok: client_bound flagged, naming wrk"
+assert_cmp "$(client "$r" wrk '["connections"]')" '==' 64 "wrk's connections followed from its end"
+# wrk stops with a request in flight on each connection: answered, not
+# read by wrk (or read and not counted), so not joined.
+assert_cmp "$(client "$r" wrk '["joined"]')" '>=' "$((wrk_requests - 64))" "wrk's requests joined to its reads"
+measured=$(client "$r" wrk '["measured_us"]["p99"]')
+assert_cmp "$measured" '>=' "$(python3 -c "print(0.85 * $wrk_p99)")" "what wrk measured: connscope's p99 vs wrk's"
+assert_cmp "$measured" '<=' "$(python3 -c "print(1.15 * $wrk_p99)")" "what wrk measured: connscope's p99 vs wrk's"
+note "wrk read its answers $(client "$r" wrk '["read_delay_us"]["p99"]') us late at p99, waiting for a CPU $(client "$r" wrk '["run_queue_us"]["p99"]') us of it"
+
+# 2. ab at its limit, attached after it began.
+# (ab's -t bounds its run; taskset execs it: $! is ab, whose /proc is read)
+taskset -c 0 ab -q -k -c 32 -t 10 -n 10000000 "$url" >"$CS_TMP/ab.log" 2>&1 &
+ab=$!
+cs_pids+=("$ab")
+sleep 1
+# /proc's truth of ab's thread, read as connscope's probes went in and before they went out.
+CS_ON_ATTACHED='ab_sched_before=$(cat /proc/$ab/schedstat); ab_from_ns=$(date +%s%N)'
+CS_ON_STOPPING='ab_sched_after=$(cat /proc/$ab/schedstat); ab_to_ns=$(date +%s%N)'
+cs_attach_window ab 2
+unset CS_ON_ATTACHED CS_ON_STOPPING
+kill -INT "$ab" # (ab prints its figures and ends)
+wait "$ab" || true
+r=$CS_TMP/ab.json
+# /proc's truth: the thread's time on a CPU and waiting for one, over the same window.
+read -r kernel_busy kernel_waiting < <(python3 -c "
+run0, wait0 = map(int, '$ab_sched_before'.split()[:2]); run1, wait1 = map(int, '$ab_sched_after'.split()[:2])
+span = $ab_to_ns - $ab_from_ns
+print(round((run1 - run0) / span, 3), round((wait1 - wait0) / span, 3))")
+note "ab: on a CPU $kernel_busy, waiting for one $kernel_waiting of the window (schedstat); connscope: $(json_get "$r" 'j["conditions"]["client_bound"]')"
+[[ $(json_get "$r" 'j["conditions"]["client_bound"]["flagged"]') == True ]] || fail "client_bound not flagged for ab"
+[[ $(json_get "$r" 'j["conditions"]["client_bound"]["comm"]') == ab ]] || fail "client_bound names another client"
+echo "ok: client_bound flagged, naming ab"
+demand=$(json_get "$r" "[c['busy_share'] + c['runq_share'] for c in j['clients'] if c['comm'] == 'ab'][0]")
+assert_cmp "$demand" '>=' 0.9 "ab's thread never rested (on a CPU or waiting for one)"
+assert_cmp "$(client "$r" ab '["busy_share"]')" '>=' "$(python3 -c "print($kernel_busy - 0.1)")" "ab's time on a CPU: connscope's vs schedstat's"
+assert_cmp "$(client "$r" ab '["busy_share"]')" '<=' "$(python3 -c "print($kernel_busy + 0.1)")" "ab's time on a CPU: connscope's vs schedstat's"
+
+# 3. csload busy-polling: it reads every answer at once.
+cs_profile csload taskset -c 0 "$CS_LOAD" --port "$SERVER_PORT" --connections 8 --rate 4000 --duration 3 --busy-poll \
+  --json "$CS_TMP/csload.client.json" --quiet
+r=$CS_TMP/csload.json
+note "csload: $(json_get "$r" "[(c['read_delay_us']['p99'], c['busy_share']) for c in j['clients']]"), $(json_get "$r" 'j["conditions"]["client_bound"]')"
+[[ $(json_get "$r" 'j["clients"][0]["comm"]') == csload ]] || fail "csload not seen as a local client"
+[[ $(json_get "$r" 'j["conditions"]["client_bound"]["flagged"]') == False ]] || fail "client_bound flagged for a busy-polling client"
+echo "ok: client_bound not flagged for csload --busy-poll"
+from_send=$(json_get "$CS_TMP/csload.client.json" 'j["from_send_us"]["p99"]')
+measured=$(client "$r" csload '["measured_us"]["p99"]')
+assert_cmp "$measured" '>=' "$(python3 -c "print(0.85 * $from_send)")" "what csload measured: connscope's p99 vs csload's from the send"
+assert_cmp "$measured" '<=' "$(python3 -c "print(1.15 * $from_send)")" "what csload measured: connscope's p99 vs csload's from the send"

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The local clients (clients.c): each read of an answer at the client's
+ * end, joined to the server's request by the connection's key whichever
+ * record comes first, and the client's threads' load; and client_bound
+ * (analysis/clients.c) from them.
+ */
+#include <criterion/criterion.h>
+
+#include "attrib.h"
+#include "clients.h"
+#include "engine.h"
+#include "events.h"
+
+#define PORT 8080
+#define T0 (100 * SEC)
+#define KEY(n) cs_client_key(0x0100007f, (uint16_t)(40000 + (n)), PORT)
+#define SK(n) (0xffff888600000000ull + (n))
+
+CS_ENGINE_FIXTURE
+
+TestSuite(clients, .init = setup, .fini = teardown);
+
+/* A kept-alive connection's request n: 50 us on the server from start_ns, its answer out at its end. */
+static struct request_spec request(uint32_t n, uint64_t start_ns)
+{
+	return (struct request_spec){ .sk = SK(n), .port = PORT, .index = 1, .start_ns = start_ns,
+				      .first_read_ns = start_ns + 10 * US, .first_send_ns = start_ns + 40 * US,
+				      .last_send_ns = start_ns + 50 * US, .drain_end_ns = start_ns + 50 * US,
+				      .client_key = KEY(n) };
+}
+
+static struct client_read_spec read_of(uint32_t n, uint64_t arrived_ns, uint64_t read_ns)
+{
+	return (struct client_read_spec){ .client_key = KEY(n), .arrived_ns = arrived_ns, .read_ns = read_ns };
+}
+
+Test(clients, a_read_before_its_request_record_is_joined)
+{
+	/* Kept alive: the request's record comes when its next request arrives, after the client's read. */
+	struct request_spec r = request(1, T0);
+	FEED_OK(engine, make_client_read(read_of(1, T0 + 41 * US, T0 + 1050 * US)));
+	r.ts_ns = T0 + 1100 * US;
+	feed_request(engine, r);
+	cr_assert_eq(engine->client_count, 1);
+	const struct cs_client_stats *c = &engine->clients[0];
+	cr_expect_eq(c->tgid, 300);
+	cr_expect_str_eq(c->comm, "wrk");
+	cr_expect_eq(c->reads, 1);
+	cr_expect_eq(c->joined, 1);
+	/* The server's 50 us, then the answer read 1 ms after its last byte went out. */
+	cr_expect_eq(c->server_ns->max, 50 * US);
+	cr_expect_eq(c->seen_ns->max, 1050 * US);
+	cr_expect_eq(c->read_delay_ns->max, 1009 * US);
+	cr_expect_eq(engine->client_pending.count, 0, "joined: nothing waits");
+}
+
+Test(clients, a_request_record_before_its_read_is_joined)
+{
+	/* The server closed after its answer: its record comes at the close, before the client reads. */
+	feed_request(engine, request(2, T0));
+	FEED_OK(engine, make_client_read(read_of(9, T0, T0 + 5 * US))); /* another client is known */
+	feed_request(engine, request(3, T0));
+	FEED_OK(engine, make_client_read(read_of(3, T0 + 45 * US, T0 + 250 * US)));
+	const struct cs_client_stats *c = &engine->clients[0];
+	cr_expect_eq(c->joined, 1);
+	cr_expect_eq(c->seen_ns->max, 250 * US);
+	cr_expect_eq(c->server_ns->max, 50 * US);
+}
+
+Test(clients, a_read_of_an_earlier_answer_is_not_joined)
+{
+	/* Bytes that came before the server began this answer belong to another. */
+	FEED_OK(engine, make_client_read(read_of(1, T0 - 5 * US, T0 + 100 * US)));
+	feed_request(engine, request(1, T0));
+	cr_expect_eq(engine->clients[0].joined, 0);
+	cr_expect_eq(engine->clients[0].seen_ns->count, 0);
+}
+
+Test(clients, leftover_reads_are_not_waits_but_move_the_answer_s_end)
+{
+	FEED_OK(engine, make_client_read(read_of(1, T0 + 45 * US, T0 + 60 * US)));
+	struct client_read_spec rest = read_of(1, T0 + 60 * US, T0 + 400 * US);
+	rest.flags = CS_CLIENT_LEFTOVER;
+	FEED_OK(engine, make_client_read(rest));
+	feed_request(engine, request(1, T0));
+	const struct cs_client_stats *c = &engine->clients[0];
+	cr_expect_eq(c->reads, 1, "the leftover is the same answer");
+	cr_expect_eq(c->read_delay_ns->count, 1);
+	cr_expect_eq(c->read_delay_ns->max, 15 * US);
+	cr_expect_eq(c->seen_ns->max, 400 * US, "the client has the answer at its last read");
+}
+
+Test(clients, connections_threads_and_their_load)
+{
+	/* Two threads over 1 s: one on a CPU 900 ms and waiting 50 ms, the other 100 ms. */
+	struct client_read_spec a = read_of(1, T0, T0 + 1 * US), b = read_of(2, T0, T0 + 2 * US);
+	a.flags = b.flags = CS_CLIENT_FIRST;
+	b.tid = 302;
+	FEED_OK(engine, make_client_read(a));
+	FEED_OK(engine, make_client_read(b));
+	a = read_of(1, T0 + SEC, T0 + SEC + 1 * US);
+	a.thread_cpu_ns = 900 * MS;
+	a.thread_runq_ns = 50 * MS;
+	b = read_of(2, T0 + SEC, T0 + SEC + 2 * US);
+	b.tid = 302;
+	b.thread_cpu_ns = 100 * MS;
+	FEED_OK(engine, make_client_read(a));
+	FEED_OK(engine, make_client_read(b));
+	const struct cs_client_stats *c = &engine->clients[0];
+	cr_expect_eq(c->connections, 2);
+	cr_expect_eq(c->threads_seen, 2);
+	struct cs_client_load load;
+	cs_client_load(c, &load);
+	cr_expect_eq(load.threads, 2);
+	cr_expect_float_eq(load.busiest_share, 0.9, 1e-6);
+	cr_expect_float_eq(load.busiest_runq_share, 0.05, 1e-6);
+	cr_expect_eq(load.cpu_ns, 1000 * MS);
+}
+
+/*
+ * n answers on one connection, 1 ms apart: the server server_ns each, the
+ * client reading each delay_ns after it went out, its thread on a CPU
+ * cpu_per_answer_ns between two.
+ */
+static void answers(uint32_t n, uint64_t server_ns, uint64_t delay_ns, uint64_t cpu_per_answer_ns)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t start = T0 + i * MS;
+		struct client_read_spec r = read_of(1, start + server_ns - 5 * US, start + server_ns + delay_ns);
+		r.thread_cpu_ns = i * cpu_per_answer_ns;
+		FEED_OK(engine, make_client_read(r));
+		struct request_spec q = request(1, start);
+		q.first_send_ns = start + server_ns - 10 * US;
+		q.last_send_ns = q.drain_end_ns = start + server_ns;
+		q.ts_ns = start + server_ns + delay_ns + 10 * US;
+		feed_request(engine, q);
+	}
+}
+
+static struct cs_client_bound_condition condition(void)
+{
+	struct cs_conditions *cond = calloc(1, sizeof(*cond));
+	cr_assert_not_null(cond);
+	cs_client_bound_condition(engine, cond);
+	struct cs_client_bound_condition c = cond->client_bound;
+	free(cond);
+	return c;
+}
+
+Test(clients, a_client_that_reads_late_is_bound)
+{
+	answers(200, 50 * US, 300 * US, 100 * US);
+	struct cs_client_bound_condition c = condition();
+	cr_expect(c.flagged);
+	cr_expect_eq(c.worst.tgid, 300);
+	cr_expect_gt(c.worst.read_delay_p99_ns, c.worst.server_p99_ns);
+	cr_expect_geq(c.worst.seen_p99_ns, 345 * US);
+	cr_expect_float_eq(c.worst.busy_share, 0.1, 0.01);
+}
+
+Test(clients, a_prompt_client_is_not_bound)
+{
+	answers(200, 50 * US, 5 * US, 100 * US);
+	cr_expect_not(condition().flagged);
+}
+
+Test(clients, a_saturated_client_is_bound_by_less)
+{
+	/* 100 us late against the server's 200 us: bound only when its thread never rests. */
+	answers(200, 200 * US, 100 * US, 100 * US);
+	cr_expect_not(condition().flagged);
+	cs_engine_free(engine);
+	engine = cs_engine_new();
+	answers(200, 200 * US, 100 * US, 1 * MS);
+	struct cs_client_bound_condition c = condition();
+	cr_expect_geq(c.worst.busy_share, 0.9);
+	cr_expect(c.flagged);
+}
+
+Test(clients, a_delay_under_the_floor_is_no_client_s)
+{
+	/* A busy client 30 us late on a 40 us server: under the floor. */
+	answers(200, 40 * US, 30 * US, 1 * MS);
+	cr_expect_not(condition().flagged);
+}
+
+Test(clients, too_few_answers_say_nothing)
+{
+	answers(20, 50 * US, 300 * US, 100 * US);
+	cr_expect_not(condition().flagged);
+}
