@@ -54,7 +54,7 @@
  *    exchanges on Unix stream sockets (tuple.family AF_UNIX, see cs_ev_upstream_path).
  * 17: cs_ev_request.client_key, at the end (CS_EV_REQUEST_V16_SIZE before it; older
  *    requests read with it 0: joined to no client read). CS_EV_CLIENT_READ: a local
- *    client's read of an answer. */
+ *    client's read of an answer; CS_CLOSE_CLIENTS_FOLLOWED. */
 #define CS_WIRE_VERSION 17
 #define CS_WIRE_VERSION_MIN 1
 
@@ -441,6 +441,11 @@ enum cs_close_flags {
 	 */
 	CS_CLOSE_UNFOLLOWED = 1,
 	CS_CLOSE_RECEIVED_DATA = 2, /* ...and the server had received bytes on it */
+	/*
+	 * The probes followed local clients (not --no-clients): a connection
+	 * whose client's reads never came has a remote client.
+	 */
+	CS_CLOSE_CLIENTS_FOLLOWED = 4,
 };
 
 enum cs_reset_direction {

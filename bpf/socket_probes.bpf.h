@@ -399,7 +399,7 @@ static __always_inline int on_leave_established(const struct sock *sk, int new_s
 	ev->requests = conn->requests;
 	ev->listener_port = conn->port;
 	ev->partial = conn->partial || !conn->established_ns; /* its start not seen */
-	ev->flags = 0;
+	ev->flags = follow_clients ? CS_CLOSE_CLIENTS_FOLLOWED : 0;
 	ev->closer_runq_ns = 0;
 	ev->closer_tid = ev->pad = 0;
 	if (new_state == TCP_FIN_WAIT1) {

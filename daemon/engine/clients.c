@@ -31,10 +31,32 @@ struct client_pending {
 	uint8_t pad[6];
 };
 
+/*
+ * A server connection's client, local or not, told by whichever comes
+ * first: the client's first read (local) or the server's close. A
+ * server that closes first writes its close before its client reads
+ * the last answer: a close waits a second for that read before its
+ * connection is counted remote.
+ */
+enum client_conn_state {
+	CLIENT_SIDE_SEEN = 1, /* its client read: local, until its close */
+	CLOSED_UNSEEN,        /* closed with requests, no client read yet */
+};
+
+struct client_conn {
+	uint64_t closed_ns;
+	uint32_t state; /* enum client_conn_state */
+	uint32_t pad;
+};
+
+#define CLIENT_CONNS_MAX (1u << 18)
+
 int cs_clients_init(struct cs_engine *engine)
 {
-	return cs_u64map_init(&engine->client_pending, sizeof(struct client_pending), CLIENT_PENDING_MAX) ? -ENOMEM
-													  : 0;
+	if (cs_u64map_init(&engine->client_pending, sizeof(struct client_pending), CLIENT_PENDING_MAX) ||
+	    cs_u64map_init(&engine->client_conns, sizeof(struct client_conn), CLIENT_CONNS_MAX))
+		return -ENOMEM;
+	return 0;
 }
 
 void cs_clients_free(struct cs_engine *engine)
@@ -48,6 +70,7 @@ void cs_clients_free(struct cs_engine *engine)
 	}
 	free(engine->clients);
 	cs_u64map_free(&engine->client_pending);
+	cs_u64map_free(&engine->client_conns);
 }
 
 static struct cs_client_stats *client_of(struct cs_engine *engine, uint32_t tgid)
@@ -120,6 +143,40 @@ static void join(struct cs_engine *engine, const struct client_pending *read, ui
 	cs_hist_record(c->seen_ns, total_ns + span(end_ns, read->read_ns));
 }
 
+/* A connection's client read from its end: a local one (its server's close may have come already). */
+static void client_side_seen(struct cs_engine *engine, uint64_t key)
+{
+	struct client_conn *conn = cs_u64map_get(&engine->client_conns, key);
+	if (conn && conn->state == CLOSED_UNSEEN) {
+		cs_u64map_remove(&engine->client_conns, key);
+		return;
+	}
+	conn = cs_u64map_put(&engine->client_conns, key, NULL);
+	if (conn)
+		conn->state = CLIENT_SIDE_SEEN;
+}
+
+void cs_clients_on_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev)
+{
+	uint32_t client_addr;
+	memcpy(&client_addr, &ev->tuple.remote_addr[12], sizeof(client_addr)); /* v4-mapped, or v6's last word */
+	uint64_t key = cs_client_key(client_addr, ev->tuple.remote_port, ev->tuple.local_port);
+	struct client_conn *conn = cs_u64map_get(&engine->client_conns, key);
+	if (conn && conn->state == CLIENT_SIDE_SEEN) {
+		cs_u64map_remove(&engine->client_conns, key);
+		return;
+	}
+	if (!ev->requests || !ev->tuple.remote_port || !(ev->flags & CS_CLOSE_CLIENTS_FOLLOWED))
+		return;
+	conn = cs_u64map_put(&engine->client_conns, key, NULL);
+	if (!conn) {
+		engine->remote_connections++; /* full: counted now, not waited for */
+		return;
+	}
+	conn->state = CLOSED_UNSEEN;
+	conn->closed_ns = ev->hdr.ts_ns;
+}
+
 int cs_on_client_read(struct cs_engine *engine, const struct cs_ev_client_read *ev)
 {
 	struct cs_client_stats *c = client_of(engine, ev->tgid);
@@ -129,7 +186,10 @@ int cs_on_client_read(struct cs_engine *engine, const struct cs_ev_client_read *
 	}
 	memcpy(c->comm, ev->comm, CS_COMM_LEN);
 	c->comm[CS_COMM_LEN - 1] = '\0';
-	c->connections += (ev->flags & CS_CLIENT_FIRST) != 0;
+	if (ev->flags & CS_CLIENT_FIRST) {
+		c->connections++;
+		client_side_seen(engine, ev->client_key);
+	}
 	note_thread(c, ev);
 	if (!(ev->flags & CS_CLIENT_LEFTOVER)) {
 		c->reads++;
@@ -185,10 +245,32 @@ static int pending_stale(uint64_t key, const void *value, void *ctx)
 	return p->updated_ns + CLIENT_PENDING_NS < *(const uint64_t *)ctx;
 }
 
+static int closed_unseen(uint64_t key, const void *value, void *ctx)
+{
+	(void)key;
+	const struct client_conn *conn = value;
+	return conn->state == CLOSED_UNSEEN && conn->closed_ns + CLIENT_PENDING_NS < *(const uint64_t *)ctx;
+}
+
 void cs_clients_sweep(struct cs_engine *engine, uint64_t now_ns)
 {
 	if (engine->client_pending.count)
 		cs_u64map_remove_if(&engine->client_pending, pending_stale, &now_ns);
+	if (engine->client_conns.count)
+		engine->remote_connections += cs_u64map_remove_if(&engine->client_conns, closed_unseen, &now_ns);
+}
+
+static void count_closed_unseen(uint64_t key, void *value, void *ctx)
+{
+	(void)key;
+	*(uint64_t *)ctx += ((const struct client_conn *)value)->state == CLOSED_UNSEEN;
+}
+
+uint64_t cs_engine_remote_connections(const struct cs_engine *engine)
+{
+	uint64_t closed_unseen = 0;
+	cs_u64map_each(&engine->client_conns, count_closed_unseen, &closed_unseen);
+	return engine->remote_connections + closed_unseen;
 }
 
 void cs_client_load(const struct cs_client_stats *client, struct cs_client_load *load)

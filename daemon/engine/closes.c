@@ -74,6 +74,7 @@ int cs_on_conn_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev
 	if (ev->partial)
 		life->closed_partial++;
 	life->requests_on_closed += ev->requests;
+	cs_clients_on_close(engine, ev);
 	const struct cs_conn *conn = cs_u64map_get(&engine->conns, ev->sk);
 	/*
 	 * Its accept's start, where it was seen: a connection established

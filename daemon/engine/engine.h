@@ -134,6 +134,8 @@ struct cs_engine {
 	size_t client_count;
 	uint64_t client_reads_untracked;   /* reads by clients past CS_CLIENTS_MAX: counted only */
 	struct cs_u64map client_pending;   /* client_key -> a read or a request waiting for the other */
+	struct cs_u64map client_conns;     /* client_key -> whether its client's side was seen (clients.c) */
+	uint64_t remote_connections;       /* closed with requests, their client's side never seen */
 	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
 	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
 	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */
@@ -157,6 +159,13 @@ int cs_engine_reset(struct cs_engine *engine);
  * grow a table (the record is counted as malformed too, never silently lost).
  */
 int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len);
+
+/*
+ * Connections closed with requests whose client's side was never seen:
+ * remote clients (or in a namespace no target is in), those still waiting
+ * a second for their client's read included (clients.c).
+ */
+uint64_t cs_engine_remote_connections(const struct cs_engine *engine);
 
 /* Partial connections, summed over listeners: never split, never in a latency. */
 struct cs_conn_partial cs_engine_partial(const struct cs_engine *engine);

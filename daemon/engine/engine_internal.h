@@ -186,5 +186,7 @@ int cs_on_client_read(struct cs_engine *engine, const struct cs_ev_client_read *
 void cs_clients_on_request(struct cs_engine *engine, const struct cs_ev_request *req,
 			   const struct cs_request_split *split);
 void cs_clients_sweep(struct cs_engine *engine, uint64_t now_ns);
+/* A server connection closed: its client local (its side seen) or, a second later, remote. */
+void cs_clients_on_close(struct cs_engine *engine, const struct cs_ev_conn_close *ev);
 
 #endif /* CS_ENGINE_INTERNAL_H */

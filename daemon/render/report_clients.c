@@ -32,8 +32,6 @@ static void text_client(FILE *out, const struct cs_client_view *c, bool first)
 
 void cs_report_clients_text(FILE *out, const struct cs_report_view *view)
 {
-	if (!view->client_count)
-		return;
 	uint64_t run_p99_ns = cs_hist_percentile(view->requests->latency_ns, 99.0);
 	for (size_t i = 0; i < view->client_count && i < TEXT_CLIENTS_MAX; i++) {
 		struct cs_client_view c;
@@ -45,6 +43,9 @@ void cs_report_clients_text(FILE *out, const struct cs_report_view *view)
 	if (view->client_reads_untracked)
 		fprintf(out, "%-11s and %" PRIu64 " read(s) by clients past the %d told apart\n", "",
 			view->client_reads_untracked, CS_CLIENTS_MAX);
+	if (view->remote_connections)
+		fprintf(out, "%-11s %" PRIu64 " connection(s) from remote clients: their side is not seen\n",
+			view->client_count ? "" : "clients", view->remote_connections);
 }
 
 static json_t *client_value(const struct cs_client_stats *s, const struct cs_client_view *c)

@@ -332,6 +332,7 @@ static void add_requests(json_t *report, const struct cs_report_view *view)
 	json_object_set_new(report, "upstreams", cs_report_upstreams_value(view));
 	json_object_set_new(report, "clients", cs_report_clients_value(view));
 	json_object_set_new(report, "upstreams_untracked", json_integer(JI(view->upstream_untracked)));
+	json_object_set_new(report, "remote_connections", json_integer(JI(view->remote_connections)));
 }
 
 /* A CLOCK_MONOTONIC time, null when not known. */

@@ -25,6 +25,7 @@ struct cs_report_view *cs_report_view_new(const struct cs_engine *engine, const 
 	view->clients = engine->clients;
 	view->client_count = engine->client_count;
 	view->client_reads_untracked = engine->client_reads_untracked;
+	view->remote_connections = cs_engine_remote_connections(engine);
 	view->partial = cs_engine_partial(engine);
 	view->conns_followed = engine->conns.count;
 	view->conns_evicted = engine->conns_evicted;

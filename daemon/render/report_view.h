@@ -34,6 +34,7 @@ struct cs_report_view {
 	const struct cs_client_stats *clients;      /* [client_count]: the local clients */
 	size_t client_count;
 	uint64_t client_reads_untracked;            /* reads by clients past CS_CLIENTS_MAX */
+	uint64_t remote_connections;                /* closed, their client's side never seen */
 	struct cs_conn_partial partial;             /* connections not followed whole */
 	uint64_t conns_followed;                    /* at the view's making */
 	uint64_t conns_evicted, conns_timed_out;

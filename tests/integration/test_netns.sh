@@ -6,8 +6,10 @@
 # the same time counts exactly the other's. Then a listen overflow in each
 # namespace, one attached by pid, the other by --port --netns: each report's
 # drops and kernel counters match that namespace's own ListenOverflows. The
-# reports carry the namespace's inode. Last, clients in the other namespace
-# over a veth pair: the server's side of their connections is counted.
+# reports carry the namespace's inode. Each server's clients in its own
+# namespace are its local clients, followed by its connscope alone. Last,
+# clients in the other namespace over a veth pair: the server's side of
+# their connections is counted, and they are remote clients.
 source "$(dirname "$0")/lib.sh"
 
 ns_a=cs-itest-a-$$
@@ -96,6 +98,11 @@ assert_cmp "$(json_get "$CS_TMP/a.json" 'j["requests"]')" '==' "$sent_a" "--pid 
 assert_cmp "$(json_get "$CS_TMP/a.json" 'j["listeners"][0]["accepts"]')" '==' 3 "--pid in $ns_a: accepts = its connections"
 assert_cmp "$(json_get "$CS_TMP/b.json" 'j["requests"]')" '==' "$sent_b" "--port --netns $ns_b: requests = its clients'"
 assert_cmp "$(json_get "$CS_TMP/b.json" 'j["listeners"][0]["accepts"]')" '==' 5 "--port --netns $ns_b: accepts = its connections"
+# Each namespace's clients are local to its server, and followed from their end by its connscope alone.
+assert_cmp "$(json_get "$CS_TMP/a.json" '[c["connections"] for c in j["clients"] if c["comm"] == "csload"][0]')" '==' 3 "--pid in $ns_a: its local client's connections"
+assert_cmp "$(json_get "$CS_TMP/b.json" '[c["connections"] for c in j["clients"] if c["comm"] == "csload"][0]')" '==' 5 "--port --netns $ns_b: its local client's connections"
+assert_cmp "$(json_get "$CS_TMP/a.json" 'len(j["clients"])')" '==' 1 "--pid in $ns_a: one local client"
+assert_cmp "$(json_get "$CS_TMP/a.json" 'j["remote_connections"]')" '==' 0 "--pid in $ns_a: no remote client"
 assert_cmp "$(json_get "$CS_TMP/a.json" 'j["target_labels"]["netns"]')" '==' "$ino_a" "report a's netns label"
 assert_cmp "$(json_get "$CS_TMP/b.json" 'j["target_labels"]["netns"]')" '==' "$ino_b" "report b's netns label"
 # The listener samples come from each namespace's own sock_diag.
@@ -187,3 +194,6 @@ kill -INT "$cs_a"
 wait "$cs_a" || { cat "$CS_TMP/v.err"; fail "connscope failed"; }
 assert_cmp "$(json_get "$CS_TMP/v.json" 'j["requests"]')" '==' 12 "veth clients: requests"
 assert_cmp "$(json_get "$CS_TMP/v.json" 'j["listeners"][0]["accepts"]')" '==' 12 "veth clients: accepts"
+# Their sockets are in a namespace no target is in: remote, their side not seen.
+assert_cmp "$(json_get "$CS_TMP/v.json" 'len(j["clients"])')" '==' 0 "veth clients: none local"
+assert_cmp "$(json_get "$CS_TMP/v.json" 'j["remote_connections"]')" '==' 12 "veth clients: remote connections"

@@ -6,10 +6,12 @@
  * (analysis/clients.c) from them.
  */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 
 #include "attrib.h"
 #include "clients.h"
 #include "engine.h"
+#include "engine_internal.h"
 #include "events.h"
 
 #define PORT 8080
@@ -189,4 +191,42 @@ Test(clients, too_few_answers_say_nothing)
 {
 	answers(20, 50 * US, 300 * US, 100 * US);
 	cr_expect_not(condition().flagged);
+}
+
+/* Connection n's close at ts_ns, from 127.0.0.1:40000+n, with requests. */
+static void close_of(uint32_t n, uint64_t ts_ns)
+{
+	feed_conn_close(engine, (struct close_spec){ .sk = SK(n), .ts_ns = ts_ns, .established_ns = T0 - SEC,
+						     .requests = 3, .client_ipv4 = 0x7f000001,
+						     .client_port = (uint16_t)(40000 + n), .port = PORT,
+						     .closed_by = CS_CLOSED_BY_SERVER,
+						     .flags = CS_CLOSE_CLIENTS_FOLLOWED });
+}
+
+Test(clients, a_connection_whose_client_never_read_is_remote)
+{
+	struct client_read_spec local = read_of(1, T0, T0 + 5 * US);
+	local.flags = CS_CLIENT_FIRST;
+	FEED_OK(engine, make_client_read(local));
+	close_of(1, T0 + MS);                        /* its client read first: local */
+	close_of(2, T0 + MS);                        /* no read before its close... */
+	struct client_read_spec late = read_of(2, T0 + 2 * MS, T0 + 3 * MS);
+	late.flags = CS_CLIENT_FIRST;
+	FEED_OK(engine, make_client_read(late));     /* ...then its client read the last answer: local */
+	close_of(3, T0 + 4 * MS);                    /* never read: remote */
+	cr_expect_eq(cs_engine_remote_connections(engine), 1);
+	cr_expect_eq(engine->remote_connections, 0, "not yet swept: waiting a second for a read");
+	cs_clients_sweep(engine, T0 + 2 * SEC);
+	cr_expect_eq(engine->remote_connections, 1);
+	cr_expect_eq(cs_engine_remote_connections(engine), 1);
+	cr_expect_eq(engine->client_conns.count, 0);
+}
+
+Test(clients, without_the_clients_followed_no_connection_is_said_remote)
+{
+	/* --no-clients, or a trace from probes that did not follow them. */
+	feed_conn_close(engine, (struct close_spec){ .sk = SK(1), .ts_ns = T0, .established_ns = T0 - SEC,
+						     .requests = 3, .client_ipv4 = 0x7f000001, .client_port = 40001,
+						     .port = PORT, .closed_by = CS_CLOSED_BY_CLIENT });
+	cr_expect_eq(cs_engine_remote_connections(engine), 0);
 }
