@@ -118,7 +118,8 @@ def variants_table(results, w):
       "   too; floor-between: empty programs on the hooks connscoped keeps between windows (what\n"
       "   any design counting those events one by one pays, before its code); cd-/cs-stats-always:\n"
       "   connscoped and connscope with the BPF statistics on the whole\n"
-      "   run (--bpf-stats always), where by default they are sampled. req/s over bare; BPF run\n"
+      "   run (--bpf-stats always), where by default they are sampled; cs-no-clients: connscope\n"
+      "   not following its local clients (the loads here), their reads of the answers. req/s over bare; BPF run\n"
       "   time per request (us, every program; connscope's report; connscoped's status before\n"
       "   and after the run, per connection times connections, over the load's requests; sampled\n"
       "   statistics: estimated; churn and ab: per connection):\n")

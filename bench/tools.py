@@ -245,12 +245,15 @@ BETWEEN_WINDOWS_HOOKS = ("tracepoint/syscalls/sys_enter_accept,tracepoint/syscal
 # those counts exact between windows costs; the floor of those hooks alone
 # (empty programs): what any design that counts them per event must pay;
 # connscoped and connscope with the kernel's BPF statistics on the whole run
-# (--bpf-stats always), not sampled: what sampling them saves.
+# (--bpf-stats always), not sampled: what sampling them saves; connscope
+# not following its local clients (--no-clients): what following the load
+# generator's reads costs.
 VARIANT_TOOLS = [
     type("ConnscopedWindowsOnly", (Connscoped,), {"name": "cd-windows-only", "probes": "windows-only"}),
     type("FloorBetweenWindows", (Floor,), {"name": "floor-between", "only": BETWEEN_WINDOWS_HOOKS}),
     type("ConnscopedStatsAlways", (Connscoped,), {"name": "cd-stats-always", "extra": ("--bpf-stats", "always")}),
     type("ConnscopeStatsAlways", (Connscope,), {"name": "cs-stats-always", "extra": ("--bpf-stats", "always")}),
+    type("ConnscopeNoClients", (Connscope,), {"name": "cs-no-clients", "extra": ("--no-clients",)}),
 ]
 
 # The per-program cost runs: connscoped between its windows only (one window

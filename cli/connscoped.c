@@ -86,11 +86,13 @@ static const struct cs_cmd daemon_cmd = {
 	"                         no, never: the cost is not measured\n"
 	"      --no-pauses        do not attach the JVM pause probes (uprobes on a java\n"
 	"                         target's libjvm) (config: pauses = no)\n"
+	"      --no-clients       do not follow local clients' reads of their answers\n"
+	"                         (their own delay, client_bound) (config: clients = no)\n"
 	"  -h, --help             this help\n"
 	"\n"
 	"Config file: 'key = value' lines with the long options' names as keys (port,\n"
 	"pid, name, cgroup, metrics, sample-hz, ring-mb, trace, verbose = yes|no, bpf-stats =\n"
-	"yes|always|no, pauses = yes|no), '#' comment lines. It must be root's and writable only by root.\n"
+	"yes|always|no, pauses = yes|no, clients = yes|no), '#' comment lines. It must be root's and writable only by root.\n"
 	"\n"
 	"Signals: SIGTERM/SIGINT stop (exit 0); SIGHUP re-reads the config file (new\n"
 	"targets, sample-hz and trace apply at once; a bad file is logged and the running\n"
@@ -232,7 +234,7 @@ static void target_label(const struct cs_daemon_config *config, char *out, size_
 
 /* Its options, in the order a usage error lists them (cli.c defines each). */
 static const char daemon_options[] =
-	"port pid name cgroup netns config metrics --socket sample-hz ring-mb trace verbose --bpf-stats no-pauses help";
+	"port pid name cgroup netns config metrics --socket sample-hz ring-mb trace verbose --bpf-stats no-pauses no-clients help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -251,6 +253,11 @@ static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 	if (opt == CS_OPT_NO_PAUSES) {
 		if (cs_config_set(&d->given, "pauses", "no", errmsg, sizeof(errmsg)))
 			return cs_cli_usage(cli, "--no-pauses %s", errmsg);
+		return CS_CLI_GO_ON;
+	}
+	if (opt == CS_OPT_NO_CLIENTS) {
+		if (cs_config_set(&d->given, "clients", "no", errmsg, sizeof(errmsg)))
+			return cs_cli_usage(cli, "--no-clients %s", errmsg);
 		return CS_CLI_GO_ON;
 	}
 	/* Every other option is a config key of the same name: one parser for both. */
@@ -300,6 +307,7 @@ static void session_options(struct daemon *d)
 	opts->probe.no_bpf_stats = !d->running.bpf_stats;
 	opts->probe.bpf_stats_always = d->running.bpf_stats_always;
 	opts->probe.no_pauses = !d->running.pauses;
+	opts->probe.follow_clients = d->running.clients;
 	opts->reload = reload;
 	opts->attached = drop_privileges;
 	opts->hooks_ctx = d;

@@ -356,8 +356,8 @@ void cs_report_view_text(FILE *out, const struct cs_report_view *view)
 	text_adopted(out, view->requests, meta);
 	cs_report_tracing_text(out, &view->tracing, meta);
 	text_where(out, meta);
-	cs_report_clients_text(out, view);
 	text_multiplexed(out, view->requests);
+	cs_report_clients_text(out, view);
 	char cost[256];
 	cs_cost_line(cost, sizeof(cost), &view->analysis.cost);
 	fprintf(out, "%-11s %s\n\n", "cost", cost);

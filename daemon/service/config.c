@@ -20,6 +20,7 @@ void cs_config_init(struct cs_daemon_config *config)
 	config->ring_mb = CS_RING_MB_DEFAULT;
 	config->bpf_stats = true;
 	config->pauses = true;
+	config->clients = true;
 	config->trace = cs_trace_schedule_default();
 }
 
@@ -150,6 +151,8 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		return set_bpf_stats(config, value, errmsg, errlen);
 	if (!strcmp(key, "pauses"))
 		return yes_or_no(config, key, value, &config->pauses, &config->has_pauses, errmsg, errlen);
+	if (!strcmp(key, "clients"))
+		return yes_or_no(config, key, value, &config->clients, &config->has_clients, errmsg, errlen);
 	return -ENOENT;
 }
 
@@ -248,6 +251,10 @@ void cs_config_merge(struct cs_daemon_config *base, const struct cs_daemon_confi
 		base->bpf_stats = over->bpf_stats;
 		base->bpf_stats_always = over->bpf_stats_always;
 		base->has_bpf_stats = true;
+	}
+	if (over->has_clients) {
+		base->clients = over->clients;
+		base->has_clients = true;
 	}
 	if (over->has_pauses) {
 		base->pauses = over->pauses;

@@ -125,6 +125,22 @@ Test(config, jvm_pauses_are_followed_unless_set_to_no)
 	cr_expect(!config.pauses);
 }
 
+Test(config, local_clients_are_followed_unless_set_to_no)
+{
+	struct cs_daemon_config config, over;
+	cr_assert_eq(parse("port = 80\n", &config), 0, "%s", errmsg);
+	cr_expect(config.clients && !config.has_clients);
+	expect_error("clients = off\n", "test.conf:1: clients expects yes or no, not 'off'");
+	/* The command line's --no-clients (clients = no) overrides the file's yes. */
+	cr_assert_eq(parse("port = 80\nclients = yes\n", &config), 0, "%s", errmsg);
+	cs_config_init(&over);
+	cs_config_merge(&config, &over);
+	cr_expect(config.clients);
+	cr_assert_eq(cs_config_set(&over, "clients", "no", errmsg, sizeof(errmsg)), 0);
+	cs_config_merge(&config, &over);
+	cr_expect(!config.clients);
+}
+
 Test(config, errors_name_the_file_the_line_and_what_was_expected)
 {
 	expect_error("port = 80\nprot = 81\n", "test.conf:2: unknown key 'prot' (expected one of: port, pid, name");
