@@ -281,13 +281,13 @@ static int upstreams(struct cs_top_screen *s, int row, int last_row, const struc
 	return row;
 }
 
-/* The local clients, when any: their own delay reading the answers beside the server's p99. */
+/* The local clients, when any: their own delay reading the answers beside the server's p99 (72 columns). */
 static int clients(struct cs_top_screen *s, int row, int last_row, const struct cs_top_model *m)
 {
 	if (row > last_row || m->client_count == 0)
 		return row;
-	put_fmt(s, row++, 0, CS_TOP_HEADER, "%-16s %8s %6s %12s %10s %12s %11s %5s", "client", "pid", "conns",
-		"read late p99", "runq p99", "measured p99", "server p99", "busy");
+	put_fmt(s, row++, 0, CS_TOP_HEADER, "%-12s %7s %5s %9s %9s %9s %9s %5s", "client", "pid", "conns", "late p99",
+		"runq p99", "measured", "server", "busy");
 	for (int i = 0; i < m->client_count && row <= last_row; i++) {
 		const struct cs_top_client *c = &m->clients[i];
 		char late[24], runq[24], measured[24], server[24];
@@ -295,11 +295,10 @@ static int clients(struct cs_top_screen *s, int row, int last_row, const struct 
 		duration_us(runq, sizeof(runq), c->runq_p99_us);
 		duration_us(measured, sizeof(measured), c->measured_p99_us);
 		duration_us(server, sizeof(server), c->server_p99_us);
-		int col = put_fmt(s, row, 0, CS_TOP_NORMAL, "%-16.16s %8" PRIu32 " %6" PRIu64 " ", c->comm, c->pid,
+		int col = put_fmt(s, row, 0, CS_TOP_NORMAL, "%-12.12s %7" PRIu32 " %5" PRIu64 " ", c->comm, c->pid,
 				  c->connections);
-		col = put_fmt(s, row, col, c->bound ? CS_TOP_WARN : CS_TOP_NORMAL, "%12s %10s %12s", late, runq,
-			      measured);
-		put_fmt(s, row, col, CS_TOP_NORMAL, " %11s %4.0f%%", server, 100.0 * c->busy_share);
+		col = put_fmt(s, row, col, c->bound ? CS_TOP_WARN : CS_TOP_NORMAL, "%9s %9s %9s", late, runq, measured);
+		put_fmt(s, row, col, CS_TOP_NORMAL, " %9s %4.0f%%", server, 100.0 * c->busy_share);
 		row++;
 	}
 	if (m->clients_more && row <= last_row)

@@ -147,6 +147,8 @@ cat "$CS_TMP/once.txt"
 grep -q $'\e' "$CS_TMP/once.txt" && fail "escape codes in --once output to a file"
 grep -q "^:$SERVER_PORT " "$CS_TMP/once.txt" && grep -q "^threads " "$CS_TMP/once.txt" &&
   grep -q "^daemon $sock" "$CS_TMP/once.txt" || fail "top --once lacks sections"
+grep -q "^client " "$CS_TMP/once.txt" && grep -qE "^csload +[0-9]+ +[0-9]+ " "$CS_TMP/once.txt" ||
+  fail "top --once does not show the local client (csload)"
 python3 -c 'import sys; sys.exit(any(len(l) > 80 for l in open(sys.argv[1], encoding="utf-8").read().splitlines()))' \
   "$CS_TMP/once.txt" || fail "top --once wider than 80 columns"
 echo "ok: top --once"
