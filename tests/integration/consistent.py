@@ -14,6 +14,8 @@ import sys
 POOL_TAIL_SHARE_MIN = 0.2       # pool_saturation: its wait this share of the tail
 POOL_BUSY_WHILE_WAITING_MIN = 0.5
 ACCEPT_TAIL_SHARE_MIN = 0.05    # accept-side verdicts: accept waits this share of the tail
+CLIENT_DELAY_MIN_US = 50        # client_bound: a client's read delay p99 at least this
+CLIENT_READS_MIN = 100          # ... over this many answers
 
 
 def tail_shares(report):
@@ -104,6 +106,22 @@ def contradictions(report):
     if limit["flagged"] and limit.get("held_by_pool"):
         yield "connection_limit: flagged for a limit its own full pool held"
     yield from upstream_contradictions(report, tail)
+    yield from client_contradictions(report)
+
+
+def client_contradictions(report):
+    """client_bound names a local client whose own delay is in what it measured."""
+    bound = report["conditions"].get("client_bound")
+    if not bound:
+        return  # a report from before the clients' side
+    clients = report.get("clients", [])
+    said = [c for c in clients if c["bound"]]
+    if bound["flagged"] != bool(said):
+        yield "client_bound: flagged %s, clients said bound: %d" % (bound["flagged"], len(said))
+    for c in said:
+        if c["read_delay_us"]["p99"] < CLIENT_DELAY_MIN_US or c["reads"] < CLIENT_READS_MIN:
+            yield "client_bound: %s said bound, read delay p99 %.1f us over %d reads" % (
+                c["comm"], c["read_delay_us"]["p99"], c["reads"])
 
 
 def is_report(value):
