@@ -9,11 +9,13 @@
 #    of the p99 wrk printed, and every one of wrk's requests is joined to
 #    wrk's read of its answer.
 # 2. ab (single-threaded, 32 keep-alive connections) at its limit, alone
-#    on CPU 0, connscope attached after the load began: client_bound is
-#    flagged, and ab's thread never rested (on a CPU, or waiting for one,
-#    90 % of its time or more), as /proc's counters of it say too.
+#    on CPU 0, connscope attached after the load began: ab's thread never
+#    rested (on a CPU, or waiting for one, 93 % of its time or more, by
+#    schedstat), and client_bound is flagged; connscope's figures of its
+#    thread agree with schedstat's within 0.1.
 # 3. csload --busy-poll at 4 000 requests/s, alone on CPU 0: it reads
-#    each answer as it comes, client_bound is not flagged, and connscope's
+#    each answer as it comes, and client_bound is not flagged (unless it
+#    waited for a CPU, by its own count: then it is); connscope's
 #    p99 of what it measured lies within 15 % of csload's own, from its
 #    send's end and from its start.
 #    (Closed-loop, csload's own work per answer makes it the bottleneck
@@ -72,13 +74,23 @@ run0, wait0 = map(int, '$ab_sched_before'.split()[:2]); run1, wait1 = map(int, '
 span = $ab_to_ns - $ab_from_ns
 print(round((run1 - run0) / span, 3), round((wait1 - wait0) / span, 3))")
 note "ab: on a CPU $kernel_busy, waiting for one $kernel_waiting of the window (schedstat); connscope: $(json_get "$r" 'j["conditions"]["client_bound"]')"
-[[ $(json_get "$r" 'j["conditions"]["client_bound"]["flagged"]') == True ]] || fail "client_bound not flagged for ab"
-[[ $(json_get "$r" 'j["conditions"]["client_bound"]["comm"]') == ab ]] || fail "client_bound names another client"
-echo "ok: client_bound flagged, naming ab"
+# connscope's figures of ab's thread are schedstat's, over the span of its reads.
 demand=$(json_get "$r" "[c['busy_share'] + c['runq_share'] for c in j['clients'] if c['comm'] == 'ab'][0]")
-assert_cmp "$demand" '>=' 0.9 "ab's thread never rested (on a CPU or waiting for one)"
+kernel_demand=$(python3 -c "print($kernel_busy + $kernel_waiting)")
 assert_cmp "$(client "$r" ab '["busy_share"]')" '>=' "$(python3 -c "print($kernel_busy - 0.1)")" "ab's time on a CPU: connscope's vs schedstat's"
 assert_cmp "$(client "$r" ab '["busy_share"]')" '<=' "$(python3 -c "print($kernel_busy + 0.1)")" "ab's time on a CPU: connscope's vs schedstat's"
+assert_cmp "$demand" '>=' "$(python3 -c "print($kernel_demand - 0.1)")" "ab's time on a CPU or waiting: connscope's vs schedstat's"
+# At its limit (the server on its own CPU answers faster than ab asks) ab
+# never rests: then it is client-bound. A server slowed by other work
+# (another test on its CPU) lets ab rest, and which side bounds the
+# latency is then the figures' to say: noted, not judged.
+if python3 -c "import sys; sys.exit(0 if $kernel_demand >= 0.93 else 1)"; then
+  [[ $(json_get "$r" 'j["conditions"]["client_bound"]["flagged"]') == True ]] || fail "client_bound not flagged for ab, which never rested"
+  [[ $(json_get "$r" 'j["conditions"]["client_bound"]["comm"]') == ab ]] || fail "client_bound names another client"
+  echo "ok: client_bound flagged, naming ab, which never rested"
+else
+  note "ab rested $(python3 -c "print(round(1 - $kernel_demand, 3))") of the window: not at its limit, client_bound $(json_get "$r" 'j["conditions"]["client_bound"]["flagged"]')"
+fi
 
 # 3. csload busy-polling: it reads every answer at once.
 cs_profile csload taskset -c 0 "$CS_LOAD" --port "$SERVER_PORT" --connections 8 --rate 4000 --duration 3 --busy-poll \
@@ -86,8 +98,25 @@ cs_profile csload taskset -c 0 "$CS_LOAD" --port "$SERVER_PORT" --connections 8 
 r=$CS_TMP/csload.json
 note "csload: $(json_get "$r" "[(c['read_delay_us']['p99'], c['busy_share']) for c in j['clients']]"), $(json_get "$r" 'j["conditions"]["client_bound"]')"
 [[ $(json_get "$r" 'j["clients"][0]["comm"]') == csload ]] || fail "csload not seen as a local client"
-[[ $(json_get "$r" 'j["conditions"]["client_bound"]["flagged"]') == False ]] || fail "client_bound flagged for a busy-polling client"
-echo "ok: client_bound not flagged for csload --busy-poll"
+# csload's own truth: its p99 from the send, with and without its waits
+# for a CPU. Alone on its CPU it never waits, and is not client-bound; with
+# a busy process there (a soak's --load cpu) it waits, and is, rightly.
+# Between the two clear cases either verdict is right, and it is said.
+read -r waited server_p99 < <(python3 -c "
+import json
+c = json.load(open('$CS_TMP/csload.client.json')); r = json.load(open('$r'))
+print(round(c['from_send_us']['p99'] - c['from_send_running_us']['p99'], 1), r['clients'][0]['server_us']['p99'])")
+flagged=$(json_get "$r" 'j["conditions"]["client_bound"]["flagged"]')
+note "csload waited $waited us for a CPU at p99 (its own schedstat); the server's p99 $server_p99 us; client_bound $flagged"
+if python3 -c "import sys; sys.exit(0 if $waited < 25 else 1)"; then
+  [[ $flagged == False ]] || fail "client_bound flagged for a busy-polling client that never waited for a CPU"
+  echo "ok: client_bound not flagged for csload --busy-poll, which never waited"
+elif python3 -c "import sys; sys.exit(0 if $waited > 2 * max($server_p99, 50) else 1)"; then
+  [[ $flagged == True ]] || fail "client_bound not flagged for csload, which waited $waited us for a CPU"
+  echo "ok: client_bound flagged for csload, which waited for a CPU"
+else
+  note "neither verdict is wrong for a client that waited $waited us against the server's $server_p99 us"
+fi
 # csload times a request from its send's end (from_send) and from its
 # start (service): the server's first probe runs inside the send.
 from_send=$(json_get "$CS_TMP/csload.client.json" 'j["from_send_us"]["p99"]')
