@@ -14,8 +14,15 @@
 #define CLIENT_READS_MIN 100
 /* A read delay p99 under this is no client's problem, whatever the server's p99. */
 #define CLIENT_DELAY_MIN_NS 50000ull
-/* On a CPU or waiting for one this much of its time: the thread never rests, it is saturated. */
+/*
+ * On a CPU or waiting for one this much of its time: the thread never
+ * rests. It is saturated when it is behind too, its typical answer read
+ * this late: a thread that busy-polls never rests either, yet reads the
+ * typical answer at once (its tail may still be late: the machine's own
+ * stalls, a vCPU descheduled, are not its doing).
+ */
 #define CLIENT_DEMAND_MIN 0.9
+#define CLIENT_BEHIND_P50_NS 25000ull
 /* A saturated client is bound when its delay is at least this share of the server's p99. */
 #define CLIENT_SATURATED_DELAY_SHARE 0.25
 
@@ -45,7 +52,8 @@ void cs_client_view_of(const struct cs_client_stats *client, uint64_t run_p99_ns
 	view->cpu_cores = load.span_ns ? (double)load.cpu_ns / (double)load.span_ns : 0.0;
 	if (view->reads < CLIENT_READS_MIN || view->read_delay_p99_ns < CLIENT_DELAY_MIN_NS)
 		return;
-	bool saturated = view->busy_share + view->runq_share >= CLIENT_DEMAND_MIN;
+	bool saturated = view->busy_share + view->runq_share >= CLIENT_DEMAND_MIN &&
+			 view->read_delay_p50_ns >= CLIENT_BEHIND_P50_NS;
 	view->bound = view->read_delay_p99_ns > server_p99_ns ||
 		      (saturated && (double)view->read_delay_p99_ns >=
 					    CLIENT_SATURATED_DELAY_SHARE * (double)server_p99_ns);
