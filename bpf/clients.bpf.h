@@ -22,6 +22,7 @@
 #include <bpf/bpf_endian.h>
 #include "maps.bpf.h"
 #include "sock_reads.bpf.h"
+#include "requests.bpf.h"
 
 static __always_inline struct client_state *client_of(const struct sock *sk)
 {
@@ -47,16 +48,6 @@ static __always_inline struct client_state *adopt_client(const struct sock *sk)
 	return client;
 }
 
-/* The run-queue total of the client's last reader, read from here (another thread's context). */
-static __always_inline __u64 client_reader_run_delay(const struct client_state *client)
-{
-	const struct task_struct *reader = (const struct task_struct *)client->reader_task;
-
-	if (!reader || (__u32)BPF_CORE_READ(reader, pid) != client->reader_tid)
-		return 0;
-	return BPF_CORE_READ(reader, sched_info.run_delay);
-}
-
 /* Answer bytes came into the client's socket (in the server's send, or a softirq). */
 static __always_inline int client_data_ready(struct client_state *client)
 {
@@ -70,7 +61,7 @@ static __always_inline int client_data_ready(struct client_state *client)
 		return 0;
 	client->arrived_ns = bpf_ktime_get_ns();
 	client->leftover = 0;
-	client->arrival_run_delay_ns = client_reader_run_delay(client);
+	client->arrival_run_delay_ns = thread_run_delay(client->reader_task, client->reader_tid);
 	return 0;
 }
 

@@ -356,13 +356,22 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
  * and the value is ignored. (bpf_task_from_pid() is the safe lookup, but
  * its pid hash walk and reference count cost ~200 ns per request here.)
  */
+/*
+ * The run-queue total of a thread seen earlier (task: its address, tid: its
+ * id then), read from another thread's context; 0 when it is gone.
+ */
+static __always_inline __u64 thread_run_delay(__u64 task, __u32 tid)
+{
+	const struct task_struct *thread = (const struct task_struct *)task;
+
+	if (!thread || (__u32)BPF_CORE_READ(thread, pid) != tid)
+		return 0;
+	return BPF_CORE_READ(thread, sched_info.run_delay);
+}
+
 static __always_inline __u64 reader_run_delay(const struct conn_state *conn)
 {
-	const struct task_struct *reader = (const struct task_struct *)conn->last_reader_task;
-
-	if (!reader || (__u32)BPF_CORE_READ(reader, pid) != conn->last_reader_tid)
-		return 0;
-	return BPF_CORE_READ(reader, sched_info.run_delay);
+	return thread_run_delay(conn->last_reader_task, conn->last_reader_tid);
 }
 
 static __always_inline void start_request(struct conn_state *conn, __u64 now)
