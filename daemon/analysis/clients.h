@@ -22,7 +22,7 @@ struct cs_client_view {
 	uint64_t connections;
 	uint64_t reads;              /* answers read */
 	uint64_t joined;             /* of the server's requests, joined to their client's read */
-	uint64_t read_delay_p50_ns, read_delay_p99_ns, read_delay_max_ns;
+	uint64_t read_delay_p50_ns, read_delay_p90_ns, read_delay_p99_ns, read_delay_max_ns;
 	uint64_t runq_p50_ns, runq_p99_ns; /* of the read delay, waiting for a CPU */
 	uint64_t seen_p50_ns, seen_p99_ns;     /* joined requests: what the client measured */
 	uint64_t server_p50_ns, server_p99_ns; /* the same requests: the server's own latency */
