@@ -16,6 +16,8 @@
 
 static __always_inline int on_accept_enter(int listen_fd)
 {
+	if (lifecycle_off())
+		return 0;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 
 	if (!is_target_tgid(cs_tgid_of(pid_tgid)))
@@ -82,6 +84,8 @@ static __always_inline int accept_begun_before(__u64 pid_tgid, long ret)
 
 static __always_inline int on_accept_exit(long ret)
 {
+	if (lifecycle_off())
+		return 0;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = cs_tid_of(pid_tgid);
 	struct accept_call *call;

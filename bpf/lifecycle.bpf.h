@@ -75,6 +75,8 @@ static __always_inline void emit_reset(const struct sock *sk, struct cs_tuple *t
 SEC("tp_btf/tcp_send_reset")
 int BPF_PROG(on_send_reset, const struct sock *sk, const struct sk_buff *skb, int reason)
 {
+	if (lifecycle_off())
+		return 0;
 	struct cs_tuple tuple = {};
 	struct conn_state *conn = NULL;
 	__u16 flags = 0;
@@ -118,6 +120,8 @@ int BPF_PROG(on_send_reset, const struct sock *sk, const struct sk_buff *skb, in
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(on_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
 {
+	if (lifecycle_off())
+		return 0;
 	if (!cs_is_listen_overflow(reason))
 		return 0;
 	struct tcphdr th;
@@ -142,6 +146,8 @@ int BPF_PROG(on_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_re
 SEC("tp_btf/tcp_receive_reset")
 int BPF_PROG(on_receive_reset, struct sock *sk)
 {
+	if (lifecycle_off())
+		return 0;
 	struct cs_tuple tuple = {};
 
 	/* Before the reset is processed: the socket still has its port. */
@@ -357,6 +363,8 @@ static __always_inline int on_client_syn_sent(const struct sock *sk)
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(on_tcp_state, const struct sock *sk, const int old_state, const int new_state)
 {
+	if (lifecycle_off())
+		return 0;
 	if (old_state == TCP_SYN_RECV && new_state == TCP_ESTABLISHED)
 		return on_server_established(sk);
 	if (old_state == TCP_ESTABLISHED)
@@ -425,6 +433,8 @@ static __always_inline int finish_unseen_handshake(const struct sock *sk)
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(on_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb, int err)
 {
+	if (lifecycle_off())
+		return 0;
 	struct client_handshake *hs;
 
 	if (!sk)

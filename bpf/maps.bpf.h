@@ -384,6 +384,22 @@ __u64 parked_requests = 0;
  */
 __u32 trace_window = 1;
 
+/*
+ * Set by user space between open and load (connscoped --between-windows
+ * counters): every probe of connections is detached between windows, the
+ * kernel's own counters count the gaps, and the probes that count
+ * connections count only while trace_window is odd. Its edges are then the
+ * gaps' exactly: user space reads the counters right after it goes even
+ * and right before it goes odd, all probes attached.
+ */
+const volatile bool counters_between = false;
+
+/* A probe that counts connections, between windows with counters_between: not counting. */
+static __always_inline bool lifecycle_off(void)
+{
+	return counters_between && !(trace_window & 1);
+}
+
 /* Numbers the listener walks (set by user space before each): see cs_endpoint_state. */
 __u32 listener_walk = 0;
 

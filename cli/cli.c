@@ -127,6 +127,7 @@ static const struct option catalogue[] = {
 	{ "no-jvm", no_argument, NULL, CS_OPT_NO_JVM },
 	{ "no-bpf-stats", no_argument, NULL, CS_OPT_NO_BPF_STATS },
 	{ "bpf-stats", required_argument, NULL, CS_OPT_BPF_STATS }, /* yes, always or no */
+	{ "between-windows", required_argument, NULL, CS_OPT_BETWEEN_WINDOWS }, /* events or counters */
 	{ "interval", required_argument, NULL, 'i' },
 	{ "from", required_argument, NULL, CS_OPT_FROM },
 	{ "to", required_argument, NULL, CS_OPT_TO },

@@ -5,6 +5,7 @@
  * none runs (one line saying so).
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,6 +107,21 @@ static void print_cost(const json_t *status)
 	printf("connscoped %.2f%% of one CPU\n", 100.0 * number(cost, "cpu_share"));
 }
 
+/* "  between    the kernel counted in network namespace N (every port and process in it) ..." */
+static void print_between(const json_t *counts)
+{
+	if (!json_is_true(json_object_get(counts, "valid"))) {
+		printf("  between    nothing followed between windows; the kernel's counters could not be read\n");
+		return;
+	}
+	printf("  between    the kernel counted in network namespace %.0f (every port and process in it) over %.0f "
+	       "gap(s), %.1f s: %.0f connection(s) opened, %.0f listen overflow(s), %.0f listen drop(s), %.0f "
+	       "established connection(s) reset, %.0f reset(s) sent\n",
+	       number(counts, "netns"), number(counts, "gaps"), number(counts, "gap_s"),
+	       number(counts, "connections_opened"), number(counts, "listen_overflows"),
+	       number(counts, "listen_drops"), number(counts, "established_resets"), number(counts, "resets_sent"));
+}
+
 /* "  tracing    1 s in every 10 s: 10.0 % of the time, 351 requests traced of ~3510" */
 static void print_tracing(const json_t *tracing)
 {
@@ -121,9 +137,15 @@ static void print_tracing(const json_t *tracing)
 	if (number(tracing, "period_s") > 0)
 		snprintf(schedule, sizeof(schedule), "%g s in every %g s", number(tracing, "window_s"),
 			 number(tracing, "period_s"));
-	printf("  tracing    %s: %.1f %% of the time, %.0f requests traced of ~%.0f "
-	       "(accepts, drops, resets, closes exact)\n", schedule, 100 * number(tracing, "traced_share"),
-	       number(tracing, "requests_traced"), number(tracing, "requests_estimated"));
+	char between[16] = "";
+	cs_json_str(tracing, "between_windows", between, sizeof(between));
+	bool counters = !strcmp(between, "counters");
+	printf("  tracing    %s: %.1f %% of the time, %.0f requests traced of ~%.0f (%s)\n", schedule,
+	       100 * number(tracing, "traced_share"), number(tracing, "requests_traced"),
+	       number(tracing, "requests_estimated"),
+	       counters ? "accepts, drops, resets, closes from the windows" : "accepts, drops, resets, closes exact");
+	if (counters)
+		print_between(json_object_get(tracing, "between_counts"));
 }
 
 static void print_status(const json_t *status, const char *path)

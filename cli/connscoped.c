@@ -77,6 +77,13 @@ static const struct cs_cmd daemon_cmd = {
 	"                         P seconds (default 1/10), its probes detached in\n"
 	"                         between; accepts, drops, resets and closes are\n"
 	"                         counted all the time; always: trace everything\n"
+	"      --between-windows events|counters  between tracing windows: events\n"
+	"                         (default) counts accepts, drops, resets and closes\n"
+	"                         port by port, a few probe runs a connection; counters\n"
+	"                         runs no probe for a connection and reads the kernel's\n"
+	"                         TCP counters of the target's network namespace at\n"
+	"                         each window's edges instead (every port and process\n"
+	"                         of it: connections opened, listen drops, resets)\n"
 	"  -v, --verbose          show libbpf's log\n"
 	"      --bpf-stats yes|always|no  the kernel's BPF run-time statistics, for the\n"
 	"                         probes' cost in status and /metrics: yes (default)\n"
@@ -92,7 +99,7 @@ static const struct cs_cmd daemon_cmd = {
 	"\n"
 	"Config file: 'key = value' lines with the long options' names as keys (port,\n"
 	"pid, name, cgroup, metrics, sample-hz, ring-mb, trace, verbose = yes|no, bpf-stats =\n"
-	"yes|always|no, pauses = yes|no, clients = yes|no), '#' comment lines. It must be root's and writable only by root.\n"
+	"yes|always|no, pauses = yes|no, clients = yes|no, between-windows = events|counters), '#' comment lines. It must be root's and writable only by root.\n"
 	"\n"
 	"Signals: SIGTERM/SIGINT stop (exit 0); SIGHUP re-reads the config file (new\n"
 	"targets, sample-hz and trace apply at once; a bad file is logged and the running\n"
@@ -184,11 +191,13 @@ static int reload(void *ctx, struct cs_session_options *next)
 	}
 	if (strcmp(fresh->metrics, setup->running.metrics) != 0 || fresh->ring_mb != setup->running.ring_mb ||
 	    fresh->verbose != setup->running.verbose || fresh->bpf_stats != setup->running.bpf_stats ||
-	    fresh->bpf_stats_always != setup->running.bpf_stats_always || fresh->pauses != setup->running.pauses)
-		fprintf(stderr, "connscoped: reload: metrics, ring-mb, verbose, bpf-stats and pauses changes take "
-			"effect at the next start\n");
+	    fresh->bpf_stats_always != setup->running.bpf_stats_always || fresh->pauses != setup->running.pauses ||
+	    fresh->between_counters != setup->running.between_counters)
+		fprintf(stderr, "connscoped: reload: metrics, ring-mb, verbose, bpf-stats, pauses and between-windows "
+			"changes take effect at the next start\n");
 	fresh->ring_mb = setup->running.ring_mb;
 	fresh->pauses = setup->running.pauses;
+	fresh->between_counters = setup->running.between_counters;
 	fresh->verbose = setup->running.verbose;
 	fresh->bpf_stats = setup->running.bpf_stats;
 	fresh->bpf_stats_always = setup->running.bpf_stats_always;
@@ -234,7 +243,8 @@ static void target_label(const struct cs_daemon_config *config, char *out, size_
 
 /* Its options, in the order a usage error lists them (cli.c defines each). */
 static const char daemon_options[] =
-	"port pid name cgroup netns config metrics --socket sample-hz ring-mb trace verbose --bpf-stats no-pauses no-clients help";
+	"port pid name cgroup netns config metrics --socket sample-hz ring-mb trace between-windows verbose --bpf-stats no-pauses "
+	"no-clients help";
 
 static int take(struct cs_cli *cli, int opt, const char *arg, void *ctx)
 {
@@ -308,6 +318,7 @@ static void session_options(struct daemon *d)
 	opts->probe.bpf_stats_always = d->running.bpf_stats_always;
 	opts->probe.no_pauses = !d->running.pauses;
 	opts->probe.follow_clients = d->running.clients;
+	opts->probe.between_counters = d->running.between_counters;
 	opts->reload = reload;
 	opts->attached = drop_privileges;
 	opts->hooks_ctx = d;
@@ -315,6 +326,7 @@ static void session_options(struct daemon *d)
 	opts->live_meta = &d->live_meta;
 	/* The servers start before the probes: a scrape meanwhile sees the configured mode. */
 	cs_trace_meta_configured(&opts->trace, &d->live_meta.trace);
+	d->live_meta.trace.counters_between = opts->probe.between_counters && d->live_meta.trace.sampled;
 }
 
 /*

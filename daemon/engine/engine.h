@@ -138,6 +138,7 @@ struct cs_engine {
 	uint64_t remote_connections;       /* closed with requests, their client's side never seen */
 	uint64_t conns_evicted;            /* table full: the least recently seen forgotten */
 	uint64_t conns_timed_out;          /* forgotten after CS_CONN_TIMEOUT_NS without a record */
+	uint64_t conns_forgotten_between;  /* forgotten at a window's close (cs_engine_forget_connections) */
 	uint64_t next_sweep_ns;            /* record time of the next time-out sweep */
 	uint64_t records_since_sweep;
 	size_t evict_cursor;               /* where the next eviction sample starts */
@@ -159,6 +160,14 @@ int cs_engine_reset(struct cs_engine *engine);
  * grow a table (the record is counted as malformed too, never silently lost).
  */
 int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len);
+
+/*
+ * Between tracing windows where nothing of a connection is seen
+ * (connscoped --between-windows counters), at a window's close: forget
+ * every followed connection, which a close unseen would leave open until
+ * its time-out. The next window adopts those still open.
+ */
+void cs_engine_forget_connections(struct cs_engine *engine, uint64_t now_ns);
 
 /*
  * Connections closed with requests whose client's side was never seen:

@@ -153,6 +153,20 @@ void cs_conns_sweep(struct cs_engine *engine, uint64_t now_ns)
 	cs_clients_sweep(engine, now_ns);
 }
 
+static int conn_forget(uint64_t key, const void *value, void *ctx_ptr)
+{
+	(void)key;
+	struct sweep_ctx *ctx = ctx_ptr;
+	conn_forgotten(ctx->engine, value, ctx->now_ns);
+	return 1;
+}
+
+void cs_engine_forget_connections(struct cs_engine *engine, uint64_t now_ns)
+{
+	struct sweep_ctx ctx = { .now_ns = now_ns, .engine = engine };
+	engine->conns_forgotten_between += cs_u64map_remove_if(&engine->conns, conn_forget, &ctx);
+}
+
 /*
  * The table is full: forget the least recently seen of CS_CONN_EVICT_SAMPLE
  * connections from a cursor that moves on each time (an approximate LRU at

@@ -195,3 +195,22 @@ void cs_traced_summarize(const struct cs_trace_meta *meta, double duration_s, ui
 	uint64_t traced_ns = (uint64_t)(summary->traced_s * NS_PER_SEC);
 	summary->requests_estimated = cs_trace_estimate(requests_seen, traced_ns, (uint64_t)(duration_s * NS_PER_SEC));
 }
+
+static uint64_t rise(uint64_t from, uint64_t to)
+{
+	return to > from ? to - from : 0;
+}
+
+void cs_between_add(struct cs_between_counts *sum, const struct cs_tcp_counters *from,
+		    const struct cs_tcp_counters *to, uint64_t gap_ns)
+{
+	struct cs_tcp_counters *added = &sum->added;
+	added->listen_overflows += rise(from->listen_overflows, to->listen_overflows);
+	added->listen_drops += rise(from->listen_drops, to->listen_drops);
+	added->syncookies_sent += rise(from->syncookies_sent, to->syncookies_sent);
+	added->passive_opens += rise(from->passive_opens, to->passive_opens);
+	added->estab_resets += rise(from->estab_resets, to->estab_resets);
+	added->out_rsts += rise(from->out_rsts, to->out_rsts);
+	sum->gaps++;
+	sum->gap_s += (double)gap_ns / NS_PER_SEC;
+}

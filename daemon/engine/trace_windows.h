@@ -100,6 +100,14 @@ double cs_trace_meta_traced_s(const struct cs_trace_meta *meta, uint64_t now_ns)
 /* A live meta (kept at each second and window edge) moved on to now_ns: its duration and time traced. */
 void cs_trace_meta_advance(struct cs_report_meta *meta, uint64_t now_ns);
 
+/*
+ * A gap between windows (or its part so far) added to sum: what the
+ * kernel's counters rose by from its start (from) to its end (to). A
+ * counter that went down (its namespace made again) adds nothing.
+ */
+void cs_between_add(struct cs_between_counts *sum, const struct cs_tcp_counters *from,
+		    const struct cs_tcp_counters *to, uint64_t gap_ns);
+
 /* What a report says about the share traced. */
 struct cs_traced_summary {
 	bool sampled;               /* traced in windows */

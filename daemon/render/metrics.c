@@ -221,6 +221,42 @@ static void render_target_info(const struct cs_mx_out *w)
 }
 
 /*
+ * --between-windows counters: what the kernel counted in the gaps between
+ * windows, in the first target's network namespace (every port and
+ * process in it), where no probe ran for a connection.
+ */
+static void render_between(const struct cs_mx_out *w)
+{
+	const struct cs_between_counts *between = &w->meta->trace.between;
+	if (!w->meta->trace.counters_between || !between->valid)
+		return;
+	char netns[48];
+	snprintf(netns, sizeof(netns), "netns=\"%" PRIu32 "\"", between->netns_ino);
+	cs_mx_header(w, "connscope_between_windows_seconds_total", "counter",
+		     "Time between tracing windows, where nothing was followed port by port (between-windows = counters).");
+	cs_mx_sample_double(w, "connscope_between_windows_seconds_total", netns, between->gap_s);
+	cs_mx_header(w, "connscope_between_windows_connections_opened_total", "counter",
+		     "Connections a listener's handshake made between windows: the kernel's PassiveOpens of the "
+		     "namespace, every port.");
+	cs_mx_sample(w, "connscope_between_windows_connections_opened_total", netns, between->added.passive_opens);
+	cs_mx_header(w, "connscope_between_windows_listen_drops_total", "counter",
+		     "Drops at the namespace's listeners between windows (the kernel's ListenOverflows: the accept queue "
+		     "full; ListenDrops: those and the other drops).");
+	char labels[96];
+	snprintf(labels, sizeof(labels), "%s,counter=\"ListenOverflows\"", netns);
+	cs_mx_sample(w, "connscope_between_windows_listen_drops_total", labels, between->added.listen_overflows);
+	snprintf(labels, sizeof(labels), "%s,counter=\"ListenDrops\"", netns);
+	cs_mx_sample(w, "connscope_between_windows_listen_drops_total", labels, between->added.listen_drops);
+	cs_mx_header(w, "connscope_between_windows_resets_total", "counter",
+		     "Resets in the namespace between windows: established connections reset (EstabResets), resets "
+		     "sent (OutRsts).");
+	snprintf(labels, sizeof(labels), "%s,counter=\"EstabResets\"", netns);
+	cs_mx_sample(w, "connscope_between_windows_resets_total", labels, between->added.estab_resets);
+	snprintf(labels, sizeof(labels), "%s,counter=\"OutRsts\"", netns);
+	cs_mx_sample(w, "connscope_between_windows_resets_total", labels, between->added.out_rsts);
+}
+
+/*
  * What was traced: connscoped attaches its request probes in windows.
  * Counters of accepts, drops, resets and closes are exact; the request
  * series (connscope_requests_total, the latency histograms) count the
@@ -232,7 +268,7 @@ static void render_tracing(const struct cs_mx_out *w)
 	summary = w->view->tracing;
 	cs_mx_header(w, "connscope_traced_seconds_total", "counter",
 		     "Time the per-request probes were attached: the request series cover only this time "
-		     "(accepts, drops, resets and closes are counted all the time).");
+		     "(accepts, drops, resets and closes are counted all the time, unless between-windows = counters).");
 	cs_mx_sample_double(w, "connscope_traced_seconds_total", NULL, summary.traced_s);
 	cs_mx_header(w, "connscope_traced_ratio", "gauge",
 		     "Share of the run the per-request probes were attached (1: trace = always).");
@@ -270,10 +306,13 @@ static void render_health(const struct cs_mx_out *w)
 		     "flight then: connscope_partial_total{seen=\"request\"}).");
 	cs_mx_sample(w, "connscope_connections_adopted_total", NULL, view->requests->connections_adopted);
 	cs_mx_header(w, "connscope_connections_forgotten_total", "counter",
-		     "Connections the engine stopped following: evicted from a full table, or timed out without events.");
+		     "Connections the engine stopped following: evicted from a full table, timed out without events, "
+		     "or at a tracing window's close when nothing is seen of them between windows.");
 	cs_mx_sample(w, "connscope_connections_forgotten_total", "why=\"evicted\"", view->conns_evicted);
 	cs_mx_sample(w, "connscope_connections_forgotten_total", "why=\"timed_out\"", view->conns_timed_out);
+	cs_mx_sample(w, "connscope_connections_forgotten_total", "why=\"window_closed\"", view->conns_forgotten_between);
 	render_tracing(w);
+	render_between(w);
 	render_target_info(w);
 	cs_mx_header(w, "connscope_events_total", "counter", "Events the engine took in.");
 	cs_mx_sample(w, "connscope_events_total", NULL, view->totals->records);

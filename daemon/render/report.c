@@ -329,6 +329,9 @@ static void text_run(FILE *out, const struct cs_report_view *view)
 		fprintf(out, ", connections forgotten: %" PRIu64 " evicted (table full), %" PRIu64
 			" timed out (no event for %llu s)", view->conns_evicted, view->conns_timed_out,
 			CS_CONN_TIMEOUT_NS / 1000000000ull);
+	if (view->conns_forgotten_between)
+		fprintf(out, ", %" PRIu64 " connection(s) left at a window's close (nothing of them is seen between "
+			"windows)", view->conns_forgotten_between);
 	if (view->handbacks_dropped)
 		fprintf(out, ", %" PRIu64 " executor hand-back(s) not kept (table full: their requests' read -> send is "
 			"handler)", view->handbacks_dropped);

@@ -382,13 +382,14 @@ static void add_run(json_t *report, const struct cs_report_view *view)
 	json_object_set_new(report, "tracing", cs_report_tracing_value(&view->tracing, meta));
 	const struct cs_conn_partial partial = view->partial;
 	json_object_set_new(report, "events",
-			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "received",
+			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "received",
 				      JI(view->totals->records), "lost", JI(meta->events_lost), "malformed",
 				      JI(view->totals->malformed), "table_full", JI(meta->table_full), "partial",
 				      JI(partial.accepts + partial.requests + partial.closes), "partial_accepts",
 				      JI(partial.accepts), "partial_requests", JI(partial.requests), "partial_closes",
 				      JI(partial.closes), "evicted", JI(view->conns_evicted), "timed_out",
-				      JI(view->conns_timed_out), "followed", JI(view->conns_followed), "skipped",
+				      JI(view->conns_timed_out), "forgotten_between_windows", JI(view->conns_forgotten_between),
+				      "followed", JI(view->conns_followed), "skipped",
 				      JI(meta->probe_runs_skipped), "handbacks_dropped", JI(view->handbacks_dropped)));
 	if (meta->netstat.valid)
 		json_object_set_new(report, "kernel",

@@ -30,6 +30,7 @@ struct cs_report_view *cs_report_view_new(const struct cs_engine *engine, const 
 	view->conns_followed = engine->conns.count;
 	view->conns_evicted = engine->conns_evicted;
 	view->conns_timed_out = engine->conns_timed_out;
+	view->conns_forgotten_between = engine->conns_forgotten_between;
 	view->handbacks_dropped = engine->handbacks_dropped;
 	cs_report_tracing_summary(engine, meta, &view->tracing);
 	cs_analyze(engine, meta, &view->analysis);

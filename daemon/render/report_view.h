@@ -37,7 +37,7 @@ struct cs_report_view {
 	uint64_t remote_connections;                /* closed, their client's side never seen */
 	struct cs_conn_partial partial;             /* connections not followed whole */
 	uint64_t conns_followed;                    /* at the view's making */
-	uint64_t conns_evicted, conns_timed_out;
+	uint64_t conns_evicted, conns_timed_out, conns_forgotten_between;
 	uint64_t handbacks_dropped;
 	struct cs_traced_summary tracing;           /* what of the run was traced */
 	/* The analysis of them: the tail, the findings, the conditions, the cost. */

@@ -248,6 +248,15 @@ void cs_top_model_from_value(struct cs_top_model *m, const json_t *root)
 	m->tracing.share = num(tracing, "traced_share");
 	m->tracing.requests_traced = count(tracing, "requests_traced");
 	m->tracing.requests_estimated = num(tracing, "requests_estimated");
+	char between[16];
+	cs_json_str(tracing, "between_windows", between, sizeof(between));
+	m->tracing.counters_between = !strcmp(between, "counters");
+	const json_t *counts = json_object_get(tracing, "between_counts");
+	m->tracing.between_valid = json_is_true(json_object_get(counts, "valid"));
+	m->tracing.between_netns = count(counts, "netns");
+	m->tracing.between_opened = count(counts, "connections_opened");
+	m->tracing.between_drops = count(counts, "listen_drops");
+	m->tracing.between_resets = count(counts, "established_resets");
 	latency(json_object_get(root, "latency_us"), &m->total);
 	const json_t *window = json_object_get(live, "window");
 	latency(json_object_get(window, "latency_us"), &m->window);

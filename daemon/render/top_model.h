@@ -102,6 +102,9 @@ struct cs_top_model {
 		double window_s, period_s, share;
 		uint64_t requests_traced;
 		double requests_estimated;
+		bool counters_between;  /* nothing followed between windows: the kernel's counts instead */
+		bool between_valid;
+		uint64_t between_netns, between_opened, between_drops, between_resets;
 	} tracing;
 	struct cs_top_latency total;   /* since the statistics began */
 	struct cs_top_latency window;  /* the last minute */

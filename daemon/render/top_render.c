@@ -151,10 +151,20 @@ static int tracing(struct cs_top_screen *s, int row, const struct cs_top_model *
 	char schedule[48] = "always since a reload";
 	if (m->tracing.period_s > 0)
 		snprintf(schedule, sizeof(schedule), "%g s every %g s", m->tracing.window_s, m->tracing.period_s);
-	put_fmt(s, row, 0, CS_TOP_DIM, "traced %.1f %% (%s): %" PRIu64 " of ~%.0f requests, "
-		"req/s and latencies from the windows; accepts, drops, resets, closes exact",
+	if (!m->tracing.counters_between) {
+		put_fmt(s, row, 0, CS_TOP_DIM, "traced %.1f %% (%s): %" PRIu64 " of ~%.0f requests, "
+			"req/s and latencies from the windows; accepts, drops, resets, closes exact",
+			100 * m->tracing.share, schedule, m->tracing.requests_traced, m->tracing.requests_estimated);
+		return row + 1;
+	}
+	put_fmt(s, row, 0, CS_TOP_DIM, "traced %.1f %% (%s): %" PRIu64 " of ~%.0f requests; all below from windows",
 		100 * m->tracing.share, schedule, m->tracing.requests_traced, m->tracing.requests_estimated);
-	return row + 1;
+	if (!m->tracing.between_valid)
+		return row + 1;
+	put_fmt(s, row + 1, 0, CS_TOP_DIM, "gaps, netns %" PRIu64 " (all ports): %" PRIu64 " opened, %" PRIu64
+		" listen drops, %" PRIu64 " resets", m->tracing.between_netns, m->tracing.between_opened,
+		m->tracing.between_drops, m->tracing.between_resets);
+	return row + 2;
 }
 
 static int latency(struct cs_top_screen *s, int row, const struct cs_top_model *m)

@@ -67,6 +67,18 @@ static int set_bpf_stats(struct cs_daemon_config *config, const char *value, cha
 	return 0;
 }
 
+/* between-windows = events | counters */
+static int set_between(struct cs_daemon_config *config, const char *value, char *errmsg, size_t errlen)
+{
+	bool counters = !strcmp(value, "counters");
+	if (!counters && strcmp(value, "events") != 0)
+		return cs_fail_code(-EINVAL, errmsg, errlen, "expects events or counters, not '%s'", value);
+	if (set_once(config, &config->has_between, "between-windows", errmsg, errlen))
+		return -EINVAL;
+	config->between_counters = counters;
+	return 0;
+}
+
 /* trace = always | WINDOW/PERIOD (seconds) */
 static int set_trace(struct cs_daemon_config *config, const char *value, char *errmsg, size_t errlen)
 {
@@ -153,6 +165,8 @@ int cs_config_set(struct cs_daemon_config *config, const char *key, const char *
 		return yes_or_no(config, key, value, &config->pauses, &config->has_pauses, errmsg, errlen);
 	if (!strcmp(key, "clients"))
 		return yes_or_no(config, key, value, &config->clients, &config->has_clients, errmsg, errlen);
+	if (!strcmp(key, "between-windows"))
+		return set_between(config, value, errmsg, errlen);
 	return -ENOENT;
 }
 
@@ -255,6 +269,10 @@ void cs_config_merge(struct cs_daemon_config *base, const struct cs_daemon_confi
 	if (over->has_clients) {
 		base->clients = over->clients;
 		base->has_clients = true;
+	}
+	if (over->has_between) {
+		base->between_counters = over->between_counters;
+		base->has_between = true;
 	}
 	if (over->has_pauses) {
 		base->pauses = over->pauses;

@@ -20,6 +20,7 @@
  *   bpf-stats = no                     # do not turn the kernel's BPF run-time counting on
  *   pauses = no                        # do not follow JVM targets' safepoint pauses
  *   clients = no                       # do not follow local clients' reads of their answers
+ *   between-windows = counters         # no probe per connection between trace windows
  * port, pid, name and cgroup may repeat; the others are set at most once.
  */
 #ifndef CS_CONFIG_H
@@ -35,7 +36,7 @@
 
 #define CS_CONFIG_MAX_TARGETS 64          /* ports, pids: as CS_MAX_TARGETS */
 #define CS_CONFIG_LINE_MAX 1024
-#define CS_CONFIG_KEYS "port, pid, name, cgroup, netns, metrics, sample-hz, ring-mb, trace, verbose, bpf-stats, pauses, clients"
+#define CS_CONFIG_KEYS "port, pid, name, cgroup, netns, metrics, sample-hz, ring-mb, trace, verbose, bpf-stats, pauses, clients, between-windows"
 
 struct cs_daemon_config {
 	uint16_t ports[CS_CONFIG_MAX_TARGETS];
@@ -53,9 +54,10 @@ struct cs_daemon_config {
 	bool bpf_stats_always;             /* ... the whole run, not in sampled spans (the default) */
 	bool pauses;                       /* attach the JVM pause probes to JVM targets (default) */
 	bool clients;                      /* follow local clients' reads of their answers (default) */
+	bool between_counters;             /* between windows, the kernel's counters, not events */
 	/* Set here (not defaults): a layer overrides only what it sets. */
 	bool has_metrics, has_sample_hz, has_ring_mb, has_trace, has_verbose, has_bpf_stats, has_pauses;
-	bool has_clients;
+	bool has_clients, has_between;
 	bool last_wins;                    /* a setting given again replaces (command lines) */
 };
 

@@ -133,6 +133,7 @@ static void update_meta(struct session *s, uint64_t start_ns, uint64_t end_ns, s
 	meta->records_read = s->records;
 	cs_trace_windows_meta(&s->windows, end_ns, &meta->trace);
 	meta->trace.requests_cut = counters[CS_CTR_WINDOW_CUT];
+	cs_session_between_meta(s, end_ns, &meta->trace);
 	update_labels(s, meta);
 }
 
@@ -160,6 +161,7 @@ static int find_targets(struct session *s, struct netstat_window *netstat)
 	/* Each network namespace has its own counters. */
 	netstat->netns_ino = s->port_count ? s->port_netns[0] : s->port_opts_netns;
 	netstat->valid = cs_netns_tcp_counters(netstat->netns_ino, &netstat->before) == 0;
+	cs_session_between_start(s, netstat->netns_ino);
 	update_labels(s, &result->meta);
 	if (s->opts.live_meta) {
 		lock_engine(s);
@@ -267,13 +269,17 @@ static int trace_window_when_due(struct session *s, uint64_t now)
 		lock_engine(s);
 		cs_probes_sample_cost(&s->probes, now, true);
 		unlock_engine(s);
-		if (cs_probes_open_window(&s->probes, s->windows.number, s->errmsg, s->errlen))
+		if (cs_probes_open_window(&s->probes, s->windows.number, cs_session_between_gap_ends, s, s->errmsg,
+					  s->errlen))
 			return -1;
 	}
 	if (edge == CS_TRACE_CLOSE) {
-		cs_probes_close_window(&s->probes, s->windows.number);
+		cs_probes_close_window(&s->probes, s->windows.number, cs_session_between_gap_begins, s);
 		lock_engine(s);
 		cs_probes_sample_cost(&s->probes, now, false);
+		/* Nothing of a connection is seen until the next window: its close neither. */
+		if (s->between.on && cs_probes_poll(&s->probes, 0) >= 0)
+			cs_engine_forget_connections(s->engine, now);
 		unlock_engine(s);
 	}
 	if (s->opts.live_meta) {
@@ -465,8 +471,10 @@ int cs_session_run(const struct cs_session_options *opts, struct cs_engine *engi
 	s->result = result;
 	s->errmsg = errmsg;
 	s->errlen = errlen;
+	s->between.counter_fds[0] = s->between.counter_fds[1] = -1; /* none open until its start */
 	struct netstat_window netstat = {};
 	int ret = find_targets(s, &netstat) ? -1 : run_probes(s, &netstat);
+	cs_session_between_end(s);
 	free(s);
 	return ret;
 }

@@ -16,6 +16,22 @@
 #include "session.h"
 #include "session_targets.h"
 
+/*
+ * --between-windows counters: between two tracing windows no probe runs
+ * for each connection; the kernel's counters of the first target's
+ * network namespace, read at each edge, count that gap instead.
+ */
+struct session_between {
+	bool on;
+	bool in_gap;                       /* no window open: a gap under way */
+	bool read_failed;                  /* some edge's counters could not be read */
+	uint32_t netns_ino;
+	int counter_fds[2];                /* its netstat and snmp, opened there (cs_netns_tcp_counters_open) */
+	uint64_t gap_start_ns;
+	struct cs_tcp_counters at_gap_start;
+	struct cs_between_counts ended;    /* the gaps that ended */
+};
+
 /* Process names and cgroups can match more processes than are targets: room to look at them all. */
 #define SESSION_MATCH_PIDS 4096
 
@@ -35,6 +51,7 @@ struct session {
 	uint32_t port_opts_netns;          /* where --port's listeners are: --netns, or ours */
 	uint64_t records;
 	struct cs_trace_windows windows;   /* when the per-request probes are attached */
+	struct session_between between;
 	/* Room for the lookups, too large for a stack: */
 	struct cs_listen_socket listeners[CS_MAX_LISTENERS];
 	pid_t match_pids[SESSION_MATCH_PIDS];
@@ -65,5 +82,17 @@ size_t cs_session_rescan(struct session *s);
  * names and cgroups).
  */
 void cs_session_reload(struct session *s);
+
+/* session_between.c: the gaps, counted on when options ask for it. */
+void cs_session_between_start(struct session *s, uint32_t netns_ino);
+void cs_session_between_end(struct session *s);
+/*
+ * A window's close, its lifecycle probes gone: a gap begins. A window's
+ * open, before they come: the gap ends (cs_window_edge_fn, on a session).
+ */
+void cs_session_between_gap_begins(void *session);
+void cs_session_between_gap_ends(void *session);
+/* The gaps so far into trace (the one under way read at now_ns). */
+void cs_session_between_meta(struct session *s, uint64_t now_ns, struct cs_trace_meta *trace);
 
 #endif /* CS_SESSION_INTERNAL_H */

@@ -186,15 +186,70 @@ int cs_netns_list_listeners(uint32_t ino, struct cs_listen_socket *out, size_t m
 	return kept[i].diag_fd >= 0 ? cs_list_listeners_on(kept[i].diag_fd, out, max, count) : -EPERM;
 }
 
-int cs_netns_tcp_counters(uint32_t ino, struct cs_tcp_counters *out)
+/* netstat and snmp of the calling thread's namespace (/proc/thread-self/net: its own, not the main thread's). */
+static int open_counters_here(int fds[2])
+{
+	fds[0] = open("/proc/thread-self/net/netstat", O_RDONLY | O_CLOEXEC);
+	fds[1] = fds[0] < 0 ? -1 : open("/proc/thread-self/net/snmp", O_RDONLY | O_CLOEXEC);
+	if (fds[1] >= 0)
+		return 0;
+	int err = -errno;
+	cs_tcp_counters_close(fds);
+	return err;
+}
+
+void cs_tcp_counters_close(int fds[2])
+{
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+/* A proc file read from its start is made afresh: the counters as of now. */
+static int read_whole(int fd, char *text, size_t len)
+{
+	ssize_t got = pread(fd, text, len - 1, 0);
+	if (got < 0)
+		return -errno;
+	text[got] = '\0';
+	return 0;
+}
+
+int cs_tcp_counters_read(const int fds[2], struct cs_tcp_counters *out)
+{
+	char text[16384];
+	if (fds[0] < 0 || fds[1] < 0)
+		return -EBADF;
+	int err = read_whole(fds[0], text, sizeof(text));
+	if (!err)
+		err = cs_parse_tcp_counters(text, out);
+	if (!err)
+		err = read_whole(fds[1], text, sizeof(text));
+	return err ? err : cs_parse_tcp_snmp(text, out);
+}
+
+int cs_netns_tcp_counters_open(uint32_t ino, int fds[2])
 {
 	int back;
+	fds[0] = fds[1] = -1;
 	int err = cs_netns_enter(ino, &back);
 	if (err)
 		return err;
-	/* /proc/thread-self/net is the calling thread's namespace (self/net is the main thread's). */
-	err = cs_read_tcp_counters("/proc/thread-self/net/netstat", out);
+	err = open_counters_here(fds);
 	cs_netns_leave(back);
+	return err;
+}
+
+int cs_netns_tcp_counters(uint32_t ino, struct cs_tcp_counters *out)
+{
+	int fds[2];
+	int err = cs_netns_tcp_counters_open(ino, fds);
+	if (err)
+		return err;
+	err = cs_tcp_counters_read(fds, out);
+	cs_tcp_counters_close(fds);
 	return err;
 }
 

@@ -56,8 +56,17 @@ void cs_netns_leave(int back);
 /* cs_list_listeners in namespace ino. */
 int cs_netns_list_listeners(uint32_t ino, struct cs_listen_socket *out, size_t max, size_t *count);
 
-/* TcpExt counters of namespace ino. */
+/* The TCP counters of namespace ino: TcpExt of its netstat, Tcp of its snmp. */
 int cs_netns_tcp_counters(uint32_t ino, struct cs_tcp_counters *out);
+
+/*
+ * Those files of namespace ino, opened there and kept: read again with
+ * cs_tcp_counters_read, from any namespace and without the privilege to
+ * enter one (connscoped drops it once attached). fds[i] -1: not open.
+ */
+int cs_netns_tcp_counters_open(uint32_t ino, int fds[2]);
+int cs_tcp_counters_read(const int fds[2], struct cs_tcp_counters *out);
+void cs_tcp_counters_close(int fds[2]);
 
 /*
  * The listening ports of pid, looked for in its own namespace (kept), as

@@ -256,7 +256,7 @@ static void bench_probe_choice(struct cs_probes *probes)
 		bpf_program__set_autoload(skel->progs.on_waking, false);
 	}
 	probes->waking_at_start = strstr(choice, "waking-at-start") != NULL;
-	probes->windows_only = strstr(choice, "windows-only") != NULL;
+	probes->windows_only |= strstr(choice, "windows-only") != NULL;
 }
 
 int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opts,
@@ -283,11 +283,13 @@ int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opt
 	probes->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
 	probes->skel->rodata->trace_handshakes = opts->trace_handshakes;
 	probes->skel->rodata->follow_clients = opts->follow_clients;
+	probes->skel->rodata->counters_between = opts->between_counters;
 	probes->no_pauses = opts->no_pauses;
 	probes->skel->rodata->attach_ns = probes->attach_ns;
 	/* Optional hooks: leave out what this kernel does not have. */
 	if (!cs_kernel_has_event(cs_tracefs_root(), "tcp", "tcp_sendmsg_locked"))
 		bpf_program__set_autoload(probes->skel->progs.on_tcp_sendmsg, false);
+	probes->windows_only = opts->between_counters;
 	bench_probe_choice(probes);
 	cs_probes_test_hooks(probes);
 	if (bpf_map__set_max_entries(probes->skel->maps.events, opts->ring_bytes))
@@ -374,15 +376,20 @@ int cs_probes_wait(struct cs_probes *probes, int timeout_ms)
 	return n < 0 ? -errno : n > 0;
 }
 
-void cs_probes_close_window(struct cs_probes *probes, uint32_t number)
+void cs_probes_close_window(struct cs_probes *probes, uint32_t number, cs_window_edge_fn at_edge, void *ctx)
 {
 	struct bpf_program *prog;
 	if (!probes->skel || probes->detached || probes->window_closed)
 		return;
 	struct bpf_link **slots[MAX_LINKS_AT_ONCE];
 	size_t count = 0;
-	/* Numbered first: no request is emitted while some probes are gone. */
+	/*
+	 * Numbered first: no request is emitted while some probes are gone,
+	 * and with every connection probe going, none counts from here on.
+	 */
 	probes->skel->data->trace_window = number;
+	if (at_edge)
+		at_edge(ctx);
 	bpf_object__for_each_program(prog, probes->skel->obj) {
 		struct bpf_link **slot = link_slot(probes, prog);
 		if (is_request_probe(probes, prog) && slot && count < MAX_LINKS_AT_ONCE - 2)
@@ -394,7 +401,8 @@ void cs_probes_close_window(struct cs_probes *probes, uint32_t number)
 	probes->window_closed = true;
 }
 
-int cs_probes_open_window(struct cs_probes *probes, uint32_t number, char *errmsg, size_t errlen)
+int cs_probes_open_window(struct cs_probes *probes, uint32_t number, cs_window_edge_fn at_edge, void *ctx,
+			  char *errmsg, size_t errlen)
 {
 	struct bpf_program *prog;
 	if (!probes->skel || probes->detached || !probes->window_closed)
@@ -405,10 +413,17 @@ int cs_probes_open_window(struct cs_probes *probes, uint32_t number, char *errms
 		    attach_one(probes, prog, errmsg, errlen))
 			return -1;
 	}
-	/* Numbered last: state built while some probes were still missing is dropped. */
+	if (at_edge)
+		at_edge(ctx);
+	/*
+	 * Numbered last: state built while some probes were still missing is
+	 * dropped, and with every connection probe attached again, they count
+	 * from here on (between_counters).
+	 */
 	probes->skel->data->trace_window = number;
 	return 0;
 }
+
 
 int cs_probes_counters(struct cs_probes *probes, uint64_t counters[CS_CTR_MAX])
 {

@@ -36,6 +36,8 @@ struct cs_probe_options {
 	bool no_bpf_stats;           /* do not turn the kernel's BPF run-time counting on */
 	bool bpf_stats_always;       /* hold it on the whole run, not in sampled seconds */
 	bool verbose;                /* echo libbpf's log to stderr */
+	bool between_counters;       /* between tracing windows, every probe of connections and
+	                                packets detached too (connscoped --between-windows counters) */
 };
 
 /* Called with each record taken off the ring buffer. */
@@ -76,7 +78,7 @@ struct cs_probes {
 	struct bpf_link *waking_link;        /* on_waking, attached once a request was parked */
 	bool waking_attached;                /* it was attached during the run */
 	bool waking_at_start;                /* bench only: attach it without a parked request */
-	bool windows_only;                   /* bench only: every event probe detached between windows */
+	bool windows_only;                   /* every event probe detached between windows */
 	bool no_pauses;                      /* --no-pauses: JVM targets' pauses not followed */
 	bool waking_failed;                  /* attaching it failed: not tried again */
 	bool detached;                       /* event probes gone: the run is ending */
@@ -203,9 +205,16 @@ int cs_probes_detach_and_drain(struct cs_probes *probes);
  * state left from another number is dropped, and none is emitted while
  * the number is even. Opening returns 0,
  * or -1 with the hook that failed in errmsg.
+ * When every probe of connections goes between windows (between_counters),
+ * those that count connections (accepts, state changes, resets, drops)
+ * count only while the number is odd; at_edge(ctx) runs right after it
+ * went even at a close, right before it goes odd at an open, so that what
+ * the kernel counts from the one to the other is the gap's alone.
  */
-int cs_probes_open_window(struct cs_probes *probes, uint32_t number, char *errmsg, size_t errlen);
-void cs_probes_close_window(struct cs_probes *probes, uint32_t number);
+typedef void (*cs_window_edge_fn)(void *ctx);
+int cs_probes_open_window(struct cs_probes *probes, uint32_t number, cs_window_edge_fn at_edge, void *ctx,
+			  char *errmsg, size_t errlen);
+void cs_probes_close_window(struct cs_probes *probes, uint32_t number, cs_window_edge_fn at_edge, void *ctx);
 
 /* Detach and free everything; safe on a partly started or zeroed struct. */
 void cs_probes_stop(struct cs_probes *probes);

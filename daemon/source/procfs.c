@@ -480,24 +480,43 @@ int cs_pids_matching(const struct cs_target_match *match, pid_t *pids, size_t ma
 	return set.overflow ? -ENOSPC : 0;
 }
 
-int cs_parse_tcp_counters(const char *text, struct cs_tcp_counters *out)
+/* A counter of a /proc/net file's table, by its column's name. */
+struct counter_column {
+	const char *name;
+	uint64_t *value;
+};
+
+/* The header line that starts with prefix ("TcpExt:" must not match "MPTcpExt:"), or NULL. */
+static const char *table_header(const char *text, const char *prefix)
 {
-	memset(out, 0, sizeof(*out));
-	/* "TcpExt:" at the start of a line (MPTcpExt: must not match). */
+	size_t prefix_len = strlen(prefix);
 	const char *header = text;
-	while (header && strncmp(header, "TcpExt:", 7) != 0) {
+	while (header && strncmp(header, prefix, prefix_len) != 0) {
 		header = strchr(header, '\n');
 		if (header)
 			header++;
 	}
+	return header;
+}
+
+/*
+ * The columns of the table whose two lines start with prefix: a header
+ * line of names, then one of values. 0 when every column asked for was
+ * there; -ENOENT without the table, -EINVAL when its lines do not agree.
+ */
+static int parse_counter_table(const char *text, const char *prefix, const struct counter_column *columns,
+			       size_t column_count)
+{
+	const char *header = table_header(text, prefix);
+	size_t prefix_len = strlen(prefix);
 	if (!header)
 		return -ENOENT;
 	const char *values = strchr(header, '\n');
-	if (!values || strncmp(values + 1, "TcpExt:", 7) != 0)
+	if (!values || strncmp(values + 1, prefix, prefix_len) != 0)
 		return -EINVAL;
-	values += 1 + 7;
-	const char *name = header + 7;
-	int found = 0;
+	values += 1 + prefix_len;
+	const char *name = header + prefix_len;
+	size_t found = 0;
 
 	/* Walk the names and the values side by side. */
 	while (*name && *name != '\n') {
@@ -511,36 +530,38 @@ int cs_parse_tcp_counters(const char *text, struct cs_tcp_counters *out)
 		if (*values == '\n' || !*values)
 			return -EINVAL; /* fewer values than names */
 		char *value_end;
+		/* (Tcp's MaxConn is -1: read as a huge number, and not asked for.) */
 		unsigned long long value = strtoull(values, &value_end, 10);
 		if (value_end == values)
 			return -EINVAL;
 		values = value_end;
-		if (name_len == 15 && !strncmp(name, "ListenOverflows", 15)) {
-			out->listen_overflows = value;
-			found++;
-		} else if (name_len == 11 && !strncmp(name, "ListenDrops", 11)) {
-			out->listen_drops = value;
-			found++;
-		} else if (name_len == 14 && !strncmp(name, "SyncookiesSent", 14)) {
-			out->syncookies_sent = value;
-			found++;
-		}
+		for (size_t i = 0; i < column_count; i++)
+			if (strlen(columns[i].name) == name_len && !strncmp(name, columns[i].name, name_len)) {
+				*columns[i].value = value;
+				found++;
+			}
 		name += name_len;
 	}
-	return found == 3 ? 0 : -EINVAL;
+	return found == column_count ? 0 : -EINVAL;
 }
 
-int cs_read_tcp_counters(const char *path, struct cs_tcp_counters *out)
+int cs_parse_tcp_counters(const char *text, struct cs_tcp_counters *out)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	char text[NETSTAT_BUF_BYTES];
-	ssize_t len = read(fd, text, sizeof(text) - 1);
-	int err = len < 0 ? -errno : 0;
-	close(fd);
-	if (err)
-		return err;
-	text[len] = '\0';
-	return cs_parse_tcp_counters(text, out);
+	memset(out, 0, sizeof(*out));
+	const struct counter_column columns[] = {
+		{ "ListenOverflows", &out->listen_overflows },
+		{ "ListenDrops", &out->listen_drops },
+		{ "SyncookiesSent", &out->syncookies_sent },
+	};
+	return parse_counter_table(text, "TcpExt:", columns, sizeof(columns) / sizeof(columns[0]));
+}
+
+int cs_parse_tcp_snmp(const char *text, struct cs_tcp_counters *out)
+{
+	const struct counter_column columns[] = {
+		{ "PassiveOpens", &out->passive_opens },
+		{ "EstabResets", &out->estab_resets },
+		{ "OutRsts", &out->out_rsts },
+	};
+	return parse_counter_table(text, "Tcp:", columns, sizeof(columns) / sizeof(columns[0]));
 }

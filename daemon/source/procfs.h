@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "run_meta.h"
 #include "targets.h"
 
 #define CS_MAX_LISTENERS 1024
@@ -75,19 +76,13 @@ bool cs_cgroup_exists(const char *path);
 /* Where the cgroup v2 hierarchy is mounted (looked up once), or NULL. */
 const char *cs_cgroup2_mount(void);
 
-struct cs_tcp_counters {
-	uint64_t listen_overflows;
-	uint64_t listen_drops;
-	uint64_t syncookies_sent;
-};
-
-/* TcpExt counters from a netstat file (path: /proc/.../net/netstat). */
-int cs_read_tcp_counters(const char *path, struct cs_tcp_counters *out);
-
 /*
  * Parse the text of a netstat file (pure, for tests): the "TcpExt:" header
- * line names the columns of the next one.
+ * line names the columns of the next one. *out is zeroed first.
  */
 int cs_parse_tcp_counters(const char *text, struct cs_tcp_counters *out);
+
+/* The same for an snmp file's "Tcp:" lines: only their fields of *out are set. */
+int cs_parse_tcp_snmp(const char *text, struct cs_tcp_counters *out);
 
 #endif /* CS_PROCFS_H */

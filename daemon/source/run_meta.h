@@ -21,6 +21,30 @@ struct cs_netstat_delta {
 	uint64_t syncookies_sent;
 };
 
+/* The kernel's TCP counters of one network namespace at one moment. */
+struct cs_tcp_counters {
+	uint64_t listen_overflows; /* TcpExt ListenOverflows: accept queue full at a handshake's end */
+	uint64_t listen_drops;     /* TcpExt ListenDrops: those, and other drops at a listener */
+	uint64_t syncookies_sent;  /* TcpExt SyncookiesSent */
+	uint64_t passive_opens;    /* Tcp PassiveOpens: connections a listener's handshake made */
+	uint64_t estab_resets;     /* Tcp EstabResets: established connections reset */
+	uint64_t out_rsts;         /* Tcp OutRsts: resets sent */
+};
+
+/*
+ * Between tracing windows, connscoped --between-windows counters runs no
+ * probe for each connection: what the kernel counted in the first
+ * target's network namespace (every port and process in it) while no
+ * window was open, over every gap between two windows.
+ */
+struct cs_between_counts {
+	bool valid;                    /* every gap's counters were read */
+	uint32_t netns_ino;
+	uint64_t gaps;                 /* gaps counted, one under way included */
+	double gap_s;                  /* their length */
+	struct cs_tcp_counters added;  /* what the counters rose by in them */
+};
+
 /* Where the target runs: its network namespace and cgroup (the first target's). */
 struct cs_target_labels {
 	uint32_t netns_ino;        /* the namespace's inode, as /proc/PID/ns/net shows it */
@@ -42,6 +66,9 @@ struct cs_trace_meta {
 	double traced_s;           /* time traced (<= the duration) */
 	uint64_t windows;          /* windows opened */
 	uint64_t requests_cut;     /* requests in progress at a window's close: dropped */
+	bool counters_between;     /* --between-windows counters: nothing counted per
+	                              connection between windows, the kernel's counts instead */
+	struct cs_between_counts between;
 };
 
 struct cs_report_meta {

@@ -321,6 +321,29 @@ cs_keep_trace() {
   cp "$1" "$CS_TRACES_OUT/$2.partial" && mv "$CS_TRACES_OUT/$2.partial" "$CS_TRACES_OUT/$2.cstrace"
 }
 
+# daemon_links PID: the tracepoints the daemon's links hold now, one per line
+# ("tp:NAME" for raw tracepoints, "prog:NAME" for the others). Its links are
+# the bpf-link descriptors in /proc/PID/fdinfo; bpftool names them.
+daemon_links() {
+  python3 - "$1" "$(bpftool -j link show)" "$(bpftool -j prog show)" <<'PY'
+import glob, json, sys
+pid, links, progs = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+ids = set()
+for path in glob.glob(f"/proc/{pid}/fdinfo/*"):
+    try:
+        for line in open(path):
+            if line.startswith("link_id:"):
+                ids.add(int(line.split()[1]))
+    except OSError:
+        pass
+# (bpftool lists {"error": ...} for a link or program that went away while it listed: a window's edge)
+names = {p["id"]: p.get("name", "?") for p in progs if "id" in p}
+for link in links:
+    if link.get("id") in ids:
+        print(f"tp:{link['tp_name']}" if "tp_name" in link else f"prog:{names.get(link['prog_id'], '?')}")
+PY
+}
+
 # assert_p99_agrees SERVER_JSON CLIENT_JSON: connscope's server-side p99
 # agrees, within 10 % or 1 ms (whichever is larger), with the client's
 # timing of the same requests. On an open connection the client times a

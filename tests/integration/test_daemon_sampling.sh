@@ -56,28 +56,6 @@ for log in sampled always; do
 done
 echo "ok: both daemons attached"
 
-# daemon_links PID: the tracepoints the daemon's links hold now, one per line
-# ("tp:NAME" for raw tracepoints, "prog:NAME" for the others). Its links are
-# the bpf-link descriptors in /proc/PID/fdinfo; bpftool names them.
-daemon_links() {
-  python3 - "$1" "$(bpftool -j link show)" "$(bpftool -j prog show)" <<'PY'
-import glob, json, sys
-pid, links, progs = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-ids = set()
-for path in glob.glob(f"/proc/{pid}/fdinfo/*"):
-    try:
-        for line in open(path):
-            if line.startswith("link_id:"):
-                ids.add(int(line.split()[1]))
-    except OSError:
-        pass
-# (bpftool lists {"error": ...} for a link or program that went away while it listed: a window's edge)
-names = {p["id"]: p.get("name", "?") for p in progs if "id" in p}
-for link in links:
-    if link.get("id") in ids:
-        print(f"tp:{link['tp_name']}" if "tp_name" in link else f"prog:{names.get(link['prog_id'], '?')}")
-PY
-}
 request_probes_in() { grep -c -E '^tp:(sk_data_ready|sock_recv_length|sock_send_length)$' "$1" || true; }
 
 # (c) The first window opens at the attach: wait for its end (the request

@@ -290,3 +290,77 @@ Test(window_edges, configured_mode_before_the_first_window)
 	cr_expect_str_eq(json_string_value(json_object_get(early, "mode")), "always");
 	json_decref(early);
 }
+
+Test(between_counts, gaps_add_what_the_counters_rose_by)
+{
+	struct cs_between_counts sum = { 0 };
+	struct cs_tcp_counters at_close = { .listen_overflows = 5, .listen_drops = 6, .passive_opens = 100,
+					    .estab_resets = 7, .out_rsts = 8 };
+	struct cs_tcp_counters at_open = { .listen_overflows = 6, .listen_drops = 8, .passive_opens = 160,
+					   .estab_resets = 7, .out_rsts = 11 };
+	cs_between_add(&sum, &at_close, &at_open, 9 * SEC);
+	/* A second gap whose namespace was made again: its counters went down, and add nothing. */
+	struct cs_tcp_counters fresh = { .passive_opens = 3 };
+	cs_between_add(&sum, &at_open, &fresh, SEC / 2);
+	cr_expect_eq(sum.gaps, 2);
+	cr_expect_float_eq(sum.gap_s, 9.5, 1e-9);
+	cr_expect_eq(sum.added.passive_opens, 60);
+	cr_expect_eq(sum.added.listen_overflows, 1);
+	cr_expect_eq(sum.added.listen_drops, 2);
+	cr_expect_eq(sum.added.estab_resets, 0);
+	cr_expect_eq(sum.added.out_rsts, 3);
+}
+
+/*
+ * --between-windows counters: the report says what the kernel counted in
+ * the gaps, per namespace, and that accepts, drops, resets and closes port
+ * by port come from the windows; the engine forgets its connections at a
+ * window's close (their closes are not seen in the gap).
+ */
+Test(window_edges, counters_between_windows)
+{
+	for (uint32_t i = 0; i < 3; i++)
+		FEED_OK(engine, make_accept_of((struct accept_spec){ .port = PORT, .tgid = 100, .tid = 3,
+								     .ts_ns = T0 + i * MS },
+					       0xffff880000004000ull + i * 0x100, 0x7f000001, (uint16_t)(40000 + i)));
+	cr_assert_eq(engine->conns.count, 3);
+	cs_engine_forget_connections(engine, T0 + SEC);
+	cr_expect_eq(engine->conns.count, 0);
+	cr_expect_eq(engine->conns_forgotten_between, 3);
+
+	struct cs_report_meta meta = { .target = "port 8080", .duration_s = 20.0 };
+	meta.trace = (struct cs_trace_meta){ .sampled = true, .window_s = 1, .period_s = 10, .traced_s = 2.0,
+					     .windows = 2, .counters_between = true };
+	meta.trace.between = (struct cs_between_counts){
+		.valid = true, .netns_ino = 4026531840u, .gaps = 2, .gap_s = 18.0,
+		.added = { .passive_opens = 60, .listen_overflows = 1, .listen_drops = 2, .out_rsts = 3 } };
+	json_t *value = tracing_value(&meta);
+	cr_assert_not_null(value);
+	cr_expect_str_eq(json_string_value(json_object_get(value, "between_windows")), "counters");
+	cr_expect_eq(json_array_size(json_object_get(value, "exact")), 1, "backlog samples only");
+	cr_expect_eq(json_array_size(json_object_get(value, "from_windows")), 8);
+	json_t *counts = json_object_get(value, "between_counts");
+	cr_expect(json_is_true(json_object_get(counts, "valid")));
+	cr_expect_eq(json_integer_value(json_object_get(counts, "netns")), 4026531840u);
+	cr_expect_eq(json_integer_value(json_object_get(counts, "connections_opened")), 60);
+	cr_expect_eq(json_integer_value(json_object_get(counts, "listen_overflows")), 1);
+	cr_expect_eq(json_integer_value(json_object_get(counts, "resets_sent")), 3);
+	json_decref(value);
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	cs_report_text(out, engine, &meta);
+	fclose(out);
+	cr_expect(strstr(text, "the kernel counted in network namespace 4026531840 (every port and process in it) "
+			       "over 2 gap(s), 18.0 s: 60 connection(s) opened, 1 listen overflow(s), 2 listen drop(s), "
+			       "0 established connection(s) reset, 3 reset(s) sent") != NULL, "%s", text);
+	cr_expect(strstr(text, "3 connection(s) left at a window's close") != NULL, "%s", text);
+	free(text);
+	/* The default mode says so too: one shape, its value naming the mode. */
+	meta.trace.counters_between = false;
+	value = tracing_value(&meta);
+	cr_expect_str_eq(json_string_value(json_object_get(value, "between_windows")), "events");
+	cr_expect_null(json_object_get(value, "between_counts"));
+	json_decref(value);
+}

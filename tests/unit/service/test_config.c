@@ -141,6 +141,24 @@ Test(config, local_clients_are_followed_unless_set_to_no)
 	cr_expect(!config.clients);
 }
 
+Test(config, between_windows_counts_events_unless_set_to_counters)
+{
+	struct cs_daemon_config config, over;
+	cr_assert_eq(parse("port = 80\n", &config), 0, "%s", errmsg);
+	cr_expect(!config.between_counters && !config.has_between);
+	cr_assert_eq(parse("port = 80\nbetween-windows = counters\n", &config), 0, "%s", errmsg);
+	cr_expect(config.between_counters && config.has_between);
+	expect_error("between-windows = kernel\n", "test.conf:1: between-windows expects events or counters, not 'kernel'");
+	expect_error("between-windows = events\nbetween-windows = counters\n", "test.conf:2: between-windows");
+	/* The command line's --between-windows events overrides the file's counters. */
+	cs_config_init(&over);
+	cs_config_merge(&config, &over);
+	cr_expect(config.between_counters);
+	cr_assert_eq(cs_config_set(&over, "between-windows", "events", errmsg, sizeof(errmsg)), 0);
+	cs_config_merge(&config, &over);
+	cr_expect(!config.between_counters);
+}
+
 Test(config, errors_name_the_file_the_line_and_what_was_expected)
 {
 	expect_error("port = 80\nprot = 81\n", "test.conf:2: unknown key 'prot' (expected one of: port, pid, name");

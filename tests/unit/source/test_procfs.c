@@ -270,3 +270,34 @@ Test(tcp_counters, truncated_anywhere)
 	}
 	free(text);
 }
+
+/* /proc/net/snmp's Tcp lines of a Linux 6.18 machine, as read (MaxConn is -1), between others. */
+static const char real_snmp[] =
+	"Icmp: InMsgs InErrors\n"
+	"Icmp: 12 0\n"
+	"Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets "
+	"CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n"
+	"Tcp: 1 200 120000 -1 7769643 7424086 345416 80208 0 180044660 180023831 17305 21 1165797 0\n"
+	"Udp: InDatagrams NoPorts\n"
+	"Udp: 5 6\n";
+
+Test(tcp_snmp, real_snmp_sets_its_fields_only)
+{
+	struct cs_tcp_counters c;
+	memset(&c, 0, sizeof(c));
+	c.listen_overflows = 42; /* netstat's, read before: kept */
+	cr_assert_eq(cs_parse_tcp_snmp(real_snmp, &c), 0);
+	cr_expect_eq(c.passive_opens, 7424086);
+	cr_expect_eq(c.estab_resets, 80208);
+	cr_expect_eq(c.out_rsts, 1165797);
+	cr_expect_eq(c.listen_overflows, 42);
+}
+
+Test(tcp_snmp, tcpext_is_not_tcp)
+{
+	struct cs_tcp_counters c = { 0 };
+	/* A netstat file has no "Tcp:" table: its "TcpExt:" lines must not be taken for one. */
+	cr_expect_eq(cs_parse_tcp_snmp("TcpExt: PassiveOpens EstabResets OutRsts\nTcpExt: 1 2 3\n", &c), -ENOENT);
+	cr_expect_eq(cs_parse_tcp_snmp("Tcp: PassiveOpens EstabResets\nTcp: 1 2\n", &c), -EINVAL,
+		     "OutRsts missing");
+}
