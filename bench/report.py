@@ -113,9 +113,9 @@ def variants_table(results, w):
     if not rows:
         return
     tools = ["connscope", "connscoped", *groups]
-    w("\n   Variants (--variants, same rounds): cd-windows-only: connscoped with every probe of\n"
-      "   connections and packets (accepts, state changes, resets, drops) detached between windows\n"
-      "   too; floor-between: empty programs on the hooks connscoped keeps between windows (what\n"
+    w("\n   Variants (--variants, same rounds): cd-counters: connscoped --between-windows counters,\n"
+      "   every probe of connections and packets detached between windows too, the kernel's\n"
+      "   counters of the namespace counting the gaps; floor-between: empty programs on the hooks connscoped keeps between windows (what\n"
       "   any design counting those events one by one pays, before its code); cd-/cs-stats-always:\n"
       "   connscoped and connscope with the BPF statistics on the whole\n"
       "   run (--bpf-stats always), where by default they are sampled; cs-no-clients: connscope\n"

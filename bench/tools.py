@@ -240,16 +240,17 @@ BETWEEN_WINDOWS_HOOKS = ("tracepoint/syscalls/sys_enter_accept,tracepoint/syscal
                          "tp_btf/tcp_send_reset,tp_btf/kfree_skb,tp_btf/tcp_receive_reset,"
                          "tp_btf/inet_sock_set_state,tp_btf/tcp_retransmit_skb")
 
-# --variants: connscoped with every probe of connections and packets (accepts,
-# state changes, resets, drops) detached between windows too: what keeping
-# those counts exact between windows costs; the floor of those hooks alone
+# --variants: connscoped --between-windows counters, every probe of
+# connections and packets (accepts, state changes, resets, drops) detached
+# between windows too, the kernel's counters of the namespace counting the
+# gaps: what keeping those counts port by port between windows costs; the floor of those hooks alone
 # (empty programs): what any design that counts them per event must pay;
 # connscoped and connscope with the kernel's BPF statistics on the whole run
 # (--bpf-stats always), not sampled: what sampling them saves; connscope
 # not following its local clients (--no-clients): what following the load
 # generator's reads costs.
 VARIANT_TOOLS = [
-    type("ConnscopedWindowsOnly", (Connscoped,), {"name": "cd-windows-only", "probes": "windows-only"}),
+    type("ConnscopedCounters", (Connscoped,), {"name": "cd-counters", "extra": ("--between-windows", "counters")}),
     type("FloorBetweenWindows", (Floor,), {"name": "floor-between", "only": BETWEEN_WINDOWS_HOOKS}),
     type("ConnscopedStatsAlways", (Connscoped,), {"name": "cd-stats-always", "extra": ("--bpf-stats", "always")}),
     type("ConnscopeStatsAlways", (Connscope,), {"name": "cs-stats-always", "extra": ("--bpf-stats", "always")}),

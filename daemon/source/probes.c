@@ -238,10 +238,7 @@ __attribute__((weak)) void cs_probes_test_hooks(struct cs_probes *probes)
  * CONNSCOPE_BENCH_PROBES=no-epoll leaves out the epoll path and the
  * wake-up probe that needs it (thread roles, hand-offs and parked requests
  * are then missing from the report); =waking-at-start attaches the wake-up
- * probe from the start, as if a request had been parked; =windows-only
- * detaches every probe of connections and packets between tracing windows,
- * the accept and state probes too (what the exact counts between windows
- * cost: they are then counted in windows only).
+ * probe from the start, as if a request had been parked.
  */
 static void bench_probe_choice(struct cs_probes *probes)
 {
@@ -256,7 +253,6 @@ static void bench_probe_choice(struct cs_probes *probes)
 		bpf_program__set_autoload(skel->progs.on_waking, false);
 	}
 	probes->waking_at_start = strstr(choice, "waking-at-start") != NULL;
-	probes->windows_only |= strstr(choice, "windows-only") != NULL;
 }
 
 int cs_probes_start(struct cs_probes *probes, const struct cs_probe_options *opts,

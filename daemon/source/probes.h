@@ -78,7 +78,7 @@ struct cs_probes {
 	struct bpf_link *waking_link;        /* on_waking, attached once a request was parked */
 	bool waking_attached;                /* it was attached during the run */
 	bool waking_at_start;                /* bench only: attach it without a parked request */
-	bool windows_only;                   /* every event probe detached between windows */
+	bool windows_only;                   /* every event probe detached between windows (between_counters) */
 	bool no_pauses;                      /* --no-pauses: JVM targets' pauses not followed */
 	bool waking_failed;                  /* attaching it failed: not tried again */
 	bool detached;                       /* event probes gone: the run is ending */
