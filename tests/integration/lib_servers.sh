@@ -289,6 +289,16 @@ tls_ab_profile() {
   assert_cmp "$(json_get "$r" 'j["tls"]["alpn_h2"] + j["tls"]["alpn_not_told"]')" '==' 0 "ALPN h2 offers, or not read ($2)"
 }
 
+# tls_ab_both URL: tls_ab_profile over TLS 1.2 (ab12), then 1.3 (ab13), each
+# connection told its version; the 1.3 run's requests and set-up printed.
+tls_ab_both() {
+  tls_ab_profile ab12 TLS1.2 "$1"
+  assert_cmp "$(json_get "$r" 'j["tls"]["tls12"]')" '>=' 1000 "connections told TLS 1.2 (TLS1.2)"
+  tls_ab_profile ab13 TLS1.3 "$1"
+  assert_cmp "$(json_get "$r" 'j["tls"]["tls13"]')" '>=' 1000 "connections told TLS 1.3 (TLS1.3)"
+  "$CS_BIN" report "$CS_TMP/ab13.cstrace" | sed -n '/^requests/,/^latency/p;/non_persistent/,/->/p'
+}
+
 # csload_tls_profile NAME PORT: csload --tls --busy-poll, 10 keep-alive
 # connections for 3 s (at most 20 000 requests), each pausing 2 ms after an
 # answer as wrk_tls_profile's wrk does, profiled as NAME ($r: its report;

@@ -27,11 +27,7 @@ cs_start_nginx 60s 512 ssl
 url=https://127.0.0.1:$NGINX_PORT/
 ab -q -n 1 "$url" >"$CS_TMP/ab-warm.log" 2>&1 || { cat "$CS_TMP/ab-warm.log"; fail "nginx does not answer over TLS"; }
 
-tls_ab_profile ab12 TLS1.2 "$url"
-assert_cmp "$(json_get "$r" 'j["tls"]["tls12"]')" '>=' 1000 "connections told TLS 1.2 (TLS1.2)"
-tls_ab_profile ab13 TLS1.3 "$url"
-assert_cmp "$(json_get "$r" 'j["tls"]["tls13"]')" '>=' 1000 "connections told TLS 1.3 (TLS1.3)"
-"$CS_BIN" report "$CS_TMP/ab13.cstrace" | sed -n '/^requests/,/^latency/p;/non_persistent/,/->/p'
+tls_ab_both "$url"
 
 # 2. A client resuming its TLS session.
 tls_resume_profile resume "$NGINX_PORT"

@@ -22,10 +22,6 @@ url=https://127.0.0.1:$TOMCAT_PORT/
 ab -q -n 20 "$url" >"$CS_TMP/ab-warm.log" 2>&1 || { cat "$CS_TMP/ab-warm.log"; fail "tomcat does not answer over TLS"; }
 grep -q 'https-jsse-nio' "$CS_TMP/tomcat.log" || { cat "$CS_TMP/tomcat.log"; fail "the connector is not JSSE's"; }
 
-tls_ab_profile ab12 TLS1.2 "$url"
-assert_cmp "$(json_get "$r" 'j["tls"]["tls12"]')" '>=' 1000 "connections told TLS 1.2 (TLS1.2)"
-tls_ab_profile ab13 TLS1.3 "$url"
-assert_cmp "$(json_get "$r" 'j["tls"]["tls13"]')" '>=' 1000 "connections told TLS 1.3 (TLS1.3)"
-"$CS_BIN" report "$CS_TMP/ab13.cstrace" | sed -n '/^requests/,/^latency/p;/non_persistent/,/->/p'
+tls_ab_both "$url"
 
 tls_resume_profile resume "$TOMCAT_PORT"
