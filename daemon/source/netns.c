@@ -207,6 +207,9 @@ void cs_tcp_counters_close(int fds[2])
 	}
 }
 
+/* netstat or snmp: a few pairs of lines, a few kilobytes. */
+#define TCP_COUNTERS_TEXT_BYTES 16384
+
 /* A proc file read from its start is made afresh: the counters as of now. */
 static int read_whole(int fd, char *text, size_t len)
 {
@@ -219,7 +222,7 @@ static int read_whole(int fd, char *text, size_t len)
 
 int cs_tcp_counters_read(const int fds[2], struct cs_tcp_counters *out)
 {
-	char text[16384];
+	char text[TCP_COUNTERS_TEXT_BYTES];
 	if (fds[0] < 0 || fds[1] < 0)
 		return -EBADF;
 	int err = read_whole(fds[0], text, sizeof(text));

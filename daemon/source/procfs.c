@@ -21,8 +21,6 @@
 #define TCP_LISTEN_STATE 10
 /* One recv of sock_diag's answers: many listeners a datagram. */
 #define SOCK_DIAG_BUF_BYTES 32768
-/* /proc/PID/net/netstat: two pairs of lines, a few kilobytes. */
-#define NETSTAT_BUF_BYTES 16384
 
 /* Ask sock_diag for every listening TCP socket of family, with its memory counters. */
 static int send_dump_request(int fd, int family)
