@@ -65,6 +65,8 @@ struct conn_state {
 	__u64 handler_end_ns;   /* ... and woke the reader with its answer; 0: not seen */
 	__u64 loop_turned_ns;   /* see cs_ev_request.loop_turned_ns */
 	__u64 read_nvcsw;       /* the reader's voluntary context switches at the first read */
+	__u64 read_cpu_ns;      /* the reader's time on a CPU at the first read (sum_exec_runtime) */
+	__u64 handler_cpu_ns;   /* see cs_ev_request.handler_cpu_ns */
 	__u32 worker_tid;
 	__u32 write_seq_at_read; /* tcp write_seq at the first read: moves once we answer */
 	__u32 bytes_in;

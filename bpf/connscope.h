@@ -54,8 +54,11 @@
  *    exchanges on Unix stream sockets (tuple.family AF_UNIX, see cs_ev_upstream_path).
  * 17: cs_ev_request.client_key, at the end (CS_EV_REQUEST_V16_SIZE before it; older
  *    requests read with it 0: joined to no client read). CS_EV_CLIENT_READ: a local
- *    client's read of an answer; CS_CLOSE_CLIENTS_FOLLOWED. */
-#define CS_WIRE_VERSION 17
+ *    client's read of an answer; CS_CLOSE_CLIENTS_FOLLOWED.
+ * 18: cs_ev_request.handler_cpu_ns, at the end (CS_EV_REQUEST_V17_SIZE before it), and
+ *    CS_REQ_HANDLER_CPU; older requests read with neither: their handlers' time on a CPU
+ *    unknown (a carrier is then said pinned from its thread's totals). */
+#define CS_WIRE_VERSION 18
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -213,6 +216,8 @@ enum cs_request_flags {
 	                                     established between tracing windows, or is older
 	                                     and was read since; older only if its accept was
 	                                     not seen */
+	CS_REQ_HANDLER_CPU = 1 << 11,     /* handler_cpu_ns was measured: read and first send in
+	                                     one thread, its handler not parked elsewhere */
 };
 
 /*
@@ -248,9 +253,15 @@ struct cs_ev_request {
 	                          pass (no ready poll between): the first such read; 0 if none */
 	__u64 client_key;     /* cs_client_key() of its connection: its client's reads
 	                         (cs_ev_client_read) carry the same */
+	__u64 handler_cpu_ns; /* with CS_REQ_HANDLER_CPU: its reader's time on a CPU from the first
+	                         read to the first send. A reader that never slept meanwhile: the
+	                         whole span, its waits for a CPU in it (handler_runq_ns); one that
+	                         slept: the kernel's CPU total's growth (brought up to date at
+	                         ticks and switches: a tick's error either way) */
 };
 #define CS_EV_REQUEST_V15_SIZE 128 /* before loop_turned_ns */
 #define CS_EV_REQUEST_V16_SIZE 136 /* before client_key */
+#define CS_EV_REQUEST_V17_SIZE 144 /* before handler_cpu_ns */
 
 /*
  * What the server read in one of a connection's first CS_PEEK_EXCHANGES
@@ -948,7 +959,8 @@ _Static_assert(sizeof(struct cs_ev_listener_sample) == 56, "wire: listener size"
 _Static_assert(sizeof(struct cs_endpoint_state) == 8 * CS_ENDPOINT_LISTENERS + 16, "map: endpoint size");
 _Static_assert(sizeof(struct cs_ev_handshake) == 112, "wire: handshake size");
 _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
-_Static_assert(sizeof(struct cs_ev_request) == 144, "wire: request size");
+_Static_assert(sizeof(struct cs_ev_request) == 152, "wire: request size");
+_Static_assert(__builtin_offsetof(struct cs_ev_request, handler_cpu_ns) == CS_EV_REQUEST_V17_SIZE, "wire: v17 request");
 _Static_assert(__builtin_offsetof(struct cs_ev_request, client_key) == CS_EV_REQUEST_V16_SIZE, "wire: v16 request");
 _Static_assert(sizeof(struct cs_ev_client_read) == 96, "wire: client read size");
 _Static_assert(sizeof(struct cs_ev_upstream_path) == 152, "wire: upstream path size");

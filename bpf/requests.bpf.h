@@ -139,8 +139,10 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
 static __always_inline void open_read(struct conn_state *conn)
 {
 	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &conn->reader_tid);
+	const struct task_struct *task = bpf_get_current_task_btf();
 
-	conn->read_nvcsw = bpf_get_current_task_btf()->nvcsw;
+	conn->read_nvcsw = task->nvcsw;
+	conn->read_cpu_ns = task->se.sum_exec_runtime;
 
 	if (!thread) {
 		struct reading_thread fresh = { .reads = 1 };
@@ -223,6 +225,7 @@ static __always_inline void reset_request(struct conn_state *conn)
 	conn->bytes_in = conn->bytes_out = conn->send_eagain = 0;
 	conn->reader_tid = conn->sender_tid = conn->worker_tid = 0;
 	conn->handler_start_ns = conn->handler_end_ns = conn->loop_turned_ns = 0;
+	conn->read_cpu_ns = conn->handler_cpu_ns = 0;
 	conn->flags = 0;
 }
 
@@ -326,6 +329,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		ev->send_eagain = conn->send_eagain;
 		ev->loop_turned_ns = conn->loop_turned_ns;
 		ev->client_key = server_client_key(sk);
+		ev->handler_cpu_ns = conn->handler_cpu_ns;
 		ev->listener_port = conn->port;
 		__u16 flags = conn->flags;
 		if (conn->partial)
@@ -431,6 +435,32 @@ static __always_inline void note_parked(struct conn_state *conn, __u32 tid, __u6
 }
 
 /*
+ * The reader's time on a CPU over its handler, read and first send in its
+ * own thread (a parked request's handler ran in another): what tells a
+ * thread that held the request while it ran from one that held it blocked
+ * (a virtual thread's carrier pinned in file I/O). A thread that never
+ * slept meanwhile (no voluntary switch) was on a CPU throughout, but for
+ * its waits for one (taken apart in user space). One that slept: the
+ * kernel's CPU total, which is brought up to date at ticks and switches,
+ * not at each read of it.
+ */
+static __always_inline void note_handler_cpu(struct conn_state *conn, __u64 now)
+{
+	const struct task_struct *task = bpf_get_current_task_btf();
+	__u64 cpu_ns = task->se.sum_exec_runtime;
+
+	if ((conn->flags & CS_REQ_PARKED) || !conn->read_cpu_ns)
+		return;
+	if (task->nvcsw == conn->read_nvcsw)
+		conn->handler_cpu_ns = now - conn->first_read_ns;
+	else if (cpu_ns >= conn->read_cpu_ns)
+		conn->handler_cpu_ns = cpu_ns - conn->read_cpu_ns;
+	else
+		return;
+	conn->flags |= CS_REQ_HANDLER_CPU;
+}
+
+/*
  * The serving thread began to answer. in_thread: we run in that thread
  * (the send probes) and can read its run-queue counter; otherwise (the
  * answer seen from the client's side) its handler wait stays unknown: 0.
@@ -446,8 +476,10 @@ static __always_inline void mark_first_send(struct conn_state *conn, __u32 tid, 
 	if (!in_thread)
 		return;
 	conn->loop_turned_ns = loop_turned(conn, tid, overtaken_ns);
-	if (tid == conn->reader_tid)
+	if (tid == conn->reader_tid) {
 		note_parked(conn, tid, now);
+		note_handler_cpu(conn, now);
+	}
 	__u64 run_delay = current_run_delay();
 	conn->send_run_delay_ns = run_delay;
 	if (tid == conn->reader_tid && conn->read_run_delay_ns) /* exact: both looks in this thread */

@@ -92,20 +92,42 @@ double cs_pool_busy_share(const struct cs_pool_scan *pool)
 }
 
 /*
- * Waiting for a carrier, in Loom's words. A carrier mostly on its CPU
- * ran virtual threads that do not yield (they are not preempted); one
- * mostly off it while it served was blocked holding its virtual thread:
- * pinned (file I/O and native frames pin on every JDK, synchronized
- * before JDK 24). Its CPU time and its waits for a CPU count its polls
- * too: the blocked time is a lower bound.
+ * Was the carrier blocked (pinned) or running while it held the virtual
+ * threads it served? Measured request by request where the probes read
+ * its CPU time over each handler: the virtual threads behind a hold wait
+ * about as long as it lasts, so each handler counts by its length, and
+ * many short handlers on the CPU do not outweigh the few long ones that
+ * blocked. From a trace without those figures, the thread's totals: its
+ * CPU time and its waits for a CPU count its polls too, so the blocked
+ * time is a lower bound, and a loaded machine's waits hide it.
+ */
+static bool carrier_pinned(const struct cs_thread_stats *t, uint64_t *blocked_ns, uint64_t *served_ns)
+{
+	*blocked_ns = *served_ns = 0;
+	if (!t)
+		return false;
+	if (t->handlers_measured) {
+		*blocked_ns = t->handler_blocked_ns;
+		*served_ns = t->handler_blocked_ns + t->handler_cpu_ns;
+		return t->handler_blocked_ns && t->handler_blocked_weight >= t->handler_cpu_weight;
+	}
+	uint64_t ran = t->cpu_ns + t->runq_total_ns; /* on a CPU, or waiting for one: not blocked */
+	*served_ns = t->serving_ns;
+	*blocked_ns = t->cpu_sampled_ns && ran < t->serving_ns ? t->serving_ns - ran : 0;
+	return t->serving_ns && *blocked_ns * 2 >= t->serving_ns;
+}
+
+/*
+ * Waiting for a carrier, in Loom's words. A carrier on its CPU ran
+ * virtual threads that do not yield (they are not preempted); one off it
+ * was blocked holding its virtual thread: pinned (file I/O and native
+ * frames pin on every JDK, synchronized before JDK 24).
  */
 static void carrier_evidence(struct cs_tail_cause *c, const struct cs_thread_stats *t, uint32_t tid,
 			     uint32_t carriers, double busy_share)
 {
-	uint64_t serving = t ? t->serving_ns : 0;
-	uint64_t ran = t ? t->cpu_ns + t->runq_total_ns : 0; /* on a CPU, or waiting for one: not blocked */
-	uint64_t blocked_ns = t && t->cpu_sampled_ns && ran < serving ? serving - ran : 0;
-	bool pinned = serving && blocked_ns * 2 >= serving;
+	uint64_t blocked_ns, served_ns;
+	bool pinned = carrier_pinned(t, &blocked_ns, &served_ns);
 	struct cs_figures *f = &c->evidence;
 	cs_figures_flag(f, "virtual_threads", true);
 	cs_figures_ns(f, "tail_wait", c->ns);
@@ -113,11 +135,17 @@ static void carrier_evidence(struct cs_tail_cause *c, const struct cs_thread_sta
 	cs_figures_name(f, "carrier_name", t ? t->runtime_name : NULL);
 	cs_figures_count(f, "carrier_tid", tid);
 	cs_figures_flag(f, "pinned", pinned);
+	double blocked_weight = t ? t->handler_blocked_weight : 0.0, cpu_weight = t ? t->handler_cpu_weight : 0.0;
+	double weights = blocked_weight + cpu_weight;
 	if (pinned) {
 		cs_figures_ns(f, "carrier_blocked", blocked_ns);
-		cs_figures_ns(f, "carrier_served", serving);
+		cs_figures_ns(f, "carrier_served", served_ns);
+		if (weights > 0.0)
+			cs_figures_share(f, "carrier_blocked_share_by_length", blocked_weight / weights);
 	} else {
 		cs_figures_share(f, "carrier_busy_share", busy_share);
+		if (weights > 0.0)
+			cs_figures_share(f, "carrier_on_cpu_share_by_length", cpu_weight / weights);
 	}
 }
 

@@ -389,6 +389,26 @@ bool cs_split_request_setup(const struct cs_engine *engine, const struct cs_ev_r
 	return true;
 }
 
+/*
+ * Its handler on a CPU or blocked, when measured: the handler's time
+ * (already less its waits for a CPU) split by the reader's CPU time over
+ * it, which a tick's staleness may put above it.
+ */
+static void note_handler_cpu(struct cs_thread_stats *thread, const struct cs_ev_request *req,
+			     const struct cs_request_split *split)
+{
+	if (!(req->flags & CS_REQ_HANDLER_CPU))
+		return;
+	uint64_t handler_ns = split->cause_ns[CS_CAUSE_HANDLER];
+	uint64_t cpu_ns = req->handler_cpu_ns < handler_ns ? req->handler_cpu_ns : handler_ns;
+	uint64_t blocked_ns = handler_ns - cpu_ns;
+	thread->handlers_measured++;
+	thread->handler_cpu_ns += cpu_ns;
+	thread->handler_blocked_ns += blocked_ns;
+	thread->handler_cpu_weight += (double)cpu_ns * (double)handler_ns;
+	thread->handler_blocked_weight += (double)blocked_ns * (double)handler_ns;
+}
+
 /* The reading thread's share of a request. */
 static void thread_took(struct cs_engine *engine, const struct cs_ev_request *req, const struct cs_request_split *split,
 			uint32_t requests)
@@ -408,6 +428,7 @@ static void thread_took(struct cs_engine *engine, const struct cs_ev_request *re
 	if (end_ns > thread->last_send_ns)
 		thread->last_send_ns = end_ns;
 	thread->handed_requests += (req->flags & CS_REQ_HANDED_OFF) != 0;
+	note_handler_cpu(thread, req, split);
 }
 
 /*

@@ -18,11 +18,13 @@
 #define CARRIER_WAIT \
 		"[+virtual_threads|virtual threads waited {tail_wait} in all for one of {carriers} carrier(s) ({carrier_name}, "\
 		"tid {carrier_tid})[+pinned|; pinned: the carrier was blocked off its CPU {carrier_blocked} of the "\
-		"{carrier_served} it served, holding its virtual thread (file I/O, native frames; synchronized before "\
-		"JDK 24): move that work off virtual threads, or raise jdk.virtualThreadScheduler.maxPoolSize]"\
-		"[!pinned|, busy {carrier_busy_share}% of the time they served: a virtual thread that runs on the CPU "\
-		"is not preempted; run CPU-bound work on a platform thread pool, or raise "\
-		"jdk.virtualThreadScheduler.parallelism]]"
+		"{carrier_served} it served[?carrier_blocked_share_by_length| "\
+		"({carrier_blocked_share_by_length}% counting each handler by its length)], holding its virtual thread "\
+		"(file I/O, native frames; synchronized before JDK 24): move that work off virtual threads, or raise "\
+		"jdk.virtualThreadScheduler.maxPoolSize][!pinned|, busy {carrier_busy_share}% of the time they served"\
+		"[?carrier_on_cpu_share_by_length|, its handlers on the CPU {carrier_on_cpu_share_by_length}% of their "\
+		"time counting each by its length]: a virtual thread that runs on the CPU is not preempted; run CPU-bound "\
+		"work on a platform thread pool, or raise jdk.virtualThreadScheduler.parallelism]]"
 
 /* How busy a hand-off pool's threads were while requests waited for one (pool_waits.c). */
 #define POOL_BUSY_WHILE_WAITING \
