@@ -108,6 +108,16 @@ class Connscoped(Tool):
         except ValueError:
             return {}
 
+    @staticmethod
+    def between_windows(earlier, later):
+        """Between two looks at its status, it ran in windows and traced nothing: the
+        first window has closed. (Its uptime counts from before the probes were in.)"""
+        def traced_s(status):
+            return status.get("tracing", {}).get("traced_s") or 0
+        ran_s = (later.get("uptime_s") or 0) - (earlier.get("uptime_s") or 0)
+        return (later.get("tracing", {}).get("mode") == "windows" and ran_s >= 0.2
+                and traced_s(later) - traced_s(earlier) < 0.01)
+
     def start(self):
         self.dir = tempfile.mkdtemp(prefix="connscope-bench-daemon-")
         self.sock = f"{self.dir}/cs.sock"
@@ -121,14 +131,15 @@ class Connscoped(Tool):
             self.procs.stop(self.proc, signal.SIGKILL)
             shutil.rmtree(self.dir, ignore_errors=True)
             raise RuntimeError("connscoped did not start watching")
-        # Until the first window closes, its status has no schedule yet (mode "always",
-        # traced_s the whole uptime): wait for it, so that a run of one period starts
-        # between windows and holds exactly one, as for a daemon left running.
+        # The daemon opens its first window as it starts: wait for that window to close
+        # (its traced time stops growing), so that a run of one period starts between
+        # windows and holds exactly one, as for a daemon left running, and a cost run of
+        # --trace 1/3600 sees only the programs that run between windows.
         end = time.monotonic() + 10
-        self.status0 = self.status()
-        while self.status0.get("tracing", {}).get("mode") != "windows" and time.monotonic() < end:
-            time.sleep(0.1)
-            self.status0 = self.status()
+        earlier, self.status0 = {}, self.status()
+        while not self.between_windows(earlier, self.status0) and time.monotonic() < end:
+            time.sleep(0.25)
+            earlier, self.status0 = self.status0, self.status()
         self.started = time.monotonic()
         self.cpu0_s = proc_cpu_s([self.proc.pid])
 

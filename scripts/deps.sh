@@ -20,7 +20,7 @@ set -euo pipefail
 # its own version, so installing it may upgrade the interpreter.
 build_packages=(make gcc clang pkg-config libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libncurses-dev libjansson-dev libssl-dev)
 demo_packages=(apache2-utils procps)
-bench_packages=(apache2-utils wrk nginx bpftrace time python3 util-linux procps)
+bench_packages=(apache2-utils wrk nginx bpftrace time python3 util-linux procps linux-perf)
 test_packages=(
   libcriterion-dev python3 procps iproute2 util-linux bsdutils curl git
   apache2-utils wrk nginx libbpf-tools bpftrace time
@@ -48,7 +48,7 @@ test_commands=(
   "haproxy haproxy"
 )
 demo_commands=("ab apache2-utils")
-bench_commands=("ab apache2-utils" "wrk wrk" "nginx nginx" "bpftrace bpftrace" "taskset util-linux")
+bench_commands=("ab apache2-utils" "wrk wrk" "nginx nginx" "bpftrace bpftrace" "taskset util-linux" "perf linux-perf")
 build_commands=("clang clang" "bpftool bpftool" "gcc gcc" "pkg-config pkg-config")
 
 # Server packages whose Debian service an install enables and starts.
