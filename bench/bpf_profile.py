@@ -48,6 +48,8 @@ TARGETS = {"csserver": CsServer, "nginx": Nginx}
 DISPATCH = re.compile(r"^(bpf_trace_run\d+|__bpf_trace_\w+|trace_call_bpf|perf_call_bpf_(enter|exit)|"
                       r"perf_syscall_(enter|exit)|perf_trace_run_bpf_submit)$")
 PROG = re.compile(r"^bpf_prog_[0-9a-f]{16}_(\w+)$")
+# Where an idle CPU's samples land: not the server's busy time.
+IDLE = ("default_idle", "default_idle_call", "pv_native_safe_halt")
 
 
 class Between(Connscoped):
@@ -98,42 +100,48 @@ def charge(frames):
     return None
 
 
-def profile(args):
+def record(args, path):
+    """Run the load with the tool attached and perf recording into path: (rps, seconds)."""
     procs = Procs()
-    target = new_target(TARGETS[args.target], procs, args, pinned=True)
-    tool = make_tool(args.tool, procs, args.build, target)
-    data = tempfile.NamedTemporaryFile(prefix="connscope-bpf-profile-", suffix=".data", delete=False)
-    data.close()
     try:
+        target = new_target(TARGETS[args.target], procs, args, pinned=True)
+        tool = make_tool(args.tool, procs, args.build, target)
         tool.start()
-        perf = subprocess.Popen(["perf", "record", "-q", "-a", "-g", "-e", "cpu-clock", "-F",
-                                 str(args.frequency), "-o", data.name], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        perf = procs.start(["perf", "record", "-q", "-a", "-g", "-e", "cpu-clock", "-F",
+                            str(args.frequency), "-o", path], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
         time.sleep(1.0)  # perf's own start-up is not the load's
         t0 = time.monotonic()
         res = LOADS[args.load][1](target.port, args, True, args.seconds)
         elapsed_s = time.monotonic() - t0
-        perf.send_signal(signal.SIGINT)
-        perf.wait(timeout=60)
+        procs.stop(perf, signal.SIGINT, 60)  # SIGINT: perf writes its file out
         tool.stop()
     finally:
         procs.stop_all()
-    requests = (res.get("rps") or 0) * elapsed_s
-    if not requests:
+    if not res.get("rps"):
         sys.exit(f"bpf_profile: the load served nothing ({res.get('errors')})")
-    by_prog = collections.defaultdict(collections.Counter)
-    server_cpu = str(os.cpu_count() - 1)
-    server_ns = 0
-    for cpu, period, frames in perf_samples(data.name):
-        if str(cpu) == server_cpu and frames and frames[0] not in ("default_idle", "pv_native_safe_halt",
-                                                                     "default_idle_call"):
-            server_ns += period
-        who = charge(frames)
-        if who:
-            by_prog[who[0]][who[1]] += period
-    os.unlink(data.name)
+    return res["rps"], elapsed_s
+
+
+def profile(args):
+    fd, path = tempfile.mkstemp(prefix="connscope-bpf-profile-", suffix=".data")
+    os.close(fd)
+    try:
+        rps, elapsed_s = record(args, path)
+        requests = rps * elapsed_s
+        by_prog = collections.defaultdict(collections.Counter)
+        server_cpu = os.cpu_count() - 1
+        server_ns = 0
+        for cpu, period, frames in perf_samples(path):
+            if cpu == server_cpu and frames and frames[0] not in IDLE:
+                server_ns += period
+            who = charge(frames)
+            if who:
+                by_prog[who[0]][who[1]] += period
+    finally:
+        os.unlink(path)
     return {"target": args.target, "load": args.load, "tool": args.tool, "seconds": args.seconds,
-            "rps": res.get("rps"), "requests": requests, "server_cpu_ns_per_req": server_ns / requests,
+            "rps": rps, "requests": requests, "server_cpu_ns_per_req": server_ns / requests,
             "programs": {p: dict(fns) for p, fns in by_prog.items()}}
 
 
