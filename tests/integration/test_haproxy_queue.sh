@@ -8,7 +8,10 @@
 # says to raise the limit. Each kept request's wait for a connection and
 # for the answer against HAProxy's own log of the same request (%Tw, the
 # time in its queue, and %Tr, the server's response time: ms), told by
-# the client's port and its number on it.
+# the client's port and its number on it. HAProxy's %Tr ends when it has
+# read the answer's headers: connscope's wait for the first byte and the
+# read that took it up, which on a busy machine waits for a CPU
+# (several ms in the tail with another test beside it).
 # (Shared: a queue of 140 ms a request is far above what another test's
 # load adds. Plain build only: the sanitized build replays its trace.)
 # integration: plain build
@@ -78,7 +81,7 @@ for s in json.load(open(sys.argv[2]))["slowest"]:
     if not up or up["port"] != int(sys.argv[3]) or s["index"] >= len(asked):
         continue
     tw_ms, tr_ms = asked[s["index"]]
-    print(tw_ms * 1000, up["connection_wait_us"], tr_ms * 1000, up["wait_us"])
+    print(tw_ms * 1000, up["connection_wait_us"], tr_ms * 1000, up["wait_us"] + up["read_us"])
 PY
   fail "comparing with HAProxy's log failed"
 read -r kept queue_agree answer_agree queued_ms < <(awk '
@@ -88,5 +91,5 @@ read -r kept queue_agree answer_agree queued_ms < <(awk '
 note "$kept kept request(s) found in HAProxy's log (queued $queued_ms ms on average there): the wait for a connection agrees for $queue_agree, the server's answer for $answer_agree (10 % or 1.5 ms: its log is in ms)"
 assert_cmp "$kept" '>=' 100 "kept requests found in HAProxy's log"
 assert_cmp "$queue_agree" '>=' "$(python3 -c "print(0.9 * $kept)")" "the wait for a free connection against HAProxy's %Tw (90 %)"
-assert_cmp "$answer_agree" '>=' "$(python3 -c "print(0.9 * $kept)")" "the wait for the answer against HAProxy's %Tr (90 %)"
+assert_cmp "$answer_agree" '>=' "$(python3 -c "print(0.9 * $kept)")" "the wait for the answer and its read against HAProxy's %Tr (90 %)"
 assert_cmp "$(json_get "$r" 'j["events"]["lost"]')" == 0 "events lost"

@@ -14,11 +14,12 @@
 # second backend (some 16 in flight: closed-loop, 1 600 a second kept both
 # CPUs busy, and with another test beside it nginx's waits for a CPU
 # outgrew the backend's 20 ms in the tail): nginx has every request open
-# over every exchange, none joined by what
-# was open, and its loop's turns join them (it writes each answer right
-# after reading the backend's): upstream leads, nine exchanges in ten at
-# least joined, each joined request's upstream time the backend's 20 ms
-# and less than the client's.
+# over every exchange, none joined by what was open, and its loop's turns
+# join them (it writes each answer right after reading the backend's):
+# upstream leads (or comes right after run_queue where the kernel says
+# nginx's worker waited for a CPU), nine exchanges in ten at least joined,
+# each joined request's upstream time the backend's 20 ms and less than
+# the client's.
 # (Shared, and run with each build: a light load, 200 requests/s, whose
 # tail is the backend's 30 ms, far above what another test's load adds.)
 source "$(dirname "$0")/lib.sh"
@@ -79,8 +80,13 @@ assert_cmp "$(json_get "$r" 'j["events"]["lost"]')" == 0 "events lost"
 
 # 2. 32 clients at once, every request waiting 20 ms on the busy backend.
 busy_ms=20
+CS_ON_ATTACHED='runq_snapshot "$SERVER_PID" "$CS_TMP/runq.before"; run_start_ns=$(date +%s%N)'
+CS_ON_STOPPING='runq_snapshot "$SERVER_PID" "$CS_TMP/runq.after"; run_end_ns=$(date +%s%N)'
 cs_profile busy "$CS_LOAD" --port "$NGINX_PORT" --connections 32 --rate 800 --duration 3 --path "/c/sleep/$busy_ms" \
   --json "$CS_TMP/busy-client.json" --quiet
+unset CS_ON_ATTACHED CS_ON_STOPPING
+run_s=$(python3 -c "print(($run_end_ns - $run_start_ns) / 1e9)")
+read -r kernel_runq_us _ kernel_top_share < <(runq_delta "$CS_TMP/runq.before" "$CS_TMP/runq.after" "$run_s")
 kill -TERM "$busy_pid"
 wait "$busy_pid" || true
 busy_requests=$(sed -n 's/.*worker 0: .*, requests \([0-9]*\),.*/\1/p' "$CS_TMP/backend-$busy_port.log")
@@ -88,8 +94,25 @@ b=$CS_TMP/busy.json
 u='[x for x in j["upstreams"] if x["port"] == '$busy_port'][0]'
 note "32 clients: p99 connscope $(json_get "$b" 'j["latency_us"]["p99"]') us, the client $(json_get "$CS_TMP/busy-client.json" 'j["from_send_us"]["p99"]') us; tail: $(json_get "$b" '", ".join("%s %.1f%%" % (c["cause"], 100 * c["share"]) for c in j["tail"]["causes"] if c["share"] >= 0.005)')"
 note "the busy backend: $(json_get "$b" "$u")"
-[[ $(top_cause "$b") == upstream ]] || fail "32 clients: the tail's top cause is $(top_cause "$b"), expected upstream"
-echo "ok: 32 clients: upstream leads the tail"
+note "32 clients: nginx's worker waited $kernel_runq_us us for a CPU (the kernel's schedstat: $kernel_top_share of the run)"
+# On a machine busy enough that the worker waits for a CPU (a share of the
+# run >= 4 %, connscope's cpu_saturation threshold less a fifth), its tail
+# requests wait about as long for a CPU as on the backend (40 ms at p99
+# against the backend's 20 with another test beside it): run_queue may
+# lead, upstream must then come next, and the tail's waits for a CPU
+# connscope counts are within those the kernel counted for the worker.
+top=$(top_cause "$b")
+machine_busy=$(python3 -c "print(int($kernel_top_share >= 0.04))")
+if [[ $top == run_queue && $machine_busy == 1 ]]; then
+  second=$(json_get "$b" 'j["tail"]["causes"][1]["cause"]')
+  [[ $second == upstream ]] || fail "32 clients: run_queue leads on this busy machine, then $second, expected upstream"
+  echo "ok: 32 clients: run_queue leads on this busy machine, then upstream"
+  assert_cmp "$(json_get "$b" 'j["tail"]["causes"][0]["time_us"]')" '<=' "$kernel_runq_us" \
+    "32 clients: the tail's run_queue time within the worker's waits for a CPU (schedstat)"
+else
+  [[ $top == upstream ]] || fail "32 clients: the tail's top cause is $top, expected upstream (nginx's worker waited $kernel_top_share of the run for a CPU)"
+  echo "ok: 32 clients: upstream leads the tail"
+fi
 exchanges=$(json_get "$b" "$u[\"exchanges\"]")
 assert_cmp "$exchanges" == "$busy_requests" "32 clients: exchanges = the busy backend's requests"
 assert_cmp "$(json_get "$b" "$u[\"joined\"]")" '>=' "$(python3 -c "print(0.9 * $exchanges)")" \
