@@ -784,6 +784,24 @@ static inline __attribute__((always_inline)) __u64 cs_endpoint_key(__u32 netns_i
 /* Target processes (map target_tgids, shared by the stack probes' object). */
 #define CS_TARGET_TGIDS_MAX 4096
 
+/*
+ * The probes' first test of a process (the global target_tgid_bits): the
+ * bit of tgid modulo 64 * CS_TGID_WORDS, set for every target by user
+ * space and by the fork probe, never cleared (a stale or shared bit costs
+ * one lookup in target_tgids, which decides).
+ */
+#define CS_TGID_WORDS 4096
+
+static inline __attribute__((always_inline)) __u32 cs_tgid_word(__u32 tgid)
+{
+	return (tgid / 64) % CS_TGID_WORDS;
+}
+
+static inline __attribute__((always_inline)) __u64 cs_tgid_bit(__u32 tgid)
+{
+	return 1ull << (tgid % 64);
+}
+
 /* The listening sockets of one endpoint the gate below looks at; more: no gate. */
 #define CS_ENDPOINT_LISTENERS 8
 

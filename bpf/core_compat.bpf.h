@@ -16,15 +16,6 @@
 #include "cs_helpers.bpf.h"
 
 /*
- * A kernel address read from memory, as a typed pointer the verifier lets
- * us load from directly (each load is fault-safe, like a probe read, at
- * the cost of a plain load). The kfunc is a no-op the verifier inlines.
- * Linux 6.2 ("bpf: Add a kfunc for generic type cast"), below the minimum.
- */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
-#define kernel_ptr(type, addr) ((type *)bpf_rdonly_cast((const void *)(addr), bpf_core_type_id_kernel(type)))
-
-/*
  * The unit of a TCP socket's timestamps (retrans_stamp): microseconds when
  * the route asks for them (tcp_usec_ts), else milliseconds. Linux 6.7,
  * commit 614e8316aa4c ("tcp: add support for usec resolution in TCP TS

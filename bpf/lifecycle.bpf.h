@@ -183,8 +183,17 @@ static __always_inline void leave_client_handshake(const struct sock *sk, const 
 		.syn_retransmits = hs->syn_retransmits,
 		.tgid = hs->tgid,
 	};
-	if (bpf_map_update_elem(&handshakes_done, &key, &done, BPF_ANY))
+	if (!bpf_map_update_elem(&handshakes_done, &key, &done, BPF_NOEXIST))
+		__sync_fetch_and_add(&handshakes_pending, 1);
+	else if (bpf_map_update_elem(&handshakes_done, &key, &done, BPF_EXIST))
 		count(CS_CTR_TABLE_FULL);
+}
+
+/* Take a handshake out of handshakes_done (and out of the count, if it was there). */
+static __always_inline void take_handshake(const struct handshake_key *key)
+{
+	if (!bpf_map_delete_elem(&handshakes_done, key))
+		__sync_fetch_and_add(&handshakes_pending, -1);
 }
 
 /* The client's side of a handshake ended: leave it for the server's side. */
@@ -200,7 +209,7 @@ static __always_inline void on_client_handshake_end(const struct sock *sk, bool 
 	} else if (hs->syn_retransmits > 0) {
 		/* It gave up: no server side will ever come to take what its retransmits left. */
 		struct handshake_key key = client_handshake_key(sk);
-		bpf_map_delete_elem(&handshakes_done, &key);
+		take_handshake(&key);
 		struct cs_ev_handshake *ev = reserve_event(sizeof(*ev), CS_EV_HANDSHAKE);
 		if (ev) {
 			ev->sk = (__u64)sk;
@@ -231,6 +240,8 @@ static __always_inline void on_client_handshake_end(const struct sock *sk, bool 
 static __always_inline void join_client_handshake(const struct sock *sk, struct conn_state *conn,
 						  __u64 now)
 {
+	if (!handshakes_pending)
+		return;
 	struct handshake_key key = {
 		.client_addr = addr_low32(sk, true),
 		.client_port = bpf_ntohs(sk->__sk_common.skc_dport),
@@ -263,7 +274,7 @@ static __always_inline void join_client_handshake(const struct sock *sk, struct 
 			submit_event(ev);
 		}
 	}
-	bpf_map_delete_elem(&handshakes_done, &key);
+	take_handshake(&key);
 }
 
 /* Server side: the third ACK moved the child into the accept queue. */

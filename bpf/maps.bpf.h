@@ -114,6 +114,13 @@ struct {
 	__type(value, struct handshake_done);
 } handshakes_done SEC(".maps");
 
+/*
+ * Entries put in handshakes_done and not yet taken out: while 0, a
+ * server's new connection does not look there. (An entry the LRU evicts
+ * stays counted: it costs lookups, never a missed handshake.)
+ */
+__u64 handshakes_pending = 0;
+
 /* A server-side connection's state (conn_state.bpf.h): only target sockets have any. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -431,8 +438,17 @@ static __always_inline void submit_event(void *record)
 	cs_event_submit(&events, record, wakeup_bytes);
 }
 
+/*
+ * Every target's bit (cs_tgid_bit): most processes a probe meets are not
+ * targets, and an array word costs a few instructions where the hash
+ * lookup costs some 100 ns on a guest.
+ */
+__u64 target_tgid_bits[CS_TGID_WORDS] = {};
+
 static __always_inline bool is_target_tgid(__u32 tgid)
 {
+	if (!(target_tgid_bits[cs_tgid_word(tgid)] & cs_tgid_bit(tgid)))
+		return false;
 	return cs_is_target_tgid(&target_tgids, tgid);
 }
 

@@ -366,11 +366,11 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
  */
 static __always_inline __u64 thread_run_delay(__u64 task, __u32 tid)
 {
-	const struct task_struct *thread = (const struct task_struct *)task;
+	const struct task_struct *thread = kernel_ptr(struct task_struct, task);
 
-	if (!thread || (__u32)BPF_CORE_READ(thread, pid) != tid)
+	if (!task || (__u32)thread->pid != tid)
 		return 0;
-	return BPF_CORE_READ(thread, sched_info.run_delay);
+	return thread->sched_info.run_delay;
 }
 
 static __always_inline __u64 reader_run_delay(const struct conn_state *conn)
@@ -446,17 +446,17 @@ static __always_inline void note_parked(struct conn_state *conn, __u32 tid, __u6
  */
 static __always_inline void note_handler_cpu(struct conn_state *conn, __u64 now)
 {
-	const struct task_struct *task = bpf_get_current_task_btf();
-	__u64 cpu_ns = task->se.sum_exec_runtime;
-
 	if ((conn->flags & CS_REQ_PARKED) || !conn->read_cpu_ns)
 		return;
-	if (task->nvcsw == conn->read_nvcsw)
+	const struct task_struct *task = bpf_get_current_task_btf();
+	if (task->nvcsw == conn->read_nvcsw) {
 		conn->handler_cpu_ns = now - conn->first_read_ns;
-	else if (cpu_ns >= conn->read_cpu_ns)
+	} else {
+		__u64 cpu_ns = task->se.sum_exec_runtime; /* only a thread that slept needs its total */
+		if (cpu_ns < conn->read_cpu_ns)
+			return;
 		conn->handler_cpu_ns = cpu_ns - conn->read_cpu_ns;
-	else
-		return;
+	}
 	conn->flags |= CS_REQ_HANDLER_CPU;
 }
 

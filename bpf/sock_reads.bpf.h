@@ -71,18 +71,24 @@ static __always_inline struct sock *tcp_sock_of_fd(int fd)
 /* Copy a socket's addresses and ports, local first, IPv4 as v4-mapped. */
 static __always_inline void read_tuple(const struct sock *sk, struct cs_tuple *tuple)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	const struct sock_common *common = &kernel_ptr(struct sock, sk)->__sk_common;
+	__u16 family = common->skc_family;
 
 	tuple->family = family;
-	tuple->local_port = BPF_CORE_READ(sk, __sk_common.skc_num);
-	tuple->remote_port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	tuple->local_port = common->skc_num;
+	tuple->remote_port = bpf_ntohs(common->skc_dport);
 	if (family == AF_INET6) {
-		BPF_CORE_READ_INTO(tuple->local_addr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-		BPF_CORE_READ_INTO(tuple->remote_addr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+		/* Word by word: the loads the verifier allows from a kernel struct's array. */
+		for (int i = 0; i < 4; i++) {
+			__u32 local = common->skc_v6_rcv_saddr.in6_u.u6_addr32[i];
+			__u32 remote = common->skc_v6_daddr.in6_u.u6_addr32[i];
+			__builtin_memcpy(&tuple->local_addr[4 * i], &local, sizeof(local));
+			__builtin_memcpy(&tuple->remote_addr[4 * i], &remote, sizeof(remote));
+		}
 		return;
 	}
-	__u32 local = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
-	__u32 remote = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+	__u32 local = common->skc_rcv_saddr;
+	__u32 remote = common->skc_daddr;
 	/* Stored on the tuple: through a __u8 * the compiler would lose its alignment and store byte by byte. */
 	tuple->local_addr[V4_MAPPED_OFFSET - 2] = 0xff;
 	tuple->local_addr[V4_MAPPED_OFFSET - 1] = 0xff;
@@ -98,11 +104,12 @@ static __always_inline void read_tuple(const struct sock *sk, struct cs_tuple *t
 /* The low 32 bits of an address as the key uses it (IPv4: the address). */
 static __always_inline __u32 addr_low32(const struct sock *sk, bool remote)
 {
-	if (BPF_CORE_READ(sk, __sk_common.skc_family) == AF_INET6)
-		return remote ? BPF_CORE_READ(sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32[IN6_LAST_WORD])
-			      : BPF_CORE_READ(sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[IN6_LAST_WORD]);
-	return remote ? BPF_CORE_READ(sk, __sk_common.skc_daddr)
-		      : BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+	const struct sock_common *common = &kernel_ptr(struct sock, sk)->__sk_common;
+
+	if (common->skc_family == AF_INET6)
+		return remote ? common->skc_v6_daddr.in6_u.u6_addr32[IN6_LAST_WORD]
+			      : common->skc_v6_rcv_saddr.in6_u.u6_addr32[IN6_LAST_WORD];
+	return remote ? common->skc_daddr : common->skc_rcv_saddr;
 }
 
 /* A server-side socket's connection as cs_client_key() numbers it. */
@@ -120,7 +127,7 @@ static __always_inline __u64 client_side_key(const struct sock *sk)
 /* sk_drops of a listener; newer kernels may also keep per-NUMA counters. */
 static __always_inline __u32 read_drops(const struct sock *sk)
 {
-	return BPF_CORE_READ(sk, sk_drops.counter);
+	return kernel_ptr(struct sock, sk)->sk_drops.counter;
 }
 
 #endif /* CS_SOCK_READS_BPF_H */

@@ -113,6 +113,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	if (bpf_map_update_elem(&target_tgids, &child_pid, &present, BPF_ANY))
 		count(CS_CTR_TABLE_FULL);
+	__sync_fetch_and_or(&target_tgid_bits[cs_tgid_word(child_pid)], cs_tgid_bit(child_pid));
 	ev = reserve_event(sizeof(*ev), CS_EV_PROC_FORK);
 	if (!ev)
 		return 0;

@@ -49,16 +49,17 @@ struct cs_thread_stats {
 	uint64_t reads_blocking;
 	uint64_t accepts;          /* connections it accepted, any listener */
 	uint64_t serving_ns;       /* first read to last send of the requests it read */
-	/* Of those whose handler's time on a CPU was measured (CS_REQ_HANDLER_CPU): their
-	 * handler time, on a CPU or blocked off it, and each part weighted by the handler's
-	 * length (ns^2: a hold of the thread delays those behind it by about its length). */
+	uint64_t first_read_ns;    /* the first of those requests' first read */
+	uint64_t last_send_ns;     /* the last of their last sends */
+	/* Of the requests it read whose handler's time on a CPU was measured
+	 * (CS_REQ_HANDLER_CPU): their handler time, on a CPU or blocked off it, and each
+	 * part weighted by the handler's length (ns^2: a hold of the thread delays those
+	 * behind it by about its length). */
 	uint64_t handlers_measured;
 	uint64_t handler_cpu_ns;
 	uint64_t handler_blocked_ns;
 	double handler_cpu_weight;
 	double handler_blocked_weight;
-	uint64_t first_read_ns;    /* the first of those requests' first read */
-	uint64_t last_send_ns;     /* the last of their last sends */
 	uint64_t handed_requests;  /* requests it read that a poller handed it */
 	uint64_t executed;         /* parked requests whose handler it ran for their reader */
 	uint64_t parked_out;       /* requests it read and another thread's handler answered */

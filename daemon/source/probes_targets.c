@@ -13,11 +13,16 @@
 
 #include "connscope.skel.h"
 
+/* Into the set, then its bit: the probes test the bit first (the fork probe sets bits too). */
 int cs_probes_add_tgid(struct cs_probes *probes, uint32_t tgid)
 {
 	uint8_t one = 1;
-	return bpf_map__update_elem(probes->skel->maps.target_tgids, &tgid, sizeof(tgid), &one,
-				    sizeof(one), BPF_ANY);
+	int err = bpf_map__update_elem(probes->skel->maps.target_tgids, &tgid, sizeof(tgid), &one,
+				       sizeof(one), BPF_ANY);
+	if (!err)
+		__atomic_fetch_or(&probes->skel->bss->target_tgid_bits[cs_tgid_word(tgid)], cs_tgid_bit(tgid),
+				  __ATOMIC_RELAXED);
+	return err;
 }
 
 /*
