@@ -103,7 +103,10 @@ static __always_inline int client_read(const struct sock *sk, struct client_stat
 		ev->tid = tid;
 		ev->bytes = (__u32)ret;
 		ev->pad = 0;
-		bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+		if (flags & CS_CLIENT_FIRST)
+			bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+		else
+			__builtin_memset(ev->comm, 0, sizeof(ev->comm));
 	}
 	client->reads++;
 	client->reader_tid = tid;

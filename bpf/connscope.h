@@ -693,7 +693,8 @@ struct cs_ev_client_read {
 	__u32 bytes;          /* this read's */
 	__u16 flags;          /* enum cs_client_read_flags */
 	__u16 pad;
-	char comm[CS_COMM_LEN]; /* the reading thread's name */
+	char comm[CS_COMM_LEN]; /* the reading thread's name, on its socket's first read; else empty
+	                           (a copy of the name costs some 100 ns a read) */
 };
 
 enum cs_client_read_flags {

@@ -283,7 +283,6 @@ static __always_inline int on_server_established(const struct sock *sk)
 	__u16 port = sk->__sk_common.skc_num;
 	if (!is_target_sk_port(sk, port))
 		return 0;
-	__u64 now = bpf_ktime_get_ns();
 	/*
 	 * Between tracing windows, nothing of its own (its storage is most of
 	 * what a new connection costs the probes): its accept record has its
@@ -292,10 +291,11 @@ static __always_inline int on_server_established(const struct sock *sk)
 	 * than the attach (adopt_connection, close_unfollowed).
 	 */
 	if (!(trace_window & 1)) {
-		if (trace_handshakes)
-			join_client_handshake(sk, NULL, now);
+		if (trace_handshakes && handshakes_pending)
+			join_client_handshake(sk, NULL, bpf_ktime_get_ns());
 		return 0;
 	}
+	__u64 now = bpf_ktime_get_ns();
 	struct conn_state *conn = bpf_sk_storage_get(&conns, (void *)sk, 0,
 						     BPF_SK_STORAGE_GET_F_CREATE);
 	if (!conn) {

@@ -445,11 +445,15 @@ static __always_inline void submit_event(void *record)
  */
 __u64 target_tgid_bits[CS_TGID_WORDS] = {};
 
+/* Its bit is set: a target, or a process sharing a target's bit (false: not a target). */
+static __always_inline bool may_be_target_tgid(__u32 tgid)
+{
+	return target_tgid_bits[cs_tgid_word(tgid)] & cs_tgid_bit(tgid);
+}
+
 static __always_inline bool is_target_tgid(__u32 tgid)
 {
-	if (!(target_tgid_bits[cs_tgid_word(tgid)] & cs_tgid_bit(tgid)))
-		return false;
-	return cs_is_target_tgid(&target_tgids, tgid);
+	return may_be_target_tgid(tgid) && cs_is_target_tgid(&target_tgids, tgid);
 }
 
 static __always_inline bool is_target_port(__u16 port)

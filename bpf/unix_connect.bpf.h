@@ -47,7 +47,9 @@ int on_enter_connect(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_connect")
 int on_exit_connect(struct trace_event_raw_sys_exit *ctx)
 {
-	/* Only threads that began a connect to a Unix socket have a call. */
+	/* Only a target's threads that began a connect to a Unix socket have a call. */
+	if (!may_be_target_tgid(cs_tgid_of(bpf_get_current_pid_tgid())))
+		return 0;
 	struct connect_call *call = bpf_task_storage_get(&connect_calls, bpf_get_current_task_btf(), 0, 0);
 
 	if (!call || !call->enter_ns)

@@ -184,8 +184,10 @@ int cs_on_client_read(struct cs_engine *engine, const struct cs_ev_client_read *
 		engine->client_reads_untracked++;
 		return 0;
 	}
-	memcpy(c->comm, ev->comm, CS_COMM_LEN);
-	c->comm[CS_COMM_LEN - 1] = '\0';
+	if (ev->comm[0]) { /* a socket's first read names its thread; the others leave it empty */
+		memcpy(c->comm, ev->comm, CS_COMM_LEN);
+		c->comm[CS_COMM_LEN - 1] = '\0';
+	}
 	if (ev->flags & CS_CLIENT_FIRST) {
 		c->connections++;
 		client_side_seen(engine, ev->client_key);

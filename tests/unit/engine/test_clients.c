@@ -57,6 +57,21 @@ Test(clients, a_read_before_its_request_record_is_joined)
 	cr_expect_eq(engine->client_pending.count, 0, "joined: nothing waits");
 }
 
+Test(clients, reads_after_a_socket_s_first_keep_the_name_it_gave)
+{
+	/* The probes name the reading thread on a socket's first read only. */
+	struct client_read_spec first = read_of(1, T0 + 41 * US, T0 + 60 * US);
+	first.flags = CS_CLIENT_FIRST;
+	FEED_OK(engine, make_client_read(first));
+	struct client_read_spec next = read_of(1, T0 + 141 * US, T0 + 160 * US);
+	next.comm = "";
+	FEED_OK(engine, make_client_read(next));
+	cr_assert_eq(engine->client_count, 1);
+	cr_expect_str_eq(engine->clients[0].comm, "wrk");
+	cr_expect_eq(engine->clients[0].reads, 2);
+	cr_expect_eq(engine->clients[0].connections, 1);
+}
+
 Test(clients, a_request_record_before_its_read_is_joined)
 {
 	/* The server closed after its answer: its record comes at the close, before the client reads. */
