@@ -14,7 +14,7 @@
  * Keep candidate among the slowest in heap (*count elements of size bytes,
  * room for cap), each element beginning with its struct cs_request_split
  * (split.total_ns is the key). A candidate no slower than every kept one
- * is left out once the heap is full.
+ * is left out once the heap is full. candidate must not lie within heap.
  */
 void cs_slowest_keep(void *heap, size_t *count, size_t cap, size_t size, const void *candidate);
 

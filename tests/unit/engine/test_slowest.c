@@ -74,3 +74,56 @@ Test(slowest, no_room_keeps_nothing)
 	cs_slowest_keep(heap, &count, 0, sizeof(heap[0]), &k);
 	cr_assert_eq(count, 0);
 }
+
+/*
+ * The textbook heap, swapping whole elements, as the reference for the
+ * order: the reports list the kept requests in the heap's order, so a
+ * faster sift must leave every element where this one does, ties included.
+ */
+static void reference_keep(struct kept *heap, size_t *count, size_t cap, const struct kept *candidate)
+{
+	size_t i = *count;
+	if (i < cap) {
+		heap[(*count)++] = *candidate;
+		for (; i > 0 && heap[(i - 1) / 2].split.total_ns > heap[i].split.total_ns; i = (i - 1) / 2) {
+			struct kept t = heap[i];
+			heap[i] = heap[(i - 1) / 2];
+			heap[(i - 1) / 2] = t;
+		}
+		return;
+	}
+	if (i == 0 || candidate->split.total_ns <= heap[0].split.total_ns)
+		return;
+	heap[0] = *candidate;
+	for (i = 0;;) {
+		size_t smallest = i, left = 2 * i + 1, right = left + 1;
+		if (left < *count && heap[left].split.total_ns < heap[smallest].split.total_ns)
+			smallest = left;
+		if (right < *count && heap[right].split.total_ns < heap[smallest].split.total_ns)
+			smallest = right;
+		if (smallest == i)
+			return;
+		struct kept t = heap[i];
+		heap[i] = heap[smallest];
+		heap[smallest] = t;
+		i = smallest;
+	}
+}
+
+Test(slowest, keeps_the_reference_heaps_order_ties_included)
+{
+	struct kept heap[CAP], reference[CAP];
+	size_t count = 0, reference_count = 0;
+	uint32_t state = 12345;
+	/* Totals of a few values only, so that most candidates tie with some kept one. */
+	for (uint32_t i = 0; i < 2000; i++) {
+		state = state * 1103515245u + 12345u;
+		struct kept k = request((state >> 16) % 13 + i / 200, i);
+		cs_slowest_keep(heap, &count, CAP, sizeof(heap[0]), &k);
+		reference_keep(reference, &reference_count, CAP, &k);
+		cr_assert_eq(count, reference_count);
+		for (size_t j = 0; j < count; j++)
+			cr_assert_eq(heap[j].id, reference[j].id, "after %u requests, slot %zu holds %u, not %u", i + 1,
+				     j, heap[j].id, reference[j].id);
+	}
+}
