@@ -96,6 +96,9 @@ int cs_trace_finish(struct cs_trace_writer *writer, const struct cs_report_meta 
 
 typedef int (*cs_trace_record_fn)(void *ctx, const void *record, size_t len);
 
+/* The reader's block: it takes the file this many bytes at a time. */
+#define CS_TRACE_READ_BLOCK_BYTES (64u << 10)
+
 struct cs_trace_info {
 	char target[CS_TRACE_TARGET_LEN];
 	uint64_t start_ns;
@@ -109,8 +112,11 @@ struct cs_trace_info {
  * Read a trace from file, calling on_record for each wire record. Returns 0;
  * -ENODATA when the file ends inside a record (cut short: every whole
  * record before was delivered); -EINVAL when it is not a trace, of another
- * version, or corrupt; errmsg names the offset and the problem. A file
+ * version, or corrupt; errmsg names the offset and the problem; -ENOMEM
+ * without memory for its read buffer; else on_record's first error. A file
  * without its summary record is not an error: info->has_summary says so.
+ * The file is read ahead in blocks: its position afterwards is not the
+ * end of the last record.
  */
 int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs_trace_info *info,
 		  char *errmsg, size_t errlen);
