@@ -458,6 +458,15 @@ void cs_upstream_take(struct cs_engine *engine, const struct cs_ev_request *req,
 		      uint64_t pickup_from, struct cs_request_split *split, struct cs_upstream_use *use)
 {
 	memset(use, 0, sizeof(*use));
+	/*
+	 * Most requests have nothing to take, and a target without upstreams
+	 * never does: then the three steps below change nothing. take_joined,
+	 * with no exchange, waited 0 and so moves no run-queue time
+	 * (runq_while_waiting gives 0); take_blocked_loop finds no thread in
+	 * an empty map; count_waited sees no upstream in use.
+	 */
+	if (!claim->count && !engine->upstream_blocked.count)
+		return;
 	take_joined(engine, req, claim, split, use);
 	take_blocked_loop(engine, req, pickup_from, split, use);
 	count_waited(engine, claim, use);

@@ -425,3 +425,43 @@ Test(upstreams, exchanges_whose_request_never_comes_are_forgotten_unmatched)
 	cr_expect_eq(engine->upstream_pending.count, 0);
 	cr_expect_eq(engine->upstream_blocked.count, 0);
 }
+
+/* Every cause's time so far. */
+static void cause_totals(uint64_t out[CS_CAUSE_COUNT])
+{
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		out[c] = cause_total((enum cs_cause)c);
+}
+
+/*
+ * A request with no exchange of its own, whose thread never blocked in
+ * one, keeps its split whether or not another thread ever blocked: the
+ * engine skips the upstreams' takes when none has anything to give, and
+ * must split it as when it runs them.
+ */
+Test(upstreams, a_request_with_nothing_to_take_splits_alike_beside_a_blocked_thread)
+{
+	struct request_spec r = request(SK(1), T0, 3 * MS, 7);
+	r.start_ns = T0 - 2 * MS; /* waited for its loop */
+	r.handler_runq_ns = 1 * MS;
+	feed_request(engine, r);
+	uint64_t alone[CS_CAUSE_COUNT];
+	cause_totals(alone);
+	cr_assert_eq(engine->upstream_blocked.count, 0);
+
+	/* Thread 9 blocks in a call no request claims; then the same request again, on thread 7. */
+	feed_upstream(engine, (struct upstream_spec){ .send_ns = T0 + 10 * MS, .first_read_ns = T0 + 20 * MS,
+						      .open = 0, .sender_cpu_ns = 10 * US, .tid = 9 });
+	cr_assert_eq(engine->upstream_blocked.count, 1);
+	r = request(SK(2), T0 + 30 * MS, 3 * MS, 7);
+	r.start_ns = T0 + 28 * MS;
+	r.handler_runq_ns = 1 * MS;
+	feed_request(engine, r);
+	uint64_t both[CS_CAUSE_COUNT];
+	cause_totals(both);
+	for (int c = 0; c < CS_CAUSE_COUNT; c++)
+		cr_expect_eq(both[c], 2 * alone[c], "%s: %lu, then %lu", cs_cause_names[c], (unsigned long)alone[c],
+			     (unsigned long)(both[c] - alone[c]));
+	cr_expect_gt(alone[CS_CAUSE_RUN_QUEUE], 0);
+	cr_expect_eq(cause_total(CS_CAUSE_UPSTREAM), 0);
+}
