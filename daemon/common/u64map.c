@@ -84,7 +84,8 @@ static size_t find(const struct cs_u64map *map, uint64_t key)
 
 void *cs_u64map_get(const struct cs_u64map *map, uint64_t key)
 {
-	if (!key || !map->slots)
+	/* An empty table holds nothing (and a freed one has no slots): the engine asks many that stay empty. */
+	if (!key || !map->count)
 		return NULL;
 	uint32_t index = map->slots[find(map, key)];
 	return index ? value_at(map, index - 1) : NULL;
@@ -156,7 +157,7 @@ static void fill_entry_hole(struct cs_u64map *map, size_t hole)
 
 int cs_u64map_remove(struct cs_u64map *map, uint64_t key)
 {
-	if (!key || !map->slots)
+	if (!key || !map->count)
 		return 0;
 	size_t mask = map->capacity - 1;
 	size_t hole = find(map, key);
