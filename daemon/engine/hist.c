@@ -3,25 +3,6 @@
 
 #include <string.h>
 
-/* Index of the highest set bit; value must not be 0. */
-static unsigned int highest_bit(uint64_t value)
-{
-	return 63u - (unsigned int)__builtin_clzll(value);
-}
-
-size_t cs_hist_bucket_index(uint64_t value)
-{
-	if (value < 2 * CS_HIST_SUB_COUNT)
-		return (size_t)value;
-	unsigned int top = highest_bit(value);
-	if (top >= CS_HIST_MAX_BITS)
-		return CS_HIST_BUCKETS - 1;
-	/* Octave 2^top is cut into 128 buckets 2^shift wide. */
-	unsigned int shift = top - CS_HIST_SUB_BITS;
-	uint64_t sub = (value >> shift) - CS_HIST_SUB_COUNT; /* 0..127 */
-	return 2 * CS_HIST_SUB_COUNT + (size_t)(shift - 1) * CS_HIST_SUB_COUNT + (size_t)sub;
-}
-
 uint64_t cs_hist_bucket_lowest(size_t index)
 {
 	if (index < 2 * CS_HIST_SUB_COUNT)
@@ -43,24 +24,6 @@ void cs_hist_init(struct cs_hist *hist)
 {
 	memset(hist, 0, sizeof(*hist));
 	hist->min = UINT64_MAX;
-}
-
-void cs_hist_record_n(struct cs_hist *hist, uint64_t value, uint64_t times)
-{
-	if (times == 0)
-		return;
-	hist->buckets[cs_hist_bucket_index(value)] += times;
-	hist->count += times;
-	hist->sum += value * times;
-	if (value < hist->min)
-		hist->min = value;
-	if (value > hist->max)
-		hist->max = value;
-}
-
-void cs_hist_record(struct cs_hist *hist, uint64_t value)
-{
-	cs_hist_record_n(hist, value, 1);
 }
 
 void cs_hist_merge(struct cs_hist *into, const struct cs_hist *from)
@@ -129,7 +92,7 @@ static size_t coarse_index(uint64_t value)
 {
 	if (value < 2)
 		return (size_t)value;
-	unsigned int top = highest_bit(value);
+	unsigned int top = cs_hist_highest_bit(value);
 	size_t index = 2 * (size_t)top + ((value >> (top - 1)) & 1);
 	return index < CS_COARSE_BUCKETS ? index : CS_COARSE_BUCKETS - 1;
 }
