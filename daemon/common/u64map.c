@@ -71,8 +71,8 @@ void cs_u64map_free(struct cs_u64map *map)
 	memset(map, 0, sizeof(*map));
 }
 
-/* key's slot, or the empty slot where it would go. */
-static size_t find(const struct cs_u64map *map, uint64_t key)
+/* key's slot, or the empty slot where it would go. Inline: every get, put and remove probes through it. */
+static inline size_t find(const struct cs_u64map *map, uint64_t key)
 {
 	size_t mask = map->capacity - 1;
 	for (size_t slot = slot_of(key, map->capacity);; slot = (slot + 1) & mask) {
