@@ -256,6 +256,9 @@ static void unmatched(struct cs_engine *engine, const struct cs_upstream_exchang
 void cs_upstream_claim(struct cs_engine *engine, const struct cs_ev_request *req, struct cs_upstream_claim *claim)
 {
 	claim->count = 0;
+	/* No exchange waits for its request, no loop's turn is kept: nothing to claim (most targets, always). */
+	if (!engine->upstream_pending.count && !engine->upstream_turns.count)
+		return;
 	uint64_t key = request_key(req->reader_tid, req->first_read_ns);
 	struct pending_request *p = req->first_read_ns ? cs_u64map_get(&engine->upstream_pending, key) : NULL;
 	if (p && p->tid == req->reader_tid && p->read_ns == req->first_read_ns) {
