@@ -9,6 +9,7 @@
 
 #include "engine.h"
 #include "exchanges.h"
+#include "slowest.h"
 
 /* A parked request's hand-back (struct cs_ev_handback), until its request record. */
 struct cs_handback {
@@ -56,6 +57,11 @@ void cs_conn_accepted(struct cs_engine *engine, const struct cs_ev_accept *ev);
 int cs_on_request(struct cs_engine *engine, const struct cs_ev_request *req);
 /* exemplars.c: keep candidate if it is among the CS_EXEMPLARS slowest requests. */
 void cs_keep_exemplar(struct cs_request_stats *stats, const struct cs_exemplar *candidate);
+/* Whether it would keep a request of total_ns: most it would not, and they need not be built. */
+static inline bool cs_exemplar_admits(const struct cs_request_stats *stats, uint64_t total_ns)
+{
+	return cs_slowest_admits(stats->exemplars, stats->exemplar_count, CS_EXEMPLARS, total_ns);
+}
 /* handbacks.c: a parked request's hand-back, kept for the request record that follows it. */
 int cs_on_request_handback(struct cs_engine *engine, const struct cs_ev_handback *ev);
 /* The request's hand-back, if one came for it and its times lie within its read -> send. */

@@ -509,6 +509,8 @@ static void count_setup(struct cs_request_stats *stats, const struct cs_request_
 static void keep_exemplar(struct cs_request_stats *stats, const struct cs_ev_request *req, const struct cs_conn *conn,
 			  const struct cs_request_split *split, const struct cs_upstream_use *use, uint32_t commands)
 {
+	if (!cs_exemplar_admits(stats, split->total_ns))
+		return;
 	struct cs_exemplar exemplar = {
 		.split = *split,
 		.end_ns = req->hdr.ts_ns,

@@ -63,12 +63,12 @@ void cs_slowest_keep(void *heap_base, size_t *count, size_t cap, size_t size, co
 	unsigned char *heap = heap_base;
 	size_t n = *count;
 	uint64_t key_ns = ((const struct cs_request_split *)candidate)->total_ns;
+	if (!cs_slowest_admits(heap, n, cap, key_ns))
+		return;
 	if (n < cap) {
 		(*count)++;
 		sift_up(heap, size, n, candidate, key_ns);
 		return;
 	}
-	if (n == 0 || key_ns <= key_of(heap, size, 0))
-		return;
 	sift_down(heap, size, n, candidate, key_ns);
 }

@@ -5,6 +5,7 @@
  * requests), for any element that begins with its split.
  */
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -112,16 +113,22 @@ static void reference_keep(struct kept *heap, size_t *count, size_t cap, const s
 
 Test(slowest, keeps_the_reference_heaps_order_ties_included)
 {
-	struct kept heap[CAP], reference[CAP];
+	struct kept heap[CAP] = { 0 }, reference[CAP] = { 0 };
 	size_t count = 0, reference_count = 0;
 	uint32_t state = 12345;
 	/* Totals of a few values only, so that most candidates tie with some kept one. */
 	for (uint32_t i = 0; i < 2000; i++) {
 		state = state * 1103515245u + 12345u;
 		struct kept k = request((state >> 16) % 13 + i / 200, i);
+		bool admitted = cs_slowest_admits(heap, count, CAP, k.split.total_ns);
 		cs_slowest_keep(heap, &count, CAP, sizeof(heap[0]), &k);
+		size_t count_before = reference_count;
+		uint32_t root_before = reference[0].id;
 		reference_keep(reference, &reference_count, CAP, &k);
 		cr_assert_eq(count, reference_count);
+		/* A candidate kept either filled a room or replaced the root: admitted exactly then. */
+		cr_assert_eq(admitted, reference_count != count_before || reference[0].id != root_before,
+			     "request %u: admitted %d", i, admitted);
 		for (size_t j = 0; j < count; j++)
 			cr_assert_eq(heap[j].id, reference[j].id, "after %u requests, slot %zu holds %u, not %u", i + 1,
 				     j, heap[j].id, reference[j].id);
