@@ -186,7 +186,9 @@ static size_t grown_to_current(unsigned char *record, size_t stored)
 /*
  * The file read in blocks: a replay goes through millions of records of
  * some hundred bytes, and two freads a record (its header, then the rest)
- * cost some fifth of what the engine does with it.
+ * cost some fifth of what the engine does with it. Each record is handed
+ * on where it lies in the block; one the block holds only in part is
+ * first moved to the block's start, and the file read on after it.
  */
 struct block_reader {
 	FILE *file;
@@ -194,40 +196,42 @@ struct block_reader {
 	size_t at, len;       /* the next byte to take, and the bytes in block */
 };
 
-/* Up to want bytes into out; fewer, as with fread, only at the file's end or on a read error. */
-static size_t take_across(struct block_reader *reader, unsigned char *out, size_t want)
+_Static_assert(CS_TRACE_READ_BLOCK_BYTES >= MAX_RECORD_BYTES && CS_TRACE_READ_BLOCK_BYTES >= sizeof(struct cs_trace_header),
+	       "a block holds any record whole");
+
+/* The bytes from at moved to the block's start, and the file read after them until it holds want. */
+static size_t refill(struct block_reader *reader, size_t want)
 {
-	size_t got = 0;
-	while (got < want) {
-		if (reader->at == reader->len) {
-			reader->at = 0;
-			reader->len = fread(reader->block, 1, CS_TRACE_READ_BLOCK_BYTES, reader->file);
-			if (!reader->len)
-				break;
-		}
-		size_t n = want - got < reader->len - reader->at ? want - got : reader->len - reader->at;
-		memcpy(out + got, reader->block + reader->at, n);
-		reader->at += n;
-		got += n;
+	size_t left = reader->len - reader->at;
+	memmove(reader->block, reader->block + reader->at, left);
+	reader->at = 0;
+	reader->len = left;
+	while (reader->len < want) {
+		size_t got = fread(reader->block + reader->len, 1, CS_TRACE_READ_BLOCK_BYTES - reader->len, reader->file);
+		if (!got)
+			break;
+		reader->len += got;
 	}
-	return got;
+	return reader->len < want ? reader->len : want;
 }
 
-/* take_across, with its common case first: the bytes are all in the block. */
-static inline size_t take(struct block_reader *reader, void *out, size_t want)
+/*
+ * Of the want bytes from the reader's position (want at most a block),
+ * how many the block holds at reader->block + reader->at, reading on if
+ * it must: fewer than want only at the file's end or on a read error.
+ */
+static inline size_t holds(struct block_reader *reader, size_t want)
 {
-	if (want > reader->len - reader->at)
-		return take_across(reader, out, want);
-	memcpy(out, reader->block + reader->at, want);
-	reader->at += want;
-	return want;
+	return reader->len - reader->at >= want ? want : refill(reader, want);
 }
 
 /* The file's header, checked; fills info's target and start. Returns 0 or -EINVAL. */
 static int read_header(struct block_reader *reader, struct cs_trace_header *header, struct cs_trace_info *info,
 		       char *errmsg, size_t errlen)
 {
-	size_t got = take(reader, header, sizeof(*header));
+	size_t got = holds(reader, sizeof(*header));
+	memcpy(header, reader->block + reader->at, got);
+	reader->at += got;
 	if (got < sizeof(header->magic) || memcmp(header->magic, CS_TRACE_MAGIC, sizeof(header->magic)) != 0)
 		return cs_fail_code(-EINVAL, errmsg, errlen, "not a connscope trace (bad magic)");
 	if (got < sizeof(*header))
@@ -249,9 +253,13 @@ static int read_header(struct block_reader *reader, struct cs_trace_header *head
 	return 0;
 }
 
-/* A whole record of expected bytes, in record: the file's own into info, a wire record to on_record. */
-static int deliver(unsigned char *record, size_t expected, uint32_t wire_version, cs_trace_record_fn on_record,
-		   void *ctx, struct cs_trace_info *info)
+/*
+ * A whole record of expected bytes: the file's own into info, a wire
+ * record to on_record. One of an older wire version is grown in grown (a
+ * copy: the block holds the next record after it).
+ */
+static int deliver(const unsigned char *record, size_t expected, uint32_t wire_version, unsigned char *grown,
+		   cs_trace_record_fn on_record, void *ctx, struct cs_trace_info *info)
 {
 	struct cs_event_header hdr;
 	memcpy(&hdr, record, sizeof(hdr));
@@ -269,9 +277,10 @@ static int deliver(unsigned char *record, size_t expected, uint32_t wire_version
 		apply_labels(info, &labels);
 	} else {
 		info->records++;
-		/* A current trace's records are at today's sizes already. */
-		size_t len = wire_version < CS_WIRE_VERSION ? grown_to_current(record, expected) : expected;
-		return on_record(ctx, record, len);
+		if (wire_version == CS_WIRE_VERSION)
+			return on_record(ctx, record, expected);
+		memcpy(grown, record, expected);
+		return on_record(ctx, grown, grown_to_current(grown, expected));
 	}
 	return 0;
 }
@@ -281,27 +290,28 @@ static int read_records(struct block_reader *reader, uint32_t wire_version, cs_t
 			void *ctx, struct cs_trace_info *info, char *errmsg, size_t errlen)
 {
 	uint64_t offset = sizeof(struct cs_trace_header);
-	unsigned char record[MAX_RECORD_BYTES];
+	unsigned char grown[MAX_RECORD_BYTES];
 	for (;;) {
 		struct cs_event_header hdr;
-		size_t got = take(reader, record, sizeof(hdr));
+		size_t got = holds(reader, sizeof(hdr));
 		if (got == 0)
 			break;
 		if (info->has_summary)
 			return cs_fail_code(-EINVAL, errmsg, errlen, "data after the summary at offset %" PRIu64, offset);
 		if (got < sizeof(hdr))
 			return cs_fail_code(-ENODATA, errmsg, errlen, "truncated record header at offset %" PRIu64, offset);
-		memcpy(&hdr, record, sizeof(hdr));
+		memcpy(&hdr, reader->block + reader->at, sizeof(hdr));
 		size_t expected = stored_size(hdr.type, wire_version);
 		if (!expected)
 			return cs_fail_code(-EINVAL, errmsg, errlen, "unknown record type %u at offset %" PRIu64, hdr.type, offset);
 		if (hdr.size != expected)
 			return cs_fail_code(-EINVAL, errmsg, errlen, "record type %u at offset %" PRIu64 " says %u bytes, expected %zu",
 				       hdr.type, offset, hdr.size, expected);
-		got = take(reader, record + sizeof(hdr), expected - sizeof(hdr));
-		if (got < expected - sizeof(hdr))
+		if (holds(reader, expected) < expected)
 			return cs_fail_code(-ENODATA, errmsg, errlen, "truncated record at offset %" PRIu64, offset);
-		int err = deliver(record, expected, wire_version, on_record, ctx, info);
+		const unsigned char *record = reader->block + reader->at;
+		reader->at += expected;
+		int err = deliver(record, expected, wire_version, grown, on_record, ctx, info);
 		if (err)
 			return err;
 		offset += expected;

@@ -116,7 +116,8 @@ struct cs_trace_info {
  * without memory for its read buffer; else on_record's first error. A file
  * without its summary record is not an error: info->has_summary says so.
  * The file is read ahead in blocks: its position afterwards is not the
- * end of the last record.
+ * end of the last record. A record handed to on_record lies in the
+ * reader's buffer, valid only during the call.
  */
 int cs_trace_read(FILE *file, cs_trace_record_fn on_record, void *ctx, struct cs_trace_info *info,
 		  char *errmsg, size_t errlen);

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Tests of the trace reader's blocks (daemon/source/trace_file.c): it takes
- * the file CS_TRACE_READ_BLOCK_BYTES at a time, so records straddle its
- * blocks' ends. A trace of several blocks reads back record for record; cut
- * at any byte near a block's end, it gives every whole record before the cut
- * and names the offset of the one cut short.
+ * the file CS_TRACE_READ_BLOCK_BYTES at a time and hands records on where
+ * they lie, so records straddle its blocks' ends. Traces of several blocks,
+ * shifted so that the first block's end falls between two records, in a
+ * record's header and in its body, read back record for record; cut at any
+ * byte near a multiple of the block's size, they give every whole record
+ * before the cut and name the offset of the one cut short.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +19,15 @@
 #include "events.h"
 #include "trace_file.h"
 
-/* Records of five sizes in turn, each with its own time: a record in the wrong place shows. */
+/*
+ * Records of five sizes in turn, each with its own time (a record in the
+ * wrong place shows), after shift resets that move them along the file.
+ */
 #define RECORDS 3000
+#define SHIFTS 24
 
 struct big_trace {
+	size_t shift;
 	unsigned char *bytes; /* the whole file */
 	size_t len;
 	size_t at[RECORDS + 1]; /* each record's offset in the file, then the summary's */
@@ -32,11 +40,11 @@ static size_t append(unsigned char *out, size_t used, const void *record, size_t
 	return used + len;
 }
 
-/* Record i of the trace, in out; returns its length. */
-static size_t record_of(size_t i, unsigned char *out)
+/* Record i of a trace shifted by shift, in out; returns its length. */
+static size_t record_of(size_t i, size_t shift, unsigned char *out)
 {
 	uint64_t ts_ns = 5 * SEC + i * US;
-	switch (i % 5) {
+	switch (i < shift ? 1 : (i - shift) % 5) {
 	case 0: {
 		struct cs_ev_request ev = make_request((struct request_spec){
 			.sk = 0x1000 + i, .port = 8080, .start_ns = ts_ns - 50 * US, .first_read_ns = ts_ns - 40 * US,
@@ -65,8 +73,9 @@ static size_t record_of(size_t i, unsigned char *out)
 }
 
 /* Written by the trace writer, then read into memory whole. */
-static void write_big_trace(struct big_trace *t)
+static void write_big_trace(struct big_trace *t, size_t shift)
 {
+	t->shift = shift;
 	char dir[] = "/tmp/cs-trace-blocks-XXXXXX", path[64];
 	cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
 	snprintf(path, sizeof(path), "%s/run.cstrace", dir);
@@ -76,7 +85,7 @@ static void write_big_trace(struct big_trace *t)
 	t->longest = 0;
 	for (size_t i = 0; i < RECORDS; i++) {
 		unsigned char record[4096];
-		size_t len = record_of(i, record);
+		size_t len = record_of(i, shift, record);
 		cr_assert_eq(cs_trace_write(&w, record, len), 0);
 		t->at[i] = at;
 		at += len;
@@ -101,13 +110,14 @@ static void write_big_trace(struct big_trace *t)
 /* Each record delivered is checked against the one written at its place. */
 struct checked {
 	size_t n;
+	size_t shift;
 };
 
 static int check_record(void *ctx, const void *record, size_t len)
 {
 	struct checked *c = ctx;
 	unsigned char want[4096];
-	size_t want_len = record_of(c->n, want);
+	size_t want_len = record_of(c->n, c->shift, want);
 	cr_assert_eq(len, want_len, "record %zu: %zu bytes, want %zu", c->n, len, want_len);
 	cr_assert_eq(memcmp(record, want, len), 0, "record %zu differs", c->n);
 	c->n++;
@@ -119,6 +129,7 @@ static int read_first(const struct big_trace *t, size_t len, struct checked *got
 		      char *errmsg, size_t errlen)
 {
 	memset(got, 0, sizeof(*got));
+	got->shift = t->shift;
 	FILE *f = fmemopen(t->bytes, len, "rb");
 	cr_assert_not_null(f);
 	int ret = cs_trace_read(f, check_record, got, info, errmsg, errlen);
@@ -126,25 +137,44 @@ static int read_first(const struct big_trace *t, size_t len, struct checked *got
 	return ret;
 }
 
-Test(trace_blocks, a_trace_of_several_blocks_reads_back_record_for_record)
+/* Where the first block's end falls in the record across it: 0 between two records, else how far in. */
+static size_t first_end_into_record(const struct big_trace *t)
 {
-	static struct big_trace t;
-	write_big_trace(&t);
-	struct checked got;
-	struct cs_trace_info info;
-	char errmsg[256] = "";
-	cr_assert_eq(read_first(&t, t.len, &got, &info, errmsg, sizeof(errmsg)), 0, "%s", errmsg);
-	cr_assert_eq(got.n, RECORDS);
-	cr_assert_eq(info.records, RECORDS);
-	cr_assert(info.has_summary);
-	cr_assert_str_eq(info.target, "port 8080");
-	free(t.bytes);
+	size_t k = 0;
+	while (t->at[k + 1] <= CS_TRACE_READ_BLOCK_BYTES)
+		k++;
+	return CS_TRACE_READ_BLOCK_BYTES - t->at[k];
 }
 
-Test(trace_blocks, cut_at_any_byte_near_a_blocks_end)
+Test(trace_blocks, traces_of_several_blocks_read_back_record_for_record)
 {
 	static struct big_trace t;
-	write_big_trace(&t);
+	bool between = false, in_header = false, in_body = false;
+	for (size_t shift = 0; shift < SHIFTS; shift++) {
+		write_big_trace(&t, shift);
+		size_t into = first_end_into_record(&t);
+		between |= into == 0;
+		in_header |= into > 0 && into < sizeof(struct cs_event_header);
+		in_body |= into >= sizeof(struct cs_event_header);
+		struct checked got;
+		struct cs_trace_info info;
+		char errmsg[256] = "";
+		cr_assert_eq(read_first(&t, t.len, &got, &info, errmsg, sizeof(errmsg)), 0, "shift %zu: %s", shift,
+			     errmsg);
+		cr_assert_eq(got.n, RECORDS);
+		cr_assert_eq(info.records, RECORDS);
+		cr_assert(info.has_summary);
+		cr_assert_str_eq(info.target, "port 8080");
+		free(t.bytes);
+	}
+	cr_assert(between && in_header && in_body, "the shifts put the first block's end between records (%d), in a "
+		  "header (%d) and in a body (%d)", between, in_header, in_body);
+}
+
+Test(trace_blocks, cut_at_any_byte_near_a_multiple_of_the_block)
+{
+	static struct big_trace t;
+	write_big_trace(&t, 0);
 	for (size_t end = CS_TRACE_READ_BLOCK_BYTES; end < t.len; end += CS_TRACE_READ_BLOCK_BYTES) {
 		for (size_t cut = end - t.longest; cut <= end + t.longest; cut++) {
 			size_t whole = 0; /* records wholly before the cut */
