@@ -10,6 +10,7 @@
 #include "tables.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -295,10 +296,18 @@ int cs_engine_feed(struct cs_engine *engine, const void *record, size_t len)
 		engine->totals.malformed++;
 		return -EINVAL;
 	}
-	/* Records may be unaligned (replay buffers): copy before use. */
-	union any_record ev;
-	memcpy(&ev, record, size);
-	int err = dispatch(engine, hdr.type, &ev);
+	/*
+	 * A record is read where it lies when aligned, as the ring buffer's and
+	 * the trace reader's are; one that may not be (a caller's byte buffer)
+	 * is copied first.
+	 */
+	union any_record copy;
+	const union any_record *ev = record;
+	if ((uintptr_t)record % _Alignof(union any_record)) {
+		memcpy(&copy, record, size);
+		ev = &copy;
+	}
+	int err = dispatch(engine, hdr.type, ev);
 	if (err) {
 		engine->totals.malformed++;
 		return err;

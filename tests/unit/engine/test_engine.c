@@ -472,6 +472,21 @@ Test(engine, no_read_past_the_record)
 	cr_assert_eq(cs_engine_feed(engine, at, sizeof(ev)), 0);
 	munmap(map, map_len);
 
+	/* Its request there too (aligned: read where it lies, not copied), and one a byte earlier (copied). */
+	struct cs_ev_request req = make_request((struct request_spec){
+		.sk = ev.sk, .port = 8080, .index = 1, .start_ns = 2 * SEC, .first_read_ns = 2 * SEC + 10 * US,
+		.first_send_ns = 2 * SEC + 90 * US, .last_send_ns = 2 * SEC + 90 * US });
+	at = at_page_end(&req, sizeof(req), &map, &map_len);
+	cr_assert_eq(cs_engine_feed(engine, at, sizeof(req)), 0);
+	munmap(map, map_len);
+	unsigned char odd[1 + sizeof(req)];
+	req.index = 2;
+	memcpy(odd + 1, &req, sizeof(req));
+	cr_assert_eq(cs_engine_feed(engine, odd + 1, sizeof(req)), 0);
+	cr_assert_eq(engine->requests.requests, 2);
+	cr_assert_eq(engine->requests.latency_ns->min, 90 * US, "the same split either way");
+	cr_assert_eq(engine->requests.latency_ns->max, 90 * US);
+
 	/* A record cut short by the buffer, its header claiming more. */
 	at = at_page_end(&ev, 40, &map, &map_len);
 	cr_assert_eq(cs_engine_feed(engine, at, 40), -EINVAL);
