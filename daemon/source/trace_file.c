@@ -161,7 +161,8 @@ static size_t stored_size(uint16_t type, uint32_t wire_version)
 	case CS_TRACE_LABELS_TYPE:
 		return sizeof(struct cs_trace_labels);
 	default:
-		return cs_record_size_in(type, wire_version);
+		/* A current trace's records are at today's sizes: no older version to look up. */
+		return wire_version == CS_WIRE_VERSION ? cs_record_size(type) : cs_record_size_in(type, wire_version);
 	}
 }
 
