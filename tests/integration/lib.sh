@@ -384,6 +384,25 @@ print($2 - t($2), $3 + t($3))")
 # top_cause JSON: the tail's largest cause.
 top_cause() { json_get "$1" 'j["tail"]["causes"][0]["cause"]'; }
 
+# assert_leads_unless_starved REPORT CAUSE TOP_SHARE WHAT: CAUSE is the
+# tail's top cause; or, where the kernel says the server's busiest thread
+# waited for a CPU 4 % of the run or more (TOP_SHARE, from runq_delta:
+# connscope's cpu_saturation threshold less a fifth), run_queue may lead,
+# and CAUSE must then come next. WHAT prefixes the log's lines.
+assert_leads_unless_starved() {
+  local top second busy
+  top=$(top_cause "$1")
+  busy=$(python3 -c "print(int($3 >= 0.04))")
+  if [[ $top == run_queue && $busy == 1 ]]; then
+    second=$(json_get "$1" 'j["tail"]["causes"][1]["cause"]')
+    [[ $second == "$2" ]] || fail "${4}run_queue leads on this busy machine, then $second, expected $2"
+    echo "ok: ${4}run_queue leads on this busy machine, then $2"
+  else
+    [[ $top == "$2" ]] || fail "${4}the tail's top cause is $top, expected $2 (the busiest thread waited $3 of the run for a CPU)"
+    echo "ok: ${4}$2 leads the tail"
+  fi
+}
+
 # note_upstream_tail REPORT CLIENT_JSON: the p99s, the tail's causes, the
 # upstream cause's evidence and the upstreams, for the log.
 note_upstream_tail() {

@@ -26,20 +26,9 @@ r=$CS_TMP/s6.json
 note "server p99 $(json_get "$r" 'j["latency_us"]["p99"]') us, causes $(json_get "$r" '[(c["cause"], c["share"], c["evidence"]) for c in j["tail"]["causes"][:2]]')"
 note "the server's threads waited $kernel_runq_us us for a CPU (busiest thread $kernel_top_share of the run)"
 
-# On a machine busy enough that the server's threads wait for a CPU (the
-# kernel's schedstat: a thread waiting >= 4 % of the run, connscope's
-# cpu_saturation threshold less a fifth), run_queue may lead; event_loop
-# must then come next.
-top=$(top_cause "$r")
-machine_busy=$(python3 -c "print(int($kernel_top_share >= 0.04))")
-if [[ $top == run_queue && $machine_busy == 1 ]]; then
-  second=$(json_get "$r" 'j["tail"]["causes"][1]["cause"]')
-  [[ $second == event_loop ]] || fail "run_queue leads on this busy machine, then $second, expected event_loop"
-  echo "ok: run_queue leads on this busy machine, then event_loop"
-else
-  [[ $top == event_loop ]] || fail "top tail cause is $top, expected event_loop (the server's busiest thread waited $kernel_top_share of the run for a CPU)"
-  echo "ok: top cause event_loop"
-fi
+# On a machine busy enough that the server's threads wait for a CPU,
+# run_queue may lead; event_loop must then come next.
+assert_leads_unless_starved "$r" event_loop "$kernel_top_share" ""
 json_get "$r" '[c for c in j["tail"]["causes"] if c["cause"] == "event_loop"][0]["evidence"]' | grep -q "csw-0" ||
   fail "event_loop evidence does not name worker csw-0"
 echo "ok: the evidence names csw-0"

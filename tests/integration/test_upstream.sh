@@ -95,24 +95,9 @@ u='[x for x in j["upstreams"] if x["port"] == '$busy_port'][0]'
 note "32 clients: p99 connscope $(json_get "$b" 'j["latency_us"]["p99"]') us, the client $(json_get "$CS_TMP/busy-client.json" 'j["from_send_us"]["p99"]') us; tail: $(json_get "$b" '", ".join("%s %.1f%%" % (c["cause"], 100 * c["share"]) for c in j["tail"]["causes"] if c["share"] >= 0.005)')"
 note "the busy backend: $(json_get "$b" "$u")"
 note "32 clients: nginx's worker waited $kernel_runq_us us for a CPU (the kernel's schedstat: $kernel_top_share of the run)"
-# On a machine busy enough that the worker waits for a CPU (a share of the
-# run >= 4 %, connscope's cpu_saturation threshold less a fifth), its tail
-# requests wait about as long for a CPU as on the backend (40 ms at p99
-# against the backend's 20 with another test beside it): run_queue may
-# lead, upstream must then come next, and the tail's waits for a CPU
-# connscope counts are within those the kernel counted for the worker.
-top=$(top_cause "$b")
-machine_busy=$(python3 -c "print(int($kernel_top_share >= 0.04))")
-if [[ $top == run_queue && $machine_busy == 1 ]]; then
-  second=$(json_get "$b" 'j["tail"]["causes"][1]["cause"]')
-  [[ $second == upstream ]] || fail "32 clients: run_queue leads on this busy machine, then $second, expected upstream"
-  echo "ok: 32 clients: run_queue leads on this busy machine, then upstream"
-  assert_cmp "$(json_get "$b" 'j["tail"]["causes"][0]["time_us"]')" '<=' "$kernel_runq_us" \
-    "32 clients: the tail's run_queue time within the worker's waits for a CPU (schedstat)"
-else
-  [[ $top == upstream ]] || fail "32 clients: the tail's top cause is $top, expected upstream (nginx's worker waited $kernel_top_share of the run for a CPU)"
-  echo "ok: 32 clients: upstream leads the tail"
-fi
+# With another test beside it, nginx's worker may wait as long for a CPU
+# as on the backend in the tail (40 ms at p99 against the backend's 20).
+assert_leads_unless_starved "$b" upstream "$kernel_top_share" "32 clients: "
 exchanges=$(json_get "$b" "$u[\"exchanges\"]")
 assert_cmp "$exchanges" == "$busy_requests" "32 clients: exchanges = the busy backend's requests"
 assert_cmp "$(json_get "$b" "$u[\"joined\"]")" '>=' "$(python3 -c "print(0.9 * $exchanges)")" \
