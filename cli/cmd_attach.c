@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "commands.h"
-#include "run_args.h"
+#include "run_session.h"
 
 static const char usage[] =
 	"Usage: connscope attach (--pid PID | --port PORT | --name NAME | --cgroup PATH)... [options]\n"
@@ -19,10 +19,13 @@ static const char usage[] =
 	"figures: backlog depth and drops, accepts per worker, wasted wake-ups.\n"
 	"\n" CS_RUN_OPTIONS_HELP
 	"  -j, --json           print the report as one JSON object\n"
+	"  -o, --output FILE    also write the raw event stream to FILE (mode 0600), for\n"
+	"                       'connscope report FILE' to replay the same run later\n"
 	"\n"
 	"Examples:\n"
 	"  connscope attach --pid $(pgrep -o nginx) --duration 10\n"
-	"  connscope attach --port 8080 --json > report.json\n";
+	"  connscope attach --port 8080 --json > report.json\n"
+	"  connscope attach --port 8080 --duration 30 -o incident.cstrace\n";
 
 static int run(struct cs_cli *cli, int argc, char **argv)
 {
@@ -35,12 +38,8 @@ static int run(struct cs_cli *cli, int argc, char **argv)
 	if (!engine)
 		return CS_EXIT_RUNTIME;
 	struct cs_session_result result;
-	char errmsg[CS_ERRMSG_LEN];
-	rc = 0;
-	if (cs_session_run(&args.session, engine, &result, errmsg, sizeof(errmsg))) {
-		fprintf(stderr, "connscope: %s\n", errmsg);
-		rc = CS_EXIT_RUNTIME;
-	} else {
+	rc = cs_run_session(&args, engine, &result);
+	if (!rc) {
 		result.meta.tail_percentile = args.tail_percentile;
 		result.meta.slowest = args.slowest;
 		cs_print_report(engine, &result.meta, args.json);

@@ -20,9 +20,6 @@ static int take_own(const struct cs_cli *cli, int opt, const char *arg, struct r
 		args->json = true;
 		return CS_CLI_GO_ON;
 	case 'o':
-		if (!args->recording)
-			return cs_cli_usage(cli, "-o/--output is for 'connscope record -o FILE', not %s",
-					    cli->cmd->name);
 		if (!*arg)
 			return cs_cli_usage(cli, "-o/--output expects a file name, not ''");
 		args->output = arg;

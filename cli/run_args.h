@@ -54,7 +54,7 @@ struct run_args {
 	struct cs_session_options session;
 	bool recording;              /* record: -o required, no --json or --slowest */
 	bool json;
-	const char *output;
+	const char *output;          /* the trace file: record's, or attach's copy of the stream */
 	double tail_percentile;
 	size_t slowest;
 };

@@ -73,6 +73,14 @@ fi
 
 installed() { [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true) == "install ok installed" ]]; }
 
+# One install at a time: `make -j` runs the build's and the tests' sets at
+# once, and two apt-gets (and the service bookkeeping below) cannot share
+# the machine. The second waits, then finds its packages there.
+if [[ $(id -u) -eq 0 ]]; then
+  exec 9>/run/lock/connscope-deps.lock
+  flock 9
+fi
+
 missing=()
 for p in $(printf '%s\n' "${packages[@]}" | sort -u); do
   installed "$p" || missing+=("$p")

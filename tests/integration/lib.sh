@@ -174,10 +174,13 @@ cs_monotonic_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
 # requests of that lag are connscope's. CS_ON_ATTACHED and CS_ON_STOPPING,
 # as for cs_profile, run when the attach is seen and before the stop (a
 # server's own count read over about the same window); and CS_ATTACH_OPTS,
-# as for cs_profile, are more options of the attach.
+# as for cs_profile, are more options of the attach. The attach keeps its
+# event stream in $CS_TMP/NAME.cstrace (a failed test's files keep it), and
+# the stream's replay must report the requests the attach did.
 cs_attach_window() {
   local name=$1 seconds=$2 cs
-  "$CS_BIN" attach --pid "$SERVER_PID" --json ${CS_ATTACH_OPTS:-} >"$CS_TMP/$name.json" 2>"$CS_TMP/$name.err" &
+  "$CS_BIN" attach --pid "$SERVER_PID" --json -o "$CS_TMP/$name.cstrace" ${CS_ATTACH_OPTS:-} \
+    >"$CS_TMP/$name.json" 2>"$CS_TMP/$name.err" &
   cs=$!
   cs_pids+=("$cs")
   cs_wait_attached "$CS_TMP/$name.err"
@@ -188,6 +191,10 @@ cs_attach_window() {
   wait "$cs" || { cat "$CS_TMP/$name.err"; fail "connscope failed ($name)"; }
   read -r WINDOW_FROM_NS WINDOW_TO_NS < <(json_get "$CS_TMP/$name.json" \
     '"%d %d" % (j["run"]["live_from_mono_ns"], j["run"]["live_to_mono_ns"])')
+  "$CS_BIN" report --json "$CS_TMP/$name.cstrace" >"$CS_TMP/$name.replay.json" \
+    || fail "connscope report of the attach's stream failed ($name)"
+  assert_cmp "$(json_get "$CS_TMP/$name.replay.json" 'j["requests"]')" == "$(json_get "$CS_TMP/$name.json" 'j["requests"]')" \
+    "the attach's stream replayed: the requests the attach reported ($name)"
 }
 # cs_stop_load PID: a csload whose run the test no longer needs (its window
 # is over) stops, as Ctrl-C stops it: it exits 0 with its JSON and log

@@ -92,7 +92,7 @@ done
 [[ ! -e $CS_TMP/never.cstrace ]] || fail "a refused record left a trace file"
 
 own_rows=(
-  "2|attach: -o/--output is for 'connscope record -o FILE', not attach|attach --port 80 -o $CS_TMP/x"
+  "2|attach: -o/--output expects a file name, not ''|attach --port 80 --output="
   "2|record: unknown option '--json' \(use 'connscope report --json'\)|record --port 80 -o $CS_TMP/x --json"
   "2|record: name the trace file with -o FILE|record --port 80"
   "2|record: -o/--output expects a file name, not ''|record --port 80 --output="
