@@ -64,6 +64,7 @@ struct conn_state {
 	__u64 handler_start_ns; /* a parked request's worker began it (see cs_ev_handback) */
 	__u64 handler_end_ns;   /* ... and woke the reader with its answer; 0: not seen */
 	__u64 loop_turned_ns;   /* see cs_ev_request.loop_turned_ns */
+	__u64 turn_runq_ns;     /* see cs_ev_request.turn_runq_ns */
 	__u64 read_nvcsw;       /* the reader's voluntary context switches at the first read */
 	__u64 read_cpu_ns;      /* the reader's time on a CPU at the first read (sum_exec_runtime) */
 	__u64 handler_cpu_ns;   /* see cs_ev_request.handler_cpu_ns */

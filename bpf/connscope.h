@@ -57,8 +57,11 @@
  *    client's read of an answer; CS_CLOSE_CLIENTS_FOLLOWED.
  * 18: cs_ev_request.handler_cpu_ns, at the end (CS_EV_REQUEST_V17_SIZE before it), and
  *    CS_REQ_HANDLER_CPU; older requests read with neither: their handlers' time on a CPU
- *    unknown (a carrier is then said pinned from its thread's totals). */
-#define CS_WIRE_VERSION 18
+ *    unknown (a carrier is then said pinned from its thread's totals).
+ * 19: cs_ev_request.turn_runq_ns, at the end (CS_EV_REQUEST_V18_SIZE before it), and
+ *    CS_REQ_TURN_RUNQ; older requests read with neither: a request whose loop turned
+ *    takes its waits for a CPU out of its wait for the loop first, as it did. */
+#define CS_WIRE_VERSION 19
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -218,6 +221,8 @@ enum cs_request_flags {
 	                                     not seen */
 	CS_REQ_HANDLER_CPU = 1 << 11,     /* handler_cpu_ns was measured: read and first send in
 	                                     one thread, its handler not parked elsewhere */
+	CS_REQ_TURN_RUNQ = 1 << 12,       /* turn_runq_ns was measured: its loop turned, and the
+	                                     reader's run-queue counter was read at the turn */
 };
 
 /*
@@ -258,10 +263,13 @@ struct cs_ev_request {
 	                         whole span, its waits for a CPU in it (handler_runq_ns); one that
 	                         slept: the kernel's CPU total's growth (brought up to date at
 	                         ticks and switches: a tick's error either way) */
+	__u64 turn_runq_ns;   /* with CS_REQ_TURN_RUNQ: of handler_runq_ns, what came from the
+	                         first read to loop_turned_ns (the rest came after the turn) */
 };
 #define CS_EV_REQUEST_V15_SIZE 128 /* before loop_turned_ns */
 #define CS_EV_REQUEST_V16_SIZE 136 /* before client_key */
 #define CS_EV_REQUEST_V17_SIZE 144 /* before handler_cpu_ns */
+#define CS_EV_REQUEST_V18_SIZE 152 /* before turn_runq_ns */
 
 /*
  * What the server read in one of a connection's first CS_PEEK_EXCHANGES
@@ -978,7 +986,8 @@ _Static_assert(sizeof(struct cs_ev_listener_sample) == 56, "wire: listener size"
 _Static_assert(sizeof(struct cs_endpoint_state) == 8 * CS_ENDPOINT_LISTENERS + 16, "map: endpoint size");
 _Static_assert(sizeof(struct cs_ev_handshake) == 112, "wire: handshake size");
 _Static_assert(sizeof(struct cs_ev_proc) == 40, "wire: proc size");
-_Static_assert(sizeof(struct cs_ev_request) == 152, "wire: request size");
+_Static_assert(sizeof(struct cs_ev_request) == 160, "wire: request size");
+_Static_assert(__builtin_offsetof(struct cs_ev_request, turn_runq_ns) == CS_EV_REQUEST_V18_SIZE, "wire: v18 request");
 _Static_assert(__builtin_offsetof(struct cs_ev_request, handler_cpu_ns) == CS_EV_REQUEST_V17_SIZE, "wire: v17 request");
 _Static_assert(__builtin_offsetof(struct cs_ev_request, client_key) == CS_EV_REQUEST_V16_SIZE, "wire: v16 request");
 _Static_assert(sizeof(struct cs_ev_client_read) == 96, "wire: client read size");

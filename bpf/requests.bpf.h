@@ -133,10 +133,12 @@ static __always_inline void emit_request_bytes(const struct sock *sk, struct con
  * The reader began this request (in its thread): open on its thread until
  * its answer begins. Its read overtakes the thread's other open requests:
  * the first such read is when the thread turned from each of them to
- * another. The thread's voluntary switches so far tell, at the answer,
- * whether it slept meanwhile (loop_turned).
+ * another, and the thread's run-queue counter then (run_delay, read at
+ * this read) splits each one's waits for a CPU at its turn. The thread's
+ * voluntary switches so far tell, at the answer, whether it slept meanwhile
+ * (loop_turned).
  */
-static __always_inline void open_read(struct conn_state *conn)
+static __always_inline void open_read(struct conn_state *conn, __u64 run_delay)
 {
 	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &conn->reader_tid);
 	const struct task_struct *task = bpf_get_current_task_btf();
@@ -155,8 +157,10 @@ static __always_inline void open_read(struct conn_state *conn)
 	bool placed = false;
 	for (__u32 i = 0; i < CS_UP_OPEN_FOLLOWED; i++) {
 		if (thread->open_read_ns[i]) {
-			if (!thread->overtaken_ns[i])
+			if (!thread->overtaken_ns[i]) {
 				thread->overtaken_ns[i] = conn->first_read_ns;
+				thread->overtaken_run_delay_ns[i] = run_delay;
+			}
 		} else if (!placed) {
 			thread->open_read_ns[i] = conn->first_read_ns;
 			thread->overtaken_ns[i] = 0;
@@ -170,9 +174,9 @@ static __always_inline void open_read(struct conn_state *conn)
 /*
  * Its answer began, or it ended unanswered: no longer open on its reader's
  * thread. Returns when another read first overtook it (0: none, or not
- * followed).
+ * followed), and the thread's run-queue counter then in *run_delay.
  */
-static __always_inline __u64 close_read(const struct conn_state *conn)
+static __always_inline __u64 close_read(const struct conn_state *conn, __u64 *run_delay)
 {
 	struct reading_thread *thread = bpf_map_lookup_elem(&reading_threads, &conn->reader_tid);
 
@@ -181,6 +185,7 @@ static __always_inline __u64 close_read(const struct conn_state *conn)
 	for (__u32 i = 0; i < CS_UP_OPEN_FOLLOWED; i++) {
 		if (thread->open_read_ns[i] == conn->first_read_ns) {
 			__u64 overtaken_ns = thread->overtaken_ns[i];
+			*run_delay = thread->overtaken_run_delay_ns[i];
 			thread->open_read_ns[i] = 0;
 			thread->overtaken_ns[i] = 0;
 			return overtaken_ns;
@@ -215,8 +220,9 @@ static __always_inline __u64 loop_turned(const struct conn_state *conn, __u32 ti
 
 static __always_inline void reset_request(struct conn_state *conn)
 {
+	__u64 unused_run_delay;
 	if (conn->phase == PHASE_HANDLING)
-		close_read(conn);
+		close_read(conn, &unused_run_delay);
 	conn->phase = PHASE_IDLE;
 	conn->start_ns = conn->first_read_ns = conn->first_send_ns = 0;
 	conn->last_send_ns = conn->drain_end_ns = 0;
@@ -224,7 +230,7 @@ static __always_inline void reset_request(struct conn_state *conn)
 	conn->start_run_delay_ns = conn->read_run_delay_ns = conn->send_run_delay_ns = 0;
 	conn->bytes_in = conn->bytes_out = conn->send_eagain = 0;
 	conn->reader_tid = conn->sender_tid = conn->worker_tid = 0;
-	conn->handler_start_ns = conn->handler_end_ns = conn->loop_turned_ns = 0;
+	conn->handler_start_ns = conn->handler_end_ns = conn->loop_turned_ns = conn->turn_runq_ns = 0;
 	conn->read_cpu_ns = conn->handler_cpu_ns = 0;
 	conn->flags = 0;
 }
@@ -328,6 +334,7 @@ static __always_inline void finish_request(const struct sock *sk, struct conn_st
 		ev->index = (conn->requests ? conn->requests - 1 : 0) + conn->first_unseen;
 		ev->send_eagain = conn->send_eagain;
 		ev->loop_turned_ns = conn->loop_turned_ns;
+		ev->turn_runq_ns = conn->turn_runq_ns;
 		ev->client_key = server_client_key(sk);
 		ev->handler_cpu_ns = conn->handler_cpu_ns;
 		ev->listener_port = conn->port;
@@ -468,7 +475,8 @@ static __always_inline void note_handler_cpu(struct conn_state *conn, __u64 now)
 static __always_inline void mark_first_send(struct conn_state *conn, __u32 tid, __u64 now,
 					    bool in_thread)
 {
-	__u64 overtaken_ns = close_read(conn);
+	__u64 turn_run_delay = 0;
+	__u64 overtaken_ns = close_read(conn, &turn_run_delay);
 	conn->phase = PHASE_SENDING;
 	conn->first_send_ns = now;
 	conn->last_send_ns = now;
@@ -482,11 +490,18 @@ static __always_inline void mark_first_send(struct conn_state *conn, __u32 tid, 
 	}
 	__u64 run_delay = current_run_delay();
 	conn->send_run_delay_ns = run_delay;
-	if (tid == conn->reader_tid && conn->read_run_delay_ns) /* exact: both looks in this thread */
+	if (tid == conn->reader_tid && conn->read_run_delay_ns) { /* exact: both looks in this thread */
 		conn->handler_runq_ns = at_most(run_delay - conn->read_run_delay_ns,
 						now - conn->first_read_ns);
-	else
+		/* The loop turned: which of those waits came before its turn (the third look, there). */
+		if (conn->loop_turned_ns && turn_run_delay >= conn->read_run_delay_ns && turn_run_delay <= run_delay) {
+			conn->turn_runq_ns = at_most(turn_run_delay - conn->read_run_delay_ns,
+						     conn->loop_turned_ns - conn->first_read_ns);
+			conn->flags |= CS_REQ_TURN_RUNQ;
+		}
+	} else {
 		conn->handler_runq_ns = runq_since(conn->first_read_ns, now, run_delay);
+	}
 }
 
 /*

@@ -147,8 +147,8 @@ int BPF_PROG(on_recv, struct sock *sk, int ret, int flags)
 	conn->reader_tid = cs_tid_of(pid_tgid);
 	conn->tgid = cs_tgid_of(pid_tgid);
 	note_reader(sk, conn);
-	open_read(conn);
 	__u64 run_delay = current_run_delay();
+	open_read(conn, run_delay);
 	__u32 looked_at = conn->last_reader_tid;
 	conn->read_run_delay_ns = run_delay;
 	conn->last_reader_tid = conn->reader_tid;

@@ -319,7 +319,11 @@ static uint64_t split_setup(const struct cs_engine *engine, const struct cs_ev_r
  * another request meanwhile, in the same pass of its loop (loop_turned_ns,
  * see the probes), the request's handling was over: from that read on the
  * loop served the others, and the request waited for it (event_loop). Its
- * run-queue time comes out of that wait first, the longer part by far.
+ * run-queue time falls on either side of that turn as the probes measured
+ * it there (CS_REQ_TURN_RUNQ); else (older traces) it comes out of the
+ * loop's wait first, the longer part by far. A wait for a CPU between the
+ * read and the turn is no handler's: a loop preempted there held the
+ * request no longer than the others after it.
  * Returns whether the loop took part.
  */
 static bool split_handler(const struct cs_ev_request *req, uint64_t handler, uint64_t handler_runq,
@@ -329,6 +333,10 @@ static bool split_handler(const struct cs_ev_request *req, uint64_t handler, uin
 		      req->sender_tid == req->reader_tid;
 	uint64_t loop_ns = turned ? span(req->loop_turned_ns, req->first_send_ns) : 0;
 	uint64_t loop_runq = min_u64(handler_runq, loop_ns);
+	if (turned && (req->flags & CS_REQ_TURN_RUNQ)) {
+		uint64_t before_turn = min_u64(min_u64(req->turn_runq_ns, handler_runq), handler - loop_ns);
+		loop_runq = min_u64(handler_runq - before_turn, loop_ns);
+	}
 	split->cause_ns[CS_CAUSE_EVENT_LOOP] += loop_ns - loop_runq;
 	split->loop_after_read_ns = loop_ns - loop_runq;
 	split->cause_ns[CS_CAUSE_HANDLER] = handler - loop_ns - (handler_runq - loop_runq);

@@ -272,6 +272,7 @@ struct request_spec {
 	uint64_t loop_turned_ns;
 	uint64_t client_key;     /* its client's reads carry the same (cs_client_key) */
 	uint64_t handler_cpu_ns; /* with CS_REQ_HANDLER_CPU in flags */
+	uint64_t turn_runq_ns;   /* with CS_REQ_TURN_RUNQ in flags */
 	uint32_t index;
 	uint32_t tgid, reader_tid, sender_tid; /* 0: 100, 7, reader_tid */
 	uint32_t bytes_in, bytes_out, send_eagain;
@@ -301,6 +302,7 @@ static inline struct cs_ev_request make_request(struct request_spec s)
 	ev.loop_turned_ns = s.loop_turned_ns;
 	ev.client_key = s.client_key;
 	ev.handler_cpu_ns = s.handler_cpu_ns;
+	ev.turn_runq_ns = s.turn_runq_ns;
 	ev.bytes_in = s.bytes_in;
 	ev.bytes_out = s.bytes_out;
 	ev.tgid = s.tgid ? s.tgid : 100;

@@ -204,6 +204,40 @@ Test(split, a_loop_that_turned_to_another_request)
 				[CS_CAUSE_HANDLER] = 10 * MS));
 }
 
+/*
+ * The same pass, the loop preempted for 30 ms between the PING's read and
+ * the script's (the probes read its run-queue counter at the turn): that
+ * wait is the run queue's, the script's 12 ms the loop's, the PING's
+ * handling the 50 us it took. Without the turn's look (an older trace) the
+ * waits come out of the loop's part first, and the handler keeps the rest.
+ */
+Test(split, waits_for_a_cpu_before_the_turn_are_not_the_handler_s)
+{
+	struct cs_request_split s;
+	struct request_spec r = timeline(SK(1), 3, T0, 1 * MS, 30 * MS + 50 * US + 12 * MS, 0);
+	r.loop_turned_ns = r.first_read_ns + 30 * MS + 50 * US;
+	r.handler_runq_ns = 30 * MS + 2 * MS; /* 2 ms more during the script */
+	r.turn_runq_ns = 30 * MS;
+	r.flags = CS_REQ_TURN_RUNQ;
+	cr_assert(split_of(r, &s));
+	expect_split(&s, CAUSES([CS_CAUSE_EVENT_LOOP] = 1 * MS + 10 * MS, [CS_CAUSE_RUN_QUEUE] = 32 * MS,
+				[CS_CAUSE_HANDLER] = 50 * US));
+	cr_assert_eq(s.loop_after_read_ns, 10 * MS);
+
+	r.flags = 0;
+	cr_assert(split_of(r, &s));
+	expect_split(&s, CAUSES([CS_CAUSE_EVENT_LOOP] = 1 * MS, [CS_CAUSE_RUN_QUEUE] = 32 * MS,
+				[CS_CAUSE_HANDLER] = 10 * MS + 50 * US));
+
+	/* A turn's look past the handler's span: no more than the span before the turn. */
+	r.flags = CS_REQ_TURN_RUNQ;
+	r.turn_runq_ns = 40 * MS;
+	r.handler_runq_ns = 40 * MS;
+	cr_assert(split_of(r, &s));
+	expect_split(&s, CAUSES([CS_CAUSE_EVENT_LOOP] = 1 * MS + 12 * MS - 9950 * US, [CS_CAUSE_RUN_QUEUE] = 40 * MS,
+				[CS_CAUSE_HANDLER] = 0));
+}
+
 Test(split, a_turn_that_does_not_fit_is_the_handler_s)
 {
 	struct cs_request_split s;

@@ -550,7 +550,7 @@ static size_t as_wire_version(uint32_t version, unsigned char *out, struct recor
 Test(trace, an_older_wire_version_reads)
 {
 	/* Wire versions add record types and grow records at their end: older traces read whole. */
-	const uint32_t versions[] = { CS_WIRE_VERSION_MIN, 8, 13, 15, 16, 17 };
+	const uint32_t versions[] = { CS_WIRE_VERSION_MIN, 8, 13, 15, 16, 17, 18 };
 	for (size_t v = 0; v < sizeof(versions) / sizeof(versions[0]); v++) {
 		struct recording r;
 		unsigned char copy[8192];
