@@ -426,6 +426,7 @@ static void accept_contention(const struct cs_finding *findings, size_t count, s
 		case CS_FINDING_ACCEPT_NEGLIGIBLE:
 		case CS_FINDING_EVENTS_LOST:
 		case CS_FINDING_BACKLOG_FULL:
+		case CS_FINDING_QUEUED_UNSEEN: /* no accept of theirs seen: what held them is not known */
 		case CS_FINDING_CONNECTION_LIMIT:
 		case CS_FINDING_SYN_COOKIES:
 		case CS_FINDING_KIND_COUNT:

@@ -94,6 +94,35 @@ static void diagnose_backlog(const struct cs_listener_stats *l, const struct cs_
 		cs_figures_count(f, "syncookies_sent", meta->netstat.syncookies_sent);
 }
 
+/*
+ * Connections queued through the whole run, never accepted while watched
+ * (an attach to a server already holding them): their requests are in no
+ * figure, the tail's least of all, so they are said whatever the tail
+ * shows. A hand-off pool's threads, where there is one, are their first
+ * suspect: an acceptor that is also the pool's poller stops accepting
+ * while none is free (Apache's event MPM).
+ */
+static void diagnose_queued_unseen(const struct cs_engine *engine, const struct cs_listener_stats *l,
+				   struct findings *list)
+{
+	uint64_t for_ns;
+	uint64_t queued = cs_listener_queued_through(l, &for_ns);
+	if (!queued)
+		return;
+	struct cs_figures *f = add(list, CS_FINDING_QUEUED_UNSEEN, l->port);
+	if (!f)
+		return;
+	cs_figures_count(f, "queued", queued);
+	cs_figures_ns(f, "queued_for", for_ns);
+	cs_figures_count(f, "accepts", l->accepts);
+	struct cs_pool_scan pool;
+	cs_scan_pool(engine, &pool);
+	if (pool.threads) {
+		cs_figures_count(f, "pool_threads", pool.threads);
+		cs_figures_share(f, "pool_busy_share", cs_pool_busy_share(&pool));
+	}
+}
+
 /* The listener's accept wait at p50 and p99. */
 static void accept_wait(struct cs_figures *f, const struct cs_listener_stats *l)
 {
@@ -329,8 +358,10 @@ size_t cs_diagnose_tail(const struct cs_engine *engine, const struct cs_report_m
 	struct cs_figures *f;
 	if (meta->events_lost && (f = add(&list, CS_FINDING_EVENTS_LOST, 0)))
 		cs_figures_count(f, "events_lost", meta->events_lost);
-	for (size_t i = 0; i < engine->listener_count; i++)
+	for (size_t i = 0; i < engine->listener_count; i++) {
 		diagnose_backlog(&engine->listeners[i], meta, &list);
+		diagnose_queued_unseen(engine, &engine->listeners[i], &list);
+	}
 	/* Slow accepts are named only where the tail feels them. */
 	bool accepts_matter = !cs_tail_accept_path_negligible(tail);
 	for (size_t i = 0; accepts_matter && i < engine->listener_count; i++)

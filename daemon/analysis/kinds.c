@@ -10,6 +10,7 @@
 static const char *const finding_names[CS_FINDING_KIND_COUNT] = {
 	[CS_FINDING_EVENTS_LOST] = "events_lost",
 	[CS_FINDING_BACKLOG_FULL] = "backlog_full",
+	[CS_FINDING_QUEUED_UNSEEN] = "queued_unseen",
 	[CS_FINDING_CONNECTION_LIMIT] = "connection_limit",
 	[CS_FINDING_ACCEPT_THREAD_BOTTLENECK] = "accept_thread_bottleneck",
 	[CS_FINDING_ACCEPT_QUEUE_WAIT] = "accept_queue_wait",

@@ -88,6 +88,7 @@ static int on_accept(struct cs_engine *engine, const struct cs_ev_accept *ev)
 	worker->accepts++;
 	thread->accepts++;
 	listener->accepts++;
+	listener->accepts_since_first_look += listener->queue_first_ns && ev->hdr.ts_ns >= listener->queue_first_ns;
 	if (!listener->first_accept_ns)
 		listener->first_accept_ns = ev->hdr.ts_ns;
 	listener->last_accept_ns = ev->hdr.ts_ns;
@@ -117,6 +118,14 @@ static int on_listener_sample(struct cs_engine *engine, const struct cs_ev_liste
 	socket->drops_last = ev->drops;
 	socket->backlog_limit = ev->backlog_limit;
 	socket->backlog_last = ev->backlog;
+	if (!socket->sampled) {
+		socket->sampled = true;
+		listener->queue_first_depth += ev->backlog;
+		if (!listener->queue_first_ns)
+			listener->queue_first_ns = ev->hdr.ts_ns;
+	}
+	if (ev->hdr.ts_ns > listener->queue_last_ns)
+		listener->queue_last_ns = ev->hdr.ts_ns;
 
 	listener->backlog_limit = ev->backlog_limit;
 	listener->backlog_samples++;

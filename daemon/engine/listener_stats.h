@@ -8,6 +8,7 @@
 #ifndef CS_LISTENER_STATS_H
 #define CS_LISTENER_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,7 @@ struct cs_listener_socket {
 	uint32_t drops_last;     /* sk_drops when last seen */
 	uint32_t backlog_limit;
 	uint32_t backlog_last;
+	bool sampled;            /* its depth was looked at (a sample, not an accept) */
 };
 
 /* Open-connection counts whose time is kept apart; more share the last. */
@@ -89,6 +91,16 @@ struct cs_listener_stats {
 	uint64_t backlog_sample_sum;
 	uint32_t backlog_max;
 	uint32_t backlog_limit;
+	/*
+	 * The queue's first look (each socket's first sample) and the accepts
+	 * since: the queue is FIFO and only accept() takes from it, so of the
+	 * connections queued at the first look, all but as many as were
+	 * accepted since are still there at the last (cs_listener_queued_through).
+	 */
+	uint64_t queue_first_ns;
+	uint64_t queue_last_ns;
+	uint64_t queue_first_depth;
+	uint64_t accepts_since_first_look;
 
 	uint64_t ack_overflows;          /* third ACKs dropped: queue full (see cs_listener_drops) */
 
@@ -141,6 +153,15 @@ enum cs_slot_freer {
  * takes for each third ACK dropped on a full queue.
  */
 uint64_t cs_listener_drops(const struct cs_listener_stats *listener);
+
+/*
+ * Connections in the accept queue at its first look that were still there
+ * at its last, never accepted while watched: they waited at least
+ * *for_ns (the looks' span) each, their requests in no figure of the run.
+ * The FIFO queue's count: those queued at the first look less the accepts
+ * since, at most the queue's depth at the last look.
+ */
+uint64_t cs_listener_queued_through(const struct cs_listener_stats *listener, uint64_t *for_ns);
 
 /* The worker that took the most accepts, or NULL when none did. */
 const struct cs_worker_stats *cs_listener_busiest_worker(const struct cs_listener_stats *listener);

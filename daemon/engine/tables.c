@@ -159,6 +159,24 @@ uint64_t cs_listener_drops(const struct cs_listener_stats *listener)
 	return drops > listener->ack_overflows ? drops - listener->ack_overflows : 0;
 }
 
+uint64_t cs_listener_queued_through(const struct cs_listener_stats *listener, uint64_t *for_ns)
+{
+	*for_ns = 0;
+	uint64_t last_depth = 0;
+	for (size_t i = 0; i < listener->socket_count; i++)
+		if (listener->sockets[i].sampled)
+			last_depth += listener->sockets[i].backlog_last;
+	if (listener->queue_first_depth <= listener->accepts_since_first_look ||
+	    listener->queue_last_ns <= listener->queue_first_ns)
+		return 0;
+	uint64_t through = listener->queue_first_depth - listener->accepts_since_first_look;
+	if (through > last_depth)
+		through = last_depth;
+	if (through)
+		*for_ns = listener->queue_last_ns - listener->queue_first_ns;
+	return through;
+}
+
 const struct cs_worker_stats *cs_listener_busiest_worker(const struct cs_listener_stats *listener)
 {
 	const struct cs_worker_stats *busiest = NULL;

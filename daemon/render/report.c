@@ -50,6 +50,13 @@ static void text_listener(FILE *out, const struct cs_listener_stats *l, const st
 		100.0 * share(l->backlog_full_samples, l->backlog_samples), l->backlog_samples,
 		100.0 * share(l->backlog_nonempty_samples, l->backlog_samples),
 		l->backlog_samples ? (double)l->backlog_sample_sum / (double)l->backlog_samples : 0.0);
+	uint64_t queued_for_ns, queued = cs_listener_queued_through(l, &queued_for_ns);
+	if (queued) {
+		char waited[32];
+		cs_format_duration(waited, sizeof(waited), queued_for_ns);
+		fprintf(out, "  %-11s %" PRIu64 " connection(s) in the queue through the whole run (%s and more "
+			"each), never accepted\n", "queued", queued, waited);
+	}
 	uint64_t drops = cs_listener_drops_seen(l, meta), ack_drops = cs_listener_ack_drops_seen(l, meta);
 	fprintf(out, "  %-11s %" PRIu64 " SYN(s)", "drops", drops - ack_drops);
 	if (ack_drops)

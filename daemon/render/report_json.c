@@ -79,6 +79,10 @@ static json_t *listener(const struct cs_listener_stats *l, const struct cs_repor
 			 "workers", workers(l));
 	/* Of the drops (as ListenOverflows counts them), the handshakes' last ACKs; the rest SYNs. */
 	json_object_set_new(value, "ack_drops", json_integer(JI(cs_listener_ack_drops_seen(l, meta))));
+	uint64_t queued_for_ns;
+	uint64_t queued = cs_listener_queued_through(l, &queued_for_ns);
+	json_object_set_new(value, "queued_through", json_integer(JI(queued)));
+	json_object_set_new(value, "queued_through_us", cs_json_3((double)queued_for_ns / 1e3));
 	return value;
 }
 

@@ -128,6 +128,13 @@ static const struct {
 		"raise the listen backlog (listen(fd, N), capped by net.core.somaxconn[+syncookies_sent|; SYN cookies "
 		"were sent too]) and make accepting faster: a full queue drops SYNs, which clients retry after 1 s, "
 		"2 s, 3 s" },
+	[CS_FINDING_QUEUED_UNSEEN] = {
+		"{queued} connection(s) waited in the accept queue through the whole run, {queued_for} and more "
+		"each, never accepted while watched ({accepts} accept(s) of others): their requests are in no other "
+		"figure here[?pool_threads|; the hand-off pool's {pool_threads} thread(s) were busy "
+		"{pool_busy_share}% of the time they served]",
+		"the server did not come back to accept() for them: look at what holds its acceptor (a full "
+		"pool, a connection limit, a blocked thread), and attach for longer to see their waits end" },
 	[CS_FINDING_CONNECTION_LIMIT] = {
 		"the server stopped accepting at its connection limit: with {open_connections} connection(s) open "
 		"(held there {plateau}) its acceptor {acceptor_comm} (tid {acceptor_tid}) did not call accept() and "
