@@ -251,11 +251,11 @@ __u64 clients_followed = 0;
  * context (note_answer_in_flight), which must close it for its reader.
  */
 struct reading_thread {
-	__u64 open_read_ns[CS_UP_OPEN_FOLLOWED]; /* 0: a free slot */
-	__u64 overtaken_ns[CS_UP_OPEN_FOLLOWED]; /* the thread's first read of another request since; 0: none */
+	__u64 open_read_ns[CS_UP_OPEN_FOLLOWED];           /* 0: a free slot */
+	__u64 overtaken_ns[CS_UP_OPEN_FOLLOWED];           /* the thread's first read of another request since; 0: none */
 	__u64 overtaken_run_delay_ns[CS_UP_OPEN_FOLLOWED]; /* its sched_info.run_delay at that read */
-	__u64 reads;                             /* requests it began reading */
-	__u32 crowded;                           /* open requests that found no free slot */
+	__u64 reads;                                       /* requests it began reading */
+	__u32 crowded;                                     /* open requests that found no free slot */
 	__u32 pad;
 };
 

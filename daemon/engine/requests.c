@@ -319,11 +319,8 @@ static uint64_t split_setup(const struct cs_engine *engine, const struct cs_ev_r
  * another request meanwhile, in the same pass of its loop (loop_turned_ns,
  * see the probes), the request's handling was over: from that read on the
  * loop served the others, and the request waited for it (event_loop). Its
- * run-queue time falls on either side of that turn as the probes measured
- * it there (CS_REQ_TURN_RUNQ); else (older traces) it comes out of the
- * loop's wait first, the longer part by far. A wait for a CPU between the
- * read and the turn is no handler's: a loop preempted there held the
- * request no longer than the others after it.
+ * run-queue time falls on each side of that turn as the probes measured
+ * it (CS_REQ_TURN_RUNQ; older traces: out of the loop's wait first).
  * Returns whether the loop took part.
  */
 static bool split_handler(const struct cs_ev_request *req, uint64_t handler, uint64_t handler_runq,
