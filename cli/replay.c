@@ -28,7 +28,13 @@ static int feed_engine(void *ctx, const void *record, size_t len)
 		feed->first_ns = hdr->ts_ns;
 	if (hdr->ts_ns > feed->last_ns)
 		feed->last_ns = hdr->ts_ns;
-	if (feed->watch && (hdr->ts_ns < feed->from_ns || hdr->ts_ns >= feed->to_ns))
+	/*
+	 * Records fed from user space (the first walk's, the threads' first
+	 * samples) come before ring-buffer records of earlier times, so a
+	 * record may be older than the first: only a window that begins later
+	 * leaves such records out.
+	 */
+	if (feed->watch && ((feed->watch->from_s > 0 && hdr->ts_ns < feed->from_ns) || hdr->ts_ns >= feed->to_ns))
 		return 0;
 	if (feed->watch && feed->watch->before_record)
 		feed->watch->before_record(feed->watch->ctx, feed->engine, hdr->ts_ns);

@@ -58,6 +58,8 @@ json_t *cs_report_tracing_value(const struct cs_traced_summary *traced, const st
 void cs_report_tracing_text(FILE *out, const struct cs_traced_summary *traced, const struct cs_report_meta *meta);
 /* {"p50":..,"p90":..,"p99":..,"p999":..,"max":..,"count":..}, the times in microseconds. */
 json_t *cs_report_percentiles_us(const struct cs_hist *hist);
+/* [[lowest_us, highest_us, count],...]: the histogram's non-empty buckets, lowest first. */
+json_t *cs_report_buckets_us(const struct cs_hist *hist);
 /* ["acceptor",...]: a thread's roles (names of enum cs_thread_role). */
 json_t *cs_report_roles(const struct cs_thread_stats *t);
 

@@ -56,6 +56,8 @@ static json_t *client_value(const struct cs_client_stats *s, const struct cs_cli
 	json_object_set_new(o, "read_delay_us", cs_report_percentiles_us(s->read_delay_ns));
 	json_object_set_new(o, "run_queue_us", cs_report_percentiles_us(s->runq_ns));
 	json_object_set_new(o, "measured_us", cs_report_percentiles_us(s->seen_ns));
+	/* Whole, for a client's own arithmetic on it (wrk's correction of its percentiles). */
+	json_object_set_new(o, "measured_buckets_us", cs_report_buckets_us(s->seen_ns));
 	json_object_set_new(o, "server_us", cs_report_percentiles_us(s->server_ns));
 	json_object_set_new(o, "busy_share", cs_json_4(c->busy_share));
 	json_object_set_new(o, "runq_share", cs_json_4(c->runq_share));

@@ -36,7 +36,7 @@ json_t *cs_report_percentiles_us(const struct cs_hist *hist)
  * count]: two reports can then be compared at any percentile
  * (connscope diff), not only at the ones printed.
  */
-static json_t *buckets_us(const struct cs_hist *hist)
+json_t *cs_report_buckets_us(const struct cs_hist *hist)
 {
 	json_t *list = json_array();
 	for (size_t b = 0; b < CS_HIST_BUCKETS; b++)
@@ -326,7 +326,7 @@ static void add_requests(json_t *report, const struct cs_report_view *view)
 				      cs_json_us(r->setup_protocol_ns)));
 	json_object_set_new(report, "tls", tls_value(view));
 	json_object_set_new(report, "latency_us", cs_report_percentiles_us(r->latency_ns));
-	json_object_set_new(report, "latency_buckets_us", buckets_us(r->latency_ns));
+	json_object_set_new(report, "latency_buckets_us", cs_report_buckets_us(r->latency_ns));
 	json_object_set_new(report, "tail", tail_value(&analysis->tail));
 	json_object_set_new(report, "conditions", conditions_value(&analysis->conditions));
 	json_object_set_new(report, "lifecycle", lifecycle(&analysis->conditions));
