@@ -9,22 +9,15 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "trace_file.h"
+#include "units.h"
 
 static int tee_to_trace(void *ctx, const void *record, size_t len)
 {
 	return cs_trace_write(ctx, record, len);
-}
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int run_plain(struct run_args *args, struct cs_engine *engine, struct cs_session_result *result)
@@ -67,7 +60,7 @@ int cs_run_session(struct run_args *args, struct cs_engine *engine, struct cs_se
 	struct cs_trace_writer writer;
 	struct cs_run_stamp stamp;
 	cs_run_stamp_now(&stamp);
-	int err = cs_trace_create(&writer, args->output, "", monotonic_ns(), &stamp);
+	int err = cs_trace_create(&writer, args->output, "", cs_monotonic_ns(), &stamp);
 	if (err) {
 		fprintf(stderr, "connscope: cannot create %s: %s%s\n", args->output, strerror(-err),
 			err == -ELOOP ? " (it is a symlink: connscope does not write through links)" : "");
