@@ -60,8 +60,11 @@
  *    unknown (a carrier is then said pinned from its thread's totals).
  * 19: cs_ev_request.turn_runq_ns, at the end (CS_EV_REQUEST_V18_SIZE before it), and
  *    CS_REQ_TURN_RUNQ; older requests read with neither: a request whose loop turned
- *    takes its waits for a CPU out of its wait for the loop first, as it did. */
-#define CS_WIRE_VERSION 19
+ *    takes its waits for a CPU out of its wait for the loop first, as it did.
+ * 20: cs_ev_runtime_pause.vm_runq_ns and gc_runq_ns, at the end
+ *    (CS_EV_RUNTIME_PAUSE_V19_SIZE before them), and CS_PAUSE_RUNQ; older pauses read
+ *    with neither: their VM thread's waits for a CPU unknown. */
+#define CS_WIRE_VERSION 20
 #define CS_WIRE_VERSION_MIN 1
 
 #define CS_COMM_LEN 16
@@ -571,6 +574,7 @@ enum cs_pause_flags {
 	CS_PAUSE_OP_NAMED = 1 << 2, /* op_name holds the VM operation's name */
 	CS_PAUSE_UPROBE = 1 << 3,   /* from the uprobe fallback: no operation, no collection told */
 	CS_PAUSE_BEGUN = 1 << 4,    /* the pause's first record: it began, and has not ended */
+	CS_PAUSE_RUNQ = 1 << 5,     /* vm_runq_ns and gc_runq_ns are known (one VM thread throughout) */
 };
 
 #define CS_PAUSE_OP_NAME_LEN 40
@@ -588,7 +592,13 @@ struct cs_ev_runtime_pause {
 	__u16 gc_count; /* collections inside the pause */
 	__u32 pad;
 	char op_name[CS_PAUSE_OP_NAME_LEN]; /* "G1CollectForAllocation", "ThreadDump"; cut, NUL-padded */
+	/* With CS_PAUSE_RUNQ: the VM thread's waits for a CPU (sched_info.run_delay)
+	 * while every other thread stood stopped, over the pause and inside its
+	 * collections (the runtime's own collector threads may have held the CPUs). */
+	__u64 vm_runq_ns;
+	__u64 gc_runq_ns;
 };
+#define CS_EV_RUNTIME_PAUSE_V19_SIZE 104 /* before vm_runq_ns */
 
 /*
  * An exchange on a TCP connection a target opened itself (connect): its
@@ -1011,7 +1021,9 @@ _Static_assert(sizeof(struct cs_ev_off_cpu) == 40 + sizeof(struct cs_stack), "wi
 _Static_assert(sizeof(struct cs_ev_thread_cpu) == 32, "wire: thread cpu size");
 _Static_assert(sizeof(struct cs_ev_thread_polls) == 64, "wire: thread polls size");
 _Static_assert(sizeof(struct cs_ev_thread_name) == 88, "wire: thread name size");
-_Static_assert(sizeof(struct cs_ev_runtime_pause) == 104, "wire: runtime pause size");
+_Static_assert(sizeof(struct cs_ev_runtime_pause) == 120, "wire: runtime pause size");
+_Static_assert(__builtin_offsetof(struct cs_ev_runtime_pause, vm_runq_ns) == CS_EV_RUNTIME_PAUSE_V19_SIZE,
+	       "wire: v19 runtime pause");
 _Static_assert(sizeof(struct cs_ev_handback) == 56, "wire: request hand-back size");
 _Static_assert(sizeof(struct cs_ev_prog_cost) == 56, "wire: prog cost size");
 _Static_assert(sizeof(struct cs_ev_self_cost) == 48, "wire: self cost size");

@@ -20,6 +20,10 @@
  *   uprobe SafepointSynchronize::begin/end : the same pause where a JDK was
  *                                        built without the USDT notes
  *
+ * At each begin and end the VM thread's sched_info.run_delay is read too:
+ * its waits for a CPU while the other threads stood stopped (behind the
+ * collector's own threads on few cores, or behind other processes).
+ *
  * HotSpot fires these without any -XX flag (no semaphore guards them). One
  * VM thread runs every safepoint of a process: the state is per process.
  */
@@ -37,7 +41,16 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* A safepoint in progress, per process: the record it will become. */
 struct pause_state {
 	struct cs_ev_runtime_pause ev;
-	__u32 depth; /* VM operations begun and not ended (one may run another) */
+	__u64 begin_run_delay_ns; /* the VM thread's sched_info.run_delay as it began */
+	__u32 depth;              /* VM operations begun and not ended (one may run another) */
+	__u32 pad;
+};
+
+/* A collection in progress: when it began, and its thread's run-queue time then. */
+struct gc_start {
+	__u64 began_ns;
+	__u64 run_delay_ns;
+	__u32 tid;
 	__u32 pad;
 };
 
@@ -53,8 +66,18 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct gc_start);
 } gc_began SEC(".maps");
+
+/*
+ * The current thread's time runnable but not running, so far. The kernel
+ * adds a wait as the thread gets its CPU back, so a running thread's value
+ * holds every wait up to now: two reads on one thread bracket its waits.
+ */
+static __always_inline __u64 current_run_delay_ns(void)
+{
+	return bpf_get_current_task_btf()->sched_info.run_delay;
+}
 
 /* A copy of the pause so far as a record stamped now_ns, with flags added. */
 static __always_inline void emit(const struct cs_ev_runtime_pause *pause, __u64 now_ns, __u16 flags, __u64 wake)
@@ -81,8 +104,9 @@ static __always_inline void pause_begin(__u16 flags)
 			.begin_ns = bpf_ktime_get_ns(),
 			.tgid = tgid,
 			.vm_tid = cs_tid_of(pid_tgid),
-			.flags = flags,
+			.flags = flags | CS_PAUSE_RUNQ,
 		},
+		.begin_run_delay_ns = current_run_delay_ns(),
 	};
 
 	if (bpf_map_update_elem(&pausing, &tgid, &state, BPF_ANY))
@@ -98,6 +122,12 @@ static __always_inline void pause_begin(__u16 flags)
  */
 static __always_inline void pause_end(struct pause_state *state, __u32 tgid, __u64 now_ns)
 {
+	/* The VM thread's waits need one thread from begin to end (a JDK's uprobe
+	 * fallback could see another end it). */
+	if (cs_tid_of(bpf_get_current_pid_tgid()) == state->ev.vm_tid)
+		state->ev.vm_runq_ns = current_run_delay_ns() - state->begin_run_delay_ns;
+	else
+		state->ev.flags &= ~CS_PAUSE_RUNQ;
 	/* A pause is rare (a few a second at most): wake the reader now. */
 	emit(&state->ev, now_ns, 0, 0);
 	bpf_map_delete_elem(&pausing, &tgid);
@@ -176,28 +206,38 @@ int BPF_USDT(vmop_end)
 SEC("usdt")
 int BPF_USDT(gc_begin, long full)
 {
-	__u32 tgid = cs_tgid_of(bpf_get_current_pid_tgid());
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = cs_tgid_of(pid_tgid);
 	struct pause_state *state = bpf_map_lookup_elem(&pausing, &tgid);
-	__u64 now = bpf_ktime_get_ns();
+	struct gc_start start = {
+		.began_ns = bpf_ktime_get_ns(),
+		.run_delay_ns = current_run_delay_ns(),
+		.tid = cs_tid_of(pid_tgid),
+	};
 
 	if (!state)
 		return 0; /* a concurrent collector's phase outside a safepoint stops no thread */
 	state->ev.flags |= CS_PAUSE_GC | (full ? CS_PAUSE_GC_FULL : 0);
-	bpf_map_update_elem(&gc_began, &tgid, &now, BPF_ANY);
+	bpf_map_update_elem(&gc_began, &tgid, &start, BPF_ANY);
 	return 0;
 }
 
 SEC("usdt")
 int BPF_USDT(gc_end)
 {
-	__u32 tgid = cs_tgid_of(bpf_get_current_pid_tgid());
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = cs_tgid_of(pid_tgid);
 	struct pause_state *state = bpf_map_lookup_elem(&pausing, &tgid);
-	__u64 *began = bpf_map_lookup_elem(&gc_began, &tgid);
+	struct gc_start *start = bpf_map_lookup_elem(&gc_began, &tgid);
 
-	if (!state || !began || !*began)
+	if (!state || !start || !start->began_ns)
 		return 0;
-	state->ev.gc_ns += bpf_ktime_get_ns() - *began;
+	state->ev.gc_ns += bpf_ktime_get_ns() - start->began_ns;
 	state->ev.gc_count++;
-	*began = 0;
+	if (start->tid == cs_tid_of(pid_tgid))
+		state->ev.gc_runq_ns += current_run_delay_ns() - start->run_delay_ns;
+	else
+		state->ev.flags &= ~CS_PAUSE_RUNQ;
+	start->began_ns = 0;
 	return 0;
 }

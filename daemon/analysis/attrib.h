@@ -161,6 +161,10 @@ struct cs_conditions {
 		char top_other_op[CS_PAUSE_OP_NAME_LEN]; /* the commonest other one ("ThreadDump"); "": none */
 		uint64_t top_other_op_pauses;
 		bool named;                     /* operations told (USDT); false: uprobes saw the pauses alone */
+		uint64_t vm_cpu_wait_ns;        /* the VM thread's waits for a CPU inside the pauses */
+		double vm_cpu_wait_share;       /* of those pauses' time; -1: not known (older traces). Who
+		                                   held the CPUs is not told: in a parallel collection on few
+		                                   cores, often the JVM's own collector threads */
 	} runtime_pauses;
 	struct cs_client_bound_condition {
 		bool flagged;

@@ -114,6 +114,10 @@ void cs_runtime_pauses_condition(const struct cs_engine *engine, const struct cs
 	memcpy(c->top_other_op, run.top_other_op, sizeof(c->top_other_op));
 	c->top_other_op_pauses = run.top_other_op_pauses;
 	c->named = run.named;
+	c->vm_cpu_wait_ns = stats->vm_runq_total_ns;
+	c->vm_cpu_wait_share = stats->runq_pause_total_ns
+				       ? (double)stats->vm_runq_total_ns / (double)stats->runq_pause_total_ns
+				       : -1.0;
 	c->flagged = stats->pauses &&
 		     (c->tail_share >= PAUSE_TAIL_SHARE_MIN || c->stopped_share >= PAUSE_STOPPED_SHARE_MIN);
 }

@@ -68,5 +68,7 @@ size_t cs_record_size_in(uint16_t type, uint32_t wire_version)
 		return CS_EV_REQUEST_V17_SIZE;
 	if (type == CS_EV_REQUEST && wire_version < 19)
 		return CS_EV_REQUEST_V18_SIZE;
+	if (type == CS_EV_RUNTIME_PAUSE && wire_version < 20)
+		return CS_EV_RUNTIME_PAUSE_V19_SIZE;
 	return cs_record_size(type);
 }

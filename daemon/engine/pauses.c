@@ -115,6 +115,8 @@ int cs_on_runtime_pause(struct cs_engine *engine, const struct cs_ev_runtime_pau
 		.end_ns = ev->hdr.ts_ns,
 		.reached_ns = ev->reached_ns >= ev->begin_ns && ev->reached_ns <= ev->hdr.ts_ns ? ev->reached_ns : 0,
 		.gc_ns = ev->gc_ns,
+		.vm_runq_ns = ev->flags & CS_PAUSE_RUNQ ? ev->vm_runq_ns : 0,
+		.gc_runq_ns = ev->flags & CS_PAUSE_RUNQ ? ev->gc_runq_ns : 0,
 		.tgid = ev->tgid,
 		.flags = ev->flags,
 		.op = op_index(stats, ev),
@@ -122,6 +124,11 @@ int cs_on_runtime_pause(struct cs_engine *engine, const struct cs_ev_runtime_pau
 	pause_ended(stats, &pause);
 	uint64_t length = cs_pause_ns(&pause), reach = cs_pause_reach_ns(&pause);
 	bool gc = ev->flags & CS_PAUSE_GC;
+	/* Waits inside the pause, and inside its collections: never longer than they. */
+	if (pause.vm_runq_ns > length)
+		pause.vm_runq_ns = length;
+	if (pause.gc_runq_ns > pause.gc_ns)
+		pause.gc_runq_ns = pause.gc_ns;
 	stats->pauses++;
 	stats->total_ns += length;
 	if (length > stats->max_ns)
@@ -142,6 +149,11 @@ int cs_on_runtime_pause(struct cs_engine *engine, const struct cs_ev_runtime_pau
 		cs_hist_record(stats->reach_ns, reach);
 	}
 	stats->uprobe_pauses += (ev->flags & CS_PAUSE_UPROBE) != 0;
+	if (ev->flags & CS_PAUSE_RUNQ) {
+		stats->runq_pauses++;
+		stats->runq_pause_total_ns += length;
+		stats->vm_runq_total_ns += pause.vm_runq_ns;
+	}
 	count_op(stats, pause.op, length, gc);
 	if (!stats->first_begin_ns || pause.begin_ns < stats->first_begin_ns)
 		stats->first_begin_ns = pause.begin_ns;

@@ -29,6 +29,8 @@ struct cs_pause {
 	uint64_t end_ns;           /* they went on */
 	uint64_t reached_ns;       /* all had stopped; 0: not known */
 	uint64_t gc_ns;            /* the collections' own time in it */
+	uint64_t vm_runq_ns;       /* with CS_PAUSE_RUNQ: the VM thread's waits for a CPU in it */
+	uint64_t gc_runq_ns;       /* ...inside its collections */
 	uint64_t worst_request_ns; /* the slowest request it overlapped: in the tail or not */
 	uint32_t tgid;
 	uint32_t requests;         /* requests it overlapped */
@@ -58,6 +60,9 @@ struct cs_pause_stats {
 	uint64_t reach_total_ns;     /* that time, summed */
 	uint64_t reach_max_ns;
 	uint64_t uprobe_pauses;      /* from the uprobe fallback: not named */
+	uint64_t runq_pauses;        /* pauses whose VM thread's waits for a CPU are known */
+	uint64_t runq_pause_total_ns; /* their lengths, summed */
+	uint64_t vm_runq_total_ns;   /* their VM threads' waits for a CPU, summed */
 	uint64_t first_begin_ns;     /* the first pause began */
 	uint64_t last_end_ns;        /* the latest ended */
 	struct cs_hist *pause_ns;    /* each pause's length */

@@ -216,6 +216,9 @@ static json_t *pauses_value(const struct cs_pauses_condition *p)
 	json_object_set_new(o, "gc_operation", p->top_gc_op[0] ? cs_json_text(p->top_gc_op) : json_null());
 	json_object_set_new(o, "other_operation", p->top_other_op[0] ? cs_json_text(p->top_other_op) : json_null());
 	json_object_set_new(o, "other_operation_pauses", json_integer(JI(p->top_other_op_pauses)));
+	bool runq_known = p->vm_cpu_wait_share >= 0;
+	json_object_set_new(o, "vm_cpu_wait_us", runq_known ? cs_json_us(p->vm_cpu_wait_ns) : json_null());
+	json_object_set_new(o, "vm_cpu_wait_share", runq_known ? cs_json_4(p->vm_cpu_wait_share) : json_null());
 	return o;
 }
 
@@ -436,6 +439,9 @@ static json_t *pauses_list(const struct cs_pause_stats *stats)
 				      "pause_us", cs_json_us(cs_pause_ns(p)), "gc", (p->flags & CS_PAUSE_GC) != 0, "full",
 				      (p->flags & CS_PAUSE_GC_FULL) != 0, "gc_us", cs_json_us(p->gc_ns));
 		json_object_set_new(o, "time_to_safepoint_us", reach ? cs_json_us(reach) : json_null());
+		bool runq_known = p->flags & CS_PAUSE_RUNQ;
+		json_object_set_new(o, "vm_cpu_wait_us", runq_known ? cs_json_us(p->vm_runq_ns) : json_null());
+		json_object_set_new(o, "gc_cpu_wait_us", runq_known ? cs_json_us(p->gc_runq_ns) : json_null());
 		json_object_set_new(o, "operation", op && op->name[0] ? cs_json_text(op->name) : json_null());
 		json_object_set_new(o, "requests", json_integer(JI(p->requests)));
 		json_object_set_new(o, "worst_request_us", cs_json_us(p->worst_request_ns));

@@ -10,7 +10,9 @@
 #    flagged; pool_saturation is not (the pool's threads were stopped, not
 #    busy); the pauses against the JVM's own -Xlog:gc,safepoint (stamped
 #    with CLOCK_MONOTONIC, the probes' clock) both ways over connscope's
-#    window: the same collections, each collection's time within 10 %, no
+#    window: the same collections, each collection's time within 10 % (less
+#    the VM thread's waits for a CPU outside the part the JVM times; those
+#    waits no more than the kernel's schedstat of the VM thread says), no
 #    pause longer than the safepoint's total, the thread dumps counted and
 #    named ThreadDump, not GC; the p99 agrees with the clients'.
 # 2. G1 with garbage allocated at about 250 MB/s (the latest 12 MB of it kept:
@@ -44,15 +46,27 @@ start_jvm() {
   "$CS_LOAD" --port "$port" --connections 16 --rate 200 --duration 1 --quiet >/dev/null || fail "warm-up load failed"
 }
 
-# profile NAME: 4 s of load, connscope's window in FROM_NS..TO_NS.
+# The JVM's VM thread's waits for a CPU so far (schedstat's second field, ns).
+vm_thread_run_delay_ns() {
+  local task
+  for task in /proc/"$SERVER_PID"/task/*; do
+    [[ $(cat "$task/comm" 2>/dev/null) == "VM Thread" ]] && { cut -d' ' -f2 "$task/schedstat"; return; }
+  done
+  fail "no VM Thread in the JVM $SERVER_PID"
+}
+
+# profile NAME: 4 s of load, connscope's window in FROM_NS..TO_NS, the VM
+# thread's waits for a CPU over it in VM_WAITED_US.
 profile() {
-  CS_ON_ATTACHED='FROM_NS=$(cs_monotonic_ns)' CS_ON_STOPPING='TO_NS=$(cs_monotonic_ns)' \
+  CS_ON_ATTACHED='FROM_NS=$(cs_monotonic_ns); VM_DELAY_FROM=$(vm_thread_run_delay_ns)' \
+    CS_ON_STOPPING='TO_NS=$(cs_monotonic_ns); VM_DELAY_TO=$(vm_thread_run_delay_ns)' \
     cs_profile "$1" "$CS_LOAD" --busy-poll --port "$port" --connections 16 --rate 200 --duration 4 \
     --json "$CS_TMP/$1-client.json" --quiet
   # the last lines of the log: written by the JVM while it still runs
   $compare "$CS_TMP/$1.json" "$CS_TMP/$1.log" "$FROM_NS" "$TO_NS" >"$CS_TMP/$1-vs-log.json" ||
     fail "comparing with the JVM's log"
   note "$1 vs -Xlog: $(cat "$CS_TMP/$1-vs-log.json")"
+  VM_WAITED_US=$(((VM_DELAY_TO - VM_DELAY_FROM) / 1000))
 }
 
 vs() { json_get "$CS_TMP/$1-vs-log.json" "j$2"; }
@@ -75,6 +89,7 @@ assert_cmp "$(vs serial '["gc_matched"]')" '==' "$(vs serial '["gc_lines"]')" "t
 assert_cmp "$(vs serial '["gc_pauses_matched"]')" '==' "$(vs serial '["gc_pauses"]')" \
   "connscope's collections in the JVM's log"
 assert_cmp "$(vs serial '["gc_worst_error"]')" '<=' 0.10 "each collection's time against -Xlog:gc's"
+assert_cmp "$(vs serial '["vm_cpu_wait_us"]')" '<=' "$VM_WAITED_US" "the VM thread's waits for a CPU in the pauses vs its schedstat over the window"
 # A pause ends with its operation, before the bookkeeping -Xlog:safepoint's
 # total goes on to (the VM thread preempted there lengthens that, not the pause).
 assert_cmp "$(vs serial '["pause_over_total"]')" '<=' 0.01 "each pause of 1 ms or more over -Xlog:safepoint's total"
@@ -103,6 +118,7 @@ assert_cmp "$(vs g1 '["gc_lines"]')" '>=' 5 "young collections in the JVM's log 
 assert_cmp "$(vs g1 '["gc_matched"]')" '==' "$(vs g1 '["gc_lines"]')" "the JVM's young collections connscope saw"
 assert_cmp "$(vs g1 '["gc_pauses_matched"]')" '==' "$(vs g1 '["gc_pauses"]')" "connscope's collections in the JVM's log"
 assert_cmp "$(vs g1 '["gc_worst_error"]')" '<=' 0.10 "each young collection's time against -Xlog:gc's"
+assert_cmp "$(vs g1 '["vm_cpu_wait_us"]')" '<=' "$VM_WAITED_US" "the VM thread's waits for a CPU in the pauses vs its schedstat over the window"
 [[ $(json_get "$r" 'j["conditions"]["runtime_pauses"]["gc_operation"]') == G1CollectForAllocation ]] ||
   fail "the young collections are not G1CollectForAllocation's"
 echo "ok: G1's young collections named G1CollectForAllocation"

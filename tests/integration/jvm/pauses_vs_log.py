@@ -12,8 +12,15 @@ ways: every JVM line has its pause, every pause inside the window its
 line. Prints one JSON object:
 
   gc_lines, gc_matched, gc_pauses, gc_pauses_matched: collections
-  gc_worst_error: the largest |connscope - JVM| / JVM over the collections
-      (connscope's gc_us against the "Pause ... N.NNNms" of -Xlog:gc)
+  gc_worst_error: the largest error over the collections, of connscope's
+      gc_us against the "Pause ... N.NNNms" of -Xlog:gc: (JVM - connscope)
+      / JVM, or (connscope - its VM thread's waits for a CPU in the
+      collection - JVM) / JVM. The JVM times a part of the collection
+      (GCTraceTime) inside the span of its gc__begin/end probes; where the
+      VM thread waits for a CPU in the rest (the JIT's threads, others'
+      work), the collection lasts that longer than the JVM's line says.
+  gc_pairs_us: [JVM's, connscope's gc_us, its gc_cpu_wait_us] per collection
+  vm_cpu_wait_us: the VM thread's waits for a CPU in the window's pauses
   safepoints, safepoints_matched, pauses_in_window, pauses_matched
   pause_over_total: the largest (connscope - JVM) / JVM of whole pauses of
       1 ms or more (pause_us against -Xlog:safepoint's Total, which goes on
@@ -63,14 +70,17 @@ def main():
     out = {"gc_lines": len(gc_lines), "gc_matched": 0, "gc_worst_error": 0.0,
            "safepoints": len(safepoints), "safepoints_matched": 0, "pause_worst_error": 0.0,
            "pause_over_total": -1.0,
-           "operations": {}, "unmatched": []}
+           "gc_pairs_us": [], "operations": {}, "unmatched": []}
     for stamp, jvm_us, what in gc_lines:
         p = containing([p for p in pauses if p["gc"]], stamp)
         if not p:
             out["unmatched"].append(f"GC at {stamp} ({what}, {jvm_us:.0f} us): no pause")
             continue
         out["gc_matched"] += 1
-        out["gc_worst_error"] = max(out["gc_worst_error"], abs(p["gc_us"] - jvm_us) / jvm_us)
+        waited_us = p["gc_cpu_wait_us"] or 0.0
+        out["gc_pairs_us"].append([round(jvm_us), round(p["gc_us"]), round(waited_us)])
+        error_us = max(jvm_us - p["gc_us"], p["gc_us"] - waited_us - jvm_us)
+        out["gc_worst_error"] = max(out["gc_worst_error"], error_us / jvm_us)
     for stamp, name, total_us in safepoints:
         ops = out["operations"].setdefault(name, [0, 0, 0])
         ops[0] += 1
@@ -84,6 +94,7 @@ def main():
             out["pause_over_total"] = max(out["pause_over_total"], (p["pause_us"] - total_us) / total_us)
     inside = [p for p in pauses if lo <= p["begin_ns"] and p["end_ns"] <= hi]
     out["pauses_in_window"] = len(inside)
+    out["vm_cpu_wait_us"] = round(sum(p["vm_cpu_wait_us"] or 0.0 for p in inside), 3)
     out["pauses_matched"] = 0
     out["gc_pauses"] = sum(1 for p in inside if p["gc"])
     out["gc_pauses_matched"] = 0

@@ -182,3 +182,37 @@ Test(runtime_pauses, pauses_from_the_uprobes_are_not_told_apart)
 	cr_assert_null(strstr(text, "runtime_pauses:"), "%s", text);
 	free(text);
 }
+
+/* The VM thread's waits for a CPU in the pauses: figures where the probes told them, null where not. */
+Test(runtime_pauses, the_vm_thread_s_waits_for_a_cpu_are_shown_where_told)
+{
+	struct cs_ev_runtime_pause told = make_pause(JVM, T0, T0 + 40 * MS, "G1CollectForAllocation", CS_PAUSE_GC | CS_PAUSE_RUNQ);
+	told.vm_runq_ns = 10 * MS;
+	told.gc_runq_ns = 8 * MS;
+	FEED_OK(engine, told);
+	FEED_OK(engine, make_pause(JVM, T0 + 1 * SEC, T0 + 1 * SEC + 10 * MS, "ThreadDump", 0));
+	char *buf = render(true);
+	struct json *root = json_parse(buf);
+	const struct json *p = member(member(root, "conditions", J_OBJECT), "runtime_pauses", J_OBJECT);
+	cr_assert_float_eq(number(p, "vm_cpu_wait_us"), 10000.0, 1e-9);
+	cr_assert_float_eq(number(p, "vm_cpu_wait_share"), 0.25, 1e-9, "of the 40 ms pause whose waits were told");
+	const struct json *list = member(root, "pauses", J_ARRAY);
+	cr_assert_float_eq(number(element(list, 0), "vm_cpu_wait_us"), 10000.0, 1e-9);
+	cr_assert_float_eq(number(element(list, 0), "gc_cpu_wait_us"), 8000.0, 1e-9);
+	member(element(list, 1), "vm_cpu_wait_us", J_NULL);
+	member(element(list, 1), "gc_cpu_wait_us", J_NULL);
+	json_free(root);
+	free(buf);
+}
+
+Test(runtime_pauses, waits_for_a_cpu_are_not_known_from_an_older_trace)
+{
+	FEED_OK(engine, make_pause(JVM, T0, T0 + 40 * MS, "GenCollectFull", CS_PAUSE_GC | CS_PAUSE_GC_FULL));
+	char *buf = render(true);
+	struct json *root = json_parse(buf);
+	const struct json *p = member(member(root, "conditions", J_OBJECT), "runtime_pauses", J_OBJECT);
+	member(p, "vm_cpu_wait_us", J_NULL);
+	member(p, "vm_cpu_wait_share", J_NULL);
+	json_free(root);
+	free(buf);
+}

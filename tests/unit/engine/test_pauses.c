@@ -169,3 +169,28 @@ Test(pauses, a_request_recorded_while_its_process_is_still_stopped_finds_the_pau
 	cr_assert_eq(pause->requests, 1, "the request noted while it was open stays noted");
 	cr_assert_eq(pause->worst_request_ns, 33 * MS);
 }
+
+/* The VM thread's waits for a CPU (CS_PAUSE_RUNQ): summed where told, inside the pause and its collections. */
+Test(pauses, the_vm_thread_s_waits_for_a_cpu_are_summed_where_known_never_beyond_the_pause)
+{
+	struct cs_ev_runtime_pause told = make_pause(JVM, T0, T0 + 40 * MS, "G1CollectForAllocation", CS_PAUSE_GC | CS_PAUSE_RUNQ);
+	told.vm_runq_ns = 5 * MS;
+	told.gc_runq_ns = 3 * MS;
+	struct cs_ev_runtime_pause beyond = make_pause(JVM, T0 + 1 * SEC, T0 + 1 * SEC + 10 * MS, "G1CollectForAllocation",
+						       CS_PAUSE_GC | CS_PAUSE_RUNQ);
+	beyond.vm_runq_ns = 30 * MS; /* more than the pause: a corrupt record */
+	beyond.gc_runq_ns = 30 * MS;
+	struct cs_ev_runtime_pause untold = make_pause(JVM, T0 + 2 * SEC, T0 + 2 * SEC + 20 * MS, "ThreadDump", 0);
+	untold.vm_runq_ns = 7 * MS; /* no CS_PAUSE_RUNQ: not read */
+	FEED_OK(engine, told);
+	FEED_OK(engine, beyond);
+	FEED_OK(engine, untold);
+	const struct cs_pause_stats *p = &engine->pauses;
+	cr_assert_eq(p->runq_pauses, 2);
+	cr_assert_eq(p->runq_pause_total_ns, 50 * MS);
+	cr_assert_eq(p->vm_runq_total_ns, 15 * MS, "5 ms, and the second pause's 10 ms at most");
+	cr_assert_eq(cs_pause_kept(p, 0)->vm_runq_ns, 5 * MS);
+	cr_assert_eq(cs_pause_kept(p, 0)->gc_runq_ns, 3 * MS);
+	cr_assert_eq(cs_pause_kept(p, 1)->gc_runq_ns, 10 * MS - 100 * US, "at most its collection's time");
+	cr_assert_eq(cs_pause_kept(p, 2)->vm_runq_ns, 0);
+}

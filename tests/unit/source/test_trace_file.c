@@ -86,6 +86,9 @@ static struct recording sample_records(void)
 	add(&r, &thread, sizeof(thread));
 	struct cs_ev_reset reset = make_reset(5 * SEC + 300 * US, 8080, CS_RESET_SENT, 9);
 	add(&r, &reset, sizeof(reset));
+	/* Grown in version 20: an older trace's pause reads with its CPU waits 0, as here. */
+	struct cs_ev_runtime_pause pause = make_pause(6, 5 * SEC + 400 * US, 5 * SEC + 900 * US, "ThreadDump", 0);
+	add(&r, &pause, sizeof(pause));
 	struct cs_ev_conn_close close = make_conn_close((struct close_spec){
 		.sk = accept.sk, .port = 8080, .ts_ns = 6 * SEC, .established_ns = 5 * SEC,
 		.last_activity_ns = 5 * SEC + 150 * US, .requests = 1, .closed_by = CS_CLOSED_BY_SERVER });
@@ -550,7 +553,7 @@ static size_t as_wire_version(uint32_t version, unsigned char *out, struct recor
 Test(trace, an_older_wire_version_reads)
 {
 	/* Wire versions add record types and grow records at their end: older traces read whole. */
-	const uint32_t versions[] = { CS_WIRE_VERSION_MIN, 8, 13, 15, 16, 17, 18 };
+	const uint32_t versions[] = { CS_WIRE_VERSION_MIN, 8, 13, 15, 16, 17, 18, 19 };
 	for (size_t v = 0; v < sizeof(versions) / sizeof(versions[0]); v++) {
 		struct recording r;
 		unsigned char copy[8192];
