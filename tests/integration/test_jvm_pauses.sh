@@ -44,22 +44,34 @@ start_jvm() {
   for _ in $(seq 300); do ss -Htln "sport = :$port" | grep -q . && break; sleep 0.05; done
   cs_wait_port "$port"
   "$CS_LOAD" --port "$port" --connections 16 --rate 200 --duration 1 --quiet >/dev/null || fail "warm-up load failed"
+  find_vm_thread
 }
 
-# The JVM's VM thread's waits for a CPU so far (schedstat's second field, ns).
-vm_thread_run_delay_ns() {
-  local task
+# The JVM's VM thread (VM_SCHEDSTAT: its schedstat file), found once.
+find_vm_thread() {
+  local task comm
   for task in /proc/"$SERVER_PID"/task/*; do
-    [[ $(cat "$task/comm" 2>/dev/null) == "VM Thread" ]] && { cut -d' ' -f2 "$task/schedstat"; return; }
+    read -r comm <"$task/comm" 2>/dev/null || continue
+    [[ $comm == "VM Thread" ]] && { VM_SCHEDSTAT=$task/schedstat; return; }
   done
   fail "no VM Thread in the JVM $SERVER_PID"
 }
 
+# read_vm_run_delay VAR: its waits for a CPU so far (schedstat's second
+# field, ns) into VAR, read in this shell: done before the next command.
+read_vm_run_delay() {
+  local run_delay
+  read -r _ run_delay _ <"$VM_SCHEDSTAT"
+  printf -v "$1" '%s' "$run_delay"
+}
+
 # profile NAME: 4 s of load, connscope's window in FROM_NS..TO_NS, the VM
-# thread's waits for a CPU over it in VM_WAITED_US.
+# thread's waits for a CPU over it in VM_WAITED_US: read before the window
+# begins and after it ends, so that every wait of a pause inside the window
+# falls between the two reads.
 profile() {
-  CS_ON_ATTACHED='FROM_NS=$(cs_monotonic_ns); VM_DELAY_FROM=$(vm_thread_run_delay_ns)' \
-    CS_ON_STOPPING='TO_NS=$(cs_monotonic_ns); VM_DELAY_TO=$(vm_thread_run_delay_ns)' \
+  CS_ON_ATTACHED='read_vm_run_delay VM_DELAY_FROM; FROM_NS=$(cs_monotonic_ns)' \
+    CS_ON_STOPPING='TO_NS=$(cs_monotonic_ns); read_vm_run_delay VM_DELAY_TO' \
     cs_profile "$1" "$CS_LOAD" --busy-poll --port "$port" --connections 16 --rate 200 --duration 4 \
     --json "$CS_TMP/$1-client.json" --quiet
   # the last lines of the log: written by the JVM while it still runs
