@@ -166,4 +166,15 @@ static __always_inline const unsigned char *cs_skb_tcphdr(const struct sk_buff *
 	return bpf_probe_read_kernel(th, sizeof(*th), at) ? NULL : at;
 }
 
+/*
+ * The current thread's time runnable but not running so far (kernel-kept,
+ * ns). The kernel adds a wait as the thread gets its CPU back, so a running
+ * thread's value holds every wait up to now: two reads on one thread
+ * bracket its waits.
+ */
+static __always_inline __u64 current_run_delay(void)
+{
+	return bpf_get_current_task_btf()->sched_info.run_delay;
+}
+
 #endif /* CS_HELPERS_BPF_H */

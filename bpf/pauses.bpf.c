@@ -69,16 +69,6 @@ struct {
 	__type(value, struct gc_start);
 } gc_began SEC(".maps");
 
-/*
- * The current thread's time runnable but not running, so far. The kernel
- * adds a wait as the thread gets its CPU back, so a running thread's value
- * holds every wait up to now: two reads on one thread bracket its waits.
- */
-static __always_inline __u64 current_run_delay_ns(void)
-{
-	return bpf_get_current_task_btf()->sched_info.run_delay;
-}
-
 /* A copy of the pause so far as a record stamped now_ns, with flags added. */
 static __always_inline void emit(const struct cs_ev_runtime_pause *pause, __u64 now_ns, __u16 flags, __u64 wake)
 {
@@ -106,7 +96,7 @@ static __always_inline void pause_begin(__u16 flags)
 			.vm_tid = cs_tid_of(pid_tgid),
 			.flags = flags | CS_PAUSE_RUNQ,
 		},
-		.begin_run_delay_ns = current_run_delay_ns(),
+		.begin_run_delay_ns = current_run_delay(),
 	};
 
 	if (bpf_map_update_elem(&pausing, &tgid, &state, BPF_ANY))
@@ -125,7 +115,7 @@ static __always_inline void pause_end(struct pause_state *state, __u32 tgid, __u
 	/* The VM thread's waits need one thread from begin to end (a JDK's uprobe
 	 * fallback could see another end it). */
 	if (cs_tid_of(bpf_get_current_pid_tgid()) == state->ev.vm_tid)
-		state->ev.vm_runq_ns = current_run_delay_ns() - state->begin_run_delay_ns;
+		state->ev.vm_runq_ns = current_run_delay() - state->begin_run_delay_ns;
 	else
 		state->ev.flags &= ~CS_PAUSE_RUNQ;
 	/* A pause is rare (a few a second at most): wake the reader now. */
@@ -211,7 +201,7 @@ int BPF_USDT(gc_begin, long full)
 	struct pause_state *state = bpf_map_lookup_elem(&pausing, &tgid);
 	struct gc_start start = {
 		.began_ns = bpf_ktime_get_ns(),
-		.run_delay_ns = current_run_delay_ns(),
+		.run_delay_ns = current_run_delay(),
 		.tid = cs_tid_of(pid_tgid),
 	};
 
@@ -235,7 +225,7 @@ int BPF_USDT(gc_end)
 	state->ev.gc_ns += bpf_ktime_get_ns() - start->began_ns;
 	state->ev.gc_count++;
 	if (start->tid == cs_tid_of(pid_tgid))
-		state->ev.gc_runq_ns += current_run_delay_ns() - start->run_delay_ns;
+		state->ev.gc_runq_ns += current_run_delay() - start->run_delay_ns;
 	else
 		state->ev.flags &= ~CS_PAUSE_RUNQ;
 	start->began_ns = 0;

@@ -13,12 +13,6 @@
 
 /* ---- requests ------------------------------------------------------------ */
 
-/* The current thread's run-queue time so far (kernel-kept, ns). */
-static __always_inline __u64 current_run_delay(void)
-{
-	return bpf_get_current_task_btf()->sched_info.run_delay;
-}
-
 static __always_inline __u64 at_most(__u64 value, __u64 limit)
 {
 	return value < limit ? value : limit;
